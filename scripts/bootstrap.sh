@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every Debian package Ember's build, tests, demo and benchmarks need.
+# Idempotent: when everything is already installed it prints nothing and does not touch apt.
+set -euo pipefail
+
+packages=(
+  # build
+  cmake ninja-build g++ clang clang-format libclang-rt-14-dev
+  # runtime headers (used header-only, never linked)
+  libdlpack-dev libdmlc-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # compiler: LLVM 19 code generation, lld as the one linker, ONNX import
+  llvm-19-dev lld-19 libzstd-dev libonnx-dev libprotobuf-dev protobuf-compiler
+  # python front end, conformance corpus, model generator
+  python3 python3-numpy python3-onnx python3-pytest python3-setuptools
+  # ARM cross builds and qemu-user test runs
+  gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf qemu-user
+  # ONNX Runtime peer (onnxruntime-node from npm)
+  nodejs
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "bootstrap: installing ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
