@@ -1,0 +1,36 @@
+/*!
+ * \file ember/compiler/codegen.h
+ * \brief Kernel library build: fused groups -> LLVM -> lib.so (or a system-lib object).
+ */
+#ifndef EMBER_COMPILER_CODEGEN_H_
+#define EMBER_COMPILER_CODEGEN_H_
+
+#include <string>
+#include <vector>
+
+#include "ember/compiler/target.h"
+
+namespace ember::compiler {
+
+struct FusedGroup;
+
+struct BuildOptions {
+  /*! \brief Emit a static-link object whose initialiser registers each kernel through
+   * TVMBackendRegisterSystemLibSymbol, instead of a shared library. */
+  bool system_lib = false;
+  int opt_level = 3;     // 0..3, LLVM pass pipeline level
+  std::string dump_dir;  // if set: writes <group>.loop.txt, module .ll there
+  bool verbose = false;
+};
+
+/*!
+ * \brief Compiles every group into one exported packed function named group.func_name, and
+ * writes the library to out_path (lib.so, or an object/archive when opts.system_lib).
+ * Throws std::runtime_error naming the group and node on unsupported ops or link failures.
+ */
+void BuildKernelLibrary(const std::vector<FusedGroup>& groups, const Target& target,
+                        const std::string& out_path, const BuildOptions& opts);
+
+}  // namespace ember::compiler
+
+#endif  // EMBER_COMPILER_CODEGEN_H_

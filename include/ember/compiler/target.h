@@ -1,0 +1,32 @@
+/*!
+ * \file ember/compiler/target.h
+ * \brief Code-generation target: "llvm [-mtriple=T] [-mcpu=C] [-mattr=A]".
+ */
+#ifndef EMBER_COMPILER_TARGET_H_
+#define EMBER_COMPILER_TARGET_H_
+
+#include <string>
+
+namespace ember::compiler {
+
+struct Target {
+  std::string triple;    // e.g. x86_64-pc-linux-gnu, aarch64-linux-gnu, armv7a-linux-gnueabihf
+  std::string cpu;       // e.g. skylake, cortex-a72, generic
+  std::string features;  // LLVM feature string, e.g. "+neon,+avx2"
+  bool is_host = false;
+  /*! \brief Widest float SIMD register in bits (128 for NEON/SSE, 256 AVX2, 512 AVX-512). */
+  int vector_bits = 128;
+  /*! \brief Pointer size in bits (32 on armv7). */
+  int pointer_bits = 64;
+
+  /*! \brief Parses a target string; throws std::runtime_error listing the valid forms. */
+  static Target Parse(const std::string& spec);
+  /*! \brief The machine emberc runs on (triple, CPU name and features from LLVM). */
+  static Target Host();
+  /*! \brief The canonical string form. */
+  std::string str() const;
+};
+
+}  // namespace ember::compiler
+
+#endif  // EMBER_COMPILER_TARGET_H_

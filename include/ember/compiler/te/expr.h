@@ -1,0 +1,304 @@
+/*!
+ * \file ember/compiler/te/expr.h
+ * \brief Scalar expressions of the tensor-expression DSL (te) and of the lowered loop IR.
+ *
+ * An Expr is an immutable, reference-counted tree. The same node kinds serve two levels:
+ * te (TensorLoad indexes a Tensor by multi-dimensional indices, Reduce describes a reduction)
+ * and the loop IR (BufferLoad reads a flat buffer). Index arithmetic is int64 throughout; the
+ * code generator may narrow it per target.
+ */
+#ifndef EMBER_COMPILER_TE_EXPR_H_
+#define EMBER_COMPILER_TE_EXPR_H_
+
+#include <dlpack/dlpack.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ember::compiler::te {
+
+using DataType = DLDataType;
+
+/*! \brief Bool values are 1-bit unsigned in expressions and stored as one byte. */
+inline DataType Bool() { return DataType{kDLUInt, 1, 1}; }
+inline DataType Int(int bits) { return DataType{kDLInt, static_cast<uint8_t>(bits), 1}; }
+inline DataType UInt(int bits) { return DataType{kDLUInt, static_cast<uint8_t>(bits), 1}; }
+inline DataType Float(int bits) { return DataType{kDLFloat, static_cast<uint8_t>(bits), 1}; }
+inline DataType Index() { return Int(64); }
+
+inline bool operator==(DataType a, DataType b) {
+  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
+inline bool operator!=(DataType a, DataType b) { return !(a == b); }
+inline bool IsFloat(DataType t) { return t.code == kDLFloat; }
+/*! \brief Expression booleans are {kDLUInt, 1}; graph tensors may spell bool with code 6 (DLPack's
+ * later kDLBool), 8 bits. Both mean one byte per element in memory. */
+inline bool IsBool(DataType t) { return (t.code == kDLUInt && t.bits == 1) || t.code == 6; }
+inline bool IsInt(DataType t) { return t.code == kDLInt; }
+inline bool IsUInt(DataType t) { return t.code == kDLUInt && t.bits != 1; }
+/*! \brief Bytes one element occupies in a buffer (bool takes a byte). */
+inline int StorageBytes(DataType t) { return (t.bits + 7) / 8 * t.lanes; }
+/*! \brief "float32", "int64", "bool", ... */
+std::string DataTypeName(DataType t);
+
+enum class ExprKind {
+  kIntImm,
+  kFloatImm,
+  kVar,
+  kBinary,
+  kNot,
+  kSelect,
+  kCast,
+  kCall,
+  kTensorLoad,
+  kBufferLoad,
+  kReduce,
+};
+
+enum class BinaryOp {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,       // float division, or C (truncating) division on integers
+  kMod,       // C remainder on integers, fmod on floats
+  kFloorDiv,  // integers: rounds toward -inf
+  kFloorMod,  // integers: result has the sign of the divisor
+  kMin,
+  kMax,
+  kEQ,
+  kNE,
+  kLT,
+  kLE,
+  kGT,
+  kGE,
+  kAnd,
+  kOr,
+  kXor,
+};
+
+/*! \brief Math intrinsics; the code generator maps them to LLVM intrinsics or libm. */
+enum class Intrinsic {
+  kExp,
+  kLog,
+  kSqrt,
+  kTanh,
+  kErf,
+  kPow,
+  kFloor,
+  kCeil,
+  kRound,  // half to even, as ONNX Round
+  kFabs,
+  kSigmoid,
+  kSin,
+  kCos,
+  kTan,
+  kAsin,
+  kAcos,
+  kAtan,
+  kSinh,
+  kCosh,
+  kAsinh,
+  kAcosh,
+  kAtanh,
+  kIsNan,
+  kIsInf,
+  kSign,
+};
+
+enum class ReduceOp { kSum, kProd, kMax, kMin, kArgMax, kArgMin };
+
+class ExprNode;
+class TensorNode;
+class BufferNode;
+
+/*! \brief A reference to an immutable expression node. */
+class Expr {
+ public:
+  Expr() = default;
+  explicit Expr(std::shared_ptr<const ExprNode> n) : node_(std::move(n)) {}
+  /*! \brief Integer literal (int64). */
+  Expr(int v);      // NOLINT(runtime/explicit)
+  Expr(int64_t v);  // NOLINT(runtime/explicit)
+  /*! \brief Float literal (float32). */
+  Expr(double v);  // NOLINT(runtime/explicit)
+
+  bool defined() const { return node_ != nullptr; }
+  const ExprNode* get() const { return node_.get(); }
+  const ExprNode* operator->() const { return node_.get(); }
+  template <typename T>
+  const T* as() const;
+  DataType dtype() const;
+  ExprKind kind() const;
+  bool same_as(const Expr& o) const { return node_ == o.node_; }
+
+ private:
+  std::shared_ptr<const ExprNode> node_;
+};
+
+class ExprNode {
+ public:
+  ExprNode(ExprKind k, DataType t) : kind(k), dtype(t) {}
+  virtual ~ExprNode() = default;
+  ExprKind kind;
+  DataType dtype;
+};
+
+class IntImmNode : public ExprNode {
+ public:
+  IntImmNode(DataType t, int64_t v) : ExprNode(ExprKind::kIntImm, t), value(v) {}
+  int64_t value;
+};
+
+class FloatImmNode : public ExprNode {
+ public:
+  FloatImmNode(DataType t, double v) : ExprNode(ExprKind::kFloatImm, t), value(v) {}
+  double value;
+};
+
+/*! \brief A variable; identity is the node itself, the name is for printing only. */
+class VarNode : public ExprNode {
+ public:
+  VarNode(DataType t, std::string n) : ExprNode(ExprKind::kVar, t), name(std::move(n)) {}
+  std::string name;
+};
+
+class BinaryNode : public ExprNode {
+ public:
+  BinaryNode(DataType t, BinaryOp o, Expr x, Expr y)
+      : ExprNode(ExprKind::kBinary, t), op(o), a(std::move(x)), b(std::move(y)) {}
+  BinaryOp op;
+  Expr a, b;
+};
+
+class NotNode : public ExprNode {
+ public:
+  explicit NotNode(Expr x) : ExprNode(ExprKind::kNot, Bool()), a(std::move(x)) {}
+  Expr a;
+};
+
+/*! \brief cond ? t : f. Loads inside the arms may be out of range when not selected; the code
+ * generator keeps them in bounds. */
+class SelectNode : public ExprNode {
+ public:
+  SelectNode(Expr c, Expr t, Expr f)
+      : ExprNode(ExprKind::kSelect, t.dtype()),
+        cond(std::move(c)),
+        true_value(std::move(t)),
+        false_value(std::move(f)) {}
+  Expr cond, true_value, false_value;
+};
+
+class CastNode : public ExprNode {
+ public:
+  CastNode(DataType t, Expr v) : ExprNode(ExprKind::kCast, t), value(std::move(v)) {}
+  Expr value;
+};
+
+class CallNode : public ExprNode {
+ public:
+  CallNode(DataType t, Intrinsic f, std::vector<Expr> a)
+      : ExprNode(ExprKind::kCall, t), fn(f), args(std::move(a)) {}
+  Intrinsic fn;
+  std::vector<Expr> args;
+};
+
+/*! \brief A variable with its range [0, extent): a loop or reduction axis. */
+struct IterVar {
+  Expr var;  // a VarNode
+  int64_t extent = 0;
+};
+
+/*! \brief Reduction of `source` over `axes` (only valid as the whole body of a compute).
+ * Points where `condition` is false are skipped. ArgMax/ArgMin yield the int64 position along
+ * the (single) reduction axis; ties pick the first index unless select_last_index. */
+class ReduceNode : public ExprNode {
+ public:
+  ReduceNode(DataType t, ReduceOp o, Expr src, std::vector<IterVar> ax, Expr cond, bool last)
+      : ExprNode(ExprKind::kReduce, t),
+        op(o),
+        source(std::move(src)),
+        axes(std::move(ax)),
+        condition(std::move(cond)),
+        select_last_index(last) {}
+  ReduceOp op;
+  Expr source;
+  std::vector<IterVar> axes;
+  Expr condition;  // may be undefined: always true
+  bool select_last_index;
+};
+
+template <typename T>
+const T* Expr::as() const {
+  return dynamic_cast<const T*>(node_.get());
+}
+inline DataType Expr::dtype() const { return node_->dtype; }
+inline ExprKind Expr::kind() const { return node_->kind; }
+
+// ---- constructors -------------------------------------------------------------------------
+Expr IntImm(DataType t, int64_t v);
+Expr FloatImm(DataType t, double v);
+/*! \brief A literal of any dtype (floats, ints, bool). */
+Expr Const(DataType t, double v);
+Expr MakeVar(const std::string& name, DataType t = Index());
+Expr Binary(BinaryOp op, Expr a, Expr b);
+Expr Select(Expr cond, Expr t, Expr f);
+Expr Cast(DataType t, Expr v);
+Expr Call(Intrinsic fn, std::vector<Expr> args);
+Expr Not(Expr a);
+Expr Min(Expr a, Expr b);
+Expr Max(Expr a, Expr b);
+Expr FloorDiv(Expr a, Expr b);
+Expr FloorMod(Expr a, Expr b);
+Expr Mod(Expr a, Expr b);  // truncating
+Expr Pow(Expr a, Expr b);
+Expr Exp(Expr a);
+Expr Log(Expr a);
+Expr Sqrt(Expr a);
+Expr Tanh(Expr a);
+Expr Erf(Expr a);
+Expr Abs(Expr a);  // ints and floats
+Expr Sigmoid(Expr a);
+Expr Floor(Expr a);
+Expr Ceil(Expr a);
+Expr Round(Expr a);
+Expr And(Expr a, Expr b);
+Expr Or(Expr a, Expr b);
+/*! \brief Largest and smallest finite values of a dtype (lowest for Max-init, etc.). */
+Expr MaxValue(DataType t);
+Expr MinValue(DataType t);
+
+/*! \brief Reduction over axes; `cond` may be undefined. */
+Expr Reduce(ReduceOp op, Expr source, std::vector<IterVar> axes, Expr cond = Expr(),
+            bool select_last_index = false);
+Expr Sum(Expr source, std::vector<IterVar> axes, Expr cond = Expr());
+Expr ReduceMax(Expr source, std::vector<IterVar> axes, Expr cond = Expr());
+Expr ReduceMin(Expr source, std::vector<IterVar> axes, Expr cond = Expr());
+/*! \brief A fresh reduction axis [0, extent). */
+IterVar ReduceAxis(int64_t extent, const std::string& name = "k");
+
+Expr operator+(Expr a, Expr b);
+Expr operator-(Expr a, Expr b);
+Expr operator*(Expr a, Expr b);
+Expr operator/(Expr a, Expr b);
+Expr operator-(Expr a);
+Expr operator==(Expr a, Expr b);
+Expr operator!=(Expr a, Expr b);
+Expr operator<(Expr a, Expr b);
+Expr operator<=(Expr a, Expr b);
+Expr operator>(Expr a, Expr b);
+Expr operator>=(Expr a, Expr b);
+Expr operator&&(Expr a, Expr b);
+Expr operator||(Expr a, Expr b);
+Expr operator!(Expr a);
+
+/*! \brief If e is an integer literal, store it in *v. */
+bool GetConstInt(const Expr& e, int64_t* v);
+
+/*! \brief Human-readable text of an expression (for --dump-ir and error messages). */
+std::string ToString(const Expr& e);
+
+}  // namespace ember::compiler::te
+
+#endif  // EMBER_COMPILER_TE_EXPR_H_
