@@ -1,0 +1,113 @@
+/*!
+ * \file ember/compiler/ir/graph.h
+ * \brief The graph IR: values (tensors with static types, maybe constant), nodes (ONNX ops), graph.
+ */
+#ifndef EMBER_COMPILER_IR_GRAPH_H_
+#define EMBER_COMPILER_IR_GRAPH_H_
+
+#include <ember/compiler/ir/attribute.h>
+#include <ember/compiler/ir/tensor_type.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ember {
+namespace compiler {
+
+/*! \brief Marks an absent optional input in Node::inputs. */
+constexpr int kAbsentValue = -1;
+
+/*! \brief A tensor of the graph. Its id is its index in Graph::values(). */
+struct Value {
+  int id = -1;
+  std::string name;
+  TensorType type;
+  /*! \brief Set for constants (initializers, Constant nodes, folded results). */
+  HostTensorPtr constant;
+
+  bool is_constant() const { return constant != nullptr; }
+};
+
+/*! \brief One operator application; op is the ONNX op type ("Conv"). */
+struct Node {
+  std::string op;
+  std::string name;
+  AttrMap attrs;
+  std::vector<int> inputs;   // value ids; kAbsentValue for an omitted optional input
+  std::vector<int> outputs;  // value ids
+
+  /*! \brief "node 'conv1' (Conv)" — the prefix of every error about this node. */
+  std::string Describe() const;
+
+  bool HasAttr(const std::string& key) const { return attrs.count(key) != 0; }
+  /*! \brief Typed accessors: throw CompileError naming node, op and attribute when missing or
+   * mistyped. */
+  int64_t GetInt(const std::string& key) const;
+  int64_t GetInt(const std::string& key, int64_t dflt) const;
+  double GetFloat(const std::string& key) const;  // accepts an int attribute too
+  double GetFloat(const std::string& key, double dflt) const;
+  std::string GetString(const std::string& key) const;
+  std::string GetString(const std::string& key, const std::string& dflt) const;
+  std::vector<int64_t> GetInts(const std::string& key) const;
+  std::vector<int64_t> GetInts(const std::string& key, const std::vector<int64_t>& dflt) const;
+  std::vector<double> GetFloats(const std::string& key) const;
+  std::vector<double> GetFloats(const std::string& key, const std::vector<double>& dflt) const;
+  std::vector<std::string> GetStrings(const std::string& key) const;
+  HostTensorPtr GetTensor(const std::string& key) const;
+
+  /*! \brief True when input i exists (not absent and in range). */
+  bool HasInput(size_t i) const { return i < inputs.size() && inputs[i] != kAbsentValue; }
+};
+
+/*!
+ * \brief A dataflow graph with static types. Nodes are kept in topological order by every pass.
+ *
+ * Values are never deleted (ids stay stable); unused ones are simply not referenced. Graph inputs
+ * are runtime inputs (never constants); outputs are in the model's output order.
+ */
+class Graph {
+ public:
+  std::string name;
+
+  int AddValue(const std::string& name, const TensorType& type);
+  int AddConstant(const std::string& name, HostTensorPtr data);
+  /*! \brief A fresh name "<base>" or "<base>_N" not used by any value yet. */
+  std::string UniqueName(const std::string& base);
+
+  Value& value(int id) { return values_.at(static_cast<size_t>(id)); }
+  const Value& value(int id) const { return values_.at(static_cast<size_t>(id)); }
+  std::vector<Value>& values() { return values_; }
+  const std::vector<Value>& values() const { return values_; }
+
+  std::vector<Node>& nodes() { return nodes_; }
+  const std::vector<Node>& nodes() const { return nodes_; }
+  std::vector<int>& inputs() { return inputs_; }
+  const std::vector<int>& inputs() const { return inputs_; }
+  std::vector<int>& outputs() { return outputs_; }
+  const std::vector<int>& outputs() const { return outputs_; }
+
+  /*! \brief Number of node inputs + graph outputs that read each value (indexed by value id). */
+  std::vector<int> UseCounts() const;
+  /*! \brief Index of the node producing each value, or -1 (indexed by value id). */
+  std::vector<int> Producers() const;
+  /*! \brief Replace every use of `from` (node inputs and graph outputs) by `to`. */
+  void ReplaceAllUses(int from, int to);
+
+  /*! \brief Human-readable listing, one node per line. */
+  std::string ToText() const;
+  /*! \brief Graphviz DOT. */
+  std::string ToDot() const;
+
+ private:
+  std::vector<Value> values_;
+  std::vector<Node> nodes_;
+  std::vector<int> inputs_;
+  std::vector<int> outputs_;
+  std::vector<std::string> names_;
+};
+
+}  // namespace compiler
+}  // namespace ember
+
+#endif  // EMBER_COMPILER_IR_GRAPH_H_

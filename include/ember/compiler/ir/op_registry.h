@@ -1,0 +1,158 @@
+/*!
+ * \file ember/compiler/ir/op_registry.h
+ * \brief One entry per operator: attribute defaults, shape rule, fusion pattern and compute rule.
+ *
+ * The graph side (compiler/ir/ops_*.cc) registers shape rules and patterns; the kernel side
+ * (compiler/ops/) registers compute rules with EMBER_REGISTER_OP_COMPUTE. Both write into the same
+ * entry, found by ONNX op type.
+ */
+#ifndef EMBER_COMPILER_IR_OP_REGISTRY_H_
+#define EMBER_COMPILER_IR_OP_REGISTRY_H_
+
+#include <ember/compiler/ir/graph.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ember {
+namespace compiler {
+
+namespace te {
+class Tensor;  // defined by the kernel side in include/ember/compiler/te/
+}  // namespace te
+
+/*! \brief TVM's fusion patterns; smaller values fuse more freely. */
+enum class OpPattern : int {
+  kElemWise = 0,
+  kBroadcast = 1,
+  kInjective = 2,
+  kCommReduce = 3,
+  kOutEWiseFusable = 4,
+  kOpaque = 8,
+};
+const char* OpPatternName(OpPattern p);
+
+/*! \brief Shape rule: output types from the node and its input types (absent inputs: empty type
+ *  with ndim 0 — check node.HasInput). Throws CompileError naming node and op. */
+using FInferType =
+    std::function<std::vector<TensorType>(const Node& node, const std::vector<TensorType>& inputs)>;
+
+/*! \brief Host evaluation for constant folding: all (present) inputs are constants. */
+using FFold = std::function<std::vector<HostTensorPtr>(const Node& node,
+                                                       const std::vector<HostTensorPtr>& inputs,
+                                                       const std::vector<TensorType>& outs)>;
+
+/*! \brief Compute rule (kernel side): te tensors of the outputs from te tensors of the inputs
+ *  (absent optional inputs are not passed), given the node and the output types. */
+using FCompute =
+    std::function<std::vector<te::Tensor>(const Node& node, const std::vector<te::Tensor>& inputs,
+                                          const std::vector<TensorType>& out_types)>;
+
+/*! \brief Pattern that may depend on the node (e.g. Conv is out-elemwise-fusable, but Reshape is
+ * injective). */
+using FPattern = std::function<OpPattern(const Node& node)>;
+
+/*! \brief One registry entry. Setters return *this for chaining. */
+class OpDef {
+ public:
+  explicit OpDef(std::string name) : name_(std::move(name)) {}
+
+  const std::string& name() const { return name_; }
+
+  OpDef& set_pattern(OpPattern p) {
+    pattern_ = p;
+    return *this;
+  }
+  OpDef& set_pattern_fn(FPattern fn) {
+    pattern_fn_ = std::move(fn);
+    return *this;
+  }
+  OpDef& set_infer_type(FInferType fn) {
+    infer_type_ = std::move(fn);
+    return *this;
+  }
+  OpDef& set_fold(FFold fn) {
+    fold_ = std::move(fn);
+    return *this;
+  }
+  OpDef& set_compute(FCompute fn) {
+    compute_ = std::move(fn);
+    return *this;
+  }
+  /*! \brief Inputs allowed (ONNX counts, optional ones included). */
+  OpDef& set_num_inputs(int min_inputs, int max_inputs) {
+    min_inputs_ = min_inputs;
+    max_inputs_ = max_inputs;
+    return *this;
+  }
+  /*! \brief Default filled in at import when the attribute is absent. */
+  OpDef& set_attr_default(const std::string& key, AttrValue v) {
+    attr_defaults_[key] = std::move(v);
+    return *this;
+  }
+  /*! \brief Inputs that must be constants (int64 shape/axes/pads); index list. */
+  OpDef& set_const_inputs(std::vector<int> idx) {
+    const_inputs_ = std::move(idx);
+    return *this;
+  }
+
+  OpPattern Pattern(const Node& node) const { return pattern_fn_ ? pattern_fn_(node) : pattern_; }
+  const FInferType& infer_type() const { return infer_type_; }
+  const FFold& fold() const { return fold_; }
+  const FCompute& compute() const { return compute_; }
+  bool has_compute() const { return static_cast<bool>(compute_); }
+  int min_inputs() const { return min_inputs_; }
+  int max_inputs() const { return max_inputs_; }
+  const AttrMap& attr_defaults() const { return attr_defaults_; }
+  const std::vector<int>& const_inputs() const { return const_inputs_; }
+
+ private:
+  std::string name_;
+  OpPattern pattern_ = OpPattern::kOpaque;
+  FPattern pattern_fn_;
+  FInferType infer_type_;
+  FFold fold_;
+  FCompute compute_;
+  int min_inputs_ = 0;
+  int max_inputs_ = 1 << 20;
+  AttrMap attr_defaults_;
+  std::vector<int> const_inputs_;
+};
+
+/*! \brief Process-wide op table. Entries are created on first Mutable(); never removed. */
+class OpRegistry {
+ public:
+  static OpRegistry* Global();
+
+  /*! \brief The entry for `name`, created empty if absent. */
+  OpDef& Mutable(const std::string& name);
+  /*! \brief nullptr if unknown. */
+  const OpDef* Find(const std::string& name) const;
+  /*! \brief Sorted names of registered ops. */
+  std::vector<std::string> Names() const;
+
+ private:
+  std::map<std::string, std::unique_ptr<OpDef>> ops_;
+};
+
+/*! \brief Run the registered shape rule of node.op; throws UnsupportedError for unknown ops. */
+std::vector<TensorType> InferNodeTypes(const Node& node, const std::vector<TensorType>& inputs);
+
+}  // namespace compiler
+}  // namespace ember
+
+#define EMBER_OP_CONCAT_IMPL(a, b) a##b
+#define EMBER_OP_CONCAT(a, b) EMBER_OP_CONCAT_IMPL(a, b)
+
+/*! \brief EMBER_REGISTER_OP("Relu").set_pattern(OpPattern::kElemWise).set_infer_type(...); */
+#define EMBER_REGISTER_OP(OpName)                                              \
+  static ::ember::compiler::OpDef& EMBER_OP_CONCAT(ember_op_reg_, __COUNTER__) \
+      __attribute__((unused)) = ::ember::compiler::OpRegistry::Global()->Mutable(OpName)
+
+/*! \brief Kernel side: EMBER_REGISTER_OP_COMPUTE("Relu", ReluCompute); */
+#define EMBER_REGISTER_OP_COMPUTE(OpName, Fn) EMBER_REGISTER_OP(OpName).set_compute(Fn)
+
+#endif  // EMBER_COMPILER_IR_OP_REGISTRY_H_
