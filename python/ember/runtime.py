@@ -1,0 +1,267 @@
+"""ember.runtime: modules (kernel libraries, artifacts) and the graph executor.
+
+    import ember, numpy as np
+    gmod = ember.runtime.load_artifact("out/")          # graph.json + lib.so + params.bin, or one .so
+    gmod.set_input(data=np.zeros((1, 3, 224, 224), "float32"))
+    gmod.run()
+    out = gmod.get_output(0).numpy()
+"""
+import ctypes
+import math
+import os
+import time
+
+import numpy as np
+
+from ._ffi.base import _LIB, EmberError, check_call
+from ._ffi.packed_func import PackedFunc, get_global_func, register_handle_class, register_return
+from ._ffi.types import Device, TypeCode, cpu
+from .ndarray import NDArray
+
+__all__ = ["Module", "load_module", "load_artifact", "GraphModule", "BenchmarkResult",
+           "ProfileResult"]
+
+_TVMModFree = _LIB.TVMModFree
+
+
+class Module:
+    """A runtime module: a kernel library, a graph executor, a factory... Functions by name."""
+    __slots__ = ("handle", "_funcs", "__weakref__")
+
+    def __init__(self, handle):
+        self.handle = handle if isinstance(handle, ctypes.c_void_p) else ctypes.c_void_p(handle)
+        self._funcs = {}
+
+    def __del__(self):
+        if self.handle is not None and self.handle.value and _TVMModFree is not None:
+            _TVMModFree(self.handle)
+            self.handle = None
+
+    def get_function(self, name, query_imports=False, allow_missing=False):
+        """The module's function ``name``; AttributeError (or None with ``allow_missing``) if absent."""
+        handle = ctypes.c_void_p()
+        check_call(_LIB.TVMModGetFunction(self.handle, name.encode("utf-8"),
+                                          1 if query_imports else 0, ctypes.byref(handle)))
+        if handle.value:
+            return PackedFunc(handle, name)
+        if allow_missing:
+            return None
+        raise AttributeError("module %s has no function named %r" % (self.type_key, name))
+
+    def __getitem__(self, name):
+        if not isinstance(name, str):
+            raise TypeError("Module[...] takes a function name (str), got %s" % type(name).__name__)
+        func = self._funcs.get(name)
+        if func is None:
+            func = self._funcs[name] = self.get_function(name, query_imports=True)
+        return func
+
+    def __contains__(self, name):
+        return self.get_function(name, query_imports=True, allow_missing=True) is not None
+
+    def import_module(self, other):
+        """Make ``other``'s functions reachable from this module (TVMModImport)."""
+        check_call(_LIB.TVMModImport(self.handle, other.handle))
+
+    @property
+    def type_key(self):
+        get_key = get_global_func("runtime.ModuleGetTypeKey", allow_missing=True)
+        return get_key(self) if get_key is not None else "module"
+
+    def __repr__(self):
+        return "<ember.runtime.Module %s at %#x>" % (self.type_key, self.handle.value or 0)
+
+
+register_handle_class(Module, TypeCode.MODULE_HANDLE)
+register_return(TypeCode.MODULE_HANDLE, lambda value: Module(value.v_handle))
+
+
+def load_module(path, fmt=""):
+    """Load a module from a file (``lib.so``, ...); ``fmt`` defaults to the file's extension."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError("load_module: no such file: %s" % path)
+    handle = ctypes.c_void_p()
+    check_call(_LIB.TVMModLoadFromFile(path.encode("utf-8"), fmt.encode("utf-8"),
+                                       ctypes.byref(handle)))
+    return Module(handle)
+
+
+def load_artifact(path, device=None):
+    """A GraphModule running the artifact at ``path`` on ``device`` (default: CPU 0).
+
+    ``path`` is a directory holding graph.json, lib.so and params.bin (what ``emberc compile -o``
+    writes) or a single .so with graph and params embedded.
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError("load_artifact: no such file or directory: %s" % path)
+    loader = get_global_func("runtime.load_artifact", allow_missing=True)
+    if loader is None:
+        raise EmberError("load_artifact: the runtime has no graph executor (global "
+                         "'runtime.load_artifact' is not registered in %s)" % _runtime_path())
+    factory = loader(path)
+    return GraphModule(factory["default"](device if device is not None else cpu(0)), factory)
+
+
+def _runtime_path():
+    from ._ffi.base import RUNTIME_LIB_PATH
+    return RUNTIME_LIB_PATH
+
+
+class BenchmarkResult:
+    """Timing of ``repeat`` measurements, each the mean of ``number`` runs; figures in ms."""
+
+    def __init__(self, results_ms, number):
+        self.results = tuple(results_ms)
+        self.number = number
+        arr = np.asarray(self.results, dtype=np.float64)
+        self.mean = float(arr.mean())
+        self.median = float(np.median(arr))
+        self.std = float(arr.std())
+        self.min = float(arr.min())
+        self.max = float(arr.max())
+        self.p90 = float(np.percentile(arr, 90))
+        self.p99 = float(np.percentile(arr, 99))
+
+    def as_dict(self):
+        return {"median_ms": self.median, "mean_ms": self.mean, "std_ms": self.std,
+                "min_ms": self.min, "max_ms": self.max, "p90_ms": self.p90, "p99_ms": self.p99,
+                "repeat": len(self.results), "number": self.number}
+
+    def __repr__(self):
+        return ("BenchmarkResult(median=%.4f ms, mean=%.4f ms, std=%.4f ms, min=%.4f ms, "
+                "max=%.4f ms, repeat=%d, number=%d)" %
+                (self.median, self.mean, self.std, self.min, self.max, len(self.results),
+                 self.number))
+
+
+class ProfileResult:
+    """Per-node timing from the debug executor: ``rows`` (dicts), ``table`` text, ``json`` text."""
+
+    def __init__(self, rows, table, json_text):
+        self.rows = rows
+        self.table = table
+        self.json = json_text
+
+    def __str__(self):
+        return self.table
+
+    __repr__ = __str__
+
+
+class GraphModule:
+    """A graph executor: set inputs, run, read outputs. Wraps the module ``factory["default"](dev)``
+    returns (TVM's ``graph_executor.GraphModule`` interface)."""
+
+    def __init__(self, module, factory=None):
+        if not isinstance(module, Module):
+            raise TypeError("GraphModule wraps a runtime Module, got %s" % type(module).__name__)
+        self.module = module
+        self.factory = factory
+        self._set_input = module["set_input"]
+        self._run = module["run"]
+        self._get_output = module["get_output"]
+        self._get_num_outputs = module["get_num_outputs"]
+        self._get_num_inputs = module.get_function("get_num_inputs", allow_missing=True)
+        self._get_input = module.get_function("get_input", allow_missing=True)
+        self._get_input_info = module.get_function("get_input_info", allow_missing=True)
+        self._load_params = module.get_function("load_params", allow_missing=True)
+
+    def set_input(self, key=None, value=None, **params):
+        """``set_input("data", array)``, ``set_input(0, array)`` or ``set_input(data=a, mask=b)``.
+
+        Values are NumPy arrays (or anything np.asarray takes) or NDArrays; they are copied in.
+        """
+        if key is not None:
+            if value is None:
+                raise TypeError("set_input(%r): missing the value" % (key,))
+            self._set_input(key, _as_input(value, key))
+        for name, val in params.items():
+            self._set_input(name, _as_input(val, name))
+
+    def run(self, **inputs):
+        """Run the graph (setting ``inputs`` first when given)."""
+        if inputs:
+            self.set_input(**inputs)
+        self._run()
+
+    def get_output(self, index, out=None):
+        """Output ``index`` as an NDArray (copied into ``out`` when given)."""
+        if out is not None:
+            self._get_output(index, out)
+            return out
+        return self._get_output(index)
+
+    def get_input(self, key):
+        if self._get_input is None:
+            raise EmberError("this graph executor has no get_input")
+        return self._get_input(key)
+
+    def get_num_outputs(self):
+        return self._get_num_outputs()
+
+    def get_num_inputs(self):
+        if self._get_num_inputs is None:
+            raise EmberError("this graph executor has no get_num_inputs")
+        return self._get_num_inputs()
+
+    def get_input_info(self):
+        """{"shape": {name: tuple}, "dtype": {name: str}} of the graph's inputs."""
+        if self._get_input_info is None:
+            raise EmberError("this graph executor has no get_input_info")
+        return _to_python(self._get_input_info())
+
+    def load_params(self, params_bytes):
+        if self._load_params is None:
+            raise EmberError("this graph executor has no load_params")
+        self._load_params(bytearray(params_bytes))
+
+    def benchmark(self, repeat=5, number=10, warmup=1, min_repeat_ms=0):
+        """Time ``run()``: ``repeat`` measurements, each the mean over ``number`` runs (at least
+        ``min_repeat_ms`` long), after ``warmup`` runs. Returns a BenchmarkResult (ms)."""
+        if repeat < 1 or number < 1:
+            raise ValueError("benchmark: repeat and number must be >= 1, got %d and %d" %
+                             (repeat, number))
+        run = self._run
+        for _ in range(warmup):
+            run()
+        results = []
+        clock = time.perf_counter
+        for _ in range(repeat):
+            count = number
+            while True:
+                start = clock()
+                for _ in range(count):
+                    run()
+                elapsed_ms = (clock() - start) * 1e3
+                if elapsed_ms >= min_repeat_ms or count >= (1 << 20):
+                    break
+                count = max(count * 2, int(math.ceil(count * min_repeat_ms / max(elapsed_ms, 1e-3))))
+            results.append(elapsed_ms / count)
+        return BenchmarkResult(results, number)
+
+    def profile(self, number=1, repeat=1, min_repeat_ms=0):
+        """Per-node timing through the debug executor: a ProfileResult with the table and rows."""
+        return _profile(self, number, repeat, min_repeat_ms)
+
+    def __getitem__(self, name):
+        return self.module[name]
+
+
+def _as_input(value, name):
+    if isinstance(value, NDArray):
+        return value
+    arr = np.asarray(value)
+    if not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr)
+    return arr
+
+
+def _to_python(value):
+    """Runtime containers (Array/Map/ShapeTuple objects) as Python lists/dicts/tuples."""
+    return value
+
+
+def _profile(gmod, number, repeat, min_repeat_ms):
+    raise EmberError("profile: the runtime has no debug executor")
