@@ -5,7 +5,9 @@ result picks its converter by type code, and the ctypes functions are bound once
 """
 import ctypes
 import difflib
+import struct
 import sys
+import threading
 import traceback
 
 import numpy as np
@@ -27,15 +29,27 @@ _c_void_p = ctypes.c_void_p
 RETURN_SWITCH = {}
 # Callback argument converters by type code (handles are borrowed there, so differ from results).
 C_TO_PY_ARG_SWITCH = {}
-# Argument packers by exact Python type: packer(value, values, codes, i, keep_alive).
+# Argument packers by exact Python type (see "Packers" below).
 _PACKERS = {}
 # Classes whose instances carry a C handle: (class, type code attribute) in lookup order for subclasses.
 _HANDLE_CLASSES = []
 
-_VALUE_ARRAYS = [TVMValue * n for n in range(9)]
-_CODE_ARRAYS = [_c_int * n for n in range(9)]
-
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_Int64Array = [ctypes.c_int64 * n for n in range(17)]
+_CodeArray = [_c_int * n for n in range(17)]
+_double_bits = struct.Struct("<q").unpack  # float -> its IEEE-754 bits as the int64 word
+_double_pack = struct.Struct("<d").pack
+assert sys.byteorder == "little", "ember.py packs TVMValue words assuming a little-endian host"
+
+# Per-thread result buffers: ctypes releases the GIL during a call, so threads need their own;
+# nested calls on one thread may share them because a callee writes its result only on return.
+_tls = threading.local()
+
+
+def _ret_buffers():
+    ret_val, ret_code = TVMValue(), _c_int()
+    _tls.ret = bufs = (ret_val, ret_code, _byref(ret_val), _byref(ret_code))
+    return bufs
 
 
 class PackedFunc:
@@ -52,15 +66,16 @@ class PackedFunc:
             self.handle = None
 
     def __call__(self, *args):
-        nargs = len(args)
-        ret_val = TVMValue()
-        ret_code = _c_int()
-        if nargs == 0:
-            if _TVMFuncCall(self.handle, None, None, 0, _byref(ret_val), _byref(ret_code)) != 0:
-                raise get_last_error()
-            return RETURN_SWITCH[ret_code.value](ret_val)
-        values, codes, keep_alive = _pack_args(args, self.name)
-        if _TVMFuncCall(self.handle, values, codes, nargs, _byref(ret_val), _byref(ret_code)) != 0:
+        try:
+            ret_val, ret_code, ret_val_ref, ret_code_ref = _tls.ret
+        except AttributeError:
+            ret_val, ret_code, ret_val_ref, ret_code_ref = _ret_buffers()
+        if args:
+            values, codes, keep_alive = _pack_args(args, self.name)
+            status = _TVMFuncCall(self.handle, values, codes, len(args), ret_val_ref, ret_code_ref)
+        else:
+            status = _TVMFuncCall(self.handle, None, None, 0, ret_val_ref, ret_code_ref)
+        if status != 0:
             raise get_last_error()
         return RETURN_SWITCH[ret_code.value](ret_val)
 
@@ -68,82 +83,86 @@ class PackedFunc:
         return "<ember.PackedFunc %s>" % (self.name or hex(self.handle.value or 0))
 
 
-def _pack_args(args, func_name=None):
-    """TVMValue and type-code arrays for ``args``, plus the Python objects they point into."""
-    nargs = len(args)
-    values = (_VALUE_ARRAYS[nargs] if nargs < 9 else TVMValue * nargs)()
-    codes = (_CODE_ARRAYS[nargs] if nargs < 9 else _c_int * nargs)()
+def _pack_args(args, func_name=None, _packers=_PACKERS, _int=int, _min=_INT64_MIN,
+               _max=_INT64_MAX):
+    """(values, type codes, keep_alive) for ``args``: each argument becomes one 64-bit TVMValue
+    word, built as a Python int and written into the C arrays in one constructor call each."""
+    words = []
+    codes = []
     keep_alive = []
-    for i, arg in enumerate(args):
-        packer = _PACKERS.get(type(arg))
-        if packer is None:
-            packer = _find_packer(arg, i, func_name)
-        packer(arg, values, codes, i, keep_alive)
-    return values, codes, keep_alive
+    i = 0
+    for arg in args:
+        kind = type(arg)
+        if kind is _int and _min <= arg <= _max:  # the common case, inline
+            words.append(arg)
+            codes.append(0)
+        else:
+            packer = _packers.get(kind) or _find_packer(arg, i, func_name)
+            word, code, owner = packer(arg)
+            words.append(word)
+            codes.append(code)
+            keep_alive.append(owner)
+        i += 1
+    if i < 17:
+        return _Int64Array[i](*words), _CodeArray[i](*codes), keep_alive
+    return (ctypes.c_int64 * i)(*words), (_c_int * i)(*codes), keep_alive
 
 
-def _pack_int(arg, values, codes, i, keep_alive):
+# Packers: packer(value) -> (int64 word, type code, object to keep alive during the call or None).
+
+def _pack_int(arg):
+    arg = int(arg)
     if not _INT64_MIN <= arg <= _INT64_MAX:
-        raise OverflowError("argument %d: %d does not fit in int64" % (i, arg))
-    values[i].v_int64 = arg
-    codes[i] = 0
+        raise OverflowError("argument %d does not fit in int64" % arg)
+    return arg, TypeCode.INT, None
 
 
-def _pack_bool(arg, values, codes, i, keep_alive):
-    values[i].v_int64 = 1 if arg else 0
-    codes[i] = TypeCode.BOOL
+def _pack_bool(arg):
+    return (1 if arg else 0), TypeCode.BOOL, None
 
 
-def _pack_float(arg, values, codes, i, keep_alive):
-    values[i].v_float64 = arg
-    codes[i] = TypeCode.FLOAT
+def _pack_float(arg):
+    return _double_bits(_double_pack(arg))[0], TypeCode.FLOAT, None
 
 
-def _pack_str(arg, values, codes, i, keep_alive):
+def _pack_str(arg):
     encoded = arg.encode("utf-8")
-    keep_alive.append(encoded)
-    values[i].v_str = encoded
-    codes[i] = TypeCode.STR
+    return ctypes.cast(encoded, _c_void_p).value, TypeCode.STR, encoded
 
 
-def _pack_bytes(arg, values, codes, i, keep_alive):
+def _pack_bytes(arg):
     if isinstance(arg, bytes):
-        buf = ctypes.c_char_p(arg)  # points into the bytes object: no copy
+        buf = arg
+        data = ctypes.cast(arg, _c_void_p).value  # points into the bytes object: no copy
     else:
         buf = (ctypes.c_char * len(arg)).from_buffer(arg)
-    arr = TVMByteArray(ctypes.cast(buf, _c_void_p), len(arg))
-    keep_alive.append((arg, buf, arr))
-    values[i].v_handle = ctypes.addressof(arr)
-    codes[i] = TypeCode.BYTES
+        data = ctypes.addressof(buf)
+    arr = TVMByteArray(data, len(arg))
+    return ctypes.addressof(arr), TypeCode.BYTES, (arg, buf, arr)
 
 
-def _pack_none(arg, values, codes, i, keep_alive):
-    values[i].v_handle = None
-    codes[i] = TypeCode.NULL
+def _pack_none(arg):
+    return 0, TypeCode.NULL, None
 
 
-def _pack_datatype(arg, values, codes, i, keep_alive):
-    values[i].v_type = DLDataTypeStruct(arg.code, arg.bits, arg.lanes)
-    codes[i] = TypeCode.DATATYPE
+def _pack_datatype(arg):
+    return arg.code | (arg.bits << 8) | (arg.lanes << 16), TypeCode.DATATYPE, None
 
 
-def _pack_np_dtype(arg, values, codes, i, keep_alive):
-    _pack_datatype(DataType(arg), values, codes, i, keep_alive)
+def _pack_np_dtype(arg):
+    return _pack_datatype(DataType(arg))
 
 
-def _pack_device(arg, values, codes, i, keep_alive):
-    values[i].v_device = arg
-    codes[i] = TypeCode.DLDEVICE
+def _pack_device(arg):
+    return (arg.device_type & 0xFFFFFFFF) | (arg.device_id << 32), TypeCode.DLDEVICE, None
 
 
-def _pack_handle_obj(arg, values, codes, i, keep_alive):
-    values[i].v_handle = arg.handle
-    codes[i] = arg._tcode
+def _pack_handle_obj(arg):
+    return arg.handle.value or 0, arg._tcode, arg
 
 
-def _pack_c_void_p(arg, values, codes, i, keep_alive):
-    values[i].v_handle = arg
-    codes[i] = TypeCode.HANDLE
+def _pack_c_void_p(arg):
+    return arg.value or 0, TypeCode.HANDLE, arg
 
 
 def numpy_to_dltensor(arr, what="argument"):
@@ -168,18 +187,14 @@ def numpy_to_dltensor(arr, what="argument"):
     return tensor, (arr, shape, strides)
 
 
-def _pack_ndarray_np(arg, values, codes, i, keep_alive):
-    tensor, owners = numpy_to_dltensor(arg, "argument %d" % i)
-    keep_alive.append((tensor, owners))
-    values[i].v_handle = ctypes.addressof(tensor)
-    codes[i] = TypeCode.DLTENSOR_HANDLE
+def _pack_ndarray_np(arg):
+    tensor, owners = numpy_to_dltensor(arg)
+    return ctypes.addressof(tensor), TypeCode.DLTENSOR_HANDLE, (tensor, owners)
 
 
-def _pack_callable(arg, values, codes, i, keep_alive):
+def _pack_callable(arg):
     func = convert_to_packed_func(arg)
-    keep_alive.append(func)
-    values[i].v_handle = func.handle
-    codes[i] = TypeCode.PACKED_FUNC_HANDLE
+    return func.handle.value, TypeCode.PACKED_FUNC_HANDLE, func
 
 
 _PACKERS.update({
@@ -202,9 +217,9 @@ def _find_packer(arg, i, func_name):
     if isinstance(arg, (bool, np.bool_)):
         return _pack_bool
     if isinstance(arg, (int, np.integer)):
-        return lambda a, v, c, j, k: _pack_int(int(a), v, c, j, k)
+        return _pack_int
     if isinstance(arg, (float, np.floating)):
-        return lambda a, v, c, j, k: _pack_float(float(a), v, c, j, k)
+        return lambda a: _pack_float(float(a))
     if isinstance(arg, DLDevice):
         return _pack_device
     if isinstance(arg, np.dtype):
@@ -318,13 +333,10 @@ C_TO_PY_ARG_SWITCH[TypeCode.OBJECT_RVALUE_REF_ARG] = _owned_arg(None)
 _PackedCFunc = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(TVMValue), ctypes.POINTER(ctypes.c_int),
                                 ctypes.c_int, _c_void_p, _c_void_p)
 _PackedCFuncFinalizer = ctypes.CFUNCTYPE(None, _c_void_p)
-_Py_IncRef = ctypes.pythonapi.Py_IncRef
-_Py_IncRef.argtypes = [ctypes.py_object]
-_Py_IncRef.restype = None
-_Py_DecRef = ctypes.pythonapi.Py_DecRef
-_Py_DecRef.argtypes = [_c_void_p]
-_Py_DecRef.restype = None
-
+# The Python callables behind PackedFuncs, by the resource handle the runtime passes back: the
+# runtime's finalizer (when its last reference goes) drops the entry, and with it our reference.
+_callbacks = {}
+_next_callback_id = [1]
 _shutting_down = False
 
 
@@ -339,9 +351,11 @@ def _callback_error_message(err):
 
 def _call_python(args, type_codes, num_args, ret, resource_handle):
     try:
-        func = ctypes.cast(resource_handle, ctypes.py_object).value
-        pyargs = [C_TO_PY_ARG_SWITCH[type_codes[i]](args, type_codes, i) for i in range(num_args)]
-        result = func(*pyargs)
+        if num_args:
+            result = _callbacks[resource_handle](
+                *[C_TO_PY_ARG_SWITCH[type_codes[i]](args, type_codes, i) for i in range(num_args)])
+        else:
+            result = _callbacks[resource_handle]()
         if result is not None:
             values, codes, keep_alive = _pack_args((result,))
             check_call(_TVMCFuncSetReturn(_c_void_p(ret), values, codes, 1))
@@ -354,7 +368,7 @@ def _call_python(args, type_codes, num_args, ret, resource_handle):
 
 def _free_python(resource_handle):
     if not _shutting_down:
-        _Py_DecRef(resource_handle)
+        _callbacks.pop(resource_handle, None)
 
 
 _CALL_PYTHON = _PackedCFunc(_call_python)
@@ -368,11 +382,11 @@ def convert_to_packed_func(func):
     if not callable(func):
         raise TypeError("expected a callable, got %s" % type(func).__name__)
     handle = _c_void_p()
-    _Py_IncRef(func)  # released by _free_python when the runtime drops the PackedFunc
-    ret = _LIB.TVMFuncCreateFromCFunc(_CALL_PYTHON, _c_void_p(id(func)), _FREE_PYTHON,
-                                      _byref(handle))
-    if ret != 0:
-        _Py_DecRef(id(func))
+    key = _next_callback_id[0]
+    _next_callback_id[0] += 1
+    _callbacks[key] = func  # released by _free_python when the runtime drops the PackedFunc
+    if _LIB.TVMFuncCreateFromCFunc(_CALL_PYTHON, _c_void_p(key), _FREE_PYTHON, _byref(handle)):
+        del _callbacks[key]
         raise get_last_error()
     return PackedFunc(handle, getattr(func, "__name__", None))
 

@@ -1,0 +1,93 @@
+#!/usr/bin/python3
+"""Overhead of calling Ember from Python, next to ctypes' own call overhead.
+
+Usage: bench/bench_python_ffi.py [--repeat R] [--number N] [--json]
+(EMBER_LIBRARY_PATH picks the build; default: build/lib of this tree.)
+
+Rows (median over R repeats of N calls, ns per call):
+  ctypes bare call          TVMGetLastError() through ctypes: the floor of any ctypes call
+  ctypes TVMFuncCall        a C++ global called with hand-packed TVMValues (no ember wrapper)
+  ember C++ global, k args  ember.PackedFunc.__call__ of the same C++ global
+  ember Python global       a Python no-op registered with register_func, called from Python
+                            (Python -> C ABI -> C++ PackedFunc -> ctypes callback -> Python)
+"""
+import argparse
+import ctypes
+import json
+import os
+import platform
+import statistics
+import sys
+import timeit
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "python"))
+import ember  # noqa: E402
+from ember._ffi import base  # noqa: E402
+from ember._ffi.types import TVMValue  # noqa: E402
+
+# Cheap C++ globals that accept being called with ints and do (almost) nothing; the first present wins.
+CPP_NOOP_CANDIDATES = ["testing.nop", "runtime.nop", "ember.testing.nop", "mock.noop"]
+
+
+def measure(stmt, repeat, number):
+    times = timeit.repeat(stmt, repeat=repeat, number=number)
+    return statistics.median(times) / number * 1e9
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--number", type=int, default=100000)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    rows = []
+    lib = base._LIB
+
+    get_last_error = lib.TVMGetLastError
+    rows.append(("ctypes bare call (TVMGetLastError)", measure(get_last_error, args.repeat,
+                                                               args.number)))
+
+    cpp_name = next((n for n in CPP_NOOP_CANDIDATES
+                     if ember.get_global_func(n, allow_missing=True) is not None), None)
+    if cpp_name is not None:
+        func = ember.get_global_func(cpp_name)
+        handle = func.handle
+        ret, code = TVMValue(), ctypes.c_int()
+        ret_ref, code_ref = ctypes.byref(ret), ctypes.byref(code)
+        call = lib.TVMFuncCall
+        rows.append(("ctypes TVMFuncCall, 0 args (%s)" % cpp_name,
+                     measure(lambda: call(handle, None, None, 0, ret_ref, code_ref), args.repeat,
+                             args.number)))
+        rows.append(("ember C++ global, 0 args (%s)" % cpp_name,
+                     measure(func, args.repeat, args.number)))
+        rows.append(("ember C++ global, 1 int arg", measure(lambda: func(1), args.repeat,
+                                                            args.number)))
+        rows.append(("ember C++ global, 3 int args", measure(lambda: func(1, 2, 3), args.repeat,
+                                                             args.number)))
+
+    ember.register_func("bench.python_nop", lambda *a: None, override=True)
+    py_nop = ember.get_global_func("bench.python_nop")
+    rows.append(("ember Python global, 0 args", measure(py_nop, args.repeat, args.number // 4)))
+    rows.append(("ember Python global, 3 int args", measure(lambda: py_nop(1, 2, 3), args.repeat,
+                                                            args.number // 4)))
+    python_nop = lambda: None  # noqa: E731
+    rows.append(("plain Python no-op call (reference)", measure(python_nop, args.repeat,
+                                                                args.number)))
+
+    if args.json:
+        print(json.dumps({"python": platform.python_version(), "machine": platform.machine(),
+                          "cpp_global": cpp_name,
+                          "median_ns": {name: round(ns, 1) for name, ns in rows}}))
+        return
+    print("Python %s on %s (%s), median of %d repeats" % (platform.python_version(),
+                                                         platform.machine(), platform.processor()
+                                                         or platform.node(), args.repeat))
+    if cpp_name is None:
+        print("(no cheap C++ global among %s: C++ rows skipped)" % ", ".join(CPP_NOOP_CANDIDATES))
+    for name, ns in rows:
+        print("%-48s %10.1f ns/call" % (name, ns))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""ember.compile: ONNX -> artifact, run from Python, bit-identical to the C++ path (ember-run)."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+from ember import compiler
+from ember._ffi import base
+
+from conftest import REPO
+
+
+def _compiler_or_skip():
+    base.load_compiler_lib()
+    if ember.get_global_func(compiler.COMPILE_GLOBAL, allow_missing=True) is None and \
+            compiler.find_emberc() is None:
+        pytest.skip("compiler not built: neither libember_compiler.so (global %r) nor emberc found "
+                    "(%s)" % (compiler.COMPILE_GLOBAL, base.compiler_lib_error()))
+
+
+def _ember_run_or_skip():
+    path = os.path.join(os.path.dirname(os.path.dirname(base.RUNTIME_LIB_PATH)), "bin", "ember-run")
+    if not os.path.isfile(path):
+        pytest.skip("ember-run not built (looked for %s)" % path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def cnn_model(tmp_path_factory):
+    out = tmp_path_factory.mktemp("models")
+    subprocess.run([sys.executable, os.path.join(REPO, "tests", "models", "gen_models.py"), str(out),
+                    "--only", "cnn"], check=True, stdout=subprocess.DEVNULL)
+    return str(out / "cnn.onnx")
+
+
+def test_compile_argument_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="absent.onnx"):
+        ember.compile(str(tmp_path / "absent.onnx"))
+    with pytest.raises(ValueError, match="opt_level"):
+        ember.compile(str(tmp_path / "absent.onnx"), opt_level=7)
+    with pytest.raises(TypeError, match="input_shapes"):
+        ember.compile(str(tmp_path / "absent.onnx"), input_shapes=[1, 2])
+
+
+def test_compile_of_a_malformed_model_names_it(tmp_path):
+    _compiler_or_skip()
+    bad = tmp_path / "garbage.onnx"
+    bad.write_bytes(b"\x08\x07 this is not a protobuf")
+    with pytest.raises(ember.EmberError, match="garbage.onnx"):
+        ember.compile(str(bad))
+
+
+def test_compile_run_and_match_the_cpp_path_bit_for_bit(cnn_model, tmp_path):
+    _compiler_or_skip()
+    artifact = ember.compile(cnn_model, target="llvm", input_shapes={"input": (1, 3, 32, 32)})
+    exported = artifact.export(str(tmp_path / "artifact"))
+    assert sorted(os.listdir(exported)) == ["graph.json", "lib.so", "params.bin"]
+
+    x = np.random.RandomState(0).uniform(-1, 1, (1, 3, 32, 32)).astype("float32")
+    gmod = ember.load_artifact(exported)
+    gmod.set_input(input=x)
+    gmod.run()
+    out = gmod.get_output(0).numpy()
+    assert out.shape == (1, 10) and np.isfinite(out).all()
+
+    ember_run = _ember_run_or_skip()
+    np.save(str(tmp_path / "input.npy"), x)
+    subprocess.run([ember_run, exported, "--input", "input=%s" % (tmp_path / "input.npy"),
+                    "--output-dir", str(tmp_path / "cpp")], check=True, stdout=subprocess.DEVNULL)
+    cpp = np.load(str(tmp_path / "cpp" / "output_0.npy"))
+    assert cpp.dtype == out.dtype and cpp.shape == out.shape
+    assert cpp.tobytes() == out.tobytes()  # bit for bit

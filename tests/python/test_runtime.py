@@ -1,0 +1,123 @@
+"""ember.runtime: kernel modules and the graph executor on a hand-written artifact (no compiler)."""
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import ember
+
+
+def test_load_module_and_call_a_kernel(kernel_lib):
+    mod = ember.load_module(kernel_lib)
+    a = ember.nd.array(np.array([1, 2, 3], dtype="float32"))
+    b = np.array([10, 20, 30], dtype="float32")  # numpy arrays travel as DLTensor*
+    out = ember.nd.empty((3,), "float32")
+    mod["add_f32"](a, b, out)
+    np.testing.assert_array_equal(out.numpy(), [11, 22, 33])
+    assert mod.get_function("twice_int")(21) == 42
+
+
+def test_kernel_writes_into_a_numpy_array_in_place(kernel_lib):
+    mod = ember.load_module(kernel_lib)
+    out = np.zeros(4, dtype="float32")
+    mod["relu_f32"](np.array([-1, 2, -3, 4], dtype="float32"), out)
+    np.testing.assert_array_equal(out, [0, 2, 0, 4])
+
+
+def test_missing_function_is_an_attribute_error_naming_it(kernel_lib):
+    mod = ember.load_module(kernel_lib)
+    with pytest.raises(AttributeError, match="no_such_kernel"):
+        mod["no_such_kernel"]
+    assert mod.get_function("no_such_kernel", allow_missing=True) is None
+    assert "add_f32" in mod and "no_such_kernel" not in mod
+
+
+def test_kernel_error_message_reaches_python(kernel_lib):
+    mod = ember.load_module(kernel_lib)
+    with pytest.raises(ember.EmberError, match="refuses to run"):
+        mod["always_fails"]()
+
+
+def test_loading_a_file_that_is_not_a_library_names_the_file(tmp_path):
+    bogus = tmp_path / "bogus.so"
+    bogus.write_text("not an ELF file")
+    with pytest.raises(ember.EmberError, match="bogus.so"):
+        ember.load_module(str(bogus))
+    with pytest.raises(FileNotFoundError, match="missing.so"):
+        ember.load_module(str(tmp_path / "missing.so"))
+
+
+def _expected(x):
+    w = np.array([[1, -2], [3, -4]], dtype="float32")
+    return np.maximum(x + w, 0), x + w
+
+
+def test_graph_module_set_input_run_get_output(add_relu_artifact):
+    gmod = ember.load_artifact(add_relu_artifact)
+    assert isinstance(gmod, ember.GraphModule)
+    assert gmod.get_num_outputs() == 2
+    x = np.array([[0.5, 0.5], [-5, 5]], dtype="float32")
+    gmod.set_input(x=x)
+    gmod.run()
+    relu, add = _expected(x)
+    np.testing.assert_array_equal(gmod.get_output(0).numpy(), relu)
+    np.testing.assert_array_equal(gmod.get_output(1).numpy(), add)
+    # The positional form and NDArray inputs.
+    gmod.set_input("x", ember.nd.array(np.ones((2, 2), dtype="float32")))
+    gmod.run()
+    np.testing.assert_array_equal(gmod.get_output(1).numpy(), _expected(np.ones((2, 2), "f"))[1])
+    # run(**inputs) and get_output into a preallocated array.
+    out = ember.nd.empty((2, 2), "float32")
+    gmod.run(x=np.zeros((2, 2), dtype="float32"))
+    gmod.get_output(0, out)
+    np.testing.assert_array_equal(out.numpy(), _expected(np.zeros((2, 2), "f"))[0])
+
+
+def test_graph_module_input_info(add_relu_artifact):
+    gmod = ember.load_artifact(add_relu_artifact)
+    info = gmod.get_input_info()
+    assert info["shape"]["x"] == (2, 2)
+    assert info["dtype"]["x"] == "float32"
+
+
+def test_graph_module_errors_name_the_input(add_relu_artifact):
+    gmod = ember.load_artifact(add_relu_artifact)
+    with pytest.raises(ember.EmberError, match="nope"):
+        gmod.set_input(nope=np.zeros((2, 2), dtype="float32"))
+    with pytest.raises(ember.EmberError, match="float32"):
+        gmod.set_input(x=np.zeros((2, 2), dtype="float64"))
+    with pytest.raises(TypeError, match="missing the value"):
+        gmod.set_input("x")
+
+
+def test_load_artifact_errors(tmp_path, add_relu_artifact):
+    with pytest.raises(FileNotFoundError):
+        ember.load_artifact(str(tmp_path / "absent"))
+    broken = tmp_path / "broken"
+    shutil.copytree(add_relu_artifact, str(broken))
+    os.remove(str(broken / "graph.json"))
+    with pytest.raises(ember.EmberError, match="graph.json"):
+        ember.load_artifact(str(broken))
+
+
+def test_benchmark_returns_statistics_in_ms(add_relu_artifact):
+    gmod = ember.load_artifact(add_relu_artifact)
+    gmod.set_input(x=np.zeros((2, 2), dtype="float32"))
+    stats = gmod.benchmark(repeat=3, number=5)
+    assert len(stats.results) == 3
+    assert 0 < stats.min <= stats.median <= stats.max
+    assert stats.min <= stats.mean <= stats.max and stats.std >= 0
+    assert set(stats.as_dict()) >= {"median_ms", "mean_ms", "std_ms", "min_ms", "max_ms"}
+    with pytest.raises(ValueError):
+        gmod.benchmark(repeat=0)
+
+
+def test_profile_lists_every_node(add_relu_artifact):
+    gmod = ember.load_artifact(add_relu_artifact)
+    gmod.set_input(x=np.zeros((2, 2), dtype="float32"))
+    prof = gmod.profile()
+    names = [row["name"] for row in prof.rows]
+    assert "add0" in names and "relu0" in names
+    assert all(row["time_ms"] >= 0 for row in prof.rows)
+    assert "add0" in str(prof)
