@@ -1,0 +1,158 @@
+"""Tests of the model generator and of bench/compare_ort.py (Ember half faked with ORT).
+
+Run:  /usr/bin/python3 -m pytest tests/models/test_models.py
+"""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+COMPARE = os.path.join(ROOT, "bench", "compare_ort.py")
+FAKE = "%s %s" % (sys.executable, os.path.join(HERE, "fake_ember_ort.py"))
+sys.path.insert(0, HERE)
+import gen_models  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("models"))
+    assert gen_models.main([out]) == 0
+    return out
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def test_models_are_valid_and_shaped(models):
+    expect = {"mlp": ([1, 784], [1, 10]), "cnn": ([1, 3, 32, 32], [1, 10]),
+              "resnet18": ([1, 3, 224, 224], [1, 1000]),
+              "mobilenetv2": ([1, 3, 224, 224], [1, 1000])}
+    for name, (in_shape, out_shape) in expect.items():
+        model = onnx.load(os.path.join(models, name + ".onnx"))
+        onnx.checker.check_model(model, full_check=True)
+        assert model.opset_import[0].version == 13
+        g = model.graph
+        assert [i.name for i in g.input] == ["input"] and [o.name for o in g.output] == ["output"]
+        dims = lambda v: [d.dim_value for d in v.type.tensor_type.shape.dim]  # noqa: E731
+        assert dims(g.input[0]) == in_shape and dims(g.output[0]) == out_shape
+        assert all(t.data_type == onnx.TensorProto.FLOAT for t in g.initializer)
+
+
+def test_topologies(models):
+    ops = {}
+    for name in gen_models.MODELS:
+        g = onnx.load(os.path.join(models, name + ".onnx")).graph
+        ops[name] = [n.op_type for n in g.node]
+    assert ops["mlp"] == ["Gemm", "Relu", "Gemm", "Relu", "Gemm", "Softmax"]
+    assert ops["cnn"].count("Conv") == 3 and ops["cnn"].count("MaxPool") == 3
+    assert ops["resnet18"].count("Conv") == 20 and ops["resnet18"].count("Add") == 8
+    assert ops["resnet18"].count("BatchNormalization") == 20
+    assert ops["mobilenetv2"].count("Conv") == 52 and ops["mobilenetv2"].count("Add") == 10
+    assert ops["mobilenetv2"].count("Clip") == 35
+    g = onnx.load(os.path.join(models, "mobilenetv2.onnx")).graph
+    depthwise = [n for n in g.node if n.op_type == "Conv" and
+                 any(a.name == "group" and a.i > 1 for a in n.attribute)]
+    assert len(depthwise) == 17
+
+
+def test_parameter_counts_match_torchvision(models):
+    def params(name):
+        g = onnx.load(os.path.join(models, name + ".onnx")).graph
+        return sum(numpy_helper.to_array(t).size for t in g.initializer
+                   if not t.name.startswith(("mean", "var", "relu6")))
+    assert params("resnet18") == 11689512
+    assert params("mobilenetv2") == 3504872
+
+
+def test_generation_is_deterministic(models, tmp_path):
+    assert gen_models.main([str(tmp_path), "--only", "cnn", "--only", "mobilenetv2"]) == 0
+    for name in ("cnn", "mobilenetv2"):
+        assert digest(os.path.join(models, name + ".onnx")) == \
+            digest(str(tmp_path / (name + ".onnx")))
+
+
+needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="node.js is not installed")
+
+
+@needs_node
+def test_mlp_in_numpy_matches_ort(models, tmp_path):
+    """A hand-written NumPy forward pass of the MLP against ORT on ort_run.js's saved input."""
+    ort_run = os.path.join(ROOT, "bench", "peer", "ort_run.js")
+    subprocess.run(["node", ort_run, os.path.join(models, "mlp.onnx"), "--runs", "1", "--warmup",
+                    "0", "--save-inputs", str(tmp_path / "in"), "--dump-outputs",
+                    str(tmp_path / "out")], check=True, capture_output=True)
+    g = onnx.load(os.path.join(models, "mlp.onnx")).graph
+    w = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in g.initializer}
+    h = np.load(str(tmp_path / "in" / "input.npy"), allow_pickle=False).astype(np.float64)
+    for node in g.node:
+        if node.op_type == "Gemm":
+            h = h @ w[node.input[1]].T + w[node.input[2]]
+        elif node.op_type == "Relu":
+            h = np.maximum(h, 0)
+        else:
+            assert node.op_type == "Softmax"
+            e = np.exp(h - h.max(axis=1, keepdims=True))
+            h = e / e.sum(axis=1, keepdims=True)
+    got = np.load(str(tmp_path / "out" / "output_0.npy"), allow_pickle=False)
+    assert got.dtype == np.float32 and got.shape == (1, 10)
+    np.testing.assert_allclose(got, h, rtol=1e-4, atol=1e-6)
+
+
+def compare(models, tmp_path, *args, env_extra=None):
+    env = dict(os.environ, EMBERC=FAKE, EMBER_RUN=FAKE)
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, COMPARE, "--models", models, "--work",
+                           str(tmp_path / "work"), "--model", "mlp", "--model", "cnn"] +
+                          list(args), capture_output=True, text=True, env=env, timeout=600)
+
+
+@needs_node
+def test_compare_check_only_passes_on_matching_outputs(models, tmp_path):
+    proc = compare(models, tmp_path, "--check-only")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "mlp" in proc.stdout and "match ORT" in proc.stdout
+    assert "all 2 model outputs match" in proc.stdout
+    x = np.load(str(tmp_path / "work" / "mlp" / "in" / "input.npy"), allow_pickle=False)
+    assert x.dtype == np.float32 and x.shape == (1, 784)
+    assert -1.0 <= x.min() and x.max() < 1.0 and x.std() > 0.5
+
+
+@needs_node
+def test_compare_check_only_fails_on_wrong_outputs(models, tmp_path):
+    proc = compare(models, tmp_path, "--check-only", env_extra={"FAKE_EMBER_PERTURB": "1"})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "DIFFER" in proc.stdout and "elements differ" in proc.stdout
+
+
+@needs_node
+def test_compare_timing_table(models, tmp_path):
+    proc = compare(models, tmp_path, "--threads", "1", "--rounds", "1", "--runs", "2",
+                   "--warmup", "0", "--json", str(tmp_path / "r.json"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| mlp | 1 |")]
+    assert len(rows) == 1 and rows[0].count("|") == 7
+    ratio = float(rows[0].split("|")[5])
+    assert ratio > 0
+
+
+@needs_node
+def test_seeded_inputs_are_reproducible(models, tmp_path):
+    ort_run = os.path.join(ROOT, "bench", "peer", "ort_run.js")
+    for d in ("a", "b"):
+        subprocess.run(["node", ort_run, os.path.join(models, "cnn.onnx"), "--runs", "1",
+                        "--warmup", "0", "--seed", "7", "--save-inputs", str(tmp_path / d)],
+                       check=True, capture_output=True)
+    a = np.load(str(tmp_path / "a" / "input.npy"), allow_pickle=False)
+    b = np.load(str(tmp_path / "b" / "input.npy"), allow_pickle=False)
+    assert a.shape == (1, 3, 32, 32) and np.array_equal(a, b)
