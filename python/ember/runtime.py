@@ -7,8 +7,10 @@
     out = gmod.get_output(0).numpy()
 """
 import ctypes
+import json
 import math
 import os
+import struct
 import time
 
 import numpy as np
@@ -101,7 +103,8 @@ def load_artifact(path, device=None):
         raise EmberError("load_artifact: the runtime has no graph executor (global "
                          "'runtime.load_artifact' is not registered in %s)" % _runtime_path())
     factory = loader(path)
-    return GraphModule(factory["default"](device if device is not None else cpu(0)), factory)
+    dev = device if device is not None else cpu(0)
+    return GraphModule(factory["default"](dev), factory, dev)
 
 
 def _runtime_path():
@@ -154,11 +157,12 @@ class GraphModule:
     """A graph executor: set inputs, run, read outputs. Wraps the module ``factory["default"](dev)``
     returns (TVM's ``graph_executor.GraphModule`` interface)."""
 
-    def __init__(self, module, factory=None):
+    def __init__(self, module, factory=None, device=None):
         if not isinstance(module, Module):
             raise TypeError("GraphModule wraps a runtime Module, got %s" % type(module).__name__)
         self.module = module
         self.factory = factory
+        self._device = device if device is not None else cpu(0)
         self._set_input = module["set_input"]
         self._run = module["run"]
         self._get_output = module["get_output"]
@@ -207,10 +211,23 @@ class GraphModule:
         return self._get_num_inputs()
 
     def get_input_info(self):
-        """{"shape": {name: tuple}, "dtype": {name: str}} of the graph's inputs."""
-        if self._get_input_info is None:
-            raise EmberError("this graph executor has no get_input_info")
-        return _to_python(self._get_input_info())
+        """{"shape": {name: tuple}, "dtype": {name: str}} of the graph's inputs (params excluded)."""
+        if self.factory is None:
+            raise EmberError("get_input_info needs the factory module (use load_artifact, or "
+                             "GraphModule(module, factory))")
+        graph = json.loads(self.factory["get_graph_json"]())
+        params = set(_param_names(self.factory))
+        attrs = graph["attrs"]
+        shapes, dtypes = attrs["shape"][1], attrs["dltype"][1]
+        info = {"shape": {}, "dtype": {}}
+        for nid in graph["arg_nodes"]:
+            name = graph["nodes"][nid]["name"]
+            if name in params:
+                continue
+            eid = graph["node_row_ptr"][nid]
+            info["shape"][name] = tuple(shapes[eid])
+            info["dtype"][name] = dtypes[eid]
+        return info
 
     def load_params(self, params_bytes):
         if self._load_params is None:
@@ -226,6 +243,13 @@ class GraphModule:
         run = self._run
         for _ in range(warmup):
             run()
+        evaluator = get_global_func("runtime.time_evaluator", allow_missing=True)
+        if evaluator is not None:  # the runtime's monotonic clock, no Python in the loop
+            dev = self._device
+            timer = evaluator(self.module, "run", dev.device_type, dev.device_id, number, repeat,
+                              int(min_repeat_ms))
+            seconds = np.frombuffer(timer(), dtype=np.float64)
+            return BenchmarkResult(seconds * 1e3, number)
         results = []
         clock = time.perf_counter
         for _ in range(repeat):
@@ -258,10 +282,41 @@ def _as_input(value, name):
     return arr
 
 
-def _to_python(value):
-    """Runtime containers (Array/Map/ShapeTuple objects) as Python lists/dicts/tuples."""
-    return value
+def _param_names(factory):
+    """Names of the params a factory holds: serialised by runtime.SaveParams, names read back from
+    the header of the params format (magic, reserved, count, then length-prefixed names)."""
+    save = get_global_func("runtime.SaveParams")
+    blob = save(factory["get_params"]())
+    magic, _, count = struct.unpack_from("<QQQ", blob, 0)
+    if magic != _PARAMS_MAGIC:
+        raise EmberError("runtime.SaveParams wrote magic %#x, expected %#x" % (magic, _PARAMS_MAGIC))
+    names, offset = [], 24
+    for _ in range(count):
+        (length,) = struct.unpack_from("<Q", blob, offset)
+        names.append(blob[offset + 8:offset + 8 + length].decode("utf-8"))
+        offset += 8 + length
+    return names
+
+
+_PARAMS_MAGIC = 0xF7E58D4F05049CB7
 
 
 def _profile(gmod, number, repeat, min_repeat_ms):
-    raise EmberError("profile: the runtime has no debug executor")
+    profile_json = gmod.module.get_function("profile_json", allow_missing=True)
+    if profile_json is None:
+        raise EmberError("profile: this executor has no per-node profiler (function "
+                         "'profile_json')")
+    report = json.loads(profile_json(number, repeat, min_repeat_ms))
+    rows = []
+    for node in report["nodes"]:
+        row = dict(node)
+        row["time_ms"] = node["time_us"] / 1e3
+        rows.append(row)
+    rows.sort(key=lambda r: -r["time_ms"])
+    lines = ["%-32s %-28s %-20s %12s %8s" % ("node", "function", "shape", "time (ms)", "share")]
+    for row in rows:
+        lines.append("%-32s %-28s %-20s %12.4f %7.2f%%" % (row["name"], row.get("func_name", ""),
+                                                          row.get("shape", ""), row["time_ms"],
+                                                          row.get("percent", 0.0)))
+    lines.append("%-82s %12.4f" % ("total", report.get("total_us", 0.0) / 1e3))
+    return ProfileResult(rows, "\n".join(lines), json.dumps(report))

@@ -75,7 +75,7 @@ def test_numpy_scalars_pack_as_python_numbers():
 def test_datatype_and_device_round_trip():
     echo = _echo_name()
     dt = echo(ember.DataType("float32"))
-    assert isinstance(dt, ember.DataType) and dt == "float32"
+    assert dt == "float32"  # the C ABI returns a DLDataType as its string (as TVM does)
     assert echo(np.dtype("int8")) == "int8"
     assert echo(ember.DataType("uint8x4")) == "uint8x4"
     dev = echo(ember.cpu(3))

@@ -6,6 +6,9 @@ from .packed_func import register_handle_class, register_return
 from .types import TypeCode
 
 _TVMObjectFree = _LIB.TVMObjectFree
+_libc_free = ctypes.CDLL(None).free
+_libc_free.argtypes = [ctypes.c_void_p]
+_libc_free.restype = None
 
 # type key -> function(Object) returning the Python value to hand out instead (e.g. a list).
 OBJECT_CONVERTERS = {}
@@ -31,9 +34,12 @@ class Object:
 
     @property
     def type_key(self):
-        key = ctypes.c_char_p()
+        key = ctypes.c_void_p()
         check_call(_LIB.TVMObjectTypeIndex2Key(ctypes.c_uint(self.type_index), ctypes.byref(key)))
-        return key.value.decode("utf-8")
+        try:
+            return ctypes.string_at(key.value).decode("utf-8")
+        finally:
+            _libc_free(key)  # the runtime malloc()s the key for the caller, as TVM does
 
     def __repr__(self):
         return "<ember.Object %s at %#x>" % (self.type_key, self.handle.value or 0)
