@@ -117,6 +117,9 @@ class NDArray:
 
     def numpy(self):
         """A NumPy copy of the array."""
+        dl = self._dl
+        if dl.strides and not _is_compact(dl):  # e.g. a strided view from a DLPack producer
+            return np.array(np.from_dlpack(self), copy=True)
         out = np.empty(self.shape, dtype=self.dtype.numpy_dtype())
         check_call(_LIB.TVMArrayCopyToBytes(self.handle, out.ctypes.data, out.nbytes))
         return out
@@ -175,6 +178,15 @@ class NDArray:
 
     def __str__(self):
         return str(self.numpy())
+
+
+def _is_compact(dl):
+    expected = 1
+    for i in reversed(range(dl.ndim)):
+        if dl.shape[i] != 1 and dl.strides[i] != expected:
+            return False
+        expected *= dl.shape[i]
+    return True
 
 
 def _ret_ndarray(value):

@@ -69,3 +69,9 @@ int always_fails(TVMValue* args, int* codes, int num_args, TVMValue* ret, int* r
   TVMAPISetLastError("always_fails: this kernel refuses to run (test of error propagation)");
   return -1;
 }
+
+/* Does nothing: the benchmark's C-side no-op (bench/bench_python_ffi.py). */
+int nop(TVMValue* args, int* codes, int num_args, TVMValue* ret, int* ret_code, void* res) {
+  (void)args, (void)codes, (void)num_args, (void)ret, (void)ret_code, (void)res;
+  return 0;
+}

@@ -273,3 +273,46 @@ def test_datatype_parsing():
         ember.DataType("float3x")
     with pytest.raises(TypeError):
         ember.DataType(np.dtype("complex64"))
+
+
+def test_calls_and_callbacks_from_several_python_threads():
+    import threading
+    name = _unique("threaded")
+    ember.register_func(name, lambda a, b: "%d-%d" % (a, b))
+    func = ember.get_global_func(name)
+    errors = []
+
+    def worker(k):
+        try:
+            for i in range(200):
+                assert func(k, i) == "%d-%d" % (k, i)
+        except Exception as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_module_travels_through_a_python_callback():
+    system_lib = ember.get_global_func("runtime.SystemLib")()
+    assert isinstance(system_lib, ember.runtime.Module)
+    name = _unique("module_id")
+    ember.register_func(name, lambda m: m)
+    back = ember.get_global_func(name)(system_lib)
+    assert isinstance(back, ember.runtime.Module) and back.type_key == system_lib.type_key
+
+
+def test_interpreter_exit_with_registered_callbacks_is_clean():
+    code = ("import ember\n"
+            "ember.register_func('exit.test', lambda x: x + 1)\n"
+            "f = ember.get_global_func('exit.test')\n"
+            "assert f(1) == 2\n"
+            "print('ok')\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(ember.__file__)))
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"

@@ -130,3 +130,17 @@ def test_ndarray_passes_to_cpp_and_back_as_the_same_array():
 def test_repr_shows_contents():
     text = repr(ember.nd.array(np.array([1.5, 2.5], dtype="float32")))
     assert "float32" in text and "1.5" in text
+
+
+def test_strided_dlpack_view_copies_out_correctly():
+    src = np.arange(12.0).reshape(3, 4)[:, ::2]
+    arr = ember.nd.from_dlpack(src)
+    assert arr.shape == (3, 2) and arr.data_ptr == src.ctypes.data
+    np.testing.assert_array_equal(arr.numpy(), src)
+
+
+def test_offset_numpy_slice_is_shared_without_copy():
+    base = np.arange(10.0)
+    arr = ember.nd.from_dlpack(base[3:])
+    assert arr.data_ptr == base[3:].ctypes.data
+    np.testing.assert_array_equal(arr.numpy(), base[3:])
