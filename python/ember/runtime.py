@@ -133,8 +133,8 @@ class BenchmarkResult:
                 "repeat": len(self.results), "number": self.number}
 
     def __repr__(self):
-        return ("BenchmarkResult(median=%.4f ms, mean=%.4f ms, std=%.4f ms, min=%.4f ms, "
-                "max=%.4f ms, repeat=%d, number=%d)" %
+        return ("BenchmarkResult(median=%.4g ms, mean=%.4g ms, std=%.3g ms, min=%.4g ms, "
+                "max=%.4g ms, repeat=%d, number=%d)" %
                 (self.median, self.mean, self.std, self.min, self.max, len(self.results),
                  self.number))
 
@@ -315,8 +315,8 @@ def _profile(gmod, number, repeat, min_repeat_ms):
     rows.sort(key=lambda r: -r["time_ms"])
     lines = ["%-32s %-28s %-20s %12s %8s" % ("node", "function", "shape", "time (ms)", "share")]
     for row in rows:
-        lines.append("%-32s %-28s %-20s %12.4f %7.2f%%" % (row["name"], row.get("func_name", ""),
+        lines.append("%-32s %-28s %-20s %12.6f %7.2f%%" % (row["name"], row.get("func_name", ""),
                                                           row.get("shape", ""), row["time_ms"],
                                                           row.get("percent", 0.0)))
-    lines.append("%-82s %12.4f" % ("total", report.get("total_us", 0.0) / 1e3))
+    lines.append("%-82s %12.6f" % ("total", report.get("total_us", 0.0) / 1e3))
     return ProfileResult(rows, "\n".join(lines), json.dumps(report))

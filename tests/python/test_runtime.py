@@ -121,3 +121,11 @@ def test_profile_lists_every_node(add_relu_artifact):
     assert "add0" in names and "relu0" in names
     assert all(row["time_ms"] >= 0 for row in prof.rows)
     assert "add0" in str(prof)
+
+
+def test_runtime_objects_carry_their_type_key(add_relu_artifact):
+    gmod = ember.load_artifact(add_relu_artifact)
+    info = gmod.module["get_input_info"]()  # a runtime Map, handed out as an ember.Object
+    assert isinstance(info, ember.Object) and info.type_key == "runtime.Map"
+    assert gmod.module.type_key == "GraphExecutor"
+    assert gmod.factory.type_key == "GraphExecutorFactory"
