@@ -102,8 +102,8 @@ def find_emberc():
     if os.path.isabs(RUNTIME_LIB_PATH):
         candidates.append(os.path.join(os.path.dirname(os.path.dirname(RUNTIME_LIB_PATH)),
                                        "bin", "emberc"))
-    candidates.append(os.path.join(os.path.dirname(os.path.dirname(libinfo._PACKAGE_DIR)),
-                                   "build", "bin", "emberc"))
+    if libinfo._IN_SOURCE_TREE:
+        candidates.append(os.path.join(libinfo._REPO_DIR, "build", "bin", "emberc"))
     for path in candidates:
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path

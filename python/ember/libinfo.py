@@ -5,7 +5,7 @@ Search order for each library (the first hit wins):
      When it is set, only it is searched, so a stale system install can never shadow it.
   2. Next to the package (``ember/`` and ``ember/lib/``), for wheels and ``pip install`` copies.
   3. ``build/lib`` of the source tree the package lives in (``<repo>/python/ember`` -> ``<repo>/build/lib``).
-  4. ``LD_LIBRARY_PATH`` and the dynamic loader's own search (ldconfig cache, /usr/lib, /usr/local/lib).
+  4. ``LD_LIBRARY_PATH``, /usr/local/lib, /usr/lib, then the dynamic loader's own search (ldconfig).
 """
 import os
 
@@ -14,6 +14,10 @@ COMPILER_LIB = "libember_compiler.so"
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _REPO_DIR = os.path.dirname(os.path.dirname(_PACKAGE_DIR))
+# Only a package living at <repo>/python/ember looks into <repo>/build (not a pip-installed copy).
+_IN_SOURCE_TREE = (os.path.basename(os.path.dirname(_PACKAGE_DIR)) == "python"
+                   and os.path.isfile(os.path.join(_REPO_DIR, "include", "ember", "runtime",
+                                                   "c_runtime_api.h")))
 
 
 def _override_candidates(name, value):
@@ -37,7 +41,9 @@ def candidate_paths(name):
     override = os.environ.get("EMBER_LIBRARY_PATH")
     if override:
         return _override_candidates(name, override)
-    dirs = [_PACKAGE_DIR, os.path.join(_PACKAGE_DIR, "lib"), os.path.join(_REPO_DIR, "build", "lib")]
+    dirs = [_PACKAGE_DIR, os.path.join(_PACKAGE_DIR, "lib")]
+    if _IN_SOURCE_TREE:
+        dirs.append(os.path.join(_REPO_DIR, "build", "lib"))
     dirs += [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
     dirs += ["/usr/local/lib", "/usr/lib", "/usr/lib64"]
     return [os.path.join(d, name) for d in dirs]
