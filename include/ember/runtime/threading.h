@@ -1,0 +1,131 @@
+/*!
+ * \file ember/runtime/threading.h
+ * \brief The thread pool behind TVMBackendParallelLaunch and the per-thread workspace pool behind
+ *        TVMBackendAllocWorkspace, seen from C++.
+ *
+ * Thread count. A launch with num_task 0 runs one task per thread of the pool; the thread that
+ * calls TVMBackendParallelLaunch runs task 0 itself, so a pool of N threads owns N - 1 workers.
+ * The count is, first match wins:
+ *   1. the last SetNumThreads(n) / Configure(mode, n) / runtime.config_threadpool with n > 0;
+ *   2. the environment: EMBER_NUM_THREADS, else TVM_NUM_THREADS (an integer in [1, kMaxThreads];
+ *      anything else is ignored with a one-time warning on stderr);
+ *   3. the cores of the chosen affinity mode that the process may run on (sched_getaffinity, so
+ *      taskset and cgroup cpusets are respected).
+ * SetNumThreads(0) goes back to 2./3. and re-reads the environment.
+ *
+ * Affinity. AffinityMode::kBig / kLittle pin the workers to the fast / slow cores, told apart by
+ * /sys/devices/system/cpu/cpu<N>/cpufreq/cpuinfo_max_freq: little = the cores with the lowest
+ * maximum frequency, big = every other core. Where all cores look alike (or sysfs says nothing),
+ * both sets are all cores. kAll pins the workers to every core the process may use. The calling
+ * thread's affinity is never changed; pin it yourself if task 0 must run on a big core. A failed
+ * pthread_setaffinity_np (containers, cpusets) prints one warning and the pool runs unpinned.
+ *
+ * Waiting. A worker that finishes spins for SpinMicros() (EMBER_THREAD_SPIN_US, default 20 us)
+ * waiting for the next launch, then parks on a futex: an idle process uses no CPU.
+ *
+ * Launch rules.
+ *   - Nested launches (a task calling TVMBackendParallelLaunch) run serially on the calling thread;
+ *     so does a launch while another thread's launch holds the pool (it never blocks).
+ *   - num_task larger than the pool is allowed: every task id runs exactly once, spread over the
+ *     pool. TVMBackendParallelBarrier then fails (a barrier needs every task running at once), the
+ *     launch returns -1 and TVMGetLastError() says why. The same holds for a serial run of more
+ *     than one task.
+ *   - A task returning non-zero (or throwing) makes the launch return -1; TVMGetLastError() names
+ *     the first failing task and carries the message that task left in TVMGetLastError().
+ *   - fork() while the pool exists leaves the child a fresh pool (workers are restarted on the
+ *     child's first launch). Forking from inside a parallel task is not supported.
+ *
+ * Logging. With EMBER_VERBOSE set to anything but "" or "0", the pool prints Describe() to stderr
+ * each time it starts (once, unless it is reconfigured).
+ *
+ * Environment variables and their API twins:
+ *   EMBER_NUM_THREADS / TVM_NUM_THREADS   SetNumThreads(), Configure(), runtime.config_threadpool
+ *   EMBER_THREAD_SPIN_US                  SetSpinMicros()
+ *   EMBER_VERBOSE                         Describe()
+ */
+#ifndef EMBER_RUNTIME_THREADING_H_
+#define EMBER_RUNTIME_THREADING_H_
+
+#include <ember/runtime/c_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ember::runtime::threading {
+
+/*! \brief Upper bound on the pool size; larger requests are errors. */
+constexpr int kMaxThreads = 1024;
+/*! \brief Worker spin before parking when EMBER_THREAD_SPIN_US is not set. */
+constexpr int kDefaultSpinMicros = 20;
+/*! \brief Upper bound on SetSpinMicros (one second). */
+constexpr int kMaxSpinMicros = 1000000;
+
+/*! \brief Which cores the workers run on; the values match TVM's config_threadpool modes. */
+enum class AffinityMode : int {
+  kLittle = -1, /*!< the cores with the lowest maximum frequency */
+  kAll = 0,     /*!< every core the process may use (the default) */
+  kBig = 1,     /*!< every core faster than the slowest ones */
+};
+
+/*! \brief Threads a launch with num_task 0 uses, counting the calling thread. */
+TVM_DLL int NumThreads();
+
+/*! \brief Sets the pool size (1..kMaxThreads) keeping the affinity mode; 0 means the default. */
+TVM_DLL void SetNumThreads(int nthreads);
+
+/*!
+ * \brief Sets affinity mode and pool size (0 = every core of that mode) together. Running workers
+ *        are stopped; the next launch starts the new pool. Throws ember::runtime::Error on a bad
+ *        argument or when called from inside a parallel task.
+ */
+TVM_DLL void Configure(AffinityMode mode, int nthreads);
+
+/*! \brief The affinity mode of the pool. */
+TVM_DLL AffinityMode GetAffinityMode();
+
+/*! \brief How long an idle worker spins before parking, in microseconds (0 = park at once). */
+TVM_DLL void SetSpinMicros(int micros);
+TVM_DLL int SpinMicros();
+
+/*! \brief One line describing the pool: thread count and where it came from, cores, spin. */
+TVM_DLL std::string Describe();
+
+/*! \brief True while the calling thread runs a task of a parallel launch. */
+TVM_DLL bool InParallelTask();
+
+/*! \brief Cores the process may run on, split by maximum frequency (see the file comment). */
+struct CpuTopology {
+  std::vector<int> all;         /*!< sched_getaffinity of the process, ascending */
+  std::vector<int> big;         /*!< subset of all; equals all when the cores look alike */
+  std::vector<int> little;      /*!< subset of all; equals all when the cores look alike */
+  bool has_frequencies = false; /*!< every core of `all` had a readable cpuinfo_max_freq */
+};
+
+/*! \brief Reads the topology of this machine (cached after the first call). */
+TVM_DLL const CpuTopology& GetCpuTopology();
+
+/*!
+ * \brief Classifies \p cpus by the cpuinfo_max_freq files under \p sysfs_cpu_dir (normally
+ *        "/sys/devices/system/cpu"); exposed so the rule can be tested on a fake tree.
+ */
+TVM_DLL CpuTopology ReadCpuTopology(const std::string& sysfs_cpu_dir, const std::vector<int>& cpus);
+
+/*! \brief Counters of the calling thread's workspace pool (TVMBackendAllocWorkspace). */
+struct WorkspaceStats {
+  uint64_t system_allocations = 0; /*!< aligned_alloc calls plus bookkeeping growth, ever */
+  uint64_t bytes_reserved = 0;     /*!< bytes the pool holds now, in use or free */
+  uint64_t blocks_in_use = 0;      /*!< allocations not yet freed */
+  uint64_t blocks_free = 0;        /*!< freed blocks kept for reuse */
+};
+
+/*! \brief The calling thread's workspace counters (all zero before its first allocation). */
+TVM_DLL WorkspaceStats GetWorkspaceStats();
+
+/*! \brief Alignment of every workspace block, in bytes. */
+constexpr size_t kWorkspaceAlignment = 64;
+
+}  // namespace ember::runtime::threading
+
+#endif  // EMBER_RUNTIME_THREADING_H_

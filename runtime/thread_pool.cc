@@ -1,0 +1,690 @@
+// The thread pool behind TVMBackendParallelLaunch / TVMBackendParallelBarrier, its configuration
+// (threading.h) and TVMBackendRunOnce.
+//
+// One process-wide pool of N threads: the launching thread runs task 0 and N - 1 workers run the
+// rest. Each worker owns a cache line with a state word: a launch fills the shared Job, then posts
+// it to each worker it needs. A worker spins on its word for SpinMicros(), then parks on it with a
+// futex, so back-to-back launches never enter the kernel and an idle process uses no CPU. When
+// the launcher is done with task 0 it takes back the posts no worker picked up yet and runs those
+// tasks itself, so a sleeping or descheduled worker (a loaded machine) delays nobody. It waits
+// for the rest the same spin-then-park way on `remaining_`.
+//
+// Only one launch at a time owns the pool (state.mu); a launch that finds it busy, and any launch
+// from inside a task, runs its tasks serially on the calling thread instead of blocking.
+#include <ember/runtime/c_backend_api.h>
+#include <ember/runtime/threading.h>
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "thread_pool_sync.h"
+
+namespace ember::runtime::threading {
+namespace {
+
+using sync::FutexWait;
+using sync::FutexWake;
+using sync::SpinFor;
+
+constexpr size_t kCacheLine = 64;
+constexpr int kNoFailure = -1;
+constexpr const char* kSysfsCpuDir = "/sys/devices/system/cpu";
+
+// True while this thread runs a task; a launch from here runs serially.
+thread_local bool tls_in_task = false;
+
+// How long waiting threads spin before parking; read on every wait so changes apply at once.
+std::atomic<uint64_t> g_spin_ns{static_cast<uint64_t>(kDefaultSpinMicros) * 1000};
+
+[[noreturn]] void ThrowInvalid(const std::string& msg) { throw std::invalid_argument(msg); }
+
+bool EnvFlagSet(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && value[0] != '\0' && std::strcmp(value, "0") != 0;
+}
+
+// Parses an integer in [lo, hi]; false for anything else (empty, junk, trailing text, range).
+bool ParseInt(const char* text, int lo, int hi, int* out) {
+  if (text == nullptr || text[0] == '\0') return false;
+  errno = 0;
+  char* end = nullptr;
+  long value = std::strtol(text, &end, 10);
+  if (errno != 0 || *end != '\0' || value < lo || value > hi) return false;
+  *out = static_cast<int>(value);
+  return true;
+}
+
+// "0-3,6" for {0,1,2,3,6}.
+std::string FormatCpuList(const std::vector<int>& cpus) {
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(cpus[i]);
+    if (j > i) out += '-' + std::to_string(cpus[j]);
+    i = j + 1;
+  }
+  return out.empty() ? "none" : out;
+}
+
+const char* ModeName(AffinityMode mode) {
+  switch (mode) {
+    case AffinityMode::kBig:
+      return "big";
+    case AffinityMode::kLittle:
+      return "little";
+    case AffinityMode::kAll:
+      break;
+  }
+  return "all";
+}
+
+const std::vector<int>& CoresOf(const CpuTopology& topo, AffinityMode mode) {
+  switch (mode) {
+    case AffinityMode::kBig:
+      return topo.big;
+    case AffinityMode::kLittle:
+      return topo.little;
+    case AffinityMode::kAll:
+      break;
+  }
+  return topo.all;
+}
+
+std::vector<int> ProcessCpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+    }
+  }
+  if (cpus.empty()) {
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long cpu = 0; cpu < std::max(online, 1L); ++cpu) cpus.push_back(static_cast<int>(cpu));
+  }
+  return cpus;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One launch: what every task needs, the barrier, and the first failure.
+
+struct Job {
+  FTVMParallelLambda fn = nullptr;
+  void* cdata = nullptr;
+  TVMParallelGroupEnv env{nullptr, 0};
+  // Tasks that run at the same time. A barrier only works when every task does (num_task <=).
+  int32_t concurrent = 1;
+
+  alignas(kCacheLine) std::atomic<int32_t> next_task{0};  // tasks beyond `concurrent` are claimed
+  std::atomic<int32_t> failed_task{kNoFailure};
+  std::string error;  // written only by the thread that set failed_task
+
+  alignas(kCacheLine) std::atomic<uint32_t> barrier_arrived{0};
+  std::atomic<uint32_t> barrier_generation{0};  // futex word of parked barrier waiters
+  std::atomic<uint32_t> barrier_waiters{0};
+
+  void Reset(FTVMParallelLambda f, void* data, int32_t num_task, int32_t num_concurrent) {
+    fn = f;
+    cdata = data;
+    env.sync_handle = this;
+    env.num_task = num_task;
+    concurrent = num_concurrent;
+    next_task.store(num_concurrent, std::memory_order_relaxed);
+    failed_task.store(kNoFailure, std::memory_order_relaxed);
+    error.clear();
+    barrier_arrived.store(0, std::memory_order_relaxed);
+    barrier_waiters.store(0, std::memory_order_relaxed);
+  }
+
+  // The first failure wins; later ones would only repeat or confuse it.
+  void Fail(int32_t task, const std::string& why) {
+    int32_t expected = kNoFailure;
+    if (failed_task.compare_exchange_strong(expected, task, std::memory_order_acq_rel)) {
+      error = why;
+    }
+  }
+
+  // Call after every task finished (the wait on `remaining_` orders the writes before this).
+  int Result() const {
+    int32_t task = failed_task.load(std::memory_order_acquire);
+    if (task == kNoFailure) return 0;
+    std::string msg = "TVMBackendParallelLaunch: task " + std::to_string(task) + " of " +
+                      std::to_string(env.num_task) + " failed";
+    if (!error.empty()) msg += ": " + error;
+    TVMAPISetLastError(msg.c_str());
+    return -1;
+  }
+};
+
+void RunTask(Job* job, int32_t task) {
+  int rc = 0;
+  try {
+    rc = job->fn(task, &job->env, job->cdata);
+  } catch (const std::exception& e) {
+    job->Fail(task, std::string("threw an exception: ") + e.what());
+    return;
+  } catch (...) {
+    job->Fail(task, "threw an unknown exception");
+    return;
+  }
+  if (rc != 0) {
+    std::string why = "returned " + std::to_string(rc);
+    const char* last = TVMGetLastError();
+    if (last != nullptr && last[0] != '\0') why += ": " + std::string(last);
+    job->Fail(task, why);
+    TVMAPISetLastError("");  // so a later failure on this thread cannot show this stale text
+  }
+}
+
+// Runs `first`, then claims tasks nobody runs concurrently until none are left.
+void RunTasks(Job* job, int32_t first) {
+  const bool was_in_task = tls_in_task;
+  tls_in_task = true;
+  RunTask(job, first);
+  const int32_t num_task = job->env.num_task;
+  if (num_task > job->concurrent) {
+    for (int32_t t = job->next_task.fetch_add(1, std::memory_order_relaxed); t < num_task;
+         t = job->next_task.fetch_add(1, std::memory_order_relaxed)) {
+      RunTask(job, t);
+    }
+  }
+  tls_in_task = was_in_task;
+}
+
+int RunSerially(FTVMParallelLambda fn, void* cdata, int num_task) {
+  Job job;
+  job.Reset(fn, cdata, num_task == 0 ? 1 : num_task, 1);
+  RunTasks(&job, 0);
+  return job.Result();
+}
+
+int Barrier(Job* job, int task_id) {
+  const int32_t num_task = job->env.num_task;
+  if (num_task > job->concurrent) {
+    job->Fail(task_id, "TVMBackendParallelBarrier: the launch has " + std::to_string(num_task) +
+                           " tasks but only " + std::to_string(job->concurrent) +
+                           " run at once (nested, contended or larger than the pool of " +
+                           std::to_string(NumThreads()) +
+                           " threads); a barrier needs every task running. Launch with "
+                           "num_task 0 or at most NumThreads() tasks.");
+    return -1;
+  }
+  if (num_task <= 1) return 0;
+  // Read the generation before arriving: it cannot move until we arrive.
+  const uint32_t generation = job->barrier_generation.load(std::memory_order_acquire);
+  if (job->barrier_arrived.fetch_add(1, std::memory_order_acq_rel) + 1 ==
+      static_cast<uint32_t>(num_task)) {
+    job->barrier_arrived.store(0, std::memory_order_relaxed);
+    job->barrier_generation.fetch_add(1, std::memory_order_seq_cst);
+    if (job->barrier_waiters.load(std::memory_order_seq_cst) != 0) {
+      FutexWake(&job->barrier_generation, sync::kWakeAll);
+    }
+    return 0;
+  }
+  auto passed = [&] {
+    return job->barrier_generation.load(std::memory_order_acquire) != generation;
+  };
+  if (SpinFor(g_spin_ns.load(std::memory_order_relaxed), passed)) return 0;
+  job->barrier_waiters.fetch_add(1, std::memory_order_seq_cst);
+  while (job->barrier_generation.load(std::memory_order_seq_cst) == generation) {
+    FutexWait(&job->barrier_generation, generation);
+  }
+  job->barrier_waiters.fetch_sub(1, std::memory_order_seq_cst);
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pool.
+
+void WarnAffinityOnce(int err) {
+  static std::once_flag once;
+  std::call_once(once, [err] {
+    std::fprintf(stderr,
+                 "ember: warning: could not pin thread-pool workers to their cores "
+                 "(pthread_setaffinity_np: %s); running them unpinned\n",
+                 std::strerror(err));
+  });
+}
+
+class ThreadPool {
+ public:
+  ThreadPool(int num_threads, std::vector<int> cpus)
+      : num_threads_(num_threads), cpus_(std::move(cpus)), workers_(new Worker[num_threads]) {
+    // Start in order; if one cannot start, stop those that did and report.
+    try {
+      for (int i = 1; i < num_threads_; ++i) {
+        workers_[i].thread = std::thread([this, i] { WorkerLoop(i); });
+        started_ = i;
+      }
+    } catch (const std::exception& e) {
+      StopWorkers();
+      throw std::runtime_error("thread pool: could not start worker " +
+                               std::to_string(started_ + 1) + " of " +
+                               std::to_string(num_threads_ - 1) + ": " + e.what());
+    }
+  }
+
+  ~ThreadPool() { StopWorkers(); }
+
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int num_threads() const { return num_threads_; }
+
+  // Caller holds state.mu and is not inside a task.
+  int Launch(FTVMParallelLambda fn, void* cdata, int num_task) {
+    if (num_task == 0) num_task = num_threads_;
+    const int concurrent = std::min(num_task, num_threads_);
+    job_.Reset(fn, cdata, num_task, concurrent);
+    remaining_.store(static_cast<uint32_t>(concurrent - 1), std::memory_order_relaxed);
+    for (int i = 1; i < concurrent; ++i) {
+      Worker& w = workers_[i];
+      w.job = &job_;
+      w.state.store(kPosted, std::memory_order_seq_cst);  // publishes job_ and w.job
+      if (w.parked.load(std::memory_order_seq_cst) != 0) FutexWake(&w.state, 1);
+    }
+    RunTasks(&job_, 0);
+    // A worker that has not picked up its task by now is asleep or descheduled: waiting for it
+    // would cost a wake-up or a time slice, so the launcher runs that task itself. (With a
+    // barrier this never triggers: task 0 cannot finish before every task has started.)
+    for (int i = 1; i < concurrent; ++i) {
+      uint32_t posted = kPosted;
+      if (workers_[i].state.compare_exchange_strong(posted, kIdle, std::memory_order_acq_rel)) {
+        RunTasks(&job_, i);
+        remaining_.fetch_sub(1, std::memory_order_relaxed);
+      }
+    }
+    WaitForWorkers();
+    return job_.Result();
+  }
+
+ private:
+  // A worker's state word, which is also its futex word. The launcher posts (kIdle -> kPosted);
+  // the worker takes the post (kPosted -> kTaken) or the launcher takes it back (-> kIdle).
+  static constexpr uint32_t kIdle = 0;
+  static constexpr uint32_t kPosted = 1;
+  static constexpr uint32_t kTaken = 2;
+  static constexpr uint32_t kExit = 3;
+
+  struct alignas(kCacheLine) Worker {
+    std::atomic<uint32_t> state{kIdle};
+    std::atomic<uint32_t> parked{0};  // 1 while the worker sleeps (or is about to) on state
+    Job* job = nullptr;               // valid while state is kPosted or kTaken
+    std::thread thread;
+  };
+
+  // Waits for the workers that took their task; they are running, so this is usually short.
+  void WaitForWorkers() {
+    auto done = [this] { return remaining_.load(std::memory_order_acquire) == 0; };
+    if (SpinFor(g_spin_ns.load(std::memory_order_relaxed), done)) return;
+    launcher_parked_.store(1, std::memory_order_seq_cst);
+    for (uint32_t left; (left = remaining_.load(std::memory_order_seq_cst)) != 0;) {
+      FutexWait(&remaining_, left);
+    }
+    launcher_parked_.store(0, std::memory_order_relaxed);
+  }
+
+  void WorkerLoop(int index) {
+    Worker& w = workers_[index];
+    PinThisThread();
+    auto has_post = [&w] { return w.state.load(std::memory_order_acquire) != kIdle; };
+    for (;;) {
+      if (!SpinFor(g_spin_ns.load(std::memory_order_relaxed), has_post)) {
+        w.parked.store(1, std::memory_order_seq_cst);
+        while (w.state.load(std::memory_order_seq_cst) == kIdle) FutexWait(&w.state, kIdle);
+        w.parked.store(0, std::memory_order_relaxed);
+      }
+      if (w.state.load(std::memory_order_acquire) == kExit) return;
+      uint32_t posted = kPosted;
+      if (!w.state.compare_exchange_strong(posted, kTaken, std::memory_order_acq_rel)) {
+        continue;  // the launcher took it back
+      }
+      RunTasks(w.job, index);
+      w.state.store(kIdle, std::memory_order_release);
+      if (remaining_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+          launcher_parked_.load(std::memory_order_seq_cst) != 0) {
+        FutexWake(&remaining_, 1);
+      }
+    }
+  }
+
+  void PinThisThread() {
+    if (cpus_.empty()) return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int cpu : cpus_) {
+      if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
+    }
+    int err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    if (err != 0) WarnAffinityOnce(err);
+  }
+
+  void StopWorkers() {
+    for (int i = 1; i <= started_; ++i) {
+      workers_[i].state.store(kExit, std::memory_order_seq_cst);
+      FutexWake(&workers_[i].state, 1);
+    }
+    for (int i = 1; i <= started_; ++i) workers_[i].thread.join();
+    started_ = 0;
+  }
+
+  const int num_threads_;
+  const std::vector<int> cpus_;        // workers' affinity
+  std::unique_ptr<Worker[]> workers_;  // [0] stands for the launching thread and stays unused
+  int started_ = 0;                    // workers [1, started_] are running
+  Job job_;
+  alignas(kCacheLine) std::atomic<uint32_t> remaining_{0};  // posts not yet finished or taken back
+  std::atomic<uint32_t> launcher_parked_{0};
+};
+
+// ---------------------------------------------------------------------------------------------
+// Process-wide configuration and the pool instance.
+
+struct PoolState {
+  // Held for a whole launch and while the pool is replaced. Lock order: mu, then config_mu.
+  std::mutex mu;
+  ThreadPool* pool = nullptr;  // guarded by mu; started by the first launch
+  bool shut_down = false;      // guarded by mu; set at process exit
+
+  std::mutex config_mu;  // guards the fields below
+  AffinityMode mode = AffinityMode::kAll;
+  int requested = 0;   // from the API; 0 = default (environment, then cores)
+  int resolved = 0;    // 0 = not resolved since the last change
+  std::string source;  // where `resolved` came from, for Describe()
+  bool locked_for_fork = false;
+};
+
+PoolState& State() {
+  // Never destroyed: workers and atfork handlers may touch it during exit.
+  static PoolState* state = new PoolState();
+  return *state;
+}
+
+void WarnEnvOnce(const char* name, const char* value) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::fprintf(stderr, "ember: warning: ignoring %s=\"%s\": expected an integer in [1, %d]\n",
+                 name, value, kMaxThreads);
+  });
+}
+
+// Caller holds config_mu.
+int ResolveLocked(PoolState& s) {
+  if (s.resolved > 0) return s.resolved;
+  if (s.requested > 0) {
+    s.resolved = s.requested;
+    s.source = "set through the API";
+    return s.resolved;
+  }
+  for (const char* name : {"EMBER_NUM_THREADS", "TVM_NUM_THREADS"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr) continue;
+    int n = 0;
+    if (ParseInt(value, 1, kMaxThreads, &n)) {
+      s.resolved = n;
+      s.source = std::string(name) + "=" + value;
+      return s.resolved;
+    }
+    WarnEnvOnce(name, value);
+  }
+  const std::vector<int>& cores = CoresOf(GetCpuTopology(), s.mode);
+  s.resolved = std::max<int>(1, static_cast<int>(cores.size()));
+  s.source = std::string("default: the ") + ModeName(s.mode) + " cores this process may use";
+  return s.resolved;
+}
+
+std::string DescribeLocked(PoolState& s) {
+  const int n = ResolveLocked(s);
+  const CpuTopology& topo = GetCpuTopology();
+  std::string out = "ember thread pool: " + std::to_string(n) + " thread" + (n == 1 ? "" : "s") +
+                    " (" + s.source + "), affinity " + ModeName(s.mode) + " -> cpus " +
+                    FormatCpuList(CoresOf(topo, s.mode));
+  if (!topo.has_frequencies) out += " (no cpufreq data: big = little = all)";
+  out += ", spin " + std::to_string(SpinMicros()) + " us";
+  return out;
+}
+
+// Caller holds mu. Starts the pool if needed; nullptr after process exit began.
+ThreadPool* GetPoolLocked(PoolState& s) {
+  if (s.pool != nullptr || s.shut_down) return s.pool;
+  int n;
+  std::vector<int> cpus;
+  std::string description;
+  {
+    std::lock_guard<std::mutex> lock(s.config_mu);
+    n = ResolveLocked(s);
+    cpus = CoresOf(GetCpuTopology(), s.mode);
+    if (EnvFlagSet("EMBER_VERBOSE")) description = DescribeLocked(s);
+  }
+  if (!description.empty()) std::fprintf(stderr, "%s\n", description.c_str());
+  s.pool = new ThreadPool(n, std::move(cpus));
+  return s.pool;
+}
+
+void ForkPrepare() {
+  PoolState& s = State();
+  // A task that forks already holds mu (through its launcher); locking again would deadlock.
+  if (tls_in_task) return;
+  s.mu.lock();
+  s.config_mu.lock();
+  s.locked_for_fork = true;
+}
+
+void ForkParent() {
+  PoolState& s = State();
+  if (!s.locked_for_fork) return;
+  s.locked_for_fork = false;
+  s.config_mu.unlock();
+  s.mu.unlock();
+}
+
+void ForkChild() {
+  PoolState& s = State();
+  // The workers did not survive the fork: drop the pool without touching its threads (its memory
+  // is leaked on purpose). The next launch starts a new one.
+  s.pool = nullptr;
+  if (!s.locked_for_fork) return;
+  s.locked_for_fork = false;
+  s.config_mu.unlock();
+  s.mu.unlock();
+}
+
+// Registers the fork handlers at load time and stops the workers at exit, unless a launch is
+// still running somewhere (then the process ends around them).
+struct PoolLifetime {
+  PoolLifetime() { pthread_atfork(ForkPrepare, ForkParent, ForkChild); }
+  ~PoolLifetime() {
+    PoolState& s = State();
+    if (!s.mu.try_lock()) return;
+    delete s.pool;
+    s.pool = nullptr;
+    s.shut_down = true;
+    s.mu.unlock();
+  }
+};
+PoolLifetime g_pool_lifetime;
+
+// Stops the workers so the next launch starts a pool with the new settings.
+void ReplacePool(AffinityMode mode, int requested) {
+  if (tls_in_task) {
+    ThrowInvalid("thread pool: cannot reconfigure from inside a parallel task");
+  }
+  PoolState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  delete s.pool;
+  s.pool = nullptr;
+  std::lock_guard<std::mutex> config_lock(s.config_mu);
+  s.mode = mode;
+  s.requested = requested;
+  s.resolved = 0;
+}
+
+int Launch(FTVMParallelLambda fn, void* cdata, int num_task) {
+  if (fn == nullptr) {
+    TVMAPISetLastError("TVMBackendParallelLaunch: the task function is NULL");
+    return -1;
+  }
+  if (num_task < 0) {
+    std::string msg = "TVMBackendParallelLaunch: num_task must be >= 0 (0 = one per thread), got " +
+                      std::to_string(num_task);
+    TVMAPISetLastError(msg.c_str());
+    return -1;
+  }
+  if (tls_in_task || num_task == 1) return RunSerially(fn, cdata, num_task);
+  PoolState& s = State();
+  std::unique_lock<std::mutex> lock(s.mu, std::try_to_lock);
+  if (!lock.owns_lock()) return RunSerially(fn, cdata, num_task);
+  ThreadPool* pool;
+  try {
+    pool = GetPoolLocked(s);
+  } catch (const std::exception& e) {
+    std::string msg = std::string("TVMBackendParallelLaunch: ") + e.what();
+    TVMAPISetLastError(msg.c_str());
+    return -1;
+  }
+  if (pool == nullptr || pool->num_threads() == 1) {
+    lock.unlock();
+    return RunSerially(fn, cdata, num_task);
+  }
+  return pool->Launch(fn, cdata, num_task);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// threading.h
+
+int NumThreads() {
+  PoolState& s = State();
+  std::lock_guard<std::mutex> lock(s.config_mu);
+  return ResolveLocked(s);
+}
+
+void SetNumThreads(int nthreads) { Configure(GetAffinityMode(), nthreads); }
+
+void Configure(AffinityMode mode, int nthreads) {
+  if (mode != AffinityMode::kAll && mode != AffinityMode::kBig && mode != AffinityMode::kLittle) {
+    ThrowInvalid("thread pool: unknown affinity mode " + std::to_string(static_cast<int>(mode)) +
+                 "; expected 1 (big), -1 (little) or 0 (all)");
+  }
+  if (nthreads < 0 || nthreads > kMaxThreads) {
+    ThrowInvalid("thread pool: thread count must be in [0, " + std::to_string(kMaxThreads) +
+                 "] (0 = default), got " + std::to_string(nthreads));
+  }
+  ReplacePool(mode, nthreads);
+}
+
+AffinityMode GetAffinityMode() {
+  PoolState& s = State();
+  std::lock_guard<std::mutex> lock(s.config_mu);
+  return s.mode;
+}
+
+void SetSpinMicros(int micros) {
+  if (micros < 0 || micros > kMaxSpinMicros) {
+    ThrowInvalid("thread pool: spin time must be in [0, " + std::to_string(kMaxSpinMicros) +
+                 "] microseconds, got " + std::to_string(micros));
+  }
+  g_spin_ns.store(static_cast<uint64_t>(micros) * 1000, std::memory_order_relaxed);
+}
+
+int SpinMicros() { return static_cast<int>(g_spin_ns.load(std::memory_order_relaxed) / 1000); }
+
+std::string Describe() {
+  PoolState& s = State();
+  std::lock_guard<std::mutex> lock(s.config_mu);
+  return DescribeLocked(s);
+}
+
+bool InParallelTask() { return tls_in_task; }
+
+CpuTopology ReadCpuTopology(const std::string& sysfs_cpu_dir, const std::vector<int>& cpus) {
+  CpuTopology topo;
+  topo.all = cpus;
+  std::sort(topo.all.begin(), topo.all.end());
+  topo.all.erase(std::unique(topo.all.begin(), topo.all.end()), topo.all.end());
+  std::vector<long> freq;
+  for (int cpu : topo.all) {
+    std::string path = sysfs_cpu_dir + "/cpu" + std::to_string(cpu) + "/cpufreq/cpuinfo_max_freq";
+    long khz = 0;
+    FILE* f = std::fopen(path.c_str(), "r");
+    if (f != nullptr) {
+      if (std::fscanf(f, "%ld", &khz) != 1) khz = 0;
+      std::fclose(f);
+    }
+    if (khz <= 0) break;
+    freq.push_back(khz);
+  }
+  topo.has_frequencies = !topo.all.empty() && freq.size() == topo.all.size();
+  if (topo.has_frequencies) {
+    const long slowest = *std::min_element(freq.begin(), freq.end());
+    for (size_t i = 0; i < topo.all.size(); ++i) {
+      (freq[i] == slowest ? topo.little : topo.big).push_back(topo.all[i]);
+    }
+  }
+  if (topo.big.empty()) {  // all cores alike, or nothing known: no distinction to make
+    topo.big = topo.all;
+    topo.little = topo.all;
+  }
+  return topo;
+}
+
+const CpuTopology& GetCpuTopology() {
+  static const CpuTopology* topo = new CpuTopology(ReadCpuTopology(kSysfsCpuDir, ProcessCpus()));
+  return *topo;
+}
+
+}  // namespace ember::runtime::threading
+
+// ---------------------------------------------------------------------------------------------
+// C entry points.
+
+extern "C" {
+
+int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task) {
+  return ember::runtime::threading::Launch(flambda, cdata, num_task);
+}
+
+int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
+  if (penv == nullptr || penv->sync_handle == nullptr) {
+    TVMAPISetLastError(
+        "TVMBackendParallelBarrier: called outside a parallel launch (no group env)");
+    return -1;
+  }
+  return ember::runtime::threading::Barrier(
+      static_cast<ember::runtime::threading::Job*>(penv->sync_handle), task_id);
+}
+
+int TVMBackendRunOnce(void** handle, int (*f)(void*), void* cdata, int /*nbytes*/) {
+  if (handle == nullptr || f == nullptr) {
+    TVMAPISetLastError("TVMBackendRunOnce: handle and function must not be NULL");
+    return -1;
+  }
+  void* const kDone = reinterpret_cast<void*>(1);
+  if (__atomic_load_n(handle, __ATOMIC_ACQUIRE) == kDone) return 0;
+  // One lock for every handle: initialisers are rare and short. Recursive so one may run another.
+  static std::recursive_mutex* mu = new std::recursive_mutex();
+  std::lock_guard<std::recursive_mutex> lock(*mu);
+  if (__atomic_load_n(handle, __ATOMIC_ACQUIRE) == kDone) return 0;
+  int rc = f(cdata);
+  if (rc == 0) __atomic_store_n(handle, kDone, __ATOMIC_RELEASE);  // a failure may be retried
+  return rc;
+}
+
+}  // extern "C"

@@ -1,0 +1,98 @@
+// Waiting primitives of the thread pool: a CPU pause, a short time-bounded spin, and futex
+// wait/wake on a 32-bit atomic word (a mutex + condition variable where futexes do not exist).
+#ifndef EMBER_RUNTIME_THREAD_POOL_SYNC_H_
+#define EMBER_RUNTIME_THREAD_POOL_SYNC_H_
+
+#include <time.h>
+
+#include <atomic>
+#include <cstdint>
+
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+#else
+#include <condition_variable>
+#include <mutex>
+#endif
+
+namespace ember::runtime::threading::sync {
+
+// The futex syscall reads the word as a plain int, so the atomic must be exactly that.
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
+
+/*! Tells the core we are spinning (frees the sibling hyperthread, saves power). */
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  asm volatile("yield" ::: "memory");
+#else
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+#endif
+}
+
+inline uint64_t NowNanos() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+/*! Reading the clock costs ~20 ns, a pause ~10-40 ns: look at the clock every 32 pauses. */
+constexpr uint32_t kSpinClockMask = 31;
+
+/*! Spins until ready() or until budget_ns passed; returns whether ready() became true. */
+template <typename Ready>
+inline bool SpinFor(uint64_t budget_ns, Ready ready) {
+  if (ready()) return true;
+  if (budget_ns == 0) return false;
+  const uint64_t start = NowNanos();
+  for (uint32_t i = 1;; ++i) {
+    CpuRelax();
+    if (ready()) return true;
+    if ((i & kSpinClockMask) == 0 && NowNanos() - start >= budget_ns) return false;
+  }
+}
+
+#if defined(__linux__)
+/*! Sleeps while *word == expected (returns at once if it differs; may return spuriously). */
+inline void FutexWait(std::atomic<uint32_t>* word, uint32_t expected) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr,
+          nullptr, 0);
+}
+/*! Wakes up to \p count threads sleeping in FutexWait on \p word. */
+inline void FutexWake(std::atomic<uint32_t>* word, int count) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr,
+          0);
+}
+constexpr int kWakeAll = INT_MAX;
+#else
+// One process-wide condition variable stands in for every futex word: wake-ups are broadcast and
+// each waiter re-checks its own word. Only the slow (parked) path pays for it.
+struct FallbackParking {
+  std::mutex mu;
+  std::condition_variable cv;
+};
+inline FallbackParking& Parking() {
+  static FallbackParking* parking = new FallbackParking();
+  return *parking;
+}
+inline void FutexWait(std::atomic<uint32_t>* word, uint32_t expected) {
+  std::unique_lock<std::mutex> lock(Parking().mu);
+  while (word->load(std::memory_order_seq_cst) == expected) Parking().cv.wait(lock);
+}
+inline void FutexWake(std::atomic<uint32_t>*, int) {
+  // Taking the mutex orders this wake after any waiter's check of its word.
+  { std::lock_guard<std::mutex> lock(Parking().mu); }
+  Parking().cv.notify_all();
+}
+constexpr int kWakeAll = 0x7fffffff;
+#endif
+
+}  // namespace ember::runtime::threading::sync
+
+#endif  // EMBER_RUNTIME_THREAD_POOL_SYNC_H_

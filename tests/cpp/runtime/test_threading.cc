@@ -1,0 +1,496 @@
+// Thread pool behind TVMBackendParallelLaunch / Barrier / RunOnce, and its configuration API.
+#include <ember/runtime/c_backend_api.h>
+#include <ember/runtime/threading.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using ember::runtime::threading::AffinityMode;
+namespace threading = ember::runtime::threading;
+
+// Every test starts and ends with the default configuration.
+class ThreadPoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override { threading::Configure(AffinityMode::kAll, 0); }
+  void TearDown() override { threading::Configure(AffinityMode::kAll, 0); }
+};
+
+// Each task sums its slice of `data` into partial[task] and counts how often it ran.
+struct SumJob {
+  std::vector<int64_t> data;
+  std::vector<int64_t> partial;
+  std::vector<std::atomic<int>> runs;
+  std::atomic<int> seen_num_task{0};
+  explicit SumJob(size_t n, size_t max_tasks) : data(n), partial(max_tasks, 0), runs(max_tasks) {
+    for (size_t i = 0; i < n; ++i) data[i] = static_cast<int64_t>(i * 7 % 1000);
+  }
+  int64_t Expected() const {
+    int64_t s = 0;
+    for (int64_t v : data) s += v;
+    return s;
+  }
+};
+
+int SumTask(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  auto* job = static_cast<SumJob*>(cdata);
+  const int n = penv->num_task;
+  job->seen_num_task.store(n);
+  const size_t size = job->data.size();
+  const size_t begin = size * task_id / n, end = size * (task_id + 1) / n;
+  int64_t s = 0;
+  for (size_t i = begin; i < end; ++i) s += job->data[i];
+  job->partial[task_id] = s;
+  job->runs[task_id].fetch_add(1);
+  return 0;
+}
+
+// Runs one launch of SumTask and checks the sum and that each task id ran exactly once.
+void CheckSumLaunch(int num_task, int expect_tasks) {
+  SumJob job(10007, 512);
+  ASSERT_EQ(TVMBackendParallelLaunch(SumTask, &job, num_task), 0) << TVMGetLastError();
+  ASSERT_EQ(job.seen_num_task.load(), expect_tasks);
+  int64_t total = 0;
+  for (int t = 0; t < expect_tasks; ++t) {
+    ASSERT_EQ(job.runs[t].load(), 1) << "task " << t;
+    total += job.partial[t];
+  }
+  for (size_t t = expect_tasks; t < job.runs.size(); ++t) ASSERT_EQ(job.runs[t].load(), 0);
+  EXPECT_EQ(total, job.Expected());
+}
+
+TEST_F(ThreadPoolTest, ThousandLaunchesGiveCorrectSums) {
+  for (int nthreads : {0, 2, 3}) {
+    threading::SetNumThreads(nthreads);
+    const int n = threading::NumThreads();
+    for (int i = 0; i < 1000; ++i) {
+      CheckSumLaunch(0, n);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST_F(ThreadPoolTest, CallingThreadRunsTaskZero) {
+  threading::SetNumThreads(2);
+  struct Ids {
+    std::thread::id ids[2];
+  } ids;
+  auto task = [](int task_id, TVMParallelGroupEnv*, void* cdata) {
+    static_cast<Ids*>(cdata)->ids[task_id] = std::this_thread::get_id();
+    return 0;
+  };
+  ASSERT_EQ(TVMBackendParallelLaunch(task, &ids, 0), 0) << TVMGetLastError();
+  EXPECT_EQ(ids.ids[0], std::this_thread::get_id());
+  // Task 1 runs on a worker, or on the caller when the worker was too slow to pick it up.
+}
+
+TEST_F(ThreadPoolTest, MoreTasksThanThreadsRunEachTaskOnce) {
+  threading::SetNumThreads(2);
+  for (int num_task : {3, 17, 100, 512}) {
+    for (int rep = 0; rep < 20; ++rep) {
+      CheckSumLaunch(num_task, num_task);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST_F(ThreadPoolTest, SingleThreadPoolRunsEverythingOnCaller) {
+  threading::SetNumThreads(1);
+  EXPECT_EQ(threading::NumThreads(), 1);
+  CheckSumLaunch(0, 1);
+  CheckSumLaunch(5, 5);
+}
+
+// Nested launches must run serially on the task's own thread.
+struct NestedState {
+  std::atomic<int> inner_runs{0};
+  std::atomic<int> wrong_thread{0};
+  std::atomic<int> wrong_num_task{0};
+  std::atomic<int> not_in_task{0};
+  std::atomic<int> inner_failures{0};
+  int inner_num_task = 0;
+};
+thread_local std::thread::id tls_outer_thread;
+
+int InnerTask(int, TVMParallelGroupEnv* penv, void* cdata) {
+  auto* s = static_cast<NestedState*>(cdata);
+  s->inner_runs.fetch_add(1);
+  if (std::this_thread::get_id() != tls_outer_thread) s->wrong_thread.fetch_add(1);
+  const int expect = s->inner_num_task == 0 ? 1 : s->inner_num_task;
+  if (penv->num_task != expect) s->wrong_num_task.fetch_add(1);
+  if (!threading::InParallelTask()) s->not_in_task.fetch_add(1);
+  return 0;
+}
+
+int OuterTask(int, TVMParallelGroupEnv*, void* cdata) {
+  auto* s = static_cast<NestedState*>(cdata);
+  tls_outer_thread = std::this_thread::get_id();
+  if (TVMBackendParallelLaunch(InnerTask, s, s->inner_num_task) != 0) s->inner_failures++;
+  return 0;
+}
+
+TEST_F(ThreadPoolTest, NestedLaunchesRunSeriallyOnTheTaskThread) {
+  threading::SetNumThreads(2);
+  for (int inner : {0, 1, 3}) {
+    NestedState s;
+    s.inner_num_task = inner;
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_EQ(TVMBackendParallelLaunch(OuterTask, &s, 0), 0) << TVMGetLastError();
+    }
+    const int per_outer = inner == 0 ? 1 : inner;
+    EXPECT_EQ(s.inner_runs.load(), 100 * 2 * per_outer);
+    EXPECT_EQ(s.wrong_thread.load(), 0);
+    EXPECT_EQ(s.wrong_num_task.load(), 0);
+    EXPECT_EQ(s.not_in_task.load(), 0);
+    EXPECT_EQ(s.inner_failures.load(), 0);
+  }
+  EXPECT_FALSE(threading::InParallelTask());
+}
+
+// Phase p: every task writes its slot, waits at the barrier, then checks all slots say p.
+struct BarrierState {
+  static constexpr int kPhases = 200;
+  std::vector<std::atomic<int>> slots;
+  std::atomic<int> errors{0};
+  std::atomic<int> barrier_failures{0};
+  std::vector<std::thread::id> threads;
+  explicit BarrierState(int n) : slots(n), threads(n) {}
+};
+
+int BarrierTask(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  auto* s = static_cast<BarrierState*>(cdata);
+  const int n = penv->num_task;
+  s->threads[task_id] = std::this_thread::get_id();
+  for (int phase = 1; phase <= BarrierState::kPhases; ++phase) {
+    s->slots[task_id].store(phase, std::memory_order_relaxed);
+    if (TVMBackendParallelBarrier(task_id, penv) != 0) {
+      s->barrier_failures++;
+      return -1;
+    }
+    for (int t = 0; t < n; ++t) {
+      if (s->slots[t].load(std::memory_order_relaxed) != phase) s->errors++;
+    }
+    if (TVMBackendParallelBarrier(task_id, penv) != 0) {
+      s->barrier_failures++;
+      return -1;
+    }
+  }
+  return 0;
+}
+
+TEST_F(ThreadPoolTest, BarrierSeparatesPhases) {
+  for (int nthreads : {2, 3, 4}) {
+    threading::SetNumThreads(nthreads);
+    for (int num_task : {0, 2}) {
+      BarrierState s(num_task == 0 ? nthreads : num_task);
+      ASSERT_EQ(TVMBackendParallelLaunch(BarrierTask, &s, num_task), 0) << TVMGetLastError();
+      EXPECT_EQ(s.errors.load(), 0) << nthreads << " threads";
+      EXPECT_EQ(s.barrier_failures.load(), 0);
+      // A barrier only completes when every task runs on a thread of its own.
+      std::sort(s.threads.begin(), s.threads.end());
+      EXPECT_EQ(std::unique(s.threads.begin(), s.threads.end()), s.threads.end());
+    }
+  }
+}
+
+TEST_F(ThreadPoolTest, BarrierWorksWithParkedWaiters) {
+  // With no spinning every barrier wait goes through the futex path.
+  threading::SetNumThreads(3);
+  threading::SetSpinMicros(0);
+  BarrierState s(3);
+  const int rc = TVMBackendParallelLaunch(BarrierTask, &s, 0);
+  threading::SetSpinMicros(threading::kDefaultSpinMicros);
+  ASSERT_EQ(rc, 0) << TVMGetLastError();
+  EXPECT_EQ(s.errors.load(), 0);
+}
+
+TEST_F(ThreadPoolTest, BarrierWithMoreTasksThanThreadsIsAnError) {
+  threading::SetNumThreads(2);
+  BarrierState s(8);
+  EXPECT_EQ(TVMBackendParallelLaunch(BarrierTask, &s, 8), -1);
+  const std::string msg = TVMGetLastError();
+  EXPECT_NE(msg.find("TVMBackendParallelBarrier"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("8 tasks"), std::string::npos) << msg;
+  EXPECT_GT(s.barrier_failures.load(), 0);
+  // The pool still works afterwards.
+  CheckSumLaunch(0, 2);
+}
+
+TEST(ThreadPoolApi, BarrierOutsideALaunchIsAnError) {
+  EXPECT_EQ(TVMBackendParallelBarrier(0, nullptr), -1);
+  EXPECT_NE(std::string(TVMGetLastError()).find("outside a parallel launch"), std::string::npos);
+}
+
+int FailingTask(int task_id, TVMParallelGroupEnv*, void* cdata) {
+  const int bad = *static_cast<int*>(cdata);
+  if (task_id != bad) return 0;
+  std::string msg = "kernel blew up in task " + std::to_string(task_id);
+  TVMAPISetLastError(msg.c_str());
+  return -1;
+}
+
+TEST_F(ThreadPoolTest, FailingTaskFailsTheLaunchWithItsMessage) {
+  threading::SetNumThreads(2);
+  for (int bad : {0, 1}) {
+    ASSERT_EQ(TVMBackendParallelLaunch(FailingTask, &bad, 0), -1);
+    const std::string msg = TVMGetLastError();
+    EXPECT_NE(msg.find("task " + std::to_string(bad) + " of 2 failed"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("kernel blew up in task " + std::to_string(bad)), std::string::npos) << msg;
+  }
+  int bad = 40;  // beyond the pool: runs on whichever thread claims it
+  ASSERT_EQ(TVMBackendParallelLaunch(FailingTask, &bad, 64), -1);
+  EXPECT_NE(std::string(TVMGetLastError()).find("kernel blew up in task 40"), std::string::npos);
+  int none = -1;
+  EXPECT_EQ(TVMBackendParallelLaunch(FailingTask, &none, 0), 0);
+}
+
+int ThrowingTask(int task_id, TVMParallelGroupEnv*, void*) {
+  if (task_id == 1) throw std::runtime_error("task threw on purpose");
+  return 0;
+}
+
+TEST_F(ThreadPoolTest, ThrowingTaskFailsTheLaunch) {
+  threading::SetNumThreads(2);
+  ASSERT_EQ(TVMBackendParallelLaunch(ThrowingTask, nullptr, 0), -1);
+  EXPECT_NE(std::string(TVMGetLastError()).find("task threw on purpose"), std::string::npos);
+}
+
+TEST(ThreadPoolApi, BadLaunchArgumentsAreErrors) {
+  EXPECT_EQ(TVMBackendParallelLaunch(nullptr, nullptr, 0), -1);
+  EXPECT_NE(std::string(TVMGetLastError()).find("NULL"), std::string::npos);
+  EXPECT_EQ(TVMBackendParallelLaunch(SumTask, nullptr, -3), -1);
+  EXPECT_NE(std::string(TVMGetLastError()).find("got -3"), std::string::npos);
+}
+
+TEST_F(ThreadPoolTest, ConcurrentLaunchersAllGetCorrectResults) {
+  threading::SetNumThreads(2);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 3; ++c) {
+    callers.emplace_back([&failures] {
+      for (int i = 0; i < 200; ++i) {
+        SumJob job(1000, 8);
+        if (TVMBackendParallelLaunch(SumTask, &job, 0) != 0) failures++;
+        int64_t total = 0;
+        for (int t = 0; t < job.seen_num_task.load(); ++t) {
+          if (job.runs[t].load() != 1) failures++;
+          total += job.partial[t];
+        }
+        if (total != job.Expected()) failures++;
+      }
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST_F(ThreadPoolTest, ForkAfterPoolStartLeavesAWorkingPoolInTheChild) {
+  threading::SetNumThreads(2);
+  CheckSumLaunch(0, 2);  // the pool runs in the parent now
+  fflush(nullptr);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(30);  // a hung child dies instead of hanging the suite
+    int code = 0;
+    for (int i = 0; i < 200 && code == 0; ++i) {
+      SumJob job(1000, 8);
+      if (TVMBackendParallelLaunch(SumTask, &job, 0) != 0) code = 2;
+      if (job.seen_num_task.load() != 2) code = 3;
+      int64_t total = job.partial[0] + job.partial[1];
+      if (total != job.Expected()) code = 4;
+    }
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "child killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  CheckSumLaunch(0, 2);  // and the parent's pool still works
+}
+
+TEST_F(ThreadPoolTest, ThreadCountFollowsApiThenEnvironmentThenCores) {
+  const int cores = static_cast<int>(threading::GetCpuTopology().all.size());
+  ASSERT_GE(cores, 1);
+  unsetenv("EMBER_NUM_THREADS");
+  unsetenv("TVM_NUM_THREADS");
+  threading::SetNumThreads(0);
+  EXPECT_EQ(threading::NumThreads(), cores);
+
+  setenv("TVM_NUM_THREADS", "3", 1);
+  threading::SetNumThreads(0);
+  EXPECT_EQ(threading::NumThreads(), 3);
+  setenv("EMBER_NUM_THREADS", "5", 1);
+  threading::SetNumThreads(0);
+  EXPECT_EQ(threading::NumThreads(), 5);  // EMBER_ wins over TVM_
+  EXPECT_NE(threading::Describe().find("EMBER_NUM_THREADS=5"), std::string::npos)
+      << threading::Describe();
+  CheckSumLaunch(0, 5);
+
+  threading::SetNumThreads(4);  // the API wins over the environment
+  EXPECT_EQ(threading::NumThreads(), 4);
+  CheckSumLaunch(0, 4);
+
+  setenv("EMBER_NUM_THREADS", "lots", 1);
+  unsetenv("TVM_NUM_THREADS");
+  threading::SetNumThreads(0);
+  EXPECT_EQ(threading::NumThreads(), cores);  // junk is ignored (with a warning)
+  setenv("EMBER_NUM_THREADS", "0", 1);
+  threading::SetNumThreads(0);
+  EXPECT_EQ(threading::NumThreads(), cores);
+  unsetenv("EMBER_NUM_THREADS");
+}
+
+TEST_F(ThreadPoolTest, BadConfigurationIsRejected) {
+  EXPECT_THROW(threading::SetNumThreads(-1), std::exception);
+  EXPECT_THROW(threading::SetNumThreads(threading::kMaxThreads + 1), std::exception);
+  EXPECT_THROW(threading::Configure(static_cast<AffinityMode>(7), 2), std::exception);
+  EXPECT_THROW(threading::SetSpinMicros(-5), std::exception);
+  try {
+    threading::SetNumThreads(-1);
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("got -1"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(ThreadPoolTest, ReconfiguringInsideATaskIsAnError) {
+  threading::SetNumThreads(2);
+  std::atomic<int> threw{0};
+  auto task = [](int, TVMParallelGroupEnv*, void* cdata) {
+    try {
+      threading::SetNumThreads(3);
+    } catch (const std::exception&) {
+      static_cast<std::atomic<int>*>(cdata)->fetch_add(1);
+    }
+    return 0;
+  };
+  ASSERT_EQ(TVMBackendParallelLaunch(task, &threw, 0), 0);
+  EXPECT_EQ(threw.load(), 2);
+  EXPECT_EQ(threading::NumThreads(), 2);
+}
+
+TEST_F(ThreadPoolTest, AffinityModesRun) {
+  const auto& topo = threading::GetCpuTopology();
+  for (AffinityMode mode : {AffinityMode::kBig, AffinityMode::kLittle, AffinityMode::kAll}) {
+    threading::Configure(mode, 0);
+    EXPECT_EQ(threading::GetAffinityMode(), mode);
+    const size_t expect = mode == AffinityMode::kBig      ? topo.big.size()
+                          : mode == AffinityMode::kLittle ? topo.little.size()
+                                                          : topo.all.size();
+    EXPECT_EQ(threading::NumThreads(), static_cast<int>(expect));
+    CheckSumLaunch(0, threading::NumThreads());
+    threading::Configure(mode, 3);  // more threads than cores of that kind is allowed
+    CheckSumLaunch(0, 3);
+  }
+}
+
+// A fake /sys/devices/system/cpu with the given max frequencies (0 = no cpufreq directory).
+std::string FakeSysfs(const std::string& name, const std::vector<long>& khz) {
+  std::string root = ::testing::TempDir() + "ember_sysfs_" + name + "_" + std::to_string(getpid());
+  mkdir(root.c_str(), 0755);
+  for (size_t cpu = 0; cpu < khz.size(); ++cpu) {
+    std::string dir = root + "/cpu" + std::to_string(cpu);
+    mkdir(dir.c_str(), 0755);
+    if (khz[cpu] == 0) continue;
+    mkdir((dir + "/cpufreq").c_str(), 0755);
+    std::ofstream(dir + "/cpufreq/cpuinfo_max_freq") << khz[cpu] << "\n";
+  }
+  return root;
+}
+
+TEST(CpuTopology, SplitsBigAndLittleByMaxFrequency) {
+  // Prime + big + little clusters: little = the slowest, big = all the others.
+  auto root = FakeSysfs("three", {1800000, 1800000, 2400000, 2400000, 3000000});
+  auto topo = threading::ReadCpuTopology(root, {4, 0, 1, 2, 3});
+  EXPECT_TRUE(topo.has_frequencies);
+  EXPECT_EQ(topo.all, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(topo.little, (std::vector<int>{0, 1}));
+  EXPECT_EQ(topo.big, (std::vector<int>{2, 3, 4}));
+  // Only the cores the process may use count.
+  topo = threading::ReadCpuTopology(root, {0, 2});
+  EXPECT_EQ(topo.little, (std::vector<int>{0}));
+  EXPECT_EQ(topo.big, (std::vector<int>{2}));
+}
+
+TEST(CpuTopology, AlikeOrUnknownCoresAreBothBigAndLittle) {
+  auto same = threading::ReadCpuTopology(FakeSysfs("same", {2000000, 2000000}), {0, 1});
+  EXPECT_TRUE(same.has_frequencies);
+  EXPECT_EQ(same.big, (std::vector<int>{0, 1}));
+  EXPECT_EQ(same.little, (std::vector<int>{0, 1}));
+  auto unknown = threading::ReadCpuTopology(FakeSysfs("none", {2000000, 0}), {0, 1});
+  EXPECT_FALSE(unknown.has_frequencies);
+  EXPECT_EQ(unknown.big, (std::vector<int>{0, 1}));
+  EXPECT_EQ(unknown.little, (std::vector<int>{0, 1}));
+}
+
+double ProcessCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto sec = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec * 1e-6; };
+  return sec(usage.ru_utime) + sec(usage.ru_stime);
+}
+
+// A resource assertion, not a timing one: parked workers must not burn CPU. CPU time, unlike
+// wall time, does not grow when other processes load the machine.
+TEST_F(ThreadPoolTest, IdleProcessUsesAlmostNoCpuAfterLaunches) {
+  threading::SetNumThreads(std::max(2, threading::NumThreads()));
+  for (int i = 0; i < 1000; ++i) {
+    SumJob job(256, 64);
+    ASSERT_EQ(TVMBackendParallelLaunch(SumTask, &job, 0), 0);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let the spinning end
+  const double before = ProcessCpuSeconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const double used = ProcessCpuSeconds() - before;
+  std::printf("idle CPU over 200 ms with %d threads: %.3f ms\n", threading::NumThreads(),
+              used * 1e3);
+  EXPECT_LT(used, 0.020) << "workers keep burning CPU while idle";
+}
+
+TEST(RunOnce, RunsTheInitialiserOnceAcrossThreads) {
+  static void* handle = nullptr;
+  static std::atomic<int> calls{0};
+  auto init = [](void*) {
+    calls.fetch_add(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return 0;
+  };
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      if (TVMBackendRunOnce(&handle, init, nullptr, 0) != 0) failures++;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(TVMBackendRunOnce(&handle, init, nullptr, 0), 0);
+  EXPECT_EQ(calls.load(), 1);
+}
+
+TEST(RunOnce, AFailedInitialiserIsRetried) {
+  static void* handle = nullptr;
+  static int calls = 0;
+  auto init = [](void*) { return ++calls == 1 ? -1 : 0; };
+  EXPECT_EQ(TVMBackendRunOnce(&handle, init, nullptr, 0), -1);
+  EXPECT_EQ(TVMBackendRunOnce(&handle, init, nullptr, 0), 0);
+  EXPECT_EQ(TVMBackendRunOnce(&handle, init, nullptr, 0), 0);
+  EXPECT_EQ(calls, 2);
+}
+
+}  // namespace
