@@ -28,7 +28,7 @@ import ember  # noqa: E402
 from ember._ffi import base  # noqa: E402
 from ember._ffi.types import TVMValue  # noqa: E402
 
-# Cheap C++ globals that accept being called with ints and do (almost) nothing; the first present wins.
+# Cheap C++ globals that take ints and do (almost) nothing; the first one present is used.
 CPP_NOOP_CANDIDATES = ["testing.nop", "runtime.nop", "ember.testing.nop"]
 
 

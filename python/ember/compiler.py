@@ -17,7 +17,8 @@ __all__ = ["compile", "Artifact"]
 ARTIFACT_FILES = ("graph.json", "lib.so", "params.bin")
 # Global the compiler library registers:
 #   ember.compile(model_path: str, out_dir: str, target: str, opt_level: int, input_shapes: str)
-# where input_shapes is "name=d0,d1;name2=..." (possibly empty); it writes ARTIFACT_FILES into out_dir.
+# where input_shapes is "name=d0,d1;name2=..." (possibly empty, as ParseInputShapeList takes it);
+# it writes ARTIFACT_FILES into out_dir.
 COMPILE_GLOBAL = "ember.compile"
 EXPORT_LIBRARY_GLOBAL = "ember.export_library"
 

@@ -4,7 +4,8 @@ Search order for each library (the first hit wins):
   1. ``EMBER_LIBRARY_PATH``: a library file, or a list of directories separated by ``os.pathsep``.
      When it is set, only it is searched, so a stale system install can never shadow it.
   2. Next to the package (``ember/`` and ``ember/lib/``), for wheels and ``pip install`` copies.
-  3. ``build/lib`` of the source tree the package lives in (``<repo>/python/ember`` -> ``<repo>/build/lib``).
+  3. ``build/lib`` of the source tree the package lives in
+     (``<repo>/python/ember`` -> ``<repo>/build/lib``).
   4. ``LD_LIBRARY_PATH``, /usr/local/lib, /usr/lib, then the dynamic loader's own search (ldconfig).
 """
 import os
@@ -21,7 +22,8 @@ _IN_SOURCE_TREE = (os.path.basename(os.path.dirname(_PACKAGE_DIR)) == "python"
 
 
 def _override_candidates(name, value):
-    """Candidates named by EMBER_LIBRARY_PATH: a file stands for itself, a directory holds ``name``."""
+    """Candidates named by EMBER_LIBRARY_PATH: a file stands for itself, a directory holds
+    ``name``."""
     out = []
     for entry in value.split(os.pathsep):
         if not entry:
@@ -62,6 +64,6 @@ def find_lib_path(name=RUNTIME_LIB, optional=False):
         return None
     hint = ("EMBER_LIBRARY_PATH is set; it must name the library or the directory holding it"
             if os.environ.get("EMBER_LIBRARY_PATH") else
-            "build it (cmake -S . -B build -G Ninja && cmake --build build) or set EMBER_LIBRARY_PATH "
-            "to the directory holding it")
+            "build it (cmake -S . -B build -G Ninja && cmake --build build) or set "
+            "EMBER_LIBRARY_PATH to the directory holding it")
     raise OSError("cannot find %s; searched:\n  %s\n%s" % (name, "\n  ".join(paths), hint))

@@ -9,7 +9,7 @@ import ctypes
 import numpy as np
 
 from ._ffi.base import _LIB, check_call
-from ._ffi.packed_func import C_TO_PY_ARG_SWITCH, register_handle_class, register_return
+from ._ffi.packed_func import register_handle_class, register_return
 from ._ffi.types import DataType, Device, DLTensor, TypeCode, cpu
 
 __all__ = ["NDArray", "array", "empty", "from_dlpack", "cpu", "Device", "DataType"]
@@ -24,7 +24,8 @@ _LIB.TVMDLManagedTensorCallDeleter.argtypes = [ctypes.c_void_p]
 _LIB.TVMDLManagedTensorCallDeleter.restype = None
 
 # ---- PyCapsule plumbing for DLPack ----
-# Private prototypes (never ctypes.pythonapi's shared function objects, whose argtypes others may set).
+# Private prototypes, never ctypes.pythonapi's shared function objects (others may set their
+# argtypes).
 _pyapi = ctypes.pythonapi
 _CapsuleDestructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _PyCapsule_New = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_void_p,
@@ -159,7 +160,8 @@ class NDArray:
         raise TypeError("copyto: expected an NDArray or a Device, got %s" % type(target).__name__)
 
     def __dlpack__(self, stream=None):
-        """A DLPack capsule sharing this array's memory (the array stays alive until it is freed)."""
+        """A DLPack capsule sharing this array's memory (kept alive until the capsule's consumer
+        frees it)."""
         if stream is not None and stream != -1:
             raise ValueError("__dlpack__: CPU arrays take no stream, got %r" % (stream,))
         managed = ctypes.c_void_p()
@@ -256,8 +258,8 @@ def from_dlpack(obj):
     elif type(obj).__name__ == "PyCapsule":
         capsule = obj
     else:
-        raise TypeError("from_dlpack: expected an object with __dlpack__ or a DLPack capsule, got %s"
-                        % type(obj).__name__)
+        raise TypeError("from_dlpack: expected an object with __dlpack__ or a DLPack capsule, "
+                        "got %s" % type(obj).__name__)
     if not _PyCapsule_IsValid(capsule, _DLTENSOR_NAME):
         raise ValueError("from_dlpack: the capsule is not a DLPack tensor or was already consumed")
     managed = _PyCapsule_GetPointer(capsule, _DLTENSOR_NAME)

@@ -1,7 +1,7 @@
 """ember.runtime: modules (kernel libraries, artifacts) and the graph executor.
 
     import ember, numpy as np
-    gmod = ember.runtime.load_artifact("out/")          # graph.json + lib.so + params.bin, or one .so
+    gmod = ember.runtime.load_artifact("out/")   # graph.json + lib.so + params.bin, or one .so
     gmod.set_input(data=np.zeros((1, 3, 224, 224), "float32"))
     gmod.run()
     out = gmod.get_output(0).numpy()
@@ -17,7 +17,7 @@ import numpy as np
 
 from ._ffi.base import _LIB, EmberError, check_call
 from ._ffi.packed_func import PackedFunc, get_global_func, register_handle_class, register_return
-from ._ffi.types import Device, TypeCode, cpu
+from ._ffi.types import TypeCode, cpu
 from .ndarray import NDArray
 
 __all__ = ["Module", "load_module", "load_artifact", "GraphModule", "BenchmarkResult",
@@ -40,7 +40,7 @@ class Module:
             self.handle = None
 
     def get_function(self, name, query_imports=False, allow_missing=False):
-        """The module's function ``name``; AttributeError (or None with ``allow_missing``) if absent."""
+        """The function ``name``: AttributeError if absent (None with ``allow_missing``)."""
         handle = ctypes.c_void_p()
         check_call(_LIB.TVMModGetFunction(self.handle, name.encode("utf-8"),
                                           1 if query_imports else 0, ctypes.byref(handle)))
@@ -211,7 +211,7 @@ class GraphModule:
         return self._get_num_inputs()
 
     def get_input_info(self):
-        """{"shape": {name: tuple}, "dtype": {name: str}} of the graph's inputs (params excluded)."""
+        """{"shape": {name: tuple}, "dtype": {name: str}} of the graph's inputs, params excluded."""
         if self.factory is None:
             raise EmberError("get_input_info needs the factory module (use load_artifact, or "
                              "GraphModule(module, factory))")
@@ -261,7 +261,8 @@ class GraphModule:
                 elapsed_ms = (clock() - start) * 1e3
                 if elapsed_ms >= min_repeat_ms or count >= (1 << 20):
                     break
-                count = max(count * 2, int(math.ceil(count * min_repeat_ms / max(elapsed_ms, 1e-3))))
+                scaled = int(math.ceil(count * min_repeat_ms / max(elapsed_ms, 1e-3)))
+                count = max(count * 2, scaled)
             results.append(elapsed_ms / count)
         return BenchmarkResult(results, number)
 
@@ -289,7 +290,8 @@ def _param_names(factory):
     blob = save(factory["get_params"]())
     magic, _, count = struct.unpack_from("<QQQ", blob, 0)
     if magic != _PARAMS_MAGIC:
-        raise EmberError("runtime.SaveParams wrote magic %#x, expected %#x" % (magic, _PARAMS_MAGIC))
+        raise EmberError("runtime.SaveParams wrote magic %#x, expected %#x" %
+                         (magic, _PARAMS_MAGIC))
     names, offset = [], 24
     for _ in range(count):
         (length,) = struct.unpack_from("<Q", blob, offset)

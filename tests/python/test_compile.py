@@ -31,8 +31,8 @@ def _ember_run_or_skip():
 @pytest.fixture(scope="module")
 def cnn_model(tmp_path_factory):
     out = tmp_path_factory.mktemp("models")
-    subprocess.run([sys.executable, os.path.join(REPO, "tests", "models", "gen_models.py"), str(out),
-                    "--only", "cnn"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([sys.executable, os.path.join(REPO, "tests", "models", "gen_models.py"),
+                    str(out), "--only", "cnn"], check=True, stdout=subprocess.DEVNULL)
     return str(out / "cnn.onnx")
 
 

@@ -1,4 +1,4 @@
-"""Loading libember_runtime (and libember_compiler when present) and turning C errors into exceptions."""
+"""Loading libember_runtime (and libember_compiler when present); C errors as Python exceptions."""
 import ctypes
 import os
 import re
@@ -12,7 +12,7 @@ class EmberError(RuntimeError):
 
 def _load_runtime():
     path = libinfo.find_lib_path(libinfo.RUNTIME_LIB, optional=True)
-    # RTLD_GLOBAL: libember_compiler.so and generated kernel libraries resolve TVMBackend* against it.
+    # RTLD_GLOBAL: libember_compiler.so and kernel libraries resolve TVMBackend* against it.
     if path is not None:
         return ctypes.CDLL(path, ctypes.RTLD_GLOBAL), path
     if os.environ.get("EMBER_LIBRARY_PATH") is None:
@@ -25,6 +25,16 @@ def _load_runtime():
 
 
 _LIB, RUNTIME_LIB_PATH = _load_runtime()
+
+# A library built before the C ABI existed (or a foreign one) fails here with a clear reason
+# rather than later with an AttributeError inside ember.
+_REQUIRED_SYMBOLS = ("TVMFuncCall", "TVMFuncGetGlobal", "TVMFuncCreateFromCFunc",
+                     "TVMCFuncSetReturn", "TVMArrayAlloc", "TVMArrayToDLPack", "TVMModLoadFromFile")
+_missing = [name for name in _REQUIRED_SYMBOLS if not hasattr(_LIB, name)]
+if _missing:
+    raise ImportError("%s does not export the Ember C ABI (missing %s); rebuild it or point "
+                      "EMBER_LIBRARY_PATH at a current build" %
+                      (RUNTIME_LIB_PATH, ", ".join(_missing)))
 
 _LIB.TVMGetLastError.restype = ctypes.c_char_p
 _LIB.TVMGetLastError.argtypes = []

@@ -13,8 +13,7 @@ import traceback
 import numpy as np
 
 from .base import _LIB, EmberError, check_call, get_last_error
-from .types import (DataType, Device, DLDataTypeStruct, DLDevice, DLTensor, TVMByteArray, TVMValue,
-                    TypeCode)
+from .types import DataType, Device, DLDevice, DLTensor, TVMByteArray, TVMValue, TypeCode
 
 _TVMFuncCall = _LIB.TVMFuncCall
 _TVMFuncFree = _LIB.TVMFuncFree
@@ -31,7 +30,7 @@ RETURN_SWITCH = {}
 C_TO_PY_ARG_SWITCH = {}
 # Argument packers by exact Python type (see "Packers" below).
 _PACKERS = {}
-# Classes whose instances carry a C handle: (class, type code attribute) in lookup order for subclasses.
+# Classes whose instances carry a C handle, checked in order for subclasses.
 _HANDLE_CLASSES = []
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -53,7 +52,8 @@ def _ret_buffers():
 
 
 class PackedFunc:
-    """A function of Ember's runtime (or a Python callable wrapped as one), called with Python values."""
+    """A function of Ember's runtime (or a Python callable wrapped as one), called with Python
+    values."""
     __slots__ = ("handle", "name", "__weakref__")
 
     def __init__(self, handle, name=None):
@@ -206,7 +206,8 @@ _PACKERS.update({
 PackedFunc._tcode = TypeCode.PACKED_FUNC_HANDLE
 
 _SUPPORTED = ("int, float, bool, str, bytes, None, ember.nd.NDArray, numpy.ndarray, ember.Device, "
-              "ember.DataType or numpy.dtype, ember.runtime.Module, PackedFunc or a Python callable")
+              "ember.DataType or numpy.dtype, ember.runtime.Module, PackedFunc or a Python "
+              "callable")
 
 
 def _find_packer(arg, i, func_name):
@@ -238,7 +239,8 @@ def _find_packer(arg, i, func_name):
 
 
 def register_handle_class(cls, type_code=None):
-    """Let instances of ``cls`` (which has a ``handle``) travel as ``type_code``; with None, the class
+    """Let instances of ``cls`` (which has a ``handle``) travel as ``type_code``; with None, the
+    class
     provides ``_tcode`` itself (a property when it depends on the instance)."""
     if type_code is not None:
         cls._tcode = type_code
@@ -330,8 +332,8 @@ C_TO_PY_ARG_SWITCH[TypeCode.OBJECT_RVALUE_REF_ARG] = _owned_arg(None)
 
 # ---- Python callables as PackedFuncs ----
 
-_PackedCFunc = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(TVMValue), ctypes.POINTER(ctypes.c_int),
-                                ctypes.c_int, _c_void_p, _c_void_p)
+_PackedCFunc = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(TVMValue),
+                                ctypes.POINTER(ctypes.c_int), ctypes.c_int, _c_void_p, _c_void_p)
 _PackedCFuncFinalizer = ctypes.CFUNCTYPE(None, _c_void_p)
 # The Python callables behind PackedFuncs, by the resource handle the runtime passes back: the
 # runtime's finalizer (when its last reference goes) drops the entry, and with it our reference.
@@ -341,7 +343,8 @@ _shutting_down = False
 
 
 def _callback_error_message(err):
-    """``TypeName: message`` first (so the caller gets the same exception type), then the traceback."""
+    """``TypeName: message`` first (so the caller gets the same exception type), then the
+    traceback."""
     if isinstance(err, EmberError):  # already "TypeName: message" (from a nested call): keep it
         return str(err)
     head = "%s: %s" % (type(err).__name__, err)
@@ -376,7 +379,7 @@ _FREE_PYTHON = _PackedCFuncFinalizer(_free_python)
 
 
 def convert_to_packed_func(func):
-    """A PackedFunc that calls the Python callable ``func``; the runtime holds ``func`` until freed."""
+    """A PackedFunc calling the Python callable ``func``; the runtime holds ``func`` until freed."""
     if isinstance(func, PackedFunc):
         return func
     if not callable(func):
@@ -459,7 +462,7 @@ def _init_api(prefix, module):
 
 
 def _shutdown():
-    """At exit, drop Python functions from the registry while Python can still run their finalizers."""
+    """At exit, unregister Python functions while Python can still run their finalizers."""
     global _shutting_down
     for name in list(_python_globals):
         try:

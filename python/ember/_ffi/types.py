@@ -84,7 +84,8 @@ class DataType:
 
     def __init__(self, spec):
         if isinstance(spec, DataType):
-            self.code, self.bits, self.lanes, self._str = spec.code, spec.bits, spec.lanes, spec._str
+            self.code, self.bits, self.lanes = spec.code, spec.bits, spec.lanes
+            self._str = spec._str
             return
         if isinstance(spec, DLDataTypeStruct):
             self.code, self.bits, self.lanes = spec.code, spec.bits, spec.lanes
@@ -94,8 +95,8 @@ class DataType:
             try:
                 np_dtype = np.dtype(spec)
             except TypeError:
-                raise TypeError("cannot make a DataType from %r (type %s); expected a string such as "
-                                "'float32', a numpy dtype or a DLDataType" %
+                raise TypeError("cannot make a DataType from %r (type %s); expected a string "
+                                "such as 'float32', a numpy dtype or a DLDataType" %
                                 (spec, type(spec).__name__)) from None
             self.code, self.bits, self.lanes = _parse_dtype(_numpy_name(np_dtype))
         self._str = _format_dtype(self.code, self.bits, self.lanes)
@@ -110,7 +111,7 @@ class DataType:
         return (self.bits * self.lanes + 7) // 8
 
     def numpy_dtype(self):
-        """The numpy dtype holding one element; TypeError when numpy has none (bfloat16, vectors)."""
+        """The numpy dtype of one element; TypeError when numpy has none (bfloat16, vectors)."""
         if self._str == "bool":
             return np.dtype(np.bool_)
         if self.lanes != 1 or self.code not in (_DL_INT, _DL_UINT, _DL_FLOAT) or self.bits < 8:
@@ -158,8 +159,8 @@ def _parse_dtype(text):
             bits = int(base[len(name):])
             if 0 < bits <= 255 and 0 < lanes <= 65535:
                 return _NAME_CODES[name], bits, lanes
-    raise ValueError("unknown dtype %r; expected bool, handle, or int|uint|float|bfloat followed by "
-                     "the bit width (e.g. float32, int8) and optionally xLANES" % text)
+    raise ValueError("unknown dtype %r; expected bool, handle, or int|uint|float|bfloat "
+                     "followed by the bit width (e.g. float32, int8) and optionally xLANES" % text)
 
 
 def _format_dtype(code, bits, lanes):
@@ -171,10 +172,10 @@ def _format_dtype(code, bits, lanes):
     return name if lanes == 1 else "%sx%d" % (name, lanes)
 
 
-DEVICE_TYPES = {"cpu": 1, "llvm": 1, "cuda": 2, "cuda_host": 3, "opencl": 4, "vulkan": 7, "metal": 8,
-                "vpi": 9, "rocm": 10, "ext_dev": 12}
-_DEVICE_NAMES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal", 9: "vpi",
-                 10: "rocm", 12: "ext_dev"}
+DEVICE_TYPES = {"cpu": 1, "llvm": 1, "cuda": 2, "cuda_host": 3, "opencl": 4, "vulkan": 7,
+                "metal": 8, "vpi": 9, "rocm": 10, "ext_dev": 12}
+_DEVICE_NAMES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal",
+                 9: "vpi", 10: "rocm", 12: "ext_dev"}
 
 
 class Device(DLDevice):
