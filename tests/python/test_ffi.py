@@ -316,3 +316,14 @@ def test_interpreter_exit_with_registered_callbacks_is_clean():
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
+
+
+def test_callback_returning_an_unsupported_type_says_so():
+    name = _unique("bad_return")
+
+    def returns_a_set():
+        return {1, 2}
+
+    ember.register_func(name, returns_a_set)
+    with pytest.raises(TypeError, match="returns_a_set returned a set"):
+        ember.get_global_func(name)()

@@ -360,7 +360,12 @@ def _call_python(args, type_codes, num_args, ret, resource_handle):
         else:
             result = _callbacks[resource_handle]()
         if result is not None:
-            values, codes, keep_alive = _pack_args((result,))
+            try:
+                values, codes, keep_alive = _pack_args((result,))
+            except TypeError:
+                raise TypeError("Python callback %s returned a %s, which cannot cross the C ABI; "
+                                "return %s" % (getattr(_callbacks[resource_handle], "__name__", "?"),
+                                               type(result).__name__, _SUPPORTED)) from None
             check_call(_TVMCFuncSetReturn(_c_void_p(ret), values, codes, 1))
             del keep_alive  # the runtime copied the value (and took its own references)
     except BaseException as err:  # every error must reach the C++ caller, never unwind through C
