@@ -10,6 +10,7 @@ Rows (median over R repeats of N calls, ns per call):
   ember C++ global, k args  ember.PackedFunc.__call__ of the same C++ global
   (when no cheap C++ global is registered, the C function `nop` of tests/python/kernels.c, built
    with cc and reached through the runtime's DSO module, stands in for it)
+  ember C kernel add_f32    a real kernel call with NDArray / numpy arguments
   ember Python global       a Python no-op registered with register_func, called from Python
                             (Python -> C ABI -> C++ PackedFunc -> ctypes callback -> Python)
 """
@@ -88,6 +89,16 @@ def main():
                                                             args.number)))
         rows.append(("ember C++ global, 3 int args", measure(lambda: func(1, 2, 3), args.repeat,
                                                              args.number)))
+
+    if _kernel_module is not None or _kernel_nop() is not None:
+        import numpy as np
+        add = _kernel_module["add_f32"]
+        a, b, c = (ember.nd.array(np.ones(4, dtype="float32")) for _ in range(3))
+        rows.append(("ember C kernel add_f32, 3 NDArrays of 4 floats",
+                     measure(lambda: add(a, b, c), args.repeat, args.number)))
+        x, y, z = (np.ones(4, dtype="float32") for _ in range(3))
+        rows.append(("ember C kernel add_f32, 3 numpy arrays (DLTensor)",
+                     measure(lambda: add(x, y, z), args.repeat, args.number // 4)))
 
     ember.register_func("bench.python_nop", lambda *a: None, override=True)
     py_nop = ember.get_global_func("bench.python_nop")

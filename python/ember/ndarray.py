@@ -9,7 +9,8 @@ import ctypes
 import numpy as np
 
 from ._ffi.base import _LIB, check_call
-from ._ffi.packed_func import register_handle_class, register_return
+from ._ffi.packed_func import (_PACKERS, DLTENSOR_CAPSULE_NAME, register_handle_class,
+                               register_return)
 from ._ffi.types import DataType, Device, DLTensor, TypeCode, cpu
 
 __all__ = ["NDArray", "array", "empty", "from_dlpack", "cpu", "Device", "DataType"]
@@ -46,7 +47,7 @@ _PyCapsule_GetPointerAddr = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, 
 _libc = ctypes.CDLL(None)
 _libc.strdup.restype = ctypes.c_void_p
 _libc.strdup.argtypes = [ctypes.c_char_p]
-_DLTENSOR_NAME = _libc.strdup(b"dltensor")
+_DLTENSOR_NAME = DLTENSOR_CAPSULE_NAME
 _USED_DLTENSOR_NAME = _libc.strdup(b"used_dltensor")
 _TVMDLManagedTensorCallDeleter = _LIB.TVMDLManagedTensorCallDeleter
 
@@ -199,7 +200,14 @@ def _ret_dltensor(value):
     return NDArray(value.v_handle, is_view=True)
 
 
+def _pack_ndarray(arg):
+    # A view is a bare DLTensor* of someone else's; only owned arrays are NDArray handles.
+    return (arg.handle.value or 0,
+            TypeCode.DLTENSOR_HANDLE if arg.is_view else TypeCode.NDARRAY_HANDLE, arg)
+
+
 register_handle_class(NDArray)
+_PACKERS[NDArray] = _pack_ndarray  # the exact class skips the _tcode property
 register_return(TypeCode.NDARRAY_HANDLE, _ret_ndarray)
 # A bare DLTensor* in a callback is borrowed for the call's duration: a view, no reference taken.
 register_return(TypeCode.DLTENSOR_HANDLE, _ret_dltensor,

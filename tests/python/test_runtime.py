@@ -129,3 +129,19 @@ def test_runtime_objects_carry_their_type_key(add_relu_artifact):
     assert isinstance(info, ember.Object) and info.type_key == "runtime.Map"
     assert gmod.module.type_key == "GraphExecutor"
     assert gmod.factory.type_key == "GraphExecutorFactory"
+
+
+def test_read_only_and_non_contiguous_numpy_arguments(kernel_lib):
+    mod = ember.load_module(kernel_lib)
+    a = np.array([1, -2, 3, -4], dtype="float32")
+    a.flags.writeable = False  # numpy cannot export it through DLPack: the ctypes path takes over
+    out = np.zeros(4, dtype="float32")
+    mod["relu_f32"](a, out)
+    np.testing.assert_array_equal(out, [1, 0, 3, 0])
+    seen = []
+    ember.register_func("pytest.strided_view", lambda v: seen.append((v.shape, v.numpy())),
+                        override=True)
+    strided = np.arange(12, dtype="int32").reshape(3, 4)[:, 1::2]
+    ember.get_global_func("pytest.strided_view")(strided)
+    assert seen[0][0] == (3, 2)
+    np.testing.assert_array_equal(seen[0][1], strided)

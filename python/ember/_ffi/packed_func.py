@@ -165,31 +165,53 @@ def _pack_c_void_p(arg):
     return arg.value or 0, TypeCode.HANDLE, arg
 
 
+_dl_dtype_of_numpy = {}  # numpy dtype -> (code, bits, lanes); DataType() parsing costs microseconds
+# DLTensor's bytes: data, device (type, id), ndim, dtype (code, bits, lanes), shape*, strides*,
+# byte_offset. Packing them with struct is several times faster than a ctypes constructor.
+_DLTENSOR_LAYOUT = struct.Struct("<QiiiBBHQQQ")
+assert _DLTENSOR_LAYOUT.size == ctypes.sizeof(DLTensor)
+
+
 def numpy_to_dltensor(arr, what="argument"):
-    """A DLTensor viewing ``arr`` (no copy) and the objects it points into."""
-    dtype = DataType(arr.dtype)
-    shape = (ctypes.c_int64 * arr.ndim)(*arr.shape)
+    """A DLTensor viewing ``arr`` (no copy), as a ctypes buffer, and the objects it points into."""
+    dtype = _dl_dtype_of_numpy.get(arr.dtype)
+    if dtype is None:
+        dt = DataType(arr.dtype)
+        dtype = _dl_dtype_of_numpy[arr.dtype] = (dt.code, dt.bits, dt.lanes)
+    ndim = arr.ndim
+    shape = (ctypes.c_int64 * ndim)(*arr.shape)
     strides = None
     if not arr.flags.c_contiguous:
         itemsize = arr.itemsize
         if any(s % itemsize for s in arr.strides):
             raise ValueError("%s: numpy array strides %s are not a multiple of its item size %d; "
                              "pass np.ascontiguousarray(a)" % (what, arr.strides, itemsize))
-        strides = (ctypes.c_int64 * arr.ndim)(*[s // itemsize for s in arr.strides])
-    tensor = DLTensor()
-    tensor.data = arr.ctypes.data
-    tensor.device = DLDevice(1, 0)
-    tensor.ndim = arr.ndim
-    tensor.dtype = dtype.dl
-    tensor.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
-    if strides is not None:
-        tensor.strides = ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64))
+        strides = (ctypes.c_int64 * ndim)(*[s // itemsize for s in arr.strides])
+    tensor = ctypes.create_string_buffer(_DLTENSOR_LAYOUT.pack(
+        arr.ctypes.data, 1, 0, ndim, dtype[0], dtype[1], dtype[2], ctypes.addressof(shape),
+        ctypes.addressof(strides) if strides is not None else 0, 0), _DLTENSOR_LAYOUT.size)
     return tensor, (arr, shape, strides)
 
 
+# numpy's own DLPack export fills a DLTensor in C, far faster than building one through ctypes.
+# The capsule stays unconsumed: when it goes, numpy's destructor frees the DLManagedTensor.
+_capsule_pointer = ctypes.PYFUNCTYPE(_c_void_p, _c_void_p, _c_void_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+_libc = ctypes.CDLL(None)
+_libc.strdup.restype = _c_void_p
+_libc.strdup.argtypes = [ctypes.c_char_p]
+DLTENSOR_CAPSULE_NAME = _libc.strdup(b"dltensor")  # capsules keep a pointer to their name
+
+
 def _pack_ndarray_np(arg):
-    tensor, owners = numpy_to_dltensor(arg)
-    return ctypes.addressof(tensor), TypeCode.DLTENSOR_HANDLE, (tensor, owners)
+    try:
+        capsule = arg.__dlpack__()
+    except (BufferError, TypeError, ValueError):  # read-only, bool or byte-swapped arrays
+        tensor, owners = numpy_to_dltensor(arg)
+        return ctypes.addressof(tensor), TypeCode.DLTENSOR_HANDLE, (tensor, owners)
+    # DLManagedTensor starts with its DLTensor, so the managed pointer is the DLTensor*.
+    return (_capsule_pointer(id(capsule), DLTENSOR_CAPSULE_NAME), TypeCode.DLTENSOR_HANDLE,
+            (capsule, arg))
 
 
 def _pack_callable(arg):
@@ -363,9 +385,9 @@ def _call_python(args, type_codes, num_args, ret, resource_handle):
             try:
                 values, codes, keep_alive = _pack_args((result,))
             except TypeError:
+                name = getattr(_callbacks[resource_handle], "__name__", "?")
                 raise TypeError("Python callback %s returned a %s, which cannot cross the C ABI; "
-                                "return %s" % (getattr(_callbacks[resource_handle], "__name__", "?"),
-                                               type(result).__name__, _SUPPORTED)) from None
+                                "return %s" % (name, type(result).__name__, _SUPPORTED)) from None
             check_call(_TVMCFuncSetReturn(_c_void_p(ret), values, codes, 1))
             del keep_alive  # the runtime copied the value (and took its own references)
     except BaseException as err:  # every error must reach the C++ caller, never unwind through C
