@@ -145,3 +145,29 @@ def test_read_only_and_non_contiguous_numpy_arguments(kernel_lib):
     ember.get_global_func("pytest.strided_view")(strided)
     assert seen[0][0] == (3, 2)
     np.testing.assert_array_equal(seen[0][1], strided)
+
+
+def test_single_file_artifact_runs_like_the_directory(add_relu_artifact, kernel_lib, tmp_path):
+    """The single .so form: kernels plus graph and params in `__tvm_dev_mblob`, built here from
+    the factory's serialised blob (runtime.SerializeFactoryBlob) and tests/python/kernels.c."""
+    import subprocess
+    from conftest import KERNELS_C, REPO
+    gmod = ember.load_artifact(add_relu_artifact)
+    blob = ember.get_global_func("runtime.SerializeFactoryBlob")(gmod.factory)
+    assert isinstance(blob, bytes) and len(blob) > 8
+    blob_c = tmp_path / "blob.c"
+    blob_c.write_text(
+        "__attribute__((visibility(\"default\"))) const unsigned char __tvm_dev_mblob[%d] = {%s};\n"
+        % (len(blob), ",".join(str(b) for b in blob)))
+    single = str(tmp_path / "model.so")
+    cc = os.environ.get("CC") or shutil.which("cc")
+    subprocess.run([cc, "-shared", "-fPIC", "-I", os.path.join(REPO, "include"), KERNELS_C,
+                    str(blob_c), "-o", single], check=True)
+    one = ember.load_artifact(single)
+    x = np.array([[2, 2], [-1, 9]], dtype="float32")
+    one.set_input(x=x)
+    one.run()
+    gmod.set_input(x=x)
+    gmod.run()
+    for i in range(2):
+        assert one.get_output(i).numpy().tobytes() == gmod.get_output(i).numpy().tobytes()
