@@ -1,6 +1,97 @@
-// emberc: placeholder until the driver lands (next commit).
-#include <cstdio>
-int main() {
-  std::fprintf(stderr, "emberc: not built yet\n");
+// emberc: the compiler's command line (contract in DESIGN.md).
+#include <ember/compiler/driver.h>
+#include <ember/compiler/frontend.h>
+#include <ember/compiler/ir/tensor_type.h>
+
+#include <cstring>
+#include <iostream>
+#include <string>
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: emberc compile MODEL.onnx -o OUTDIR [--target \"llvm [-mtriple=T] [-mcpu=C] "
+    "[-mattr=A]\"]\n"
+    "                      [--opt-level 0..3] [--input-shape NAME=d0,d1,...]... [--system-lib]\n"
+    "                      [--dump-ir DIR] [-v]\n"
+    "\n"
+    "Compiles an ONNX model into OUTDIR/graph.json, OUTDIR/lib.so (lib.o with --system-lib) and\n"
+    "OUTDIR/params.bin for libember_runtime / ember-run.\n"
+    "  -o OUTDIR              output directory (created if missing)\n"
+    "  --target T             code generation target; default: the host\n"
+    "  --opt-level N          0 = no fusion, 3 = everything (default 3)\n"
+    "  --input-shape N=d,...  static shape for an input with dynamic dimensions (repeatable)\n"
+    "  --system-lib           emit an object that registers its kernels at static-init time\n"
+    "  --dump-ir DIR          write the graph after each pass (.txt and Graphviz .dot)\n"
+    "  -v                     print each pass's time and the memory plan\n";
+
+int Fail(const std::string& msg) {
+  std::string one_line = msg;
+  for (char& c : one_line) {
+    if (c == '\n') c = ' ';
+  }
+  std::cerr << "emberc: error: " << one_line << "\n";
   return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using ember::compiler::CompileOptions;
+  if (argc < 2) return Fail("no command given; run 'emberc --help'");
+  std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (cmd != "compile") return Fail("unknown command '" + cmd + "' (valid: compile, --help)");
+  CompileOptions opt;
+  opt.log = &std::cerr;
+  try {
+    for (int i = 2; i < argc; ++i) {
+      std::string a = argv[i];
+      auto value = [&](const char* flag) -> std::string {
+        if (i + 1 >= argc)
+          throw ember::compiler::CompileError(std::string(flag) + " needs a value");
+        return argv[++i];
+      };
+      if (a == "-o" || a == "--output") {
+        opt.out_dir = value("-o");
+      } else if (a == "--target") {
+        opt.target = value("--target");
+      } else if (a == "--opt-level") {
+        std::string v = value("--opt-level");
+        if (v.size() != 1 || v[0] < '0' || v[0] > '3') {
+          throw ember::compiler::CompileError("--opt-level must be 0, 1, 2 or 3, got '" + v + "'");
+        }
+        opt.opt_level = v[0] - '0';
+      } else if (a == "--input-shape") {
+        auto parsed = ember::compiler::ParseInputShape(value("--input-shape"));
+        opt.input_shapes[parsed.first] = parsed.second;
+      } else if (a == "--system-lib") {
+        opt.system_lib = true;
+      } else if (a == "--dump-ir") {
+        opt.dump_dir = value("--dump-ir");
+      } else if (a == "-v" || a == "--verbose") {
+        opt.verbose = true;
+      } else if (a == "--help" || a == "-h") {
+        std::cout << kUsage;
+        return 0;
+      } else if (!a.empty() && a[0] == '-') {
+        return Fail("unknown option '" + a + "'; run 'emberc --help'");
+      } else if (opt.model_path.empty()) {
+        opt.model_path = a;
+      } else {
+        return Fail("unexpected argument '" + a + "' (model already given: " + opt.model_path +
+                    ")");
+      }
+    }
+    if (opt.model_path.empty())
+      return Fail("no model given; usage: emberc compile MODEL.onnx -o OUTDIR");
+    if (opt.out_dir.empty()) return Fail("no output directory given (-o OUTDIR)");
+    ember::compiler::Compile(opt);
+  } catch (const std::exception& e) {
+    return Fail(e.what());
+  }
+  return 0;
 }

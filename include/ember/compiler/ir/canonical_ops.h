@@ -8,7 +8,8 @@
  * - Every axis-like attribute is non-negative (Concat/Gather/Softmax/LogSoftmax/Flatten/ArgMax/
  *   ArgMin/Split/LayerNormalization "axis"; "axes" lists sorted ascending, no duplicates).
  * - Defaults are filled in for every attribute listed in the op's registry entry (e.g. Gemm
- *   alpha/beta/transA/transB, LeakyRelu alpha, Elu alpha, Selu alpha/gamma, HardSigmoid alpha/beta).
+ *   alpha/beta/transA/transB, LeakyRelu alpha, Elu alpha, Selu alpha/gamma, HardSigmoid
+ * alpha/beta).
  * - Conv / ConvTranspose / MaxPool / AveragePool: auto_pad resolved; "pads" (2*spatial, begins then
  *   ends), "strides", "dilations", "kernel_shape" always present; "group" on Conv/ConvTranspose;
  *   ConvTranspose "output_padding" present; AveragePool "count_include_pad", pools "ceil_mode".

@@ -1,0 +1,166 @@
+// BuildGraphArtifact: graph.json (TVM graph executor format) and the params list.
+#include <ember/compiler/backend.h>
+#include <ember/runtime/ndarray.h>
+
+#include <cstring>
+#include <map>
+#include <sstream>
+
+namespace ember {
+namespace compiler {
+namespace {
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+struct Entry {
+  int node;
+  int index;
+};
+
+}  // namespace
+
+GraphArtifact BuildGraphArtifact(const Graph& graph, const std::vector<FusedGroup>& groups) {
+  GraphArtifact art;
+  std::ostringstream nodes;
+  std::vector<int> row_ptr{0};
+  std::vector<int> arg_nodes;
+  std::map<int, Entry> entry_of;  // value id -> (node, output index)
+  std::vector<int> entry_value;   // entry -> value id
+  int node_count = 0;
+  auto add_null = [&](int value_id) {
+    if (node_count) nodes << ",\n";
+    nodes << "    {\"op\": \"null\", \"name\": " << JsonString(graph.value(value_id).name)
+          << ", \"inputs\": []}";
+    arg_nodes.push_back(node_count);
+    entry_of[value_id] = {node_count, 0};
+    entry_value.push_back(value_id);
+    row_ptr.push_back(row_ptr.back() + 1);
+    ++node_count;
+  };
+  for (int in : graph.inputs()) add_null(in);
+  for (const FusedGroup& g : groups) {
+    for (int in : g.inputs) {
+      if (entry_of.count(in)) continue;
+      const Value& v = graph.value(in);
+      if (!v.is_constant()) {
+        throw CompileError("internal: group " + g.func_name + " reads value '" + v.name +
+                           "' before anything defines it");
+      }
+      add_null(in);
+      art.params.emplace_back(v.name, v.constant);
+    }
+  }
+  size_t first_op_entry = entry_value.size();
+  std::vector<std::vector<int>> reads, writes;
+  for (const FusedGroup& g : groups) {
+    nodes << ",\n    {\"op\": \"tvm_op\", \"name\": " << JsonString(g.func_name)
+          << ", \"attrs\": {\"func_name\": " << JsonString(g.func_name) << ", \"num_inputs\": \""
+          << g.inputs.size() << "\", \"num_outputs\": \"" << g.outputs.size()
+          << "\", \"flatten_data\": \"0\"}, \"inputs\": [";
+    std::vector<int> r;
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      auto it = entry_of.find(g.inputs[i]);
+      if (it == entry_of.end()) {
+        throw CompileError("internal: group " + g.func_name + " reads value '" +
+                           graph.value(g.inputs[i]).name + "' before anything defines it");
+      }
+      nodes << (i ? ", " : "") << "[" << it->second.node << ", " << it->second.index << ", 0]";
+      r.push_back(row_ptr[static_cast<size_t>(it->second.node)] + it->second.index);
+    }
+    nodes << "]}";
+    std::vector<int> w;
+    for (size_t i = 0; i < g.outputs.size(); ++i) {
+      entry_of[g.outputs[i]] = {node_count, static_cast<int>(i)};
+      w.push_back(static_cast<int>(entry_value.size()));
+      entry_value.push_back(g.outputs[i]);
+    }
+    row_ptr.push_back(row_ptr.back() + static_cast<int>(g.outputs.size()));
+    reads.push_back(r);
+    writes.push_back(w);
+    ++node_count;
+  }
+  std::ostringstream heads;
+  std::vector<bool> pinned(entry_value.size(), false);
+  for (size_t i = 0; i < graph.outputs().size(); ++i) {
+    auto it = entry_of.find(graph.outputs()[i]);
+    if (it == entry_of.end()) throw CompileError("internal: graph output has no producer");
+    heads << (i ? ", " : "") << "[" << it->second.node << ", " << it->second.index << ", 0]";
+    pinned[static_cast<size_t>(row_ptr[static_cast<size_t>(it->second.node)] + it->second.index)] =
+        true;
+  }
+  std::vector<int64_t> bytes;
+  std::vector<bool> is_op;
+  for (size_t e = 0; e < entry_value.size(); ++e) {
+    bytes.push_back(graph.value(entry_value[e]).type.ByteSize());
+    is_op.push_back(e >= first_op_entry);
+  }
+  art.plan = PlanMemory(bytes, is_op, reads, writes, pinned);
+
+  std::ostringstream js;
+  js << "{\n  \"nodes\": [\n" << nodes.str() << "\n  ],\n  \"arg_nodes\": [";
+  for (size_t i = 0; i < arg_nodes.size(); ++i) js << (i ? ", " : "") << arg_nodes[i];
+  js << "],\n  \"heads\": [" << heads.str()
+     << "],\n  \"attrs\": {\n    \"dltype\": [\"list_str\", [";
+  for (size_t e = 0; e < entry_value.size(); ++e) {
+    js << (e ? ", " : "") << JsonString(DTypeToString(graph.value(entry_value[e]).type.dtype));
+  }
+  js << "]],\n    \"shape\": [\"list_shape\", [";
+  for (size_t e = 0; e < entry_value.size(); ++e) {
+    js << (e ? ", " : "") << "[";
+    const auto& s = graph.value(entry_value[e]).type.shape;
+    for (size_t d = 0; d < s.size(); ++d) js << (d ? ", " : "") << s[d];
+    js << "]";
+  }
+  js << "]],\n    \"storage_id\": [\"list_int\", [";
+  for (size_t e = 0; e < art.plan.storage_id.size(); ++e) {
+    js << (e ? ", " : "") << art.plan.storage_id[e];
+  }
+  js << "]]\n  },\n  \"node_row_ptr\": [";
+  for (size_t i = 0; i < row_ptr.size(); ++i) js << (i ? ", " : "") << row_ptr[i];
+  js << "]\n}\n";
+  art.graph_json = js.str();
+  return art;
+}
+
+void WriteParamsFile(const std::string& path,
+                     const std::vector<std::pair<std::string, HostTensorPtr>>& params) {
+  runtime::NamedArrays arrays;
+  for (const auto& [name, t] : params) {
+    std::vector<int64_t> shape = t->type.shape;
+    runtime::NDArray arr =
+        runtime::NDArray::Empty(runtime::ShapeTuple(shape), t->type.dtype, DLDevice{kDLCPU, 0});
+    if (!t->data.empty()) arr.CopyFromBytes(t->data.data(), t->data.size());
+    arrays.emplace_back(name, arr);
+  }
+  runtime::SaveParamsToFile(path, arrays);
+}
+
+}  // namespace compiler
+}  // namespace ember

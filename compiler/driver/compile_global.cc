@@ -1,0 +1,34 @@
+// The compiler as a runtime global, for the Python package (libember_compiler.so via ctypes):
+//   ember.compile(model_path, out_dir, target, opt_level, input_shapes[, system_lib])
+// input_shapes is "name=d0,d1;name2=..." (may be empty); target "" means the host.
+#include <ember/compiler/driver.h>
+#include <ember/compiler/ir/tensor_type.h>
+#include <ember/runtime/registry.h>
+
+namespace ember {
+namespace compiler {
+namespace {
+
+EMBER_REGISTER_GLOBAL("ember.compile")
+    .set_body([](runtime::TVMArgs args, runtime::TVMRetValue* rv) {
+      if (args.size() != 5 && args.size() != 6) {
+        throw CompileError(
+            "ember.compile expects (model_path, out_dir, target, opt_level, input_shapes"
+            "[, system_lib]), got " +
+            std::to_string(args.size()) + " arguments");
+      }
+      CompileOptions opt;
+      opt.model_path = args[0].operator std::string();
+      opt.out_dir = args[1].operator std::string();
+      opt.target = args[2].operator std::string();
+      if (opt.target == "llvm") opt.target.clear();
+      opt.opt_level = args[3].operator int();
+      opt.input_shapes = ParseInputShapeList(args[4].operator std::string());
+      if (args.size() == 6) opt.system_lib = args[5].operator bool();
+      Compile(opt);
+      *rv = 0;
+    });
+
+}  // namespace
+}  // namespace compiler
+}  // namespace ember

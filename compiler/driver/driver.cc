@@ -1,0 +1,150 @@
+// Compile: import, the pass pipeline (timed, optionally dumped), fusion, kernel build, artifact.
+#include <ember/compiler/backend.h>
+#include <ember/compiler/codegen.h>
+#include <ember/compiler/driver.h>
+#include <ember/compiler/frontend.h>
+#include <ember/compiler/target.h>
+#include <ember/compiler/transform.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+namespace ember {
+namespace compiler {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double MsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+void WriteFile(const fs::path& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  if (!f) throw CompileError("cannot write " + path.string());
+}
+
+std::string GroupsText(const Graph& g, const std::vector<FusedGroup>& groups) {
+  std::ostringstream os;
+  for (const FusedGroup& fg : groups) {
+    os << fg.func_name << "(";
+    for (size_t i = 0; i < fg.inputs.size(); ++i)
+      os << (i ? ", " : "") << "%" << g.value(fg.inputs[i]).name;
+    os << ") -> (";
+    for (size_t i = 0; i < fg.outputs.size(); ++i) {
+      os << (i ? ", " : "") << "%" << g.value(fg.outputs[i]).name;
+    }
+    os << ")\n";
+    for (const Node* n : fg.nodes) os << "    " << n->op << "  # " << n->name << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace
+
+std::string LibraryFileName(bool system_lib) { return system_lib ? "lib.o" : "lib.so"; }
+
+std::map<std::string, std::vector<int64_t>> ParseInputShapeList(const std::string& specs) {
+  std::map<std::string, std::vector<int64_t>> out;
+  std::stringstream ss(specs);
+  std::string item;
+  while (std::getline(ss, item, ';')) {
+    if (item.empty()) continue;
+    auto parsed = ParseInputShape(item);
+    out[parsed.first] = parsed.second;
+  }
+  return out;
+}
+
+CompileStats Compile(const CompileOptions& opt) {
+  auto t_start = Clock::now();
+  std::ostream* log = opt.verbose && opt.log ? opt.log : nullptr;
+  if (opt.opt_level < 0 || opt.opt_level > 3) {
+    throw CompileError("--opt-level must be 0..3, got " + std::to_string(opt.opt_level));
+  }
+  Target target = opt.target.empty() ? Target::Host() : Target::Parse(opt.target);
+  if (!opt.dump_dir.empty()) fs::create_directories(opt.dump_dir);
+  int step = 0;
+  auto dump = [&](const std::string& name, const Graph& g) {
+    if (opt.dump_dir.empty()) return;
+    std::ostringstream prefix;
+    prefix << std::setw(2) << std::setfill('0') << step++ << "_" << name;
+    WriteFile(fs::path(opt.dump_dir) / (prefix.str() + ".txt"), g.ToText());
+    WriteFile(fs::path(opt.dump_dir) / (prefix.str() + ".dot"), g.ToDot());
+  };
+  auto report = [&](const std::string& name, double ms, const Graph& g) {
+    if (log) {
+      *log << "emberc: " << std::left << std::setw(16) << name << std::right << std::fixed
+           << std::setprecision(2) << std::setw(9) << ms << " ms  (" << g.nodes().size()
+           << " nodes)\n";
+    }
+  };
+
+  ImportOptions io;
+  io.input_shapes = opt.input_shapes;
+  auto t0 = Clock::now();
+  Graph graph = ImportOnnxFile(opt.model_path, io);
+  report("import", MsSince(t0), graph);
+  dump("import", graph);
+
+  std::vector<Pass> passes = {
+      {"fold_constants", FoldConstants}, {"simplify", Simplify}, {"fold_batchnorm", FoldBatchNorm},
+      {"fold_constants", FoldConstants}, {"simplify", Simplify}, {"dead_code", EliminateDeadCode},
+  };
+  for (const Pass& p : passes) {
+    t0 = Clock::now();
+    p.run(&graph);
+    report(p.name, MsSince(t0), graph);
+    dump(p.name, graph);
+  }
+  t0 = Clock::now();
+  std::vector<FusedGroup> groups = FuseOps(&graph, opt.opt_level);
+  report("fuse_ops", MsSince(t0), graph);
+  if (!opt.dump_dir.empty()) {
+    dump("fuse_ops", graph);
+    WriteFile(fs::path(opt.dump_dir) / "groups.txt", GroupsText(graph, groups));
+  }
+
+  t0 = Clock::now();
+  GraphArtifact art = BuildGraphArtifact(graph, groups);
+  report("plan_memory", MsSince(t0), graph);
+
+  fs::create_directories(opt.out_dir);
+  t0 = Clock::now();
+  BuildOptions bo;
+  bo.system_lib = opt.system_lib;
+  bo.opt_level = opt.opt_level;
+  bo.dump_dir = opt.dump_dir;
+  bo.verbose = opt.verbose;
+  BuildKernelLibrary(groups, target,
+                     (fs::path(opt.out_dir) / LibraryFileName(opt.system_lib)).string(), bo);
+  report("codegen", MsSince(t0), graph);
+
+  WriteFile(fs::path(opt.out_dir) / "graph.json", art.graph_json);
+  WriteParamsFile((fs::path(opt.out_dir) / "params.bin").string(), art.params);
+
+  CompileStats st;
+  st.num_nodes = static_cast<int>(graph.nodes().size());
+  st.num_kernels = static_cast<int>(groups.size());
+  st.activation_bytes = art.plan.activation_bytes;
+  st.activation_bytes_no_reuse = art.plan.activation_bytes_no_reuse;
+  for (const auto& p : art.params) st.params_bytes += p.second->type.ByteSize();
+  st.total_ms = MsSince(t_start);
+  if (log) {
+    *log << "emberc: " << st.num_nodes << " nodes in " << st.num_kernels << " kernels; "
+         << "planned activation memory " << st.activation_bytes
+         << " bytes (no reuse: " << st.activation_bytes_no_reuse << " bytes); params "
+         << st.params_bytes << " bytes; total " << std::fixed << std::setprecision(1) << st.total_ms
+         << " ms\n";
+  }
+  return st;
+}
+
+}  // namespace compiler
+}  // namespace ember

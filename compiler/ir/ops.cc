@@ -1,0 +1,406 @@
+// Shape rules, fusion patterns and attribute defaults of every operator the graph side knows.
+// Rules read the canonical form (ember/compiler/ir/canonical_ops.h): constant inputs are attrs.
+#include <ember/compiler/ir/op_registry.h>
+
+#include <cmath>
+#include <limits>
+
+#include "ir/shape_util.h"
+
+namespace ember {
+namespace compiler {
+namespace {
+
+using Types = std::vector<TensorType>;
+
+Types SameAsFirst(const Node&, const Types& in) { return {in.at(0)}; }
+
+Types Broadcast(const Node& n, const Types& in) {
+  std::vector<int64_t> shape = in.at(0).shape;
+  for (size_t i = 1; i < in.size(); ++i) shape = BroadcastShapes(n, shape, in[i].shape);
+  for (size_t i = 1; i < in.size(); ++i) {
+    if (in[i].dtype != in[0].dtype) {
+      NodeError(n, "input dtypes differ: " + DTypeToString(in[0].dtype) + " and " +
+                       DTypeToString(in[i].dtype));
+    }
+  }
+  return {TensorType{shape, in[0].dtype}};
+}
+
+Types Compare(const Node& n, const Types& in) {
+  Types t = Broadcast(n, in);
+  t[0].dtype = kBool;
+  return t;
+}
+
+// Pow's exponent may have another dtype than its base.
+Types PowRule(const Node& n, const Types& in) {
+  return {TensorType{BroadcastShapes(n, in[0].shape, in[1].shape), in[0].dtype}};
+}
+
+Types WhereRule(const Node& n, const Types& in) {
+  std::vector<int64_t> s = BroadcastShapes(n, in[0].shape, in[1].shape);
+  s = BroadcastShapes(n, s, in[2].shape);
+  return {TensorType{s, in[1].dtype}};
+}
+
+// Spatial output extent of a sliding window (Conv/Pool).
+int64_t WindowOut(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t pb, int64_t pe,
+                  bool ceil_mode) {
+  int64_t eff = (k - 1) * dil + 1;
+  int64_t span = in + pb + pe - eff;
+  int64_t out = ceil_mode ? CeilDiv(span, stride) + 1 : span / stride + 1;
+  // A ceil-mode window must start inside the input or its begin padding.
+  if (ceil_mode && (out - 1) * stride >= in + pb) --out;
+  return out;
+}
+
+Types ConvRule(const Node& n, const Types& in) {
+  const TensorType& x = in[0];
+  const TensorType& w = in[1];
+  if (x.ndim() < 3 || w.ndim() != x.ndim()) {
+    NodeError(n,
+              "expected X and W of equal rank >= 3, got " + x.ToString() + " and " + w.ToString());
+  }
+  int64_t sp = x.ndim() - 2;
+  auto k = n.GetInts("kernel_shape"), s = n.GetInts("strides"), d = n.GetInts("dilations"),
+       p = n.GetInts("pads");
+  int64_t group = n.GetInt("group");
+  if (x.shape[1] != w.shape[1] * group) {
+    NodeError(n, "input channels " + std::to_string(x.shape[1]) + " != W channels " +
+                     std::to_string(w.shape[1]) + " * group " + std::to_string(group));
+  }
+  std::vector<int64_t> out{x.shape[0], w.shape[0]};
+  for (int64_t i = 0; i < sp; ++i) {
+    int64_t o = WindowOut(x.shape[2 + i], k[i], s[i], d[i], p[i], p[sp + i], false);
+    if (o <= 0) NodeError(n, "kernel larger than padded input " + x.ToString());
+    out.push_back(o);
+  }
+  return {TensorType{out, x.dtype}};
+}
+
+Types ConvTransposeRule(const Node& n, const Types& in) {
+  const TensorType& x = in[0];
+  const TensorType& w = in[1];
+  int64_t sp = x.ndim() - 2;
+  auto k = n.GetInts("kernel_shape"), s = n.GetInts("strides"), d = n.GetInts("dilations"),
+       p = n.GetInts("pads"), op = n.GetInts("output_padding");
+  std::vector<int64_t> out{x.shape[0], w.shape[1] * n.GetInt("group")};
+  for (int64_t i = 0; i < sp; ++i) {
+    out.push_back(s[i] * (x.shape[2 + i] - 1) + op[i] + (k[i] - 1) * d[i] + 1 - p[i] - p[sp + i]);
+  }
+  return {TensorType{out, x.dtype}};
+}
+
+Types PoolRule(const Node& n, const Types& in) {
+  const TensorType& x = in[0];
+  int64_t sp = x.ndim() - 2;
+  auto k = n.GetInts("kernel_shape"), s = n.GetInts("strides"), d = n.GetInts("dilations"),
+       p = n.GetInts("pads");
+  bool ceil_mode = n.GetInt("ceil_mode", 0) != 0;
+  std::vector<int64_t> out{x.shape[0], x.shape[1]};
+  for (int64_t i = 0; i < sp; ++i) {
+    out.push_back(WindowOut(x.shape[2 + i], k[i], s[i], d[i], p[i], p[sp + i], ceil_mode));
+  }
+  Types t{TensorType{out, x.dtype}};
+  if (n.outputs.size() > 1) t.push_back(TensorType{out, kInt64});
+  return t;
+}
+
+Types GlobalPoolRule(const Node&, const Types& in) {
+  TensorType t = in[0];
+  for (size_t i = 2; i < t.shape.size(); ++i) t.shape[i] = 1;
+  return {t};
+}
+
+Types GemmRule(const Node& n, const Types& in) {
+  const auto& a = in[0].shape;
+  const auto& b = in[1].shape;
+  if (a.size() != 2 || b.size() != 2) NodeError(n, "A and B must be 2-D");
+  int64_t m = n.GetInt("transA") ? a[1] : a[0];
+  int64_t ka = n.GetInt("transA") ? a[0] : a[1];
+  int64_t kb = n.GetInt("transB") ? b[1] : b[0];
+  int64_t nn = n.GetInt("transB") ? b[0] : b[1];
+  if (ka != kb)
+    NodeError(n, "inner dimensions differ: " + ShapeToString(a) + " x " + ShapeToString(b));
+  if (n.HasInput(2)) BroadcastShapes(n, {m, nn}, in[2].shape);
+  return {TensorType{{m, nn}, in[0].dtype}};
+}
+
+Types MatMulRule(const Node& n, const Types& in) {
+  std::vector<int64_t> a = in[0].shape, b = in[1].shape;
+  if (a.empty() || b.empty()) NodeError(n, "MatMul inputs must have rank >= 1");
+  bool a1 = a.size() == 1, b1 = b.size() == 1;
+  if (a1) a.insert(a.begin(), 1);
+  if (b1) b.push_back(1);
+  if (a.back() != b[b.size() - 2]) {
+    NodeError(n, "inner dimensions differ: " + in[0].ToString() + " x " + in[1].ToString());
+  }
+  std::vector<int64_t> batch = BroadcastShapes(n, std::vector<int64_t>(a.begin(), a.end() - 2),
+                                               std::vector<int64_t>(b.begin(), b.end() - 2));
+  if (!a1) batch.push_back(a[a.size() - 2]);
+  if (!b1) batch.push_back(b.back());
+  return {TensorType{batch, in[0].dtype}};
+}
+
+Types ReduceRule(const Node& n, const Types& in) {
+  auto axes = n.GetInts("axes");
+  bool keep = n.GetInt("keepdims") != 0;
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < in[0].ndim(); ++i) {
+    bool red = std::find(axes.begin(), axes.end(), i) != axes.end();
+    if (!red) {
+      out.push_back(in[0].shape[i]);
+    } else if (keep) {
+      out.push_back(1);
+    }
+  }
+  return {TensorType{out, in[0].dtype}};
+}
+
+Types ArgRule(const Node& n, const Types& in) {
+  int64_t axis = n.GetInt("axis");
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < in[0].ndim(); ++i) {
+    if (i != axis) {
+      out.push_back(in[0].shape[i]);
+    } else if (n.GetInt("keepdims")) {
+      out.push_back(1);
+    }
+  }
+  return {TensorType{out, kInt64}};
+}
+
+Types CastRule(const Node& n, const Types& in);  // defined by the frontend's dtype table
+
+Types OutputTypeIsAttr(const Node& n, const Types& in) {
+  // Reshape/Expand/Flatten/Squeeze/Unsqueeze/Slice/Resize: the canonicalizer stores the
+  // computed output shape in "__out_shape".
+  return {TensorType{n.GetInts("__out_shape"), in[0].dtype}};
+}
+
+Types TransposeRule(const Node& n, const Types& in) {
+  auto perm = n.GetInts("perm");
+  if (static_cast<int64_t>(perm.size()) != in[0].ndim()) NodeError(n, "perm length != rank");
+  std::vector<int64_t> out;
+  for (int64_t p : perm) out.push_back(in[0].shape.at(static_cast<size_t>(p)));
+  return {TensorType{out, in[0].dtype}};
+}
+
+Types ConcatRule(const Node& n, const Types& in) {
+  int64_t axis = n.GetInt("axis");
+  TensorType t = in[0];
+  for (size_t i = 1; i < in.size(); ++i) {
+    if (in[i].ndim() != t.ndim()) NodeError(n, "inputs differ in rank");
+    for (int64_t d = 0; d < t.ndim(); ++d) {
+      if (d != axis && in[i].shape[d] != t.shape[d]) {
+        NodeError(n, "input " + std::to_string(i) + " shape " + ShapeToString(in[i].shape) +
+                         " does not match " + ShapeToString(in[0].shape) + " off the axis");
+      }
+    }
+    t.shape[axis] += in[i].shape[axis];
+  }
+  return {t};
+}
+
+Types SplitRule(const Node& n, const Types& in) {
+  int64_t axis = n.GetInt("axis");
+  Types out;
+  for (int64_t s : n.GetInts("split")) {
+    TensorType t = in[0];
+    t.shape[axis] = s;
+    out.push_back(t);
+  }
+  return out;
+}
+
+Types GatherRule(const Node& n, const Types& in) {
+  int64_t axis = n.GetInt("axis");
+  std::vector<int64_t> out(in[0].shape.begin(), in[0].shape.begin() + axis);
+  out.insert(out.end(), in[1].shape.begin(), in[1].shape.end());
+  out.insert(out.end(), in[0].shape.begin() + axis + 1, in[0].shape.end());
+  return {TensorType{out, in[0].dtype}};
+}
+
+Types TileRule(const Node& n, const Types& in) {
+  auto r = n.GetInts("repeats");
+  TensorType t = in[0];
+  if (static_cast<int64_t>(r.size()) != t.ndim()) NodeError(n, "repeats length != rank");
+  for (size_t i = 0; i < r.size(); ++i) t.shape[i] *= r[i];
+  return {t};
+}
+
+Types PadRule(const Node& n, const Types& in) {
+  auto p = n.GetInts("pads");
+  TensorType t = in[0];
+  int64_t r = t.ndim();
+  if (static_cast<int64_t>(p.size()) != 2 * r) NodeError(n, "pads length != 2 * rank");
+  for (int64_t i = 0; i < r; ++i) t.shape[i] += p[i] + p[r + i];
+  return {t};
+}
+
+Types DepthToSpaceRule(const Node& n, const Types& in) {
+  int64_t b = n.GetInt("blocksize");
+  TensorType t = in[0];
+  if (t.ndim() != 4 || t.shape[1] % (b * b))
+    NodeError(n, "expected NCHW with C % blocksize^2 == 0");
+  t.shape = {t.shape[0], t.shape[1] / (b * b), t.shape[2] * b, t.shape[3] * b};
+  return {t};
+}
+
+Types SpaceToDepthRule(const Node& n, const Types& in) {
+  int64_t b = n.GetInt("blocksize");
+  TensorType t = in[0];
+  if (t.ndim() != 4 || t.shape[2] % b || t.shape[3] % b)
+    NodeError(n, "H and W must divide by blocksize");
+  t.shape = {t.shape[0], t.shape[1] * b * b, t.shape[2] / b, t.shape[3] / b};
+  return {t};
+}
+
+Types BatchNormRule(const Node&, const Types& in) { return {in[0]}; }
+
+Types LayerNormRule(const Node& n, const Types& in) {
+  Types out{in[0]};
+  int64_t axis = n.GetInt("axis");
+  TensorType stat{in[0].shape, kFloat32};
+  for (int64_t i = axis; i < stat.ndim(); ++i) stat.shape[i] = 1;
+  for (size_t i = 1; i < n.outputs.size(); ++i) out.push_back(stat);
+  return out;
+}
+
+Types DropoutRule(const Node& n, const Types& in) {
+  Types out{in[0]};
+  if (n.outputs.size() > 1) out.push_back(TensorType{in[0].shape, kBool});
+  return out;
+}
+
+void Unary(const char* name, std::initializer_list<std::pair<const char*, double>> defaults = {}) {
+  OpDef& d = OpRegistry::Global()->Mutable(name);
+  d.set_pattern(OpPattern::kElemWise).set_infer_type(SameAsFirst).set_num_inputs(1, 1);
+  for (const auto& [k, v] : defaults) d.set_attr_default(k, v);
+}
+
+void Binary(const char* name, FInferType rule = Broadcast) {
+  OpRegistry::Global()
+      ->Mutable(name)
+      .set_pattern(OpPattern::kBroadcast)
+      .set_infer_type(std::move(rule))
+      .set_num_inputs(2, 2);
+}
+
+void Op(const char* name, OpPattern p, FInferType rule, int min_in, int max_in) {
+  OpRegistry::Global()
+      ->Mutable(name)
+      .set_pattern(p)
+      .set_infer_type(std::move(rule))
+      .set_num_inputs(min_in, max_in);
+}
+
+const bool kRegistered = [] {
+  for (const char* u :
+       {"Abs",        "Neg", "Relu",     "Sigmoid",  "Tanh",      "Exp",   "Log",   "Sqrt",
+        "Reciprocal", "Erf", "Softplus", "Softsign", "Floor",     "Ceil",  "Round", "Sign",
+        "Not",        "Sin", "Cos",      "Identity", "HardSwish", "IsNaN", "Mish"}) {
+    Unary(u);
+  }
+  Unary("Elu", {{"alpha", 1.0}});
+  Unary("Celu", {{"alpha", 1.0}});
+  Unary("LeakyRelu", {{"alpha", 0.01}});
+  Unary("ThresholdedRelu", {{"alpha", 1.0}});
+  Unary("HardSigmoid", {{"alpha", 0.2}, {"beta", 0.5}});
+  Unary("Selu", {{"alpha", 1.67326319217681884765625}, {"gamma", 1.05070102214813232421875}});
+  Unary("Clip");
+  OpRegistry::Global()->Mutable("Gelu").set_attr_default("approximate", std::string("none"));
+  Unary("Gelu");
+  OpRegistry::Global()->Mutable("Identity").set_pattern(OpPattern::kInjective);
+  Op("Cast", OpPattern::kElemWise, CastRule, 1, 1);
+  for (const char* b :
+       {"Add", "Sub", "Mul", "Div", "Max", "Min", "And", "Or", "Xor", "Mod", "PRelu", "BitShift"}) {
+    Binary(b);
+  }
+  Binary("Pow", PowRule);
+  for (const char* c : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"})
+    Binary(c, Compare);
+  Op("Where", OpPattern::kBroadcast, WhereRule, 3, 3);
+  Op("Conv", OpPattern::kOutEWiseFusable, ConvRule, 2, 3);
+  OpRegistry::Global()->Mutable("Conv").set_attr_default("group", int64_t{1});
+  Op("ConvTranspose", OpPattern::kOutEWiseFusable, ConvTransposeRule, 2, 3);
+  OpRegistry::Global()->Mutable("ConvTranspose").set_attr_default("group", int64_t{1});
+  Op("MaxPool", OpPattern::kOutEWiseFusable, PoolRule, 1, 1);
+  Op("AveragePool", OpPattern::kOutEWiseFusable, PoolRule, 1, 1);
+  OpRegistry::Global()
+      ->Mutable("AveragePool")
+      .set_attr_default("count_include_pad", int64_t{0})
+      .set_attr_default("ceil_mode", int64_t{0});
+  OpRegistry::Global()->Mutable("MaxPool").set_attr_default("ceil_mode", int64_t{0});
+  Op("GlobalAveragePool", OpPattern::kOutEWiseFusable, GlobalPoolRule, 1, 1);
+  Op("GlobalMaxPool", OpPattern::kOutEWiseFusable, GlobalPoolRule, 1, 1);
+  Op("Gemm", OpPattern::kOutEWiseFusable, GemmRule, 2, 3);
+  OpRegistry::Global()
+      ->Mutable("Gemm")
+      .set_attr_default("alpha", 1.0)
+      .set_attr_default("beta", 1.0)
+      .set_attr_default("transA", int64_t{0})
+      .set_attr_default("transB", int64_t{0});
+  Op("MatMul", OpPattern::kOutEWiseFusable, MatMulRule, 2, 2);
+  for (const char* r :
+       {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+        "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}) {
+    Op(r, OpPattern::kCommReduce, ReduceRule, 1, 2);
+  }
+  for (const char* a : {"ArgMax", "ArgMin"}) {
+    Op(a, OpPattern::kCommReduce, ArgRule, 1, 1);
+    OpRegistry::Global()
+        ->Mutable(a)
+        .set_attr_default("axis", int64_t{0})
+        .set_attr_default("keepdims", int64_t{1})
+        .set_attr_default("select_last_index", int64_t{0});
+  }
+  for (const char* s : {"Softmax", "LogSoftmax", "Hardmax"})
+    Op(s, OpPattern::kOpaque, SameAsFirst, 1, 1);
+  Op("BatchNormalization", OpPattern::kOpaque, BatchNormRule, 5, 5);
+  OpRegistry::Global()->Mutable("BatchNormalization").set_attr_default("epsilon", 1e-5);
+  Op("InstanceNormalization", OpPattern::kOpaque, SameAsFirst, 3, 3);
+  OpRegistry::Global()->Mutable("InstanceNormalization").set_attr_default("epsilon", 1e-5);
+  Op("LayerNormalization", OpPattern::kOpaque, LayerNormRule, 2, 3);
+  OpRegistry::Global()
+      ->Mutable("LayerNormalization")
+      .set_attr_default("epsilon", 1e-5)
+      .set_attr_default("axis", int64_t{-1});
+  Op("LRN", OpPattern::kOpaque, SameAsFirst, 1, 1);
+  OpRegistry::Global()
+      ->Mutable("LRN")
+      .set_attr_default("alpha", 1e-4)
+      .set_attr_default("beta", 0.75)
+      .set_attr_default("bias", 1.0);
+  Op("Dropout", OpPattern::kElemWise, DropoutRule, 1, 3);
+  for (const char* s :
+       {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand", "Slice", "Resize"}) {
+    Op(s, OpPattern::kInjective, OutputTypeIsAttr, 1, 1);
+  }
+  OpRegistry::Global()->Mutable("Expand").set_pattern(OpPattern::kBroadcast);
+  Op("Transpose", OpPattern::kInjective, TransposeRule, 1, 1);
+  Op("Concat", OpPattern::kInjective, ConcatRule, 1, 1 << 20);
+  Op("Split", OpPattern::kInjective, SplitRule, 1, 1);
+  Op("Gather", OpPattern::kInjective, GatherRule, 2, 2);
+  Op("Tile", OpPattern::kInjective, TileRule, 1, 1);
+  Op("Pad", OpPattern::kInjective, PadRule, 1, 1);
+  Op("DepthToSpace", OpPattern::kInjective, DepthToSpaceRule, 1, 1);
+  OpRegistry::Global()->Mutable("DepthToSpace").set_attr_default("mode", std::string("DCR"));
+  Op("SpaceToDepth", OpPattern::kInjective, SpaceToDepthRule, 1, 1);
+  return true;
+}();
+
+}  // namespace
+
+// Cast's target dtype: the canonicalizer stores the DLPack dtype string in "__dtype".
+namespace {
+Types CastRule(const Node& n, const Types& in) {
+  return {TensorType{in[0].shape, DTypeFromString(n.GetString("__dtype"))}};
+}
+}  // namespace
+
+bool OpsRegistered() { return kRegistered; }
+
+}  // namespace compiler
+}  // namespace ember

@@ -1,0 +1,39 @@
+#include "ir/shape_util.h"
+
+namespace ember {
+namespace compiler {
+
+void NodeError(const Node& node, const std::string& msg) {
+  throw CompileError(node.Describe() + ": " + msg);
+}
+void NodeUnsupported(const Node& node, const std::string& msg) {
+  throw UnsupportedError(node.Describe() + ": " + msg);
+}
+
+std::vector<int64_t> BroadcastShapes(const Node& node, const std::vector<int64_t>& a,
+                                     const std::vector<int64_t>& b) {
+  size_t n = std::max(a.size(), b.size());
+  std::vector<int64_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      NodeError(node, "shapes " + ShapeToString(a) + " and " + ShapeToString(b) +
+                          " cannot be broadcast together");
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+int64_t NormalizeAxis(const Node& node, int64_t axis, int64_t rank, const char* what) {
+  int64_t r = rank == 0 ? 1 : rank;
+  if (axis < -r || axis >= r) {
+    NodeError(node, std::string(what) + " " + std::to_string(axis) + " is out of range for rank " +
+                        std::to_string(rank));
+  }
+  return axis < 0 ? axis + r : axis;
+}
+
+}  // namespace compiler
+}  // namespace ember

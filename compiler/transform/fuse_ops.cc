@@ -1,0 +1,152 @@
+// FuseOps: TVM's pattern rules applied greedily in topological order. A node joins the group of
+// the producer of one of its inputs when that value has no other reader (so the group keeps a
+// single tail and no cycle can form) and the patterns allow it:
+//   out-elemwise-fusable group (Conv/Gemm/MatMul/pool) + elemwise/broadcast  (bias, Relu, Clip,
+//   Add) injective-or-less group + injective-or-less node                           (injective
+//   chains) injective-or-less group + reduce node                                      (inputs into
+//   a reduction) reduce group + elemwise/broadcast node (reduction epilogue)
+#include <ember/compiler/ir/op_registry.h>
+#include <ember/compiler/transform.h>
+
+#include <algorithm>
+#include <map>
+
+namespace ember {
+namespace compiler {
+namespace {
+
+constexpr size_t kMaxGroupNodes = 64;
+
+struct Building {
+  std::vector<size_t> nodes;
+  OpPattern master = OpPattern::kElemWise;
+  bool has_outewise = false;
+};
+
+OpPattern PatternOf(const Node& n) {
+  const OpDef* def = OpRegistry::Global()->Find(n.op);
+  return def ? def->Pattern(n) : OpPattern::kOpaque;
+}
+
+bool CanFuse(const Building& g, OpPattern p) {
+  if (g.nodes.size() >= kMaxGroupNodes || p == OpPattern::kOpaque) return false;
+  if (g.master == OpPattern::kOpaque) return false;
+  if (g.master == OpPattern::kOutEWiseFusable) return p <= OpPattern::kBroadcast;
+  if (g.master == OpPattern::kCommReduce) return p <= OpPattern::kBroadcast;
+  // master <= injective
+  return p <= OpPattern::kCommReduce;
+}
+
+std::string SanitizeOp(const std::string& op) {
+  std::string s;
+  for (char c : op) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+std::vector<FusedGroup> FuseOps(Graph* graph, int opt_level) {
+  // Graph outputs that are graph inputs or constants need a kernel that copies them.
+  std::vector<bool> is_input(graph->values().size(), false);
+  for (int in : graph->inputs()) is_input[static_cast<size_t>(in)] = true;
+  for (int& out : graph->outputs()) {
+    const Value& v = graph->value(out);
+    if (!v.is_constant() && !is_input[static_cast<size_t>(out)]) continue;
+    int copy = graph->AddValue(graph->UniqueName(v.name + "_copy"), v.type);
+    graph->nodes().push_back(Node{"Identity", v.name + "_copy", {}, {out}, {copy}});
+    out = copy;
+  }
+
+  const auto& nodes = graph->nodes();
+  std::vector<int> uses = graph->UseCounts();
+  std::vector<int> producer = graph->Producers();
+  std::vector<Building> groups;
+  std::vector<int> group_of(nodes.size(), -1);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    OpPattern p = PatternOf(n);
+    int target = -1;
+    if (opt_level > 0) {
+      for (int in : n.inputs) {
+        if (in == kAbsentValue || graph->value(in).is_constant()) continue;
+        int prod = producer[static_cast<size_t>(in)];
+        if (prod < 0 || uses[static_cast<size_t>(in)] != 1) continue;
+        if (nodes[static_cast<size_t>(prod)].outputs.size() != 1) continue;
+        int g = group_of[static_cast<size_t>(prod)];
+        if (CanFuse(groups[static_cast<size_t>(g)], p)) {
+          target = g;
+          break;
+        }
+      }
+    }
+    if (target < 0) {
+      target = static_cast<int>(groups.size());
+      groups.emplace_back();
+      groups.back().master = p;
+    } else {
+      Building& b = groups[static_cast<size_t>(target)];
+      if (p > b.master) b.master = p;
+    }
+    groups[static_cast<size_t>(target)].nodes.push_back(i);
+    group_of[i] = target;
+  }
+
+  // Inputs: values read by a group but not produced in it; outputs: produced values read outside
+  // (by another group) or graph outputs.
+  std::vector<bool> graph_out(graph->values().size(), false);
+  for (int out : graph->outputs()) graph_out[static_cast<size_t>(out)] = true;
+  std::vector<FusedGroup> result;
+  std::map<std::string, int> name_count;
+  // A group's external values all come from its last node (fusion only swallows single-use
+  // values), so ordering groups by their last node is a topological order.
+  std::vector<size_t> order(groups.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return groups[a].nodes.back() < groups[b].nodes.back(); });
+  for (size_t gi : order) {
+    FusedGroup fg;
+    fg.graph = graph;
+    std::string name = "fused";
+    for (size_t ni : groups[gi].nodes) {
+      const Node& n = nodes[ni];
+      fg.nodes.push_back(&n);
+      if (fg.anchor < 0 && PatternOf(n) == groups[gi].master &&
+          groups[gi].master >= OpPattern::kCommReduce) {
+        fg.anchor = static_cast<int>(fg.nodes.size() - 1);
+      }
+      if (name.size() < 48) name += "_" + SanitizeOp(n.op);
+      for (int in : n.inputs) {
+        if (in == kAbsentValue) continue;
+        int prod = producer[static_cast<size_t>(in)];
+        bool inside = prod >= 0 && group_of[static_cast<size_t>(prod)] == static_cast<int>(gi);
+        if (!inside && std::find(fg.inputs.begin(), fg.inputs.end(), in) == fg.inputs.end()) {
+          fg.inputs.push_back(in);
+        }
+      }
+    }
+    for (size_t ni : groups[gi].nodes) {
+      for (int out : nodes[ni].outputs) {
+        bool external = graph_out[static_cast<size_t>(out)];
+        for (size_t j = 0; j < nodes.size() && !external; ++j) {
+          if (group_of[j] == static_cast<int>(gi)) continue;
+          for (int in : nodes[j].inputs) external |= in == out;
+        }
+        if (external) fg.outputs.push_back(out);
+      }
+    }
+    if (fg.outputs.empty()) continue;  // dead (DCE ran before; defensive)
+    int k = name_count[name]++;
+    fg.func_name = k == 0 ? name : name + "_" + std::to_string(k);
+    result.push_back(std::move(fg));
+  }
+  // Names must be unique even when a base name collides with a suffixed one.
+  std::map<std::string, int> seen;
+  for (auto& fg : result) {
+    while (seen.count(fg.func_name)) fg.func_name += "_";
+    seen[fg.func_name] = 1;
+  }
+  return result;
+}
+
+}  // namespace compiler
+}  // namespace ember

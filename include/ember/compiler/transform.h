@@ -1,0 +1,52 @@
+/*!
+ * \file ember/compiler/transform.h
+ * \brief Graph passes. Each takes the graph in canonical form and keeps it so.
+ */
+#ifndef EMBER_COMPILER_TRANSFORM_H_
+#define EMBER_COMPILER_TRANSFORM_H_
+
+#include <ember/compiler/ir/fused_group.h>
+#include <ember/compiler/ir/graph.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ember {
+namespace compiler {
+
+/*!
+ * \brief Per-node canonicalization + type inference + folding, in topological order: constant
+ * inputs become attributes, defaults are filled, Shape/Size/ConstantOfShape/Range and nodes with
+ * only constant inputs are evaluated on the host. Needs `opset` (ai.onnx) for version differences.
+ */
+void Canonicalize(Graph* graph, int64_t opset);
+/*! \brief Evaluates on the host every node whose inputs are all constants (if it can). */
+void FoldConstants(Graph* graph);
+/*! \brief Removes Identity/Dropout, no-op Reshape/Transpose/Cast/Expand/Slice/Pad/Concat, merges
+ *  Reshape chains and turns Flatten/Squeeze/Unsqueeze into Reshape. */
+void Simplify(Graph* graph);
+/*! \brief BatchNormalization folded into the Conv/Gemm before it, else turned into Mul + Add. */
+void FoldBatchNorm(Graph* graph);
+/*! \brief Drops nodes none of whose outputs is used. */
+void EliminateDeadCode(Graph* graph);
+
+/*! \brief Evaluate one node on the host; false when the op has no host evaluator. */
+bool HostEvaluate(const Node& node, const std::vector<HostTensorPtr>& inputs,
+                  const std::vector<TensorType>& out_types, std::vector<HostTensorPtr>* outputs);
+
+/*! \brief TVM-style fusion into groups; opt_level 0 puts every node in a group of its own. Adds
+ *  Identity copies for graph outputs that are graph inputs or constants. Function names are
+ *  "<prefix>fused_<op>_<op>..._N" (unique). */
+std::vector<FusedGroup> FuseOps(Graph* graph, int opt_level);
+
+/*! \brief A named pass for the driver's pipeline, dumps and timings. */
+struct Pass {
+  std::string name;
+  std::function<void(Graph*)> run;
+};
+
+}  // namespace compiler
+}  // namespace ember
+
+#endif  // EMBER_COMPILER_TRANSFORM_H_
