@@ -1,0 +1,83 @@
+// Loop IR -> LLVM IR for one module (private to compiler/codegen/llvm).
+#ifndef EMBER_COMPILER_CODEGEN_LLVM_CODEGEN_LLVM_H_
+#define EMBER_COMPILER_CODEGEN_LLVM_CODEGEN_LLVM_H_
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ember/compiler/lower.h"
+#include "ember/compiler/target.h"
+
+namespace ember::compiler::codegen {
+
+class CodeGenLLVM {
+ public:
+  CodeGenLLVM(llvm::Module* module, const Target& target);
+
+  /*! \brief Emits the exported packed function for f. */
+  llvm::Function* AddFunction(const lower::LoweredFunc& f);
+  /*! \brief The `__tvm_module_ctx` global (created once). */
+  llvm::GlobalVariable* ModuleCtx();
+  /*! \brief A static constructor registering every function (and the module ctx) with
+   * TVMBackendRegisterSystemLibSymbol. */
+  void AddSystemLibRegistration(const std::vector<llvm::Function*>& funcs);
+
+ private:
+  struct FuncState;
+  llvm::Type* ValueType(te::DataType t);
+  llvm::Type* StorageType(te::DataType t);
+  llvm::Type* IndexType() { return index_ty_; }
+  llvm::Value* Emit(const te::Expr& e);
+  llvm::Value* EmitIndex(const te::Expr& e);
+  llvm::Value* EmitBinary(const te::BinaryNode* b);
+  llvm::Value* EmitCall(const te::CallNode* c);
+  llvm::Value* EmitCast(te::DataType to, te::DataType from, llvm::Value* v);
+  llvm::Value* CastInt(llvm::Value* v, llvm::Type* to, bool is_signed);
+  void EmitStmt(const lower::Stmt& s);
+  void EmitFor(const lower::ForNode* f);
+  void EmitLoop(const te::Expr& var, llvm::Value* begin, llvm::Value* end, bool vectorize,
+                const lower::Stmt& body);
+  void EmitParallelFor(const lower::ForNode* f);
+  llvm::Value* BufferPtr(const lower::BufferNode* b);
+  llvm::Value* ElementPtr(const lower::BufferNode* b, const te::Expr& index, bool clamp);
+  llvm::Function* ErrorHelper();
+  llvm::Function* GetExtern(const std::string& name, llvm::FunctionType* ty);
+  llvm::Value* Str(const std::string& s);
+  // Branches to an error block (message prefix + got value) when !ok.
+  void Check(llvm::Value* ok, const std::string& prefix, llvm::Value* got);
+
+  llvm::Module* module_;
+  llvm::LLVMContext& ctx_;
+  Target target_;
+  llvm::IRBuilder<> b_;
+  llvm::Type* index_ty_;
+  llvm::Type* i8_;
+  llvm::Type* i32_;
+  llvm::Type* i64_;
+  llvm::PointerType* ptr_;
+  llvm::StructType* dltensor_ty_;
+  llvm::GlobalVariable* module_ctx_ = nullptr;
+  llvm::Function* error_helper_ = nullptr;
+  std::unordered_map<std::string, llvm::Constant*> strings_;
+
+  // Per-function state.
+  llvm::Function* func_ = nullptr;
+  llvm::BasicBlock* cleanup_bb_ = nullptr;
+  llvm::Value* status_ = nullptr;
+  std::string func_name_;
+  int closure_count_ = 0;
+  std::unordered_map<const te::ExprNode*, llvm::Value*> vars_;
+  std::unordered_map<const lower::BufferNode*, llvm::Value*> buffers_;
+  int clamp_depth_ = 0;
+  bool index_mode_ = false;
+};
+
+}  // namespace ember::compiler::codegen
+
+#endif  // EMBER_COMPILER_CODEGEN_LLVM_CODEGEN_LLVM_H_

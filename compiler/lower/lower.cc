@@ -1,0 +1,482 @@
+// te -> loop IR with the default schedule: inline injective stages, materialise reductions and
+// outputs, drop unit loops, parallelise the outermost loop of big nests, mark innermost loops
+// for vectorisation.
+#include "ember/compiler/lower.h"
+
+#include <ember/compiler/ir/fused_group.h>
+#include <ember/compiler/ir/op_registry.h>
+
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "../ops/op_common.h"
+
+namespace ember::compiler::lower {
+
+using te::Expr;
+using te::ExprKind;
+using te::Tensor;
+using te::TensorNode;
+
+Expr BufferLoad(const Buffer& b, Expr index) {
+  return Expr(std::make_shared<BufferLoadNode>(b, std::move(index)));
+}
+
+Stmt For(Expr var, int64_t extent, ForKind kind, Stmt body) {
+  auto n = std::make_shared<ForNode>();
+  n->var = std::move(var);
+  n->extent = extent;
+  n->for_kind = kind;
+  n->body = std::move(body);
+  return n;
+}
+
+Stmt Store(Buffer buffer, Expr index, Expr value) {
+  auto n = std::make_shared<StoreNode>();
+  n->buffer = std::move(buffer);
+  n->index = std::move(index);
+  n->value = std::move(value);
+  return n;
+}
+
+Stmt If(Expr cond, Stmt then_case, Stmt else_case) {
+  auto n = std::make_shared<IfNode>();
+  n->cond = std::move(cond);
+  n->then_case = std::move(then_case);
+  n->else_case = std::move(else_case);
+  return n;
+}
+
+Stmt Seq(std::vector<Stmt> stmts) {
+  if (stmts.size() == 1) return stmts[0];
+  auto n = std::make_shared<SeqNode>();
+  n->stmts = std::move(stmts);
+  return n;
+}
+
+namespace {
+
+using VarMap = std::unordered_map<const te::ExprNode*, Expr>;
+
+// Rebuilds e with variables replaced; also lowers TensorLoads through `load`.
+class Rewriter {
+ public:
+  std::function<Expr(const te::TensorLoadNode*, std::vector<Expr> idx)> load;
+  VarMap vars;
+
+  Expr Visit(const Expr& e) {
+    if (!e.defined()) return e;
+    switch (e.kind()) {
+      case ExprKind::kIntImm:
+      case ExprKind::kFloatImm:
+        return e;
+      case ExprKind::kVar: {
+        auto it = vars.find(e.get());
+        return it == vars.end() ? e : it->second;
+      }
+      case ExprKind::kBinary: {
+        auto* b = e.as<te::BinaryNode>();
+        return te::Binary(b->op, Visit(b->a), Visit(b->b));
+      }
+      case ExprKind::kNot:
+        return te::Not(Visit(e.as<te::NotNode>()->a));
+      case ExprKind::kSelect: {
+        auto* s = e.as<te::SelectNode>();
+        return te::Select(Visit(s->cond), Visit(s->true_value), Visit(s->false_value));
+      }
+      case ExprKind::kCast:
+        return te::Cast(e.dtype(), Visit(e.as<te::CastNode>()->value));
+      case ExprKind::kCall: {
+        auto* c = e.as<te::CallNode>();
+        std::vector<Expr> args;
+        for (auto& a : c->args) args.push_back(Visit(a));
+        return Expr(std::make_shared<te::CallNode>(c->dtype, c->fn, std::move(args)));
+      }
+      case ExprKind::kTensorLoad: {
+        auto* l = e.as<te::TensorLoadNode>();
+        std::vector<Expr> idx;
+        for (auto& i : l->indices) idx.push_back(Visit(i));
+        if (load) return load(l, std::move(idx));
+        return l->tensor(idx);
+      }
+      case ExprKind::kBufferLoad: {
+        auto* l = e.as<BufferLoadNode>();
+        return BufferLoad(l->buffer, Visit(l->index));
+      }
+      case ExprKind::kReduce:
+        throw std::runtime_error("lower: a reduction may only be the whole body of a compute");
+    }
+    return e;
+  }
+};
+
+struct Stage {
+  const TensorNode* tensor;
+  Buffer buffer;  // null when inlined
+};
+
+class Lowerer {
+ public:
+  Lowerer(const std::string& name, const ScheduleOptions& opts) : opts_(opts) { func_.name = name; }
+
+  LoweredFunc Run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                  const std::vector<ArgInfo>& arg_infos) {
+    if (arg_infos.size() != inputs.size() + outputs.size()) {
+      throw std::runtime_error("lower: argument count mismatch in " + func_.name);
+    }
+    func_.args = arg_infos;
+    for (size_t i = 0; i < arg_infos.size(); ++i) {
+      const Tensor& t = i < inputs.size() ? inputs[i] : outputs[i - inputs.size()];
+      auto b = std::make_shared<BufferNode>();
+      b->name = SanitizeName(arg_infos[i].name.empty() ? t->name : arg_infos[i].name);
+      b->dtype = t.dtype();
+      b->size = t.NumElements();
+      b->scope = BufferScope::kArg;
+      b->arg_index = static_cast<int>(i);
+      func_.args[i].buffer = b;
+      if (i < inputs.size()) {
+        if (!t.is_placeholder()) throw std::runtime_error("lower: input is not a placeholder");
+        buffers_[t.get()] = b;
+      } else {
+        out_buffers_.push_back(b);
+      }
+    }
+    // Outputs that are placeholders or repeated are copied through a fresh compute.
+    std::vector<Tensor> outs;
+    std::set<const TensorNode*> seen;
+    for (const Tensor& t : outputs) {
+      Tensor o = t;
+      if (t.is_placeholder() || !seen.insert(t.get()).second) {
+        o = te::Compute(
+            t.shape(), [&](const std::vector<Expr>& idx) { return t(idx); }, t->name + "_copy");
+        seen.insert(o.get());
+      }
+      outs.push_back(o);
+    }
+    for (size_t k = 0; k < outs.size(); ++k) {
+      if (outs[k].dtype() != out_buffers_[k]->dtype &&
+          !(te::IsBool(outs[k].dtype()) && te::IsBool(out_buffers_[k]->dtype))) {
+        throw std::runtime_error("lower: output " + std::to_string(k) + " of " + func_.name +
+                                 " computes " + te::DataTypeName(outs[k].dtype()) +
+                                 " but the graph declares " +
+                                 te::DataTypeName(out_buffers_[k]->dtype));
+      }
+      buffers_[outs[k].get()] = out_buffers_[k];
+    }
+    // Post-order over materialised stages.
+    std::vector<const TensorNode*> order;
+    std::set<const TensorNode*> visited;
+    std::function<void(const TensorNode*)> dfs = [&](const TensorNode* t) {
+      if (!visited.insert(t).second) return;
+      for (auto& in : t->inputs) dfs(in.get());
+      order.push_back(t);
+    };
+    for (auto& o : outs) dfs(o.get());
+    std::vector<Stmt> body;
+    for (const TensorNode* t : order) {
+      if (!t->body.defined()) {
+        if (!buffers_.count(t)) {
+          throw std::runtime_error("lower: " + func_.name + " reads tensor " + t->name +
+                                   " which is not an argument");
+        }
+        continue;
+      }
+      bool materialise = buffers_.count(t) || t->body.kind() == ExprKind::kReduce;
+      if (!materialise) continue;
+      if (!buffers_.count(t)) {
+        auto b = std::make_shared<BufferNode>();
+        b->name = SanitizeName(t->name) + "_ws";
+        b->dtype = t->dtype;
+        b->size = 1;
+        for (int64_t d : t->shape) b->size *= d;
+        b->scope = BufferScope::kWorkspace;
+        buffers_[t] = b;
+        func_.workspaces.push_back(b);
+      }
+      body.push_back(LowerStage(t, buffers_[t]));
+    }
+    func_.body = Seq(body);
+    return func_;
+  }
+
+ private:
+  static std::string SanitizeName(const std::string& s) {
+    std::string r;
+    for (char c : s) r += (isalnum(static_cast<unsigned char>(c)) ? c : '_');
+    return r.empty() ? "t" : r;
+  }
+
+  static Expr Flatten(const std::vector<int64_t>& shape, const std::vector<Expr>& idx) {
+    Expr flat = 0;
+    for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + idx[d];
+    return flat;
+  }
+
+  // The lowered body of an inlined stage, over its own axis vars (cached).
+  const Expr& InlineBody(const TensorNode* t) {
+    auto it = inline_cache_.find(t);
+    if (it != inline_cache_.end()) return it->second;
+    Expr lowered = LowerExpr(t->body);
+    return inline_cache_.emplace(t, lowered).first->second;
+  }
+
+  Expr LowerExpr(const Expr& e) {
+    Rewriter rw;
+    rw.load = [this](const te::TensorLoadNode* l, std::vector<Expr> idx) -> Expr {
+      const TensorNode* t = l->tensor.get();
+      auto it = buffers_.find(t);
+      if (it != buffers_.end()) return BufferLoad(it->second, Flatten(t->shape, idx));
+      if (!t->body.defined()) {
+        throw std::runtime_error("lower: " + func_.name + " reads tensor " + t->name +
+                                 " which is not an argument");
+      }
+      if (t->body.kind() == ExprKind::kReduce) {
+        throw std::runtime_error("lower: reduction " + t->name + " read before it is computed");
+      }
+      Rewriter sub;
+      for (size_t d = 0; d < t->axis.size(); ++d) sub.vars[t->axis[d].var.get()] = idx[d];
+      return sub.Visit(InlineBody(t));
+    };
+    return rw.Visit(e);
+  }
+
+  Buffer NewLocal(const std::string& name, te::DataType dtype) {
+    auto b = std::make_shared<BufferNode>();
+    b->name = name;
+    b->dtype = dtype;
+    b->size = 1;
+    b->scope = BufferScope::kLocal;
+    func_.locals.push_back(b);
+    return b;
+  }
+
+  Stmt LowerStage(const TensorNode* t, const Buffer& out) {
+    int64_t points = 1;
+    for (int64_t d : t->shape) points *= d;
+    std::vector<Expr> idx;
+    for (auto& a : t->axis) idx.push_back(a.var);
+    Expr flat = Flatten(t->shape, idx);
+    Stmt inner;
+    int64_t work = points;
+    bool is_reduce = t->body.kind() == ExprKind::kReduce;
+    if (!is_reduce) {
+      Expr v = LowerExpr(t->body);
+      inner = Store(out, flat, v);
+    } else {
+      auto* r = t->body.as<te::ReduceNode>();
+      Expr src = LowerExpr(r->source);
+      Expr cond = r->condition.defined() ? LowerExpr(r->condition) : Expr();
+      int64_t rext = 1;
+      for (auto& a : r->axes) rext *= a.extent;
+      work *= std::max<int64_t>(rext, 1);
+      te::DataType st = src.dtype();
+      Buffer acc = NewLocal(SanitizeName(t->name) + "_acc", st);
+      Expr accv = BufferLoad(acc, 0);
+      std::vector<Stmt> init, update;
+      Expr result;
+      if (r->op == te::ReduceOp::kArgMax || r->op == te::ReduceOp::kArgMin) {
+        Buffer acci = NewLocal(SanitizeName(t->name) + "_idx", te::Int(64));
+        bool is_max = r->op == te::ReduceOp::kArgMax;
+        init.push_back(Store(acc, 0, is_max ? te::MinValue(st) : te::MaxValue(st)));
+        init.push_back(Store(acci, 0, te::IntImm(te::Int(64), 0)));
+        Expr better = is_max ? (r->select_last_index ? src >= accv : src > accv)
+                             : (r->select_last_index ? src <= accv : src < accv);
+        if (cond.defined()) better = cond && better;
+        Expr k = r->axes[0].var;
+        update.push_back(Store(acci, 0, te::Select(better, k, BufferLoad(acci, 0))));
+        update.push_back(Store(acc, 0, te::Select(better, src, accv)));
+        result = BufferLoad(acci, 0);
+      } else {
+        Expr init_v;
+        Expr combined;
+        switch (r->op) {
+          case te::ReduceOp::kSum:
+            init_v = te::Const(st, 0);
+            combined = accv + src;
+            break;
+          case te::ReduceOp::kProd:
+            init_v = te::Const(st, 1);
+            combined = accv * src;
+            break;
+          case te::ReduceOp::kMax:
+            init_v = te::MinValue(st);
+            combined = te::Max(accv, src);
+            break;
+          case te::ReduceOp::kMin:
+            init_v = te::MaxValue(st);
+            combined = te::Min(accv, src);
+            break;
+          default:
+            break;
+        }
+        if (cond.defined()) combined = te::Select(cond, combined, accv);
+        init.push_back(Store(acc, 0, init_v));
+        update.push_back(Store(acc, 0, combined));
+        result = accv;
+      }
+      Stmt red = Seq(update);
+      for (int i = static_cast<int>(r->axes.size()) - 1; i >= 0; --i) {
+        const auto& ax = r->axes[i];
+        if (ax.extent == 1) {
+          red = SubstituteStmt(red, ax.var, 0);
+          continue;
+        }
+        ForKind kind =
+            (i == static_cast<int>(r->axes.size()) - 1) ? ForKind::kVectorized : ForKind::kSerial;
+        red = For(ax.var, ax.extent, kind, red);
+      }
+      std::vector<Stmt> seq = init;
+      if (points > 0) seq.push_back(red);
+      seq.push_back(Store(out, flat, te::Cast(out->dtype, result)));
+      inner = Seq(seq);
+    }
+    // Spatial loops, dropping unit extents.
+    Stmt s = inner;
+    int n = static_cast<int>(t->axis.size());
+    std::vector<int> kept;
+    for (int d = 0; d < n; ++d) {
+      if (t->axis[d].extent != 1) kept.push_back(d);
+    }
+    for (int d = n - 1; d >= 0; --d) {
+      if (t->axis[d].extent == 1) s = SubstituteStmt(s, t->axis[d].var, 0);
+    }
+    for (int k = static_cast<int>(kept.size()) - 1; k >= 0; --k) {
+      int d = kept[k];
+      ForKind kind = ForKind::kSerial;
+      if (k == static_cast<int>(kept.size()) - 1 && !is_reduce) kind = ForKind::kVectorized;
+      if (k == 0 && opts_.parallel && work >= opts_.parallel_min_work) kind = ForKind::kParallel;
+      s = For(t->axis[d].var, t->axis[d].extent, kind, s);
+    }
+    return s;
+  }
+
+  static Stmt SubstituteStmt(const Stmt& s, const Expr& var, const Expr& value) {
+    Rewriter rw;
+    rw.vars[var.get()] = value;
+    std::function<Stmt(const Stmt&)> go = [&](const Stmt& st) -> Stmt {
+      if (!st) return st;
+      switch (st->kind) {
+        case StmtKind::kFor: {
+          auto* f = static_cast<const ForNode*>(st.get());
+          return For(f->var, f->extent, f->for_kind, go(f->body));
+        }
+        case StmtKind::kStore: {
+          auto* p = static_cast<const StoreNode*>(st.get());
+          return Store(p->buffer, rw.Visit(p->index), rw.Visit(p->value));
+        }
+        case StmtKind::kIf: {
+          auto* p = static_cast<const IfNode*>(st.get());
+          return If(rw.Visit(p->cond), go(p->then_case), go(p->else_case));
+        }
+        case StmtKind::kSeq: {
+          auto* p = static_cast<const SeqNode*>(st.get());
+          std::vector<Stmt> v;
+          for (auto& x : p->stmts) v.push_back(go(x));
+          return Seq(v);
+        }
+      }
+      return st;
+    };
+    return go(s);
+  }
+
+  ScheduleOptions opts_;
+  LoweredFunc func_;
+  std::unordered_map<const TensorNode*, Buffer> buffers_;
+  std::unordered_map<const TensorNode*, Expr> inline_cache_;
+  std::vector<Buffer> out_buffers_;
+};
+
+}  // namespace
+
+LoweredFunc LowerTensors(const std::string& name, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& outputs, const std::vector<ArgInfo>& arg_infos,
+                         const ScheduleOptions& opts) {
+  Lowerer l(name, opts);
+  return l.Run(inputs, outputs, arg_infos);
+}
+
+LoweredFunc LowerGroup(const FusedGroup& group, const ScheduleOptions& opts) {
+  const Graph& g = *group.graph;
+  ops::GraphScope scope(&g);
+  std::map<int, Tensor> env;
+  std::vector<Tensor> inputs, outputs;
+  std::vector<ArgInfo> args;
+  for (int vid : group.inputs) {
+    const Value& v = g.value(vid);
+    Tensor t = te::Placeholder(v.type.shape, ops::ExprType(v.type.dtype), v.name);
+    env[vid] = t;
+    inputs.push_back(t);
+    args.push_back(ArgInfo{v.name, v.type.shape, v.type.dtype, nullptr});
+  }
+  for (const Node* node : group.nodes) {
+    const OpDef* def = OpRegistry::Global()->Find(node->op);
+    if (def == nullptr || !def->has_compute()) {
+      throw UnsupportedError(node->Describe() + ": operator " + node->op +
+                             " has no kernel (compute rule) in emberc");
+    }
+    std::vector<Tensor> ins;
+    std::vector<TensorType> out_types;
+    for (size_t i = 0; i < node->inputs.size(); ++i) {
+      int vid = node->inputs[i];
+      if (vid == kAbsentValue) {
+        ins.push_back(Tensor());
+        continue;
+      }
+      auto it = env.find(vid);
+      if (it != env.end()) {
+        ins.push_back(it->second);
+      } else if (g.value(vid).is_constant()) {
+        // Constant operands the graph side kept off the argument list (shape/axes inputs) are
+        // read by compute rules through ConstInput; expose small ones as tensors too.
+        const Value& v = g.value(vid);
+        if (v.constant->NumElements() <= 256) {
+          ins.push_back(ops::ConstTensor(*v.constant, v.name));
+        } else {
+          ins.push_back(Tensor());
+        }
+      } else {
+        throw CompileError(node->Describe() + ": input '" + g.value(vid).name +
+                           "' is neither a group input nor produced inside group " +
+                           group.func_name);
+      }
+    }
+    for (int o : node->outputs) out_types.push_back(g.value(o).type);
+    std::vector<Tensor> res = def->compute()(*node, ins, out_types);
+    if (res.size() < node->outputs.size()) {
+      throw CompileError(node->Describe() + ": compute rule made " + std::to_string(res.size()) +
+                         " outputs, the node has " + std::to_string(node->outputs.size()));
+    }
+    for (size_t k = 0; k < node->outputs.size(); ++k) {
+      const TensorType& tt = out_types[k];
+      if (res[k].shape() != tt.shape) {
+        throw CompileError(node->Describe() + ": kernel output " + std::to_string(k) + " shape " +
+                           ShapeToString(res[k].shape()) + " differs from the graph's " +
+                           ShapeToString(tt.shape));
+      }
+      Tensor r = res[k];
+      if (r.dtype() != ops::ExprType(tt.dtype)) {
+        r = te::Compute(
+            r.shape(),
+            [&](const std::vector<Expr>& idx) { return te::Cast(ops::ExprType(tt.dtype), r(idx)); },
+            r->name + "_cast");
+      }
+      env[node->outputs[k]] = r;
+    }
+  }
+  for (int vid : group.outputs) {
+    const Value& v = g.value(vid);
+    auto it = env.find(vid);
+    if (it == env.end()) {
+      throw CompileError("group " + group.func_name + ": output '" + v.name + "' is not computed");
+    }
+    outputs.push_back(it->second);
+    args.push_back(ArgInfo{v.name, v.type.shape, v.type.dtype, nullptr});
+  }
+  return LowerTensors(group.func_name, inputs, outputs, args, opts);
+}
+
+}  // namespace ember::compiler::lower

@@ -1,0 +1,323 @@
+// Compute rules of Conv, ConvTranspose, pooling, Gemm and MatMul. Attributes follow the
+// canonical form (canonical_ops.h): pads/strides/dilations/kernel_shape are always present.
+#include <numeric>
+
+#include "op_common.h"
+
+namespace ember::compiler::ops {
+namespace {
+
+using te::IterVar;
+
+struct Window {
+  std::vector<int64_t> kernel, strides, dilations, pads;  // pads: begins then ends
+};
+
+Window ReadWindow(const Node& n, size_t spatial, const std::vector<int64_t>& kernel_default) {
+  Window w;
+  w.kernel = n.GetInts("kernel_shape", kernel_default);
+  w.strides = n.GetInts("strides", std::vector<int64_t>(spatial, 1));
+  w.dilations = n.GetInts("dilations", std::vector<int64_t>(spatial, 1));
+  w.pads = n.GetInts("pads", std::vector<int64_t>(2 * spatial, 0));
+  std::string auto_pad = n.GetString("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && !n.HasAttr("pads")) {
+    Unsupported(n, "auto_pad " + auto_pad + " must be resolved by the frontend");
+  }
+  if (w.kernel.size() != spatial || w.strides.size() != spatial || w.dilations.size() != spatial ||
+      w.pads.size() != 2 * spatial) {
+    Fail(n, "kernel_shape/strides/dilations/pads do not match " + std::to_string(spatial) +
+                " spatial dims");
+  }
+  return w;
+}
+
+Tensor Conv(const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& out) {
+  const Tensor& x = In(n, in, 0);
+  const Tensor& w = In(n, in, 1);
+  Tensor bias = in.size() > 2 ? in[2] : Tensor();
+  size_t spatial = static_cast<size_t>(x.ndim() - 2);
+  std::vector<int64_t> kdef(w.shape().begin() + 2, w.shape().end());
+  Window win = ReadWindow(n, spatial, kdef);
+  int64_t group = n.GetInt("group", 1);
+  int64_t cin = x.shape()[1];
+  int64_t cout = w.shape()[0];
+  if (group <= 0 || cin % group != 0 || cout % group != 0 || w.shape()[1] != cin / group) {
+    Fail(n, "channels do not match group " + std::to_string(group));
+  }
+  int64_t icg = cin / group, ocg = cout / group;
+  std::vector<IterVar> axes;
+  IterVar rc = te::ReduceAxis(icg, "rc");
+  axes.push_back(rc);
+  std::vector<IterVar> rk;
+  for (size_t d = 0; d < spatial; ++d) {
+    rk.push_back(te::ReduceAxis(w.shape()[2 + d], "rk" + std::to_string(d)));
+    axes.push_back(rk.back());
+  }
+  const std::vector<int64_t>& oshape = out.at(0).shape;
+  Tensor conv = te::Compute(
+      oshape,
+      [&](const std::vector<Expr>& i) {
+        Expr ic = rc.var;
+        if (group > 1) ic = (i[1] / ocg) * icg + rc.var;
+        std::vector<Expr> xi = {i[0], ic};
+        std::vector<Expr> wi = {i[1], rc.var};
+        Expr inside;
+        for (size_t d = 0; d < spatial; ++d) {
+          Expr pos = i[2 + d] * win.strides[d] + rk[d].var * win.dilations[d] - win.pads[d];
+          xi.push_back(pos);
+          wi.push_back(rk[d].var);
+          if (win.pads[d] > 0 || win.pads[spatial + d] > 0 ||
+              (oshape[2 + d] - 1) * win.strides[d] + (w.shape()[2 + d] - 1) * win.dilations[d] -
+                      win.pads[d] >=
+                  x.shape()[2 + d]) {
+            Expr ok = (pos >= 0) && (pos < x.shape()[2 + d]);
+            inside = inside.defined() ? (inside && ok) : ok;
+          }
+        }
+        Expr v = x(xi) * w(wi);
+        if (inside.defined()) v = te::Select(inside, v, te::Const(v.dtype(), 0));
+        return te::Sum(v, axes);
+      },
+      n.name + "_conv");
+  if (!bias.defined()) return conv;
+  return te::Compute(
+      oshape, [&](const std::vector<Expr>& i) { return conv(i) + bias({i[1]}); }, n.name + "_out");
+}
+
+Tensor ConvTranspose(const Node& n, const std::vector<Tensor>& in,
+                     const std::vector<TensorType>& out) {
+  const Tensor& x = In(n, in, 0);
+  const Tensor& w = In(n, in, 1);  // [Cin, Cout/group, k...]
+  Tensor bias = in.size() > 2 ? in[2] : Tensor();
+  size_t spatial = static_cast<size_t>(x.ndim() - 2);
+  std::vector<int64_t> kdef(w.shape().begin() + 2, w.shape().end());
+  Window win = ReadWindow(n, spatial, kdef);
+  int64_t group = n.GetInt("group", 1);
+  int64_t cin = x.shape()[1];
+  int64_t ocg = w.shape()[1];
+  if (group <= 0 || cin % group != 0) Fail(n, "channels do not match group");
+  int64_t icg = cin / group;
+  IterVar rc = te::ReduceAxis(icg, "rc");
+  std::vector<IterVar> axes = {rc};
+  std::vector<IterVar> rk;
+  for (size_t d = 0; d < spatial; ++d) {
+    rk.push_back(te::ReduceAxis(w.shape()[2 + d], "rk" + std::to_string(d)));
+    axes.push_back(rk.back());
+  }
+  const std::vector<int64_t>& oshape = out.at(0).shape;
+  Tensor conv = te::Compute(
+      oshape,
+      [&](const std::vector<Expr>& i) {
+        Expr g = group > 1 ? i[1] / ocg : Expr(0);
+        Expr ic = group > 1 ? g * icg + rc.var : rc.var;
+        Expr oc_in_g = group > 1 ? te::Mod(i[1], Expr(ocg)) : i[1];
+        std::vector<Expr> xi = {i[0], ic};
+        std::vector<Expr> wi = {ic, oc_in_g};
+        Expr cond;
+        for (size_t d = 0; d < spatial; ++d) {
+          // o = in * stride - pad + k * dil  =>  in = (o + pad - k * dil) / stride
+          Expr num = i[2 + d] + win.pads[d] - rk[d].var * win.dilations[d];
+          Expr pos = te::FloorDiv(num, Expr(win.strides[d]));
+          Expr ok = (num >= 0) && (pos < x.shape()[2 + d]);
+          if (win.strides[d] > 1) ok = ok && (te::FloorMod(num, Expr(win.strides[d])) == 0);
+          cond = cond.defined() ? (cond && ok) : ok;
+          xi.push_back(pos);
+          wi.push_back(rk[d].var);
+        }
+        Expr v = x(xi) * w(wi);
+        return te::Sum(te::Select(cond, v, te::Const(v.dtype(), 0)), axes);
+      },
+      n.name + "_convt");
+  if (!bias.defined()) return conv;
+  return te::Compute(
+      oshape, [&](const std::vector<Expr>& i) { return conv(i) + bias({i[1]}); }, n.name + "_out");
+}
+
+// Number of kernel taps k in [0, K) with lo <= start + k*dil < hi (start may be negative).
+Expr TapCount(Expr start, int64_t K, int64_t dil, int64_t lo, int64_t hi) {
+  // kmin = ceil((lo - start) / dil) clamped at 0; kmax = floor((hi - 1 - start) / dil) at K-1
+  Expr kmin = te::Max(Expr(0), -te::FloorDiv(start - lo, Expr(dil)));
+  Expr kmax = te::Min(Expr(K - 1), te::FloorDiv(Expr(hi - 1) - start, Expr(dil)));
+  return te::Max(Expr(0), kmax - kmin + 1);
+}
+
+Tensor Pool(const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& out,
+            bool is_max) {
+  const Tensor& x = In(n, in, 0);
+  if (n.outputs.size() > 1) Unsupported(n, "MaxPool's Indices output is not supported");
+  size_t spatial = static_cast<size_t>(x.ndim() - 2);
+  if (!n.HasAttr("kernel_shape")) Fail(n, "kernel_shape is required");
+  Window win = ReadWindow(n, spatial, {});
+  bool include_pad = n.GetInt("count_include_pad", 0) != 0;
+  std::vector<IterVar> rk;
+  for (size_t d = 0; d < spatial; ++d) {
+    rk.push_back(te::ReduceAxis(win.kernel[d], "rk" + std::to_string(d)));
+  }
+  const std::vector<int64_t>& oshape = out.at(0).shape;
+  te::DataType t = x.dtype();
+  Tensor red = te::Compute(
+      oshape,
+      [&](const std::vector<Expr>& i) {
+        std::vector<Expr> xi = {i[0], i[1]};
+        Expr cond;
+        for (size_t d = 0; d < spatial; ++d) {
+          Expr pos = i[2 + d] * win.strides[d] + rk[d].var * win.dilations[d] - win.pads[d];
+          xi.push_back(pos);
+          Expr ok = (pos >= 0) && (pos < x.shape()[2 + d]);
+          cond = cond.defined() ? (cond && ok) : ok;
+        }
+        if (is_max) return te::ReduceMax(x(xi), rk, cond);
+        return te::Sum(x(xi), rk, cond);
+      },
+      n.name + (is_max ? "_max" : "_sum"));
+  if (is_max) return red;
+  return te::Compute(
+      oshape,
+      [&](const std::vector<Expr>& i) {
+        Expr count = 1;
+        for (size_t d = 0; d < spatial; ++d) {
+          Expr start = i[2 + d] * win.strides[d] - win.pads[d];
+          int64_t lo = include_pad ? -win.pads[d] : 0;
+          int64_t hi = include_pad ? x.shape()[2 + d] + win.pads[spatial + d] : x.shape()[2 + d];
+          count = count * TapCount(start, win.kernel[d], win.dilations[d], lo, hi);
+        }
+        return red(i) / te::Cast(t, te::Max(count, Expr(1)));
+      },
+      n.name + "_out");
+}
+
+Tensor GlobalPool(const Node& n, const std::vector<Tensor>& in, bool is_max) {
+  const Tensor& x = In(n, in, 0);
+  std::vector<IterVar> rk;
+  int64_t count = 1;
+  std::vector<int64_t> oshape = {x.shape()[0], x.shape()[1]};
+  for (int d = 2; d < x.ndim(); ++d) {
+    rk.push_back(te::ReduceAxis(x.shape()[d], "rk" + std::to_string(d)));
+    count *= x.shape()[d];
+    oshape.push_back(1);
+  }
+  Tensor red = te::Compute(
+      oshape,
+      [&](const std::vector<Expr>& i) {
+        std::vector<Expr> xi = {i[0], i[1]};
+        for (auto& r : rk) xi.push_back(r.var);
+        return is_max ? te::ReduceMax(x(xi), rk) : te::Sum(x(xi), rk);
+      },
+      n.name + (is_max ? "_max" : "_sum"));
+  if (is_max) return red;
+  return te::Compute(
+      oshape,
+      [&](const std::vector<Expr>& i) {
+        return red(i) * te::Const(x.dtype(), 1.0 / static_cast<double>(count));
+      },
+      n.name + "_out");
+}
+
+Tensor Gemm(const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& out) {
+  const Tensor& a = In(n, in, 0);
+  const Tensor& b = In(n, in, 1);
+  Tensor c = in.size() > 2 ? in[2] : Tensor();
+  bool ta = n.GetInt("transA", 0) != 0, tb = n.GetInt("transB", 0) != 0;
+  double alpha = n.GetFloat("alpha", 1.0), beta = n.GetFloat("beta", 1.0);
+  int64_t k = ta ? a.shape()[0] : a.shape()[1];
+  IterVar rk = te::ReduceAxis(k, "rk");
+  const std::vector<int64_t>& oshape = out.at(0).shape;
+  Tensor mm = te::Compute(
+      oshape,
+      [&](const std::vector<Expr>& i) {
+        Expr av = ta ? a({rk.var, i[0]}) : a({i[0], rk.var});
+        Expr bv = tb ? b({i[1], rk.var}) : b({rk.var, i[1]});
+        return te::Sum(av * bv, {rk});
+      },
+      n.name + "_mm");
+  if (alpha == 1.0 && (!c.defined() || beta == 0.0)) return mm;
+  return te::Compute(
+      oshape,
+      [&](const std::vector<Expr>& i) {
+        Expr v = mm(i);
+        if (alpha != 1.0) v = v * te::Const(v.dtype(), alpha);
+        if (c.defined() && beta != 0.0) {
+          Expr cv = BroadcastLoad(c, i);
+          if (beta != 1.0) cv = cv * te::Const(cv.dtype(), beta);
+          v = v + cv;
+        }
+        return v;
+      },
+      n.name + "_out");
+}
+
+Tensor MatMul(const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& out) {
+  const Tensor& a = In(n, in, 0);
+  const Tensor& b = In(n, in, 1);
+  const std::vector<int64_t>& oshape = out.at(0).shape;
+  int ra = a.ndim(), rb = b.ndim(), ro = static_cast<int>(oshape.size());
+  int64_t k = a.shape()[ra - 1];
+  IterVar rk = te::ReduceAxis(k, "rk");
+  return te::Compute(
+      oshape,
+      [&](const std::vector<Expr>& i) {
+        // Output dims: batch..., [M if ra > 1], [N if rb > 1].
+        int nb = ro - (ra > 1 ? 1 : 0) - (rb > 1 ? 1 : 0);
+        std::vector<Expr> batch(i.begin(), i.begin() + nb);
+        Expr m = ra > 1 ? i[nb] : Expr(0);
+        Expr col = rb > 1 ? i[ro - 1] : Expr(0);
+        std::vector<Expr> ai, bi;
+        if (ra > 1) {
+          int abatch = ra - 2;
+          for (int d = 0; d < abatch; ++d) {
+            ai.push_back(a.shape()[d] == 1 ? Expr(0) : batch[nb - abatch + d]);
+          }
+          ai.push_back(m);
+        }
+        ai.push_back(rk.var);
+        if (rb > 1) {
+          int bbatch = rb - 2;
+          for (int d = 0; d < bbatch; ++d) {
+            bi.push_back(b.shape()[d] == 1 ? Expr(0) : batch[nb - bbatch + d]);
+          }
+          bi.push_back(rk.var);
+          bi.push_back(col);
+        } else {
+          bi.push_back(rk.var);
+        }
+        return te::Sum(a(ai) * b(bi), {rk});
+      },
+      n.name + "_out");
+}
+
+const bool kRegistered = [] {
+  auto reg = [](const char* op, FCompute fn) { OpRegistry::Global()->Mutable(op).set_compute(fn); };
+  reg("Conv", [](const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& o) {
+    return std::vector<Tensor>{Conv(n, in, o)};
+  });
+  reg("ConvTranspose",
+      [](const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& o) {
+        return std::vector<Tensor>{ConvTranspose(n, in, o)};
+      });
+  reg("MaxPool",
+      [](const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& o) {
+        return std::vector<Tensor>{Pool(n, in, o, true)};
+      });
+  reg("AveragePool",
+      [](const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& o) {
+        return std::vector<Tensor>{Pool(n, in, o, false)};
+      });
+  reg("GlobalMaxPool",
+      [](const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>&) {
+        return std::vector<Tensor>{GlobalPool(n, in, true)};
+      });
+  reg("GlobalAveragePool",
+      [](const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>&) {
+        return std::vector<Tensor>{GlobalPool(n, in, false)};
+      });
+  reg("Gemm", [](const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& o) {
+    return std::vector<Tensor>{Gemm(n, in, o)};
+  });
+  reg("MatMul", [](const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& o) {
+    return std::vector<Tensor>{MatMul(n, in, o)};
+  });
+  return true;
+}();
+
+}  // namespace
+}  // namespace ember::compiler::ops

@@ -1,0 +1,140 @@
+// Helpers for kernel-side tests: build one-node graphs, compile them to a lib.so for the host,
+// dlopen it and call the packed functions directly with DLTensors.
+#ifndef EMBER_TESTS_CPP_COMPILER_KERNEL_TEST_UTIL_H_
+#define EMBER_TESTS_CPP_COMPILER_KERNEL_TEST_UTIL_H_
+
+#include <dlfcn.h>
+#include <ember/compiler/codegen.h>
+#include <ember/compiler/ir/fused_group.h>
+#include <ember/compiler/ir/graph.h>
+#include <ember/compiler/target.h>
+#include <ember/runtime/c_runtime_api.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace ember::compiler::testing {
+
+using PackedCFunc = int32_t (*)(TVMValue*, int32_t*, int32_t, TVMValue*, int32_t*, void*);
+
+/*! \brief A graph with one or more nodes and a group over all of them. */
+struct KernelGraph {
+  Graph graph;
+  std::vector<int> inputs, outputs;
+
+  int Input(const std::string& name, std::vector<int64_t> shape, DLDataType dt = kFloat32) {
+    int id = graph.AddValue(name, TensorType{std::move(shape), dt});
+    graph.inputs().push_back(id);
+    inputs.push_back(id);
+    return id;
+  }
+  /*! \brief Adds a node; returns its output value ids. */
+  std::vector<int> Add(const std::string& op, std::vector<int> ins,
+                       std::vector<TensorType> out_types, AttrMap attrs = {}) {
+    Node n;
+    n.op = op;
+    n.name = op + "_" + std::to_string(graph.nodes().size());
+    n.attrs = std::move(attrs);
+    n.inputs = std::move(ins);
+    std::vector<int> outs;
+    for (size_t k = 0; k < out_types.size(); ++k) {
+      outs.push_back(graph.AddValue(n.name + "_y" + std::to_string(k), out_types[k]));
+    }
+    n.outputs = outs;
+    graph.nodes().push_back(n);
+    return outs;
+  }
+  FusedGroup Group(const std::string& name, std::vector<int> outs) const {
+    FusedGroup g;
+    g.func_name = name;
+    g.graph = &graph;
+    for (auto& n : graph.nodes()) g.nodes.push_back(&n);
+    g.inputs = inputs;
+    g.outputs = std::move(outs);
+    return g;
+  }
+};
+
+/*! \brief A compiled library in a temp dir, unloaded and removed on destruction. */
+class Library {
+ public:
+  Library(const std::vector<FusedGroup>& groups, const BuildOptions& opts = BuildOptions()) {
+    char tmpl[] = "/tmp/ember_kernel_test_XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    path_ = dir_ + "/lib.so";
+    BuildKernelLibrary(groups, Target::Host(), path_, opts);
+    handle_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) ADD_FAILURE() << "dlopen: " << dlerror();
+  }
+  ~Library() {
+    if (handle_) dlclose(handle_);
+    std::remove(path_.c_str());
+    rmdir(dir_.c_str());
+  }
+  PackedCFunc Get(const std::string& name) const {
+    return handle_ ? reinterpret_cast<PackedCFunc>(dlsym(handle_, name.c_str())) : nullptr;
+  }
+  void* Symbol(const std::string& name) const {
+    return handle_ ? dlsym(handle_, name.c_str()) : nullptr;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+  void* handle_ = nullptr;
+};
+
+/*! \brief Host tensor of any dtype with its DLTensor view. */
+struct HostArray {
+  std::vector<int64_t> shape;
+  DLDataType dtype;
+  std::vector<uint8_t> bytes;
+  DLTensor tensor;
+
+  HostArray(std::vector<int64_t> s, DLDataType dt) : shape(std::move(s)), dtype(dt) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    bytes.assign(static_cast<size_t>(n) * ((dt.bits + 7) / 8), 0);
+    tensor = DLTensor{bytes.data(),
+                      DLDevice{kDLCPU, 0},
+                      static_cast<int32_t>(shape.size()),
+                      dt,
+                      shape.data(),
+                      nullptr,
+                      0};
+  }
+  int64_t size() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+  template <typename T>
+  T* data() {
+    return reinterpret_cast<T*>(bytes.data());
+  }
+  void FillRandom(uint32_t seed, float lo = -1.f, float hi = 1.f) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    for (int64_t i = 0; i < size(); ++i) data<float>()[i] = dist(rng);
+  }
+};
+
+/*! \brief Calls f(args...) with DLTensor handles; returns its status. */
+inline int Call(PackedCFunc f, std::vector<HostArray*> arrays) {
+  std::vector<TVMValue> values(arrays.size());
+  std::vector<int32_t> codes(arrays.size(), kTVMDLTensorHandle);
+  for (size_t i = 0; i < arrays.size(); ++i) values[i].v_handle = &arrays[i]->tensor;
+  TVMValue ret;
+  int32_t ret_code = 0;
+  return f(values.data(), codes.data(), static_cast<int32_t>(arrays.size()), &ret, &ret_code,
+           nullptr);
+}
+
+}  // namespace ember::compiler::testing
+
+#endif  // EMBER_TESTS_CPP_COMPILER_KERNEL_TEST_UTIL_H_

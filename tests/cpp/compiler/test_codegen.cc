@@ -1,0 +1,150 @@
+// Kernel library build for the host: compile small groups, call them via dlopen, compare with
+// reference loops, and check the generated argument checks.
+#include <ember/compiler/lower.h>
+#include <ember/runtime/c_runtime_api.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "kernel_test_util.h"
+
+namespace ember::compiler {
+namespace {
+
+using testing::Call;
+using testing::HostArray;
+using testing::KernelGraph;
+using testing::Library;
+
+TEST(Codegen, AddReluBroadcast) {
+  KernelGraph kg;
+  int a = kg.Input("a", {2, 3, 4});
+  int b = kg.Input("b", {3, 1});
+  int s = kg.Add("Add", {a, b}, {TensorType{{2, 3, 4}, kFloat32}})[0];
+  int y = kg.Add("Relu", {s}, {TensorType{{2, 3, 4}, kFloat32}})[0];
+  Library lib({kg.Group("fused_add_relu", {y})});
+  auto f = lib.Get("fused_add_relu");
+  ASSERT_NE(f, nullptr);
+  HostArray xa({2, 3, 4}, kFloat32), xb({3, 1}, kFloat32), out({2, 3, 4}, kFloat32);
+  xa.FillRandom(1);
+  xb.FillRandom(2);
+  ASSERT_EQ(Call(f, {&xa, &xb, &out}), 0) << TVMGetLastError();
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k) {
+        int idx = (i * 3 + j) * 4 + k;
+        float ref = std::max(0.f, xa.data<float>()[idx] + xb.data<float>()[j]);
+        EXPECT_FLOAT_EQ(out.data<float>()[idx], ref);
+      }
+  EXPECT_NE(lib.Symbol("__tvm_module_ctx"), nullptr);
+}
+
+TEST(Codegen, Conv2DPaddedStridedWithBias) {
+  KernelGraph kg;
+  int x = kg.Input("x", {1, 3, 9, 9});
+  int w = kg.Input("w", {4, 3, 3, 3});
+  int b = kg.Input("b", {4});
+  AttrMap attrs{{"kernel_shape", std::vector<int64_t>{3, 3}},
+                {"strides", std::vector<int64_t>{2, 2}},
+                {"dilations", std::vector<int64_t>{1, 1}},
+                {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                {"group", int64_t{1}}};
+  int y = kg.Add("Conv", {x, w, b}, {TensorType{{1, 4, 5, 5}, kFloat32}}, attrs)[0];
+  Library lib({kg.Group("conv", {y})});
+  auto f = lib.Get("conv");
+  ASSERT_NE(f, nullptr);
+  HostArray hx({1, 3, 9, 9}, kFloat32), hw({4, 3, 3, 3}, kFloat32), hb({4}, kFloat32),
+      out({1, 4, 5, 5}, kFloat32);
+  hx.FillRandom(3);
+  hw.FillRandom(4);
+  hb.FillRandom(5);
+  ASSERT_EQ(Call(f, {&hx, &hw, &hb, &out}), 0) << TVMGetLastError();
+  for (int oc = 0; oc < 4; ++oc)
+    for (int oh = 0; oh < 5; ++oh)
+      for (int ow = 0; ow < 5; ++ow) {
+        double acc = hb.data<float>()[oc];
+        for (int ic = 0; ic < 3; ++ic)
+          for (int kh = 0; kh < 3; ++kh)
+            for (int kw = 0; kw < 3; ++kw) {
+              int ih = oh * 2 + kh - 1, iw = ow * 2 + kw - 1;
+              if (ih < 0 || ih >= 9 || iw < 0 || iw >= 9) continue;
+              acc += hx.data<float>()[(ic * 9 + ih) * 9 + iw] *
+                     hw.data<float>()[((oc * 3 + ic) * 3 + kh) * 3 + kw];
+            }
+        EXPECT_NEAR(out.data<float>()[(oc * 5 + oh) * 5 + ow], acc, 1e-4);
+      }
+}
+
+TEST(Codegen, GemmTransBParallel) {
+  // Big enough that the outer loop runs through TVMBackendParallelLaunch.
+  const int M = 64, N = 96, K = 80;
+  KernelGraph kg;
+  int a = kg.Input("a", {M, K});
+  int b = kg.Input("b", {N, K});
+  int c = kg.Input("c", {N});
+  AttrMap attrs{{"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}};
+  int y = kg.Add("Gemm", {a, b, c}, {TensorType{{M, N}, kFloat32}}, attrs)[0];
+  Library lib({kg.Group("gemm", {y})});
+  auto f = lib.Get("gemm");
+  ASSERT_NE(f, nullptr);
+  HostArray ha({M, K}, kFloat32), hb({N, K}, kFloat32), hc({N}, kFloat32), out({M, N}, kFloat32);
+  ha.FillRandom(6);
+  hb.FillRandom(7);
+  hc.FillRandom(8);
+  ASSERT_EQ(Call(f, {&ha, &hb, &hc, &out}), 0) << TVMGetLastError();
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double acc = 0;
+      for (int k = 0; k < K; ++k) acc += ha.data<float>()[i * K + k] * hb.data<float>()[j * K + k];
+      double ref = 0.5 * acc + 2.0 * hc.data<float>()[j];
+      EXPECT_NEAR(out.data<float>()[i * N + j], ref, 1e-3);
+    }
+}
+
+TEST(Codegen, ArgumentChecksReportExpectedAndGot) {
+  KernelGraph kg;
+  int a = kg.Input("a", {2, 3});
+  int y = kg.Add("Relu", {a}, {TensorType{{2, 3}, kFloat32}})[0];
+  Library lib({kg.Group("relu_fn", {y})});
+  auto f = lib.Get("relu_fn");
+  ASSERT_NE(f, nullptr);
+  HostArray good({2, 3}, kFloat32), out({2, 3}, kFloat32);
+  // wrong argument count
+  EXPECT_EQ(Call(f, {&good}), -1);
+  EXPECT_STREQ(TVMGetLastError(), "relu_fn: expected 2 arguments, got 1");
+  // wrong shape
+  HostArray bad_shape({2, 4}, kFloat32);
+  EXPECT_EQ(Call(f, {&bad_shape, &out}), -1);
+  EXPECT_STREQ(TVMGetLastError(), "relu_fn: argument 0 ('a') expected shape[1] == 3, got 4");
+  // wrong dtype
+  HostArray bad_dtype({2, 3}, kInt32);
+  EXPECT_EQ(Call(f, {&good, &bad_dtype}), -1);
+  EXPECT_NE(std::string(TVMGetLastError()).find("argument 1"), std::string::npos);
+  EXPECT_NE(std::string(TVMGetLastError()).find("expected dtype float32"), std::string::npos);
+  // wrong ndim
+  HostArray bad_ndim({6}, kFloat32);
+  EXPECT_EQ(Call(f, {&bad_ndim, &out}), -1);
+  EXPECT_STREQ(TVMGetLastError(), "relu_fn: argument 0 ('a') expected ndim 2, got 1");
+  // non-compact strides
+  int64_t strides[2] = {4, 1};
+  good.tensor.strides = strides;
+  EXPECT_EQ(Call(f, {&good, &out}), -1);
+  EXPECT_STREQ(TVMGetLastError(),
+               "relu_fn: argument 0 ('a') must be compact: expected strides[0] == 3, got 4");
+  int64_t compact[2] = {3, 1};
+  good.tensor.strides = compact;
+  EXPECT_EQ(Call(f, {&good, &out}), 0);
+  // wrong type code
+  TVMValue v[2];
+  int32_t codes[2] = {kTVMArgInt, kTVMDLTensorHandle};
+  v[0].v_int64 = 5;
+  v[1].v_handle = &out.tensor;
+  TVMValue ret;
+  int32_t rc;
+  EXPECT_EQ(f(v, codes, 2, &ret, &rc, nullptr), -1);
+  EXPECT_STREQ(TVMGetLastError(),
+               "relu_fn: argument 0 ('a') expected a tensor (type code 7 or 13), got type code 0");
+}
+
+}  // namespace
+}  // namespace ember::compiler
