@@ -74,7 +74,7 @@ void CheckSumLaunch(int num_task, int expect_tasks) {
 }
 
 TEST_F(ThreadPoolTest, ThousandLaunchesGiveCorrectSums) {
-  for (int nthreads : {0, 2, 3}) {
+  for (int nthreads : {0, 2, 3, 8}) {
     threading::SetNumThreads(nthreads);
     const int n = threading::NumThreads();
     for (int i = 0; i < 1000; ++i) {
@@ -323,6 +323,69 @@ TEST_F(ThreadPoolTest, ForkAfterPoolStartLeavesAWorkingPoolInTheChild) {
   CheckSumLaunch(0, 2);  // and the parent's pool still works
 }
 
+// fork() waits for a launch running on another thread, so the child never inherits a pool
+// caught in the middle of one.
+TEST_F(ThreadPoolTest, ForkWhileAnotherThreadLaunches) {
+  threading::SetNumThreads(2);
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::thread launcher([&] {
+    while (!stop.load()) {
+      SumJob job(1000, 8);
+      if (TVMBackendParallelLaunch(SumTask, &job, 0) != 0) failures++;
+    }
+  });
+  for (int i = 0; i < 10; ++i) {
+    fflush(nullptr);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      alarm(30);
+      SumJob job(1000, 8);
+      int code = TVMBackendParallelLaunch(SumTask, &job, 0) == 0 ? 0 : 2;
+      if (job.partial[0] + job.partial[1] != job.Expected()) code = 3;
+      _exit(code);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "child killed by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+  }
+  stop.store(true);
+  launcher.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST_F(ThreadPoolTest, VerboseModeLogsTheConfigurationWhenThePoolStarts) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  fflush(nullptr);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(30);
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[0]);
+    setenv("EMBER_VERBOSE", "1", 1);
+    threading::SetNumThreads(2);
+    SumJob job(100, 8);
+    int code = TVMBackendParallelLaunch(SumTask, &job, 0);
+    code |= TVMBackendParallelLaunch(SumTask, &job, 0);  // no second line: the pool runs
+    _exit(code == 0 ? 0 : 2);
+  }
+  close(fds[1]);
+  std::string log;
+  char buf[256];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;) log.append(buf, n);
+  close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_NE(log.find("ember thread pool: 2 threads (set through the API)"), std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("thread pool"), log.rfind("thread pool")) << "logged more than once:\n" << log;
+}
+
 TEST_F(ThreadPoolTest, ThreadCountFollowsApiThenEnvironmentThenCores) {
   const int cores = static_cast<int>(threading::GetCpuTopology().all.size());
   ASSERT_GE(cores, 1);
@@ -462,10 +525,10 @@ TEST_F(ThreadPoolTest, IdleProcessUsesAlmostNoCpuAfterLaunches) {
 }
 
 TEST(RunOnce, RunsTheInitialiserOnceAcrossThreads) {
-  static void* handle = nullptr;
-  static std::atomic<int> calls{0};
-  auto init = [](void*) {
-    calls.fetch_add(1);
+  void* handle = nullptr;
+  std::atomic<int> calls{0};
+  auto init = [](void* cdata) {
+    static_cast<std::atomic<int>*>(cdata)->fetch_add(1);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     return 0;
   };
@@ -473,23 +536,23 @@ TEST(RunOnce, RunsTheInitialiserOnceAcrossThreads) {
   std::atomic<int> failures{0};
   for (int i = 0; i < 4; ++i) {
     threads.emplace_back([&] {
-      if (TVMBackendRunOnce(&handle, init, nullptr, 0) != 0) failures++;
+      if (TVMBackendRunOnce(&handle, init, &calls, 0) != 0) failures++;
     });
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(calls.load(), 1);
   EXPECT_EQ(failures.load(), 0);
-  EXPECT_EQ(TVMBackendRunOnce(&handle, init, nullptr, 0), 0);
+  EXPECT_EQ(TVMBackendRunOnce(&handle, init, &calls, 0), 0);
   EXPECT_EQ(calls.load(), 1);
 }
 
 TEST(RunOnce, AFailedInitialiserIsRetried) {
-  static void* handle = nullptr;
-  static int calls = 0;
-  auto init = [](void*) { return ++calls == 1 ? -1 : 0; };
-  EXPECT_EQ(TVMBackendRunOnce(&handle, init, nullptr, 0), -1);
-  EXPECT_EQ(TVMBackendRunOnce(&handle, init, nullptr, 0), 0);
-  EXPECT_EQ(TVMBackendRunOnce(&handle, init, nullptr, 0), 0);
+  void* handle = nullptr;
+  int calls = 0;
+  auto init = [](void* cdata) { return ++*static_cast<int*>(cdata) == 1 ? -1 : 0; };
+  EXPECT_EQ(TVMBackendRunOnce(&handle, init, &calls, 0), -1);
+  EXPECT_EQ(TVMBackendRunOnce(&handle, init, &calls, 0), 0);
+  EXPECT_EQ(TVMBackendRunOnce(&handle, init, &calls, 0), 0);
   EXPECT_EQ(calls, 2);
 }
 
