@@ -1,0 +1,51 @@
+// The CPU device: aligned host memory and memcpy.
+#include <ember/runtime/data_type.h>
+#include <ember/runtime/device_api.h>
+#include <ember/runtime/logging.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace ember::runtime {
+namespace {
+
+class CPUDeviceAPI final : public DeviceAPI {
+ public:
+  void* AllocDataSpace(DLDevice, size_t nbytes, size_t alignment, DLDataType) final {
+    EMBER_CHECK(alignment != 0 && (alignment & (alignment - 1)) == 0)
+        << "alignment " << alignment << " is not a power of two";
+    if (alignment < sizeof(void*)) alignment = sizeof(void*);
+    // A zero-byte array still gets a distinct, valid pointer.
+    if (nbytes == 0) nbytes = alignment;
+    void* ptr = nullptr;
+    int rc = posix_memalign(&ptr, alignment, nbytes);
+    EMBER_CHECK(rc == 0 && ptr != nullptr)
+        << "out of memory allocating " << nbytes << " bytes on cpu (alignment " << alignment << ")";
+    return ptr;
+  }
+
+  void FreeDataSpace(DLDevice, void* ptr) final { std::free(ptr); }
+
+  void CopyDataFromTo(const void* from, size_t from_offset, void* to, size_t to_offset,
+                      size_t nbytes, DLDevice dev_from, DLDevice dev_to, TVMStreamHandle) final {
+    EMBER_CHECK(dev_from.device_type == kDLCPU && dev_to.device_type == kDLCPU)
+        << "copy from " << dev_from << " to " << dev_to << ": only cpu is supported";
+    if (nbytes == 0) return;
+    std::memcpy(static_cast<char*>(to) + to_offset, static_cast<const char*>(from) + from_offset,
+                nbytes);
+  }
+
+  void StreamSync(DLDevice, TVMStreamHandle) final {}
+};
+
+}  // namespace
+
+DeviceAPI* DeviceAPI::Get(DLDevice dev, bool allow_missing) {
+  // Leaked on purpose: arrays freed by late static destructors still reach it.
+  static CPUDeviceAPI* cpu = new CPUDeviceAPI();
+  if (dev.device_type == kDLCPU || dev.device_type == kDLCUDAHost) return cpu;
+  if (allow_missing) return nullptr;
+  EMBER_LOG_FATAL << "device " << dev << " is not supported: this runtime is built for cpu only";
+}
+
+}  // namespace ember::runtime

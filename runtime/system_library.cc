@@ -1,0 +1,99 @@
+// The system library: kernels linked statically into the program, published by the static
+// initialisers of a --system-lib object through TVMBackendRegisterSystemLibSymbol.
+#include <ember/runtime/registry.h>
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "library_module.h"
+
+namespace ember::runtime {
+namespace {
+
+class SystemLibSymbols {
+ public:
+  static SystemLibSymbols& Global() {
+    // Created on first use: registrations run during other translation units' static init.
+    static SystemLibSymbols* table = new SystemLibSymbols();
+    return *table;
+  }
+
+  void Register(const std::string& name, void* ptr) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = symbols_.find(name);
+    if (it != symbols_.end() && it->second != ptr) {
+      EMBER_LOG_WARNING << "system library symbol " << name
+                        << " registered twice; keeping the last";
+    }
+    symbols_[name] = ptr;
+  }
+
+  void* Get(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = symbols_.find(name);
+    return it == symbols_.end() ? nullptr : it->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<std::string, void*> symbols_;
+};
+
+class SystemLibraryNode final : public ModuleNode {
+ public:
+  explicit SystemLibraryNode(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  const char* type_key() const final { return "system_lib"; }
+
+  void* GetSymbol(const char* name) const { return SystemLibSymbols::Global().Get(prefix_ + name); }
+
+  PackedFunc GetFunction(const String& name, const ObjectPtr<Object>& sptr_to_self) final {
+    std::string sym = name.str();
+    if (sym == symbol::kMainFunc) {
+      auto* entry = static_cast<const char*>(GetSymbol(symbol::kMainFunc));
+      if (entry == nullptr) return PackedFunc();
+      sym = entry;
+    }
+    auto f = reinterpret_cast<TVMBackendPackedCFunc>(GetSymbol(sym.c_str()));
+    if (f == nullptr) return PackedFunc();
+    return WrapPackedCFunc(f, sptr_to_self, sym);
+  }
+
+ private:
+  std::string prefix_;
+};
+
+Module GetSystemLib(const std::string& prefix) {
+  static std::mutex mutex;
+  static auto* libs = new std::unordered_map<std::string, Module>();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = libs->find(prefix);
+  if (it != libs->end()) return it->second;
+  auto node = make_object<SystemLibraryNode>(prefix);
+  SystemLibraryNode* raw = node.get();
+  InitLibraryContext([raw](const char* name) { return raw->GetSymbol(name); }, raw);
+  Module lib(node);
+  Module root = lib;
+  if (const char* blob = static_cast<const char*>(raw->GetSymbol(symbol::kDevModuleBlob))) {
+    root = ProcessLibraryBlob(blob, lib, "system library");
+  }
+  libs->emplace(prefix, root);
+  return root;
+}
+
+}  // namespace
+
+EMBER_REGISTER_GLOBAL("runtime.SystemLib").set_body([](TVMArgs args, TVMRetValue* rv) {
+  std::string prefix = args.size() > 0 ? args[0].As<std::string>() : std::string();
+  *rv = GetSystemLib(prefix);
+});
+
+}  // namespace ember::runtime
+
+extern "C" int TVMBackendRegisterSystemLibSymbol(const char* name, void* ptr) {
+  EMBER_API_BEGIN();
+  EMBER_CHECK(name != nullptr) << "TVMBackendRegisterSystemLibSymbol: null name";
+  ember::runtime::SystemLibSymbols::Global().Register(name, ptr);
+  EMBER_API_END();
+}
