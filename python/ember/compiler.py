@@ -1,40 +1,44 @@
-"""ember.compile: ONNX model -> artifact (graph.json + lib.so + params.bin).
+"""ember.compile: ONNX model -> artifact (graph.json + lib.so + params.bin) or one shared library.
 
 The compiler lives in libember_compiler.so (its global ``ember.compile``) or, failing that, in the
 ``emberc`` program (the command line of DESIGN.md). Neither is needed to *run* artifacts.
 """
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
+
+import numpy as np
 
 from . import libinfo
 from ._ffi.base import EmberError, compiler_lib_error, load_compiler_lib
 from ._ffi.packed_func import get_global_func
+from ._ffi.types import DataType
 
 __all__ = ["compile", "Artifact"]
 
 ARTIFACT_FILES = ("graph.json", "lib.so", "params.bin")
-# Global the compiler library registers:
-#   ember.compile(model_path: str, out_dir: str, target: str, opt_level: int, input_shapes: str)
-# where input_shapes is "name=d0,d1;name2=..." (possibly empty, as ParseInputShapeList takes it);
-# it writes ARTIFACT_FILES into out_dir.
+SYSTEM_LIB_FILE = "lib.o"  # what the compiler writes instead of lib.so with system_lib
+# Global the compiler library registers (compiler/driver/compile_global.cc):
+#   ember.compile(model_path, out_dir, target, opt_level, input_shapes[, system_lib])
+# input_shapes is "name=d0,d1;name2=..." (possibly empty); it writes the artifact into out_dir.
 COMPILE_GLOBAL = "ember.compile"
-EXPORT_LIBRARY_GLOBAL = "ember.export_library"
 
 
 class Artifact:
-    """A compiled model: the three artifact files in ``directory``."""
+    """A compiled model: graph.json, lib.so and params.bin in ``directory``."""
 
-    def __init__(self, directory, owns_directory=False):
+    def __init__(self, directory, owns_directory=False, _options=None):
         self.directory = os.fspath(directory)
-        self._owned = directory if owns_directory else None
+        self._owned = self.directory if owns_directory else None
+        self._options = _options  # how ember.compile made it, for export_library
         for name in ARTIFACT_FILES:
             if not os.path.isfile(os.path.join(self.directory, name)):
                 raise EmberError("artifact in %s is missing %s" % (self.directory, name))
 
     def __del__(self):
-        if self._owned is not None:
+        if getattr(self, "_owned", None) is not None:
             shutil.rmtree(self._owned, ignore_errors=True)
 
     @property
@@ -56,15 +60,31 @@ class Artifact:
         return directory
 
     def export_library(self, path):
-        """Write one shared library carrying the kernels, the graph and the params."""
-        path = os.fspath(path)
-        load_compiler_lib()
-        export = get_global_func(EXPORT_LIBRARY_GLOBAL, allow_missing=True)
-        if export is None:
-            raise EmberError("export_library: the compiler library provides no global %r (%s); use "
-                             "export(dir) for the three-file artifact" %
-                             (EXPORT_LIBRARY_GLOBAL, compiler_lib_error() or "it is loaded"))
-        export(self.directory, path)
+        """Write one shared library carrying the kernels, the graph and the params.
+
+        ``ember.load_artifact(path)`` and ``ember-run path`` run it. The kernels are emitted again
+        as an object (the compiler's system-lib mode, its static registration removed) and linked
+        by ld.lld with the factory blob the runtime serialises, exported as ``__tvm_dev_mblob``.
+        """
+        path = os.path.abspath(os.fspath(path))
+        if self._options is None:
+            raise EmberError("export_library needs an artifact made by ember.compile (it compiles "
+                             "the kernels again as an object); this one was opened from %s" %
+                             self.directory)
+        work = tempfile.mkdtemp(prefix="ember-export-")
+        try:
+            opts = self._options
+            _run_compiler(opts["model"], work, opts["target"], opts["opt_level"], opts["specs"],
+                          system_lib=True)
+            with open(os.path.join(work, "graph.json"), encoding="utf-8") as f:
+                if f.read() != self.graph_json:
+                    raise EmberError("export_library: compiling %s again gave a different graph; "
+                                     "did the model file change since ember.compile?" %
+                                     opts["model"])
+            link_single_library(os.path.join(work, SYSTEM_LIB_FILE), self.graph_json, self.params,
+                                path)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
         return path
 
     def load(self, device=None):
@@ -74,6 +94,120 @@ class Artifact:
 
     def __repr__(self):
         return "<ember.Artifact %s>" % self.directory
+
+
+def link_single_library(kernel_object, graph_json, params, path):
+    """Link the single-file artifact ``path``: the kernels of ``kernel_object`` (a relocatable
+    object exporting one packed function per graph node) plus graph and params, serialised by the
+    runtime as a GraphExecutorFactory and exported as ``__tvm_dev_mblob``."""
+    lld = _find_tool("EMBER_LLD", ("ld.lld-19", "ld.lld"))
+    objcopy = _find_tool("EMBER_OBJCOPY", ("llvm-objcopy-19", "llvm-objcopy"))
+    work = tempfile.mkdtemp(prefix="ember-link-")
+    try:
+        kernels = os.path.join(work, "kernels.o")
+        shutil.copyfile(kernel_object, kernels)
+        # A system-lib object registers its kernels at load time; a shared library is searched
+        # with dlsym instead, so that registration is dropped.
+        _check_run([objcopy, "--wildcard", "--remove-section=.init_array*",
+                    "--remove-section=.rela.init_array*", "--remove-section=.rel.init_array*",
+                    kernels], "strip the static registration from the kernel object")
+        with open(os.path.join(work, "blob.bin"), "wb") as f:
+            f.write(_factory_blob(graph_json, params))
+        # lld names a binary input's start symbol after its path: run in `work`, pass blob.bin.
+        _check_run([lld, "-shared", "--eh-frame-hdr", "-z", "noexecstack", "-o",
+                    os.path.abspath(path), "kernels.o", "--format=binary", "blob.bin",
+                    "--format=elf", "--defsym=__tvm_dev_mblob=_binary_blob_bin_start"],
+                   "link %s" % path, cwd=work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return path
+
+
+def _find_tool(env, names):
+    path = os.environ.get(env)
+    if path:
+        if not os.path.isfile(path):
+            raise EmberError("%s=%s: no such file" % (env, path))
+        return path
+    for name in names:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise EmberError("export_library needs %s (Debian: lld-19 / llvm-19); none found on PATH, "
+                     "and %s is not set" % (" or ".join(names), env))
+
+
+def _check_run(cmd, what, cwd=None):
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+    if proc.returncode != 0:
+        raise EmberError("export_library: cannot %s: %s" %
+                         (what, proc.stderr.strip() or "exit code %d" % proc.returncode))
+
+
+_PARAMS_LIST_MAGIC = 0xF7E58D4F05049CB7
+_PARAMS_ARRAY_MAGIC = 0xDD5E40F096B4A13F
+
+
+def read_params(blob, source="params.bin"):
+    """{name: numpy array} from bytes in the params format of DESIGN.md."""
+    def fail(why):
+        raise EmberError("%s: %s" % (source, why))
+
+    offset = 0
+
+    def take(fmt):
+        nonlocal offset
+        size = struct.calcsize(fmt)
+        if offset + size > len(blob):
+            fail("truncated at byte %d" % offset)
+        values = struct.unpack_from(fmt, blob, offset)
+        offset += size
+        return values
+
+    magic, _, count = take("<QQQ")
+    if magic != _PARAMS_LIST_MAGIC:
+        fail("bad magic %#x, expected %#x" % (magic, _PARAMS_LIST_MAGIC))
+    if count > len(blob) // 8:
+        fail("claims %d names in %d bytes" % (count, len(blob)))
+    names = []
+    for _ in range(count):
+        (length,) = take("<Q")
+        if offset + length > len(blob):
+            fail("truncated name at byte %d" % offset)
+        names.append(blob[offset:offset + length].decode("utf-8"))
+        offset += length
+    (num_arrays,) = take("<Q")
+    if num_arrays != count:
+        fail("%d names but %d arrays" % (count, num_arrays))
+    arrays = {}
+    for name in names:
+        magic, _, _dev_type, _dev_id, ndim, code, bits, lanes = take("<QQiiiBBH")
+        if magic != _PARAMS_ARRAY_MAGIC:
+            fail("array %s: bad magic %#x" % (name, magic))
+        if not 0 <= ndim <= 32:
+            fail("array %s: rank %d" % (name, ndim))
+        shape = take("<%dq" % ndim)
+        (nbytes,) = take("<q")
+        dtype = DataType("%s%d" % ({0: "int", 1: "uint", 2: "float"}.get(code, "?"), bits)
+                         if (code, bits) != (1, 1) else "bool")
+        if lanes != 1 or nbytes < 0 or offset + nbytes > len(blob):
+            fail("array %s: unsupported lanes %d or bad byte size %d" % (name, lanes, nbytes))
+        arr = np.frombuffer(blob, dtype=dtype.numpy_dtype(), count=nbytes // dtype.itemsize,
+                            offset=offset)
+        arrays[name] = arr.reshape(shape)
+        offset += nbytes
+    return arrays
+
+
+def _factory_blob(graph_json, params_bytes):
+    """The runtime's serialised GraphExecutorFactory (graph + params) for ``__tvm_dev_mblob``."""
+    from . import ndarray
+    create = get_global_func("tvm.graph_executor_factory.create")
+    serialize = get_global_func("runtime.SerializeFactoryBlob")
+    args = []
+    for name, arr in read_params(params_bytes).items():
+        args += [name, ndarray.array(arr)]
+    return serialize(create(graph_json, None, "default", *args))
 
 
 def _shape_spec(input_shapes):
@@ -126,16 +260,15 @@ def compile(model, target="llvm", input_shapes=None, opt_level=3):  # noqa: A001
     try:
         model_path = _model_path(model, out_dir)
         _run_compiler(model_path, out_dir, target, opt_level, specs)
-        if model_path.startswith(out_dir):
-            os.remove(model_path)
-        return Artifact(out_dir, owns_directory=True)
+        options = {"model": model_path, "target": target, "opt_level": opt_level, "specs": specs}
+        return Artifact(out_dir, owns_directory=True, _options=options)
     except BaseException:
         shutil.rmtree(out_dir, ignore_errors=True)
         raise
 
 
 def _model_path(model, out_dir):
-    if hasattr(model, "SerializeToString"):  # an onnx.ModelProto
+    if hasattr(model, "SerializeToString"):  # an onnx.ModelProto: kept beside the artifact
         path = os.path.join(out_dir, "model.onnx")
         with open(path, "wb") as f:
             f.write(model.SerializeToString())
@@ -146,11 +279,14 @@ def _model_path(model, out_dir):
     return os.path.abspath(path)
 
 
-def _run_compiler(model_path, out_dir, target, opt_level, specs):
+def _run_compiler(model_path, out_dir, target, opt_level, specs, system_lib=False):
     load_compiler_lib()
     build = get_global_func(COMPILE_GLOBAL, allow_missing=True)
     if build is not None:
-        build(model_path, out_dir, target, opt_level, ";".join(specs))
+        if system_lib:
+            build(model_path, out_dir, target, opt_level, ";".join(specs), True)
+        else:
+            build(model_path, out_dir, target, opt_level, ";".join(specs))
         return
     emberc = find_emberc()
     if emberc is None:
@@ -163,6 +299,8 @@ def _run_compiler(model_path, out_dir, target, opt_level, specs):
            "--opt-level", str(opt_level)]
     for spec in specs:
         cmd += ["--input-shape", spec]
+    if system_lib:
+        cmd.append("--system-lib")
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         reason = (proc.stderr.strip() or proc.stdout.strip() or "exit code %d" % proc.returncode)

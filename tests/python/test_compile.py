@@ -73,3 +73,20 @@ def test_compile_run_and_match_the_cpp_path_bit_for_bit(cnn_model, tmp_path):
     cpp = np.load(str(tmp_path / "cpp" / "output_0.npy"))
     assert cpp.dtype == out.dtype and cpp.shape == out.shape
     assert cpp.tobytes() == out.tobytes()  # bit for bit
+
+
+def test_export_library_single_file_matches_the_directory(cnn_model, tmp_path):
+    _compiler_or_skip()
+    artifact = ember.compile(cnn_model, input_shapes={"input": (1, 3, 32, 32)})
+    single = artifact.export_library(str(tmp_path / "cnn.so"))
+    x = np.random.RandomState(1).uniform(-1, 1, (1, 3, 32, 32)).astype("float32")
+    outputs = []
+    for gmod in (artifact.load(), ember.load_artifact(single)):
+        gmod.run(input=x)
+        outputs.append(gmod.get_output(0).numpy())
+    assert outputs[0].tobytes() == outputs[1].tobytes()
+
+
+def test_export_library_needs_a_compiled_artifact(add_relu_artifact, tmp_path):
+    with pytest.raises(ember.EmberError, match="ember.compile"):
+        ember.Artifact(add_relu_artifact).export_library(str(tmp_path / "x.so"))

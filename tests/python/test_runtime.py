@@ -171,3 +171,42 @@ def test_single_file_artifact_runs_like_the_directory(add_relu_artifact, kernel_
     gmod.run()
     for i in range(2):
         assert one.get_output(i).numpy().tobytes() == gmod.get_output(i).numpy().tobytes()
+
+
+def test_link_single_library_from_a_kernel_object(add_relu_artifact, tmp_path):
+    """export_library's link step (ld.lld + the runtime's factory blob) on a kernel object."""
+    import subprocess
+    from conftest import KERNELS_C, REPO
+    from ember.compiler import link_single_library
+    cc = os.environ.get("CC") or shutil.which("cc")
+    obj = str(tmp_path / "kernels.o")
+    subprocess.run([cc, "-c", "-fPIC", "-I", os.path.join(REPO, "include"), KERNELS_C, "-o", obj],
+                   check=True)
+    with open(os.path.join(add_relu_artifact, "graph.json")) as f:
+        graph_json = f.read()
+    with open(os.path.join(add_relu_artifact, "params.bin"), "rb") as f:
+        params = f.read()
+    single = link_single_library(obj, graph_json, params, str(tmp_path / "one.so"))
+    one = ember.load_artifact(single)
+    x = np.array([[-3, 1], [0.5, 7]], dtype="float32")
+    one.run(x=x)
+    relu, add = _expected(x)
+    np.testing.assert_array_equal(one.get_output(0).numpy(), relu)
+    np.testing.assert_array_equal(one.get_output(1).numpy(), add)
+
+
+def test_read_params_matches_the_writer_and_refuses_garbage(tmp_path):
+    from conftest import write_params
+    from ember.compiler import read_params
+    arrays = {"a": np.arange(6, dtype="float32").reshape(2, 3), "b": np.array([7], "int64")}
+    write_params(str(tmp_path / "p.bin"), arrays)
+    got = read_params((tmp_path / "p.bin").read_bytes())
+    assert list(got) == ["a", "b"]
+    for name in arrays:
+        np.testing.assert_array_equal(got[name], arrays[name])
+        assert got[name].dtype == arrays[name].dtype
+    blob = (tmp_path / "p.bin").read_bytes()
+    with pytest.raises(ember.EmberError, match="truncated"):
+        read_params(blob[:40])
+    with pytest.raises(ember.EmberError, match="magic"):
+        read_params(b"\0" * 64)
