@@ -67,12 +67,8 @@ GraphArtifact BuildGraphArtifact(const Graph& graph, const std::vector<FusedGrou
   for (int in : graph.inputs()) add_null(in);
   for (const FusedGroup& g : groups) {
     for (int in : g.inputs) {
-      if (entry_of.count(in)) continue;
       const Value& v = graph.value(in);
-      if (!v.is_constant()) {
-        throw CompileError("internal: group " + g.func_name + " reads value '" + v.name +
-                           "' before anything defines it");
-      }
+      if (entry_of.count(in) || !v.is_constant()) continue;  // kernel outputs come later
       add_null(in);
       art.params.emplace_back(v.name, v.constant);
     }

@@ -533,6 +533,20 @@ void Canonicalizer::Visit(Node n) {
     n.attrs["mode"] = mode;
   } else if (op == "Clip") {
     double lo = -std::numeric_limits<double>::infinity(), hi = -lo;
+    bool runtime_bounds =
+        opset_ >= 11 && ((n.HasInput(1) && !g_.value(n.inputs[1]).is_constant()) ||
+                         (n.HasInput(2) && !g_.value(n.inputs[2]).is_constant()));
+    if (runtime_bounds) {
+      // Bounds computed at run time: Clip(x, lo, hi) = Min(Max(x, lo), hi).
+      int acc = n.inputs[0];
+      if (n.HasInput(1)) acc = EmitNew("Max", n.name + "_min", {acc, n.inputs[1]});
+      if (n.HasInput(2)) {
+        Emit(Node{"Min", n.name + "_max", {}, {acc, n.inputs[2]}, n.outputs});
+      } else {
+        Emit(Node{"Identity", n.name, {}, {acc}, n.outputs});
+      }
+      return;
+    }
     if (opset_ >= 11) {
       if (auto c = ConstInput(n, 1, "min")) lo = c->GetAsDouble(0);
       if (auto c = ConstInput(n, 2, "max")) hi = c->GetAsDouble(0);
