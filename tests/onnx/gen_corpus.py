@@ -13,20 +13,30 @@ to the current directory).
 
 Idempotent: OUTDIR/.complete records the onnx version that produced the tree;
 when it matches, nothing is regenerated (use --force to rebuild anyway).  The
-tree is written into a temporary sibling directory and renamed into place, so
-an interrupted run never leaves a half corpus that looks complete.
+tree is written into a fresh temporary sibling directory and renamed into
+place, so an interrupted run never leaves a half corpus that looks complete,
+and two runs at once do not trip over each other.
 """
 
 import argparse
 import os
 import shutil
 import sys
+import tempfile
 import time
 import warnings
 
 import numpy as np
 
 STAMP = ".complete"
+
+
+def is_complete(stamp, want):
+    try:
+        with open(stamp) as f:
+            return f.read() == want
+    except OSError:
+        return False
 
 
 def restore_numpy_aliases():
@@ -60,24 +70,25 @@ def main(argv):
     outdir = os.path.abspath(args.outdir)
     stamp = os.path.join(outdir, STAMP)
     want = "onnx %s\n" % onnx.__version__
-    if not args.force and os.path.isfile(stamp):
-        with open(stamp) as f:
-            if f.read() == want:
-                print("gen_corpus: %s is up to date (%s)" % (outdir, want.strip()))
-                return 0
+    if not args.force and is_complete(stamp, want):
+        print("gen_corpus: %s is up to date (%s)" % (outdir, want.strip()))
+        return 0
 
     start = time.time()
     parent = os.path.dirname(outdir)
     os.makedirs(parent, exist_ok=True)
-    tmpdir = outdir + ".tmp"
-    shutil.rmtree(tmpdir, ignore_errors=True)
-    os.makedirs(tmpdir)
-    generate(tmpdir)
+    tmpdir = tempfile.mkdtemp(prefix=os.path.basename(outdir) + ".tmp-", dir=parent)
+    try:
+        generate(tmpdir)
+    except BaseException:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        raise
 
     node_dir = os.path.join(tmpdir, "node")
     cases = sorted(os.listdir(node_dir)) if os.path.isdir(node_dir) else []
     if not cases:
         print("gen_corpus: the generator produced no node cases in %s" % node_dir, file=sys.stderr)
+        shutil.rmtree(tmpdir, ignore_errors=True)
         return 1
     # Only the node tests are part of the corpus; drop the other kinds
     # (the "real" model stubs point at downloads this project never uses).
@@ -87,8 +98,12 @@ def main(argv):
     with open(os.path.join(tmpdir, STAMP), "w") as f:
         f.write(want)
 
-    shutil.rmtree(outdir, ignore_errors=True)
-    os.rename(tmpdir, outdir)
+    if not args.force and is_complete(stamp, want):
+        # Another run (e.g. a parallel test job) finished first; keep its tree.
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    else:
+        shutil.rmtree(outdir, ignore_errors=True)
+        os.rename(tmpdir, outdir)
     print("gen_corpus: %d node cases in %s (%.1f s)" % (len(cases), outdir, time.time() - start))
     return 0
 
