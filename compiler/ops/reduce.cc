@@ -310,26 +310,33 @@ std::vector<Tensor> LayerNorm(const Node& n, const std::vector<Tensor>& in,
   const Tensor& x = In(n, in, 0);
   const Tensor& scale = In(n, in, 1);
   Tensor bias = in.size() > 2 ? in[2] : Tensor();
-  if (out.size() > 1 && n.outputs.size() > 1) {
-    Unsupported(n, "LayerNormalization's Mean/InvStdDev outputs are not supported");
-  }
   double eps = n.GetFloat("epsilon", 1e-5);
   int64_t axis = NormAxis(n, n.GetInt("axis", -1), x.ndim());
   std::vector<int64_t> axes;
   for (int d = static_cast<int>(axis); d < x.ndim(); ++d) axes.push_back(d);
   Moments m = ComputeMoments(n, x, axes);
   te::DataType t = x.dtype();
-  return {te::Compute(
+  Tensor inv_std = te::Compute(
+      m.keep_shape,
+      [&](const std::vector<Expr>& i) {
+        return te::Const(t, 1.0) / te::Sqrt(m.var(i) + te::Const(t, eps));
+      },
+      n.name + "_invstd");
+  std::vector<Tensor> res = {te::Compute(
       x.shape(),
       [&](const std::vector<Expr>& i) {
         auto k = KeepIndex(i, axes);
         std::vector<Expr> tail(i.begin() + axis, i.end());
-        Expr v = (x(i) - m.mean(k)) / te::Sqrt(m.var(k) + te::Const(t, eps));
+        Expr v = (x(i) - m.mean(k)) * inv_std(k);
         v = v * BroadcastLoad(scale, tail);
         if (bias.defined()) v = v + BroadcastLoad(bias, tail);
         return v;
       },
       n.name + "_out")};
+  // Optional Mean and InvStdDev outputs have the keep-dims shape.
+  if (out.size() > 1) res.push_back(m.mean);
+  if (out.size() > 2) res.push_back(inv_std);
+  return res;
 }
 
 std::vector<Tensor> BatchNorm(const Node& n, const std::vector<Tensor>& in,

@@ -272,13 +272,15 @@ std::vector<Tensor> Resize(const Node& n, const std::vector<Tensor>& in,
     double s = scales[d];
     int64_t in_len = x.shape()[d], out_len = oshape[d];
     Expr fi = te::Cast(ft, i);
-    if (ctm == "asymmetric") return fi * te::Const(ft, 1.0 / s);
+    // Divide (not multiply by 1/s): x.5 boundaries must round the way the reference does.
+    if (ctm == "asymmetric") return fi / te::Const(ft, s);
     if (ctm == "align_corners") {
       if (out_len == 1) return te::Const(ft, 0.0);
-      return fi * te::Const(ft, static_cast<double>(in_len - 1) / static_cast<double>(out_len - 1));
+      return fi * te::Const(ft, static_cast<double>(in_len - 1)) /
+             te::Const(ft, static_cast<double>(out_len - 1));
     }
     if (ctm == "pytorch_half_pixel" && out_len == 1) return te::Const(ft, 0.0);
-    return (fi + te::Const(ft, 0.5)) * te::Const(ft, 1.0 / s) - te::Const(ft, 0.5);
+    return (fi + te::Const(ft, 0.5)) / te::Const(ft, s) - te::Const(ft, 0.5);
   };
   if (mode == "nearest") {
     return {te::Compute(

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang in BUILD_DIR and runs each for SECONDS (default 20) from
+# its committed seed corpus. Any crash, leak, timeout (>5 s per input), or out-of-memory (RSS over
+# 1 GB, a single allocation over 512 MB) fails the script.
+#   tests/fuzz/run_fuzzers.sh BUILD_DIR [SECONDS]
+set -euo pipefail
+if [[ $# -lt 1 ]]; then
+  echo "usage: $0 BUILD_DIR [SECONDS]" >&2
+  exit 2
+fi
+src=$(cd "$(dirname "$0")/../.." && pwd)
+build=$1
+seconds=${2:-20}
+cc=${CC:-clang}
+cxx=${CXX:-clang++}
+
+cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" -DEMBER_FUZZ=ON \
+  -DEMBER_BUILD_COMPILER=OFF -DEMBER_BUILD_BENCH=OFF >/dev/null
+targets=(graph_json params npy)
+cmake --build "$build" -j 2 --target "${targets[@]/#/fuzz_}"
+
+status=0
+for t in "${targets[@]}"; do
+  # libFuzzer adds the inputs it finds to the first corpus directory: work on a copy so the
+  # committed seeds stay small.
+  work="$build/fuzz-corpus/$t"
+  mkdir -p "$work" "$build/fuzz-artifacts/$t"
+  cp -n "$src/tests/fuzz/corpus/$t/"* "$work/" 2>/dev/null || true
+  echo "== fuzz_$t for ${seconds}s =="
+  if ! "$build/bin/fuzz_$t" "$work" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=1024 \
+      -malloc_limit_mb=512 -detect_leaks=1 -print_final_stats=1 \
+      -artifact_prefix="$build/fuzz-artifacts/$t/" >"$build/fuzz-$t.log" 2>&1; then
+    echo "fuzz_$t FAILED; last lines of $build/fuzz-$t.log:" >&2
+    tail -n 40 "$build/fuzz-$t.log" >&2
+    status=1
+  else
+    grep -E "stat::number_of_executed_runs|stat::peak_rss_mb" "$build/fuzz-$t.log" | tr '\n' ' '
+    echo
+  fi
+done
+exit $status
