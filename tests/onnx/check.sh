@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # The operator conformance gate, as scripts/test.sh runs it (from any directory):
-#   1. regenerate the corpus into build/onnx-corpus (skipped when already there, ~3 s otherwise);
+#   1. regenerate the corpus into $BUILD/onnx-corpus (skipped when already there, ~3 s otherwise);
 #   2. the runner's own tests (against a fake toolchain);
-#   3. every core case through build/bin/emberc and build/bin/ember-run: the cases listed in
+#   3. every core case through $BUILD/bin/emberc and $BUILD/bin/ember-run: the cases listed in
 #      expected_pass_core.txt must pass, and nothing may FAIL, CRASH or TIMEOUT.
+# BUILD is ${EMBER_BUILD_DIR:-build} under the project root; EMBERC / EMBER_RUN override the tools.
 # Extra arguments go to run_conformance.py (e.g. -k conv, --keep-failed).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 py=/usr/bin/python3
-"$py" tests/onnx/gen_corpus.py build/onnx-corpus
-"$py" -m pytest -q -p no:cacheprovider tests/onnx/test_runner.py
-"$py" tests/onnx/run_conformance.py --corpus build/onnx-corpus --tier core --freeze-int-inputs \
+build=${EMBER_BUILD_DIR:-build}
+export EMBERC=${EMBERC:-$build/bin/emberc}
+export EMBER_RUN=${EMBER_RUN:-$build/bin/ember-run}
+corpus=$build/onnx-corpus
+case $corpus in /*) ;; *) corpus=$PWD/$corpus ;; esac
+"$py" tests/onnx/gen_corpus.py "$corpus"
+EMBER_ONNX_CORPUS=$corpus "$py" -m pytest -q -p no:cacheprovider \
+    tests/onnx/test_runner.py
+"$py" tests/onnx/run_conformance.py --corpus "$corpus" --tier core --freeze-int-inputs \
     -j "${EMBER_TEST_JOBS:-2}" --expect tests/onnx/expected_pass_core.txt "$@"
