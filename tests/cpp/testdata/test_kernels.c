@@ -169,3 +169,42 @@ __attribute__((constructor)) static void RegisterTestKernels(void) {
 #else
 __attribute__((visibility("default"))) const char __tvm_main__[] = "add";
 #endif
+
+#ifdef EMBER_TEST_WITH_BLOB
+#include <string.h>
+/*
+ * An embedded module blob, as `__tvm_dev_mblob` carries the graph and params of a single-file
+ * artifact: u64 payload size, then u64 module count and per module a type key; here
+ *   "test_blob" (its bytes: the string "hello"), "_lib" (this library), "_import_tree"
+ * with rows [0, 1, 1] and children [1]: module 0 (test_blob) imports module 1 (the library).
+ * Built by a constructor, which runs during dlopen before the loader reads the symbol.
+ */
+__attribute__((visibility("default"))) char __tvm_dev_mblob[256];
+
+static char* PutU64(char* p, uint64_t v) {
+  memcpy(p, &v, 8);
+  return p + 8;
+}
+static char* PutStr(char* p, const char* s) {
+  uint64_t n = strlen(s);
+  p = PutU64(p, n);
+  memcpy(p, s, n);
+  return p + n;
+}
+
+__attribute__((constructor)) static void BuildBlob(void) {
+  char* p = __tvm_dev_mblob + 8;
+  p = PutU64(p, 3);
+  p = PutStr(p, "test_blob");
+  p = PutStr(p, "hello");
+  p = PutStr(p, "_lib");
+  p = PutStr(p, "_import_tree");
+  p = PutU64(p, 3);
+  p = PutU64(p, 0);
+  p = PutU64(p, 1);
+  p = PutU64(p, 1);
+  p = PutU64(p, 1);
+  p = PutU64(p, 1);
+  PutU64(__tvm_dev_mblob, (uint64_t)(p - (__tvm_dev_mblob + 8)));
+}
+#endif
