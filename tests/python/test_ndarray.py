@@ -144,3 +144,12 @@ def test_offset_numpy_slice_is_shared_without_copy():
     arr = ember.nd.from_dlpack(base[3:])
     assert arr.data_ptr == base[3:].ctypes.data
     np.testing.assert_array_equal(arr.numpy(), base[3:])
+
+
+def test_bool_arrays_take_one_byte_per_element():
+    src = np.array([True, False, True, True])
+    arr = ember.nd.array(src)
+    assert arr.dtype == "bool" and arr.nbytes == 4
+    out = arr.numpy()
+    assert out.dtype == np.bool_
+    np.testing.assert_array_equal(out, src)
