@@ -291,9 +291,15 @@ void Validate(Graph* g, bool have_row_ptr, const std::string& src) {
   if (g->nodes.empty()) EMBER_LOG_FATAL << src << ": the graph has no nodes";
   if (!have_row_ptr) {
     // Old NNVM graphs omit node_row_ptr; it follows from the output counts.
+    uint64_t total = 0;
     g->node_row_ptr.assign(1, 0);
-    for (const auto& n : g->nodes)
-      g->node_row_ptr.push_back(g->node_row_ptr.back() + n.num_outputs);
+    for (const auto& n : g->nodes) {
+      total += n.num_outputs;
+      if (total > std::numeric_limits<uint32_t>::max()) {
+        EMBER_LOG_FATAL << src << ": the graph has more than 2^32 node outputs";
+      }
+      g->node_row_ptr.push_back(static_cast<uint32_t>(total));
+    }
   }
   if (g->node_row_ptr.size() != g->nodes.size() + 1) {
     EMBER_LOG_FATAL << src << ": node_row_ptr has " << g->node_row_ptr.size()
