@@ -99,6 +99,9 @@ class Canonicalizer {
   void SliceOp(Node& n);
   void SoftmaxOp(Node n);
   void Variadic(Node n);
+  void LayerNormWithStats(Node n);
+  void BatchNormTraining(Node n);
+  void ResizeAtRunTime(Node& n);
 
   Graph& g_;
   int64_t opset_;
@@ -248,6 +251,129 @@ void Canonicalizer::SliceOp(Node& n) {
   n.attrs = {{"starts", fs}, {"ends", fe}, {"steps", fst}, {"__out_shape", out}};
 }
 
+// Resize/Upsample whose scales arrive at run time: the model's declared output shape fixes the
+// sizes, and each resized axis becomes index math on the run-time scale + Gather (separable).
+void Canonicalizer::ResizeAtRunTime(Node& n) {
+  bool legacy = n.op == "Upsample" || opset_ < 11;
+  int scales = legacy ? n.inputs[1] : n.inputs[2];
+  auto decl = g_.declared_types.find(n.outputs[0]);
+  if (decl == g_.declared_types.end()) {
+    NodeUnsupported(n,
+                    "scales are computed at run time and the model does not declare the "
+                    "output shape; make the scales a constant");
+  }
+  std::vector<int64_t> out_shape = decl->second.shape;
+  TensorType x = TypeOf(n.inputs[0]);
+  if (static_cast<int64_t>(out_shape.size()) != x.ndim() || x.dtype.code != kDLFloat) {
+    NodeUnsupported(n, "run-time scales need a float input and a declared output of equal rank");
+  }
+  std::string mode = n.GetString("mode", "nearest");
+  if (mode == "bilinear") mode = "linear";
+  std::string ctm =
+      legacy ? "asymmetric" : n.GetString("coordinate_transformation_mode", "half_pixel");
+  std::string nm = legacy ? "floor" : n.GetString("nearest_mode", "round_prefer_floor");
+  if (mode != "nearest" && mode != "linear") {
+    NodeUnsupported(n, "run-time scales support modes nearest and linear, got '" + mode + "'");
+  }
+  if (ctm != "half_pixel" && ctm != "asymmetric" && ctm != "align_corners" &&
+      ctm != "pytorch_half_pixel" && ctm != "tf_half_pixel_for_nn") {
+    NodeUnsupported(n, "coordinate_transformation_mode '" + ctm + "' with run-time scales");
+  }
+  DLDataType sdt = TypeOf(scales).dtype;
+  auto scalar = [&](double v, DLDataType dt) {
+    return g_.AddConstant(g_.UniqueName(n.name + "_c"), MakeScalarTensor(dt, v));
+  };
+  auto clip = [&](int v, double lo, double hi, const std::string& tag) {
+    return EmitNew("Clip", n.name + tag, {v}, {{"min", lo}, {"max", hi}});
+  };
+  auto to_index = [&](int v, const std::string& tag) {
+    return EmitNew("Cast", n.name + tag, {v},
+                   {{"to", int64_t{7}}, {"__dtype", std::string("int64")}});
+  };
+  int cur = n.inputs[0];
+  for (int64_t d = 0; d < x.ndim(); ++d) {
+    int64_t in_d = x.shape[d], out_d = out_shape[d];
+    if (in_d == out_d && d < 2) continue;  // batch/channel axes: scale 1 in practice
+    std::string tag = "_ax" + std::to_string(d);
+    auto o = std::make_shared<HostTensor>(TensorType{{out_d}, sdt});
+    for (int64_t i = 0; i < out_d; ++i) o->SetFromDouble(i, static_cast<double>(i));
+    int t;
+    int oid = g_.AddConstant(g_.UniqueName(n.name + tag + "_out_index"), o);
+    int s = EmitNew("Gather", n.name + tag + "_scale",
+                    {scales, g_.AddConstant(g_.UniqueName(n.name + tag + "_axis"),
+                                            MakeScalarTensor(kInt64, static_cast<double>(d)))},
+                    {{"axis", int64_t{0}}});
+    if (ctm == "align_corners") {
+      // x * (in - 1) / (in * scale - 1): ONNX uses the unrounded resized length.
+      if (out_d <= 1) {
+        t = g_.AddConstant(g_.UniqueName(n.name + tag + "_coord"),
+                           std::make_shared<HostTensor>(TensorType{{out_d}, sdt}));
+      } else {
+        int len =
+            EmitNew("Mul", n.name + tag + "_len", {s, scalar(static_cast<double>(in_d), sdt)});
+        int den = EmitNew("Sub", n.name + tag + "_den", {len, scalar(1, sdt)});
+        int num = EmitNew("Mul", n.name + tag + "_num",
+                          {oid, scalar(static_cast<double>(in_d - 1), sdt)});
+        t = EmitNew("Div", n.name + tag + "_coord", {num, den});
+      }
+    } else {
+      if (ctm == "asymmetric") {
+        t = EmitNew("Div", n.name + tag + "_coord", {oid, s});
+      } else {
+        int shifted = EmitNew("Add", n.name + tag + "_center", {oid, scalar(0.5, sdt)});
+        t = EmitNew("Div", n.name + tag + "_scaled", {shifted, s});
+        if (ctm != "tf_half_pixel_for_nn") {
+          t = EmitNew("Sub", n.name + tag + "_coord", {t, scalar(0.5, sdt)});
+        }
+        if (ctm == "pytorch_half_pixel" && out_d <= 1) {
+          t = g_.AddConstant(g_.UniqueName(n.name + tag + "_coord"),
+                             std::make_shared<HostTensor>(TensorType{{out_d}, sdt}));
+        }
+      }
+    }
+    double hi = static_cast<double>(in_d - 1);
+    if (mode == "nearest") {
+      int r;
+      if (nm == "round_prefer_floor") {
+        r = EmitNew("Ceil", n.name + tag + "_round",
+                    {EmitNew("Sub", n.name + tag + "_half", {t, scalar(0.5, sdt)})});
+      } else if (nm == "round_prefer_ceil") {
+        r = EmitNew("Floor", n.name + tag + "_round",
+                    {EmitNew("Add", n.name + tag + "_half", {t, scalar(0.5, sdt)})});
+      } else if (nm == "floor") {
+        r = EmitNew("Floor", n.name + tag + "_round", {t});
+      } else if (nm == "ceil") {
+        r = EmitNew("Ceil", n.name + tag + "_round", {t});
+      } else {
+        NodeUnsupported(n, "nearest_mode '" + nm + "'");
+      }
+      int idx = to_index(clip(r, 0, hi, tag + "_clamp"), tag + "_index");
+      cur = EmitNew("Gather", n.name + tag + "_gather", {cur, idx}, {{"axis", d}});
+    } else {
+      int tc = clip(t, 0, hi, tag + "_clamp");
+      int f = EmitNew("Floor", n.name + tag + "_floor", {tc});
+      int w = EmitNew("Sub", n.name + tag + "_weight", {tc, f});
+      int i0 = to_index(f, tag + "_i0");
+      int f1 =
+          clip(EmitNew("Add", n.name + tag + "_next", {f, scalar(1, sdt)}), 0, hi, tag + "_c1");
+      int i1 = to_index(f1, tag + "_i1");
+      int g0 = EmitNew("Gather", n.name + tag + "_g0", {cur, i0}, {{"axis", d}});
+      int g1 = EmitNew("Gather", n.name + tag + "_g1", {cur, i1}, {{"axis", d}});
+      std::vector<int64_t> wshape(static_cast<size_t>(x.ndim()), 1);
+      wshape[d] = out_d;
+      int wr = EmitNew("Reshape", n.name + tag + "_wshape", {w}, {{"__out_shape", wshape}});
+      int diff = EmitNew("Sub", n.name + tag + "_diff", {g1, g0});
+      cur = EmitNew("Add", n.name + tag + "_lerp",
+                    {g0, EmitNew("Mul", n.name + tag + "_step", {diff, wr})});
+    }
+  }
+  if (TypeOf(cur).shape != out_shape) {
+    NodeError(n, "run-time scales give " + TypeOf(cur).ToString() + " but the model declares " +
+                     ShapeToString(out_shape));
+  }
+  Emit(Node{"Identity", n.name, {}, {cur}, n.outputs});
+}
+
 void Canonicalizer::ResizeOp(Node& n) {
   const TensorType& x = TypeOf(n.inputs[0]);
   int64_t r = x.ndim();
@@ -350,6 +476,77 @@ void Canonicalizer::Variadic(Node n) {
     return;
   }
   Emit(Node{"Identity", n.name, {}, {acc}, n.outputs});
+}
+
+// LayerNormalization whose Mean / InvStdDev outputs are wanted: written out as primitive ops.
+void Canonicalizer::LayerNormWithStats(Node n) {
+  int64_t r = Rank(n, 0);
+  int64_t axis = n.GetInt("axis");
+  std::vector<int64_t> axes;
+  for (int64_t i = axis; i < r; ++i) axes.push_back(i);
+  AttrMap red{{"axes", axes}, {"keepdims", int64_t{1}}};
+  int x = n.inputs[0];
+  DLDataType dt = TypeOf(x).dtype;
+  int mean = EmitNew("ReduceMean", n.name + "_mean", {x}, red);
+  int d = EmitNew("Sub", n.name + "_centered", {x, mean});
+  int dd = EmitNew("Mul", n.name + "_square", {d, d});
+  int var = EmitNew("ReduceMean", n.name + "_var", {dd}, red);
+  int eps = g_.AddConstant(g_.UniqueName(n.name + "_epsilon"),
+                           MakeScalarTensor(dt, n.GetFloat("epsilon", 1e-5)));
+  int ve = EmitNew("Add", n.name + "_var_eps", {var, eps});
+  int sd = EmitNew("Sqrt", n.name + "_std", {ve});
+  int inv = EmitNew("Reciprocal", n.name + "_inv_std", {sd});
+  int norm = EmitNew("Mul", n.name + "_norm", {d, inv});
+  if (n.HasInput(2)) {
+    int scaled = EmitNew("Mul", n.name + "_scaled", {norm, n.inputs[1]});
+    Emit(Node{"Add", n.name, {}, {scaled, n.inputs[2]}, {n.outputs[0]}});
+  } else {
+    Emit(Node{"Mul", n.name, {}, {norm, n.inputs[1]}, {n.outputs[0]}});
+  }
+  Emit(Node{"Identity", n.name + "_mean_out", {}, {mean}, {n.outputs[1]}});
+  if (n.outputs.size() > 2) {
+    Emit(Node{"Identity", n.name + "_inv_std_out", {}, {inv}, {n.outputs[2]}});
+  }
+}
+
+// Training-mode BatchNormalization: batch statistics, written out as primitive ops.
+void Canonicalizer::BatchNormTraining(Node n) {
+  const TensorType& xt = TypeOf(n.inputs[0]);
+  int64_t r = xt.ndim();
+  if (r < 2) NodeError(n, "input must have rank >= 2");
+  int64_t c = xt.shape[1];
+  std::vector<int64_t> axes{0}, cshape{c};
+  for (int64_t i = 2; i < r; ++i) {
+    axes.push_back(i);
+    cshape.push_back(1);
+  }
+  AttrMap red{{"axes", axes}, {"keepdims", int64_t{1}}};
+  DLDataType dt = xt.dtype;
+  auto scalar = [&](double v) {
+    return g_.AddConstant(g_.UniqueName(n.name + "_c"), MakeScalarTensor(dt, v));
+  };
+  auto reshape = [&](int v, std::vector<int64_t> shape, const std::string& tag) {
+    return EmitNew("Reshape", n.name + tag, {v}, {{"__out_shape", shape}});
+  };
+  int x = n.inputs[0];
+  int mean = EmitNew("ReduceMean", n.name + "_batch_mean", {x}, red);
+  int d = EmitNew("Sub", n.name + "_centered", {x, mean});
+  int var =
+      EmitNew("ReduceMean", n.name + "_batch_var", {EmitNew("Mul", n.name + "_sq", {d, d})}, red);
+  int sd =
+      EmitNew("Sqrt", n.name + "_std",
+              {EmitNew("Add", n.name + "_var_eps", {var, scalar(n.GetFloat("epsilon", 1e-5))})});
+  int norm = EmitNew("Div", n.name + "_norm", {d, sd});
+  int scaled = EmitNew("Mul", n.name + "_scaled", {norm, reshape(n.inputs[1], cshape, "_gamma")});
+  Emit(Node{"Add", n.name, {}, {scaled, reshape(n.inputs[2], cshape, "_beta")}, {n.outputs[0]}});
+  double momentum = n.GetFloat("momentum", 0.9);
+  for (size_t k = 1; k < n.outputs.size() && k < 3; ++k) {
+    int batch = reshape(k == 1 ? mean : var, {c}, k == 1 ? "_mean_c" : "_var_c");
+    int old =
+        EmitNew("Mul", n.name + "_old" + std::to_string(k), {n.inputs[2 + k], scalar(momentum)});
+    int cur = EmitNew("Mul", n.name + "_new" + std::to_string(k), {batch, scalar(1 - momentum)});
+    Emit(Node{"Add", n.name + "_running" + std::to_string(k), {}, {old, cur}, {n.outputs[k]}});
+  }
 }
 
 void Canonicalizer::Visit(Node n) {
@@ -513,6 +710,14 @@ void Canonicalizer::Visit(Node n) {
     IntsInputToAttr(n, 1, "repeats");
     DropInputsFrom(n, 1);
   } else if (op == "Resize" || op == "Upsample") {
+    bool legacy = op == "Upsample" || opset_ < 11;
+    size_t si = legacy ? 1 : 2;
+    bool runtime_scales = (op != "Upsample" || opset_ >= 9) && n.HasInput(si) &&
+                          !g_.value(n.inputs[si]).is_constant() && !n.HasInput(3);
+    if (runtime_scales) {
+      ResizeAtRunTime(n);
+      return;
+    }
     ResizeOp(n);
   } else if (op == "Pad") {
     if (opset_ >= 11) {
@@ -594,9 +799,17 @@ void Canonicalizer::Visit(Node n) {
     n.attrs["perm"] = perm;
   } else if (op == "LayerNormalization") {
     n.attrs["axis"] = NormalizeAxis(n, n.GetInt("axis", -1), Rank(n, 0));
+    if (n.outputs.size() > 1) {
+      LayerNormWithStats(std::move(n));
+      return;
+    }
   } else if (op == "BatchNormalization") {
-    if (n.outputs.size() > 1 || n.GetInt("training_mode", 0)) {
-      NodeUnsupported(n, "training-mode BatchNormalization is not supported");
+    if (n.GetInt("training_mode", 0)) {
+      BatchNormTraining(std::move(n));
+      return;
+    }
+    if (n.outputs.size() > 1) {
+      NodeUnsupported(n, "running mean/var outputs need training_mode=1 (opset 14+)");
     }
     n.attrs.erase("spatial");
     n.attrs.erase("momentum");

@@ -291,6 +291,26 @@ Graph ImportModel(onnx::ModelProto model, const std::string& source, const Impor
     }
     g.nodes().push_back(std::move(n));
   }
+  // Fully static types the model declares (after ONNX shape inference).
+  auto declare = [&](const onnx::ValueInfoProto& vi) {
+    auto it = by_name.find(vi.name());
+    if (it == by_name.end() || !vi.type().has_tensor_type()) return;
+    const auto& tt = vi.type().tensor_type();
+    if (!tt.has_shape()) return;
+    TensorType t;
+    try {
+      t.dtype = OnnxToDType(tt.elem_type(), vi.name());
+    } catch (const CompileError&) {
+      return;
+    }
+    for (const auto& d : tt.shape().dim()) {
+      if (!d.has_dim_value()) return;
+      t.shape.push_back(d.dim_value());
+    }
+    g.declared_types[it->second] = t;
+  };
+  for (const auto& vi : gp.value_info()) declare(vi);
+  for (const auto& vi : gp.output()) declare(vi);
   for (const auto& out : gp.output()) {
     auto it = by_name.find(out.name());
     if (it == by_name.end()) {

@@ -9,6 +9,7 @@
 #include <ember/compiler/ir/tensor_type.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,9 @@ struct Node {
 class Graph {
  public:
   std::string name;
+  /*! \brief Static types the model itself declares (ONNX graph outputs / value_info), by value id;
+   *  used only where a shape cannot be derived (e.g. Resize with run-time scales). */
+  std::map<int, TensorType> declared_types;
 
   int AddValue(const std::string& name, const TensorType& type);
   int AddConstant(const std::string& name, HostTensorPtr data);
