@@ -35,8 +35,7 @@ for t in "${targets[@]}"; do
     tail -n 40 "$build/fuzz-$t.log" >&2
     status=1
   else
-    grep -E "stat::number_of_executed_runs|stat::peak_rss_mb" "$build/fuzz-$t.log" | tr '\n' ' '
-    echo
+    grep -a "DONE" "$build/fuzz-$t.log" | tail -n 1
   fi
 done
 exit $status
