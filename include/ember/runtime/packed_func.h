@@ -235,7 +235,7 @@ class TVMPODValue_ {
 
  protected:
   TVMPODValue_() : type_code_(kTVMNullptr) { value_.v_handle = nullptr; }
-  TVMPODValue_(TVMValue value, int type_code) : value_(value), type_code_(type_code) {}
+  TVMPODValue_(const TVMValue& value, int type_code) : value_(value), type_code_(type_code) {}
   [[noreturn]] void ThrowOutOfRange() const;
 
   TVMValue value_;
@@ -244,9 +244,11 @@ class TVMPODValue_ {
 
 /*! \brief One argument of a call; borrows the caller's value (no ownership). */
 class TVMArgValue : public TVMPODValue_ {
+  friend class TVMArgs;
+
  public:
   TVMArgValue() = default;
-  TVMArgValue(TVMValue value, int type_code) : TVMPODValue_(value, type_code) {}
+  TVMArgValue(const TVMValue& value, int type_code) : TVMPODValue_(value, type_code) {}
 
   using TVMPODValue_::operator double;
   using TVMPODValue_::operator float;
@@ -610,8 +612,13 @@ namespace detail {
 }  // namespace detail
 
 inline TVMArgValue TVMArgs::operator[](int i) const {
-  if (EMBER_UNLIKELY(i < 0 || i >= num_args)) detail::ThrowArgIndex(i, num_args);
-  return TVMArgValue(values[i], type_codes[i]);
+  if (EMBER_UNLIKELY(static_cast<unsigned>(i) >= static_cast<unsigned>(num_args))) {
+    detail::ThrowArgIndex(i, num_args);
+  }
+  TVMArgValue v;
+  v.value_ = values[i];
+  v.type_code_ = type_codes[i];
+  return v;
 }
 
 namespace detail {
