@@ -12,6 +12,8 @@
 // Only one launch at a time owns the pool (state.mu); a launch that finds it busy, and any launch
 // from inside a task, runs its tasks serially on the calling thread instead of blocking.
 #include <ember/runtime/c_backend_api.h>
+#include <ember/runtime/logging.h>
+#include <ember/runtime/registry.h>
 #include <ember/runtime/threading.h>
 #include <pthread.h>
 #include <sched.h>
@@ -25,7 +27,6 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,7 +50,7 @@ thread_local bool tls_in_task = false;
 // How long waiting threads spin before parking; read on every wait so changes apply at once.
 std::atomic<uint64_t> g_spin_ns{static_cast<uint64_t>(kDefaultSpinMicros) * 1000};
 
-[[noreturn]] void ThrowInvalid(const std::string& msg) { throw std::invalid_argument(msg); }
+[[noreturn]] void ThrowInvalid(const std::string& msg) { throw Error(msg); }
 
 bool EnvFlagSet(const char* name) {
   const char* value = std::getenv(name);
@@ -255,10 +256,9 @@ int Barrier(Job* job, int task_id) {
 void WarnAffinityOnce(int err) {
   static std::once_flag once;
   std::call_once(once, [err] {
-    std::fprintf(stderr,
-                 "ember: warning: could not pin thread-pool workers to their cores "
-                 "(pthread_setaffinity_np: %s); running them unpinned\n",
-                 std::strerror(err));
+    EMBER_LOG_WARNING << "thread pool: could not pin the workers to their cores "
+                         "(pthread_setaffinity_np: "
+                      << std::strerror(err) << "); running them unpinned";
   });
 }
 
@@ -274,9 +274,8 @@ class ThreadPool {
       }
     } catch (const std::exception& e) {
       StopWorkers();
-      throw std::runtime_error("thread pool: could not start worker " +
-                               std::to_string(started_ + 1) + " of " +
-                               std::to_string(num_threads_ - 1) + ": " + e.what());
+      throw Error("thread pool: could not start worker " + std::to_string(started_ + 1) + " of " +
+                  std::to_string(num_threads_ - 1) + ": " + e.what());
     }
   }
 
@@ -419,8 +418,8 @@ PoolState& State() {
 void WarnEnvOnce(const char* name, const char* value) {
   static std::once_flag once;
   std::call_once(once, [&] {
-    std::fprintf(stderr, "ember: warning: ignoring %s=\"%s\": expected an integer in [1, %d]\n",
-                 name, value, kMaxThreads);
+    EMBER_LOG_WARNING << "thread pool: ignoring " << name << "=\"" << value
+                      << "\": expected an integer in [1, " << kMaxThreads << "]";
   });
 }
 
@@ -472,7 +471,7 @@ ThreadPool* GetPoolLocked(PoolState& s) {
     cpus = CoresOf(GetCpuTopology(), s.mode);
     if (EnvFlagSet("EMBER_VERBOSE")) description = DescribeLocked(s);
   }
-  if (!description.empty()) std::fprintf(stderr, "%s\n", description.c_str());
+  if (!description.empty()) EMBER_LOG_INFO << description;
   s.pool = new ThreadPool(n, std::move(cpus));
   return s.pool;
 }
@@ -613,6 +612,12 @@ std::string Describe() {
 }
 
 bool InParallelTask() { return tls_in_task; }
+
+// TVM's names, so Python and apps written for TVM configure the pool unchanged.
+EMBER_REGISTER_GLOBAL("runtime.config_threadpool").set_body_typed([](int mode, int nthreads) {
+  Configure(static_cast<AffinityMode>(mode), nthreads);
+});
+EMBER_REGISTER_GLOBAL("runtime.NumThreads").set_body_typed([] { return NumThreads(); });
 
 CpuTopology ReadCpuTopology(const std::string& sysfs_cpu_dir, const std::vector<int>& cpus) {
   CpuTopology topo;

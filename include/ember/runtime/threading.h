@@ -39,7 +39,9 @@
  * each time it starts (once, unless it is reconfigured).
  *
  * Environment variables and their API twins:
- *   EMBER_NUM_THREADS / TVM_NUM_THREADS   SetNumThreads(), Configure(), runtime.config_threadpool
+ *   EMBER_NUM_THREADS / TVM_NUM_THREADS   SetNumThreads(), Configure(), and the globals
+ *                                         runtime.config_threadpool(mode, nthreads) and
+ *                                         runtime.NumThreads() (TVM's names)
  *   EMBER_THREAD_SPIN_US                  SetSpinMicros()
  *   EMBER_VERBOSE                         Describe()
  */

@@ -1,5 +1,6 @@
 // Thread pool behind TVMBackendParallelLaunch / Barrier / RunOnce, and its configuration API.
 #include <ember/runtime/c_backend_api.h>
+#include <ember/runtime/registry.h>
 #include <ember/runtime/threading.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -418,11 +419,43 @@ TEST_F(ThreadPoolTest, ThreadCountFollowsApiThenEnvironmentThenCores) {
   unsetenv("EMBER_NUM_THREADS");
 }
 
+TEST_F(ThreadPoolTest, ConfigThreadpoolGlobalIsTheApiTwin) {
+  using ember::runtime::Registry;
+  const auto* config = Registry::Get("runtime.config_threadpool");
+  const auto* num_threads = Registry::Get("runtime.NumThreads");
+  ASSERT_NE(config, nullptr);
+  ASSERT_NE(num_threads, nullptr);
+  (*config)(0, 3);
+  EXPECT_EQ(threading::NumThreads(), 3);
+  EXPECT_EQ((*num_threads)().As<int>(), 3);
+  CheckSumLaunch(0, 3);
+  EXPECT_THROW((*config)(5, 2), ember::runtime::Error);
+
+  // The same through the C ABI, as Python calls it.
+  TVMFunctionHandle handle = nullptr;
+  ASSERT_EQ(TVMFuncGetGlobal("runtime.config_threadpool", &handle), 0);
+  ASSERT_NE(handle, nullptr);
+  TVMValue args[2];
+  int codes[2] = {kTVMArgInt, kTVMArgInt};
+  TVMValue ret;
+  int ret_code = 0;
+  args[0].v_int64 = static_cast<int>(AffinityMode::kBig);
+  args[1].v_int64 = 2;
+  EXPECT_EQ(TVMFuncCall(handle, args, codes, 2, &ret, &ret_code), 0) << TVMGetLastError();
+  EXPECT_EQ(threading::GetAffinityMode(), AffinityMode::kBig);
+  EXPECT_EQ(threading::NumThreads(), 2);
+  args[1].v_int64 = -4;
+  EXPECT_EQ(TVMFuncCall(handle, args, codes, 2, &ret, &ret_code), -1);
+  EXPECT_NE(std::string(TVMGetLastError()).find("got -4"), std::string::npos) << TVMGetLastError();
+  EXPECT_EQ(TVMFuncFree(handle), 0);
+}
+
 TEST_F(ThreadPoolTest, BadConfigurationIsRejected) {
-  EXPECT_THROW(threading::SetNumThreads(-1), std::exception);
-  EXPECT_THROW(threading::SetNumThreads(threading::kMaxThreads + 1), std::exception);
-  EXPECT_THROW(threading::Configure(static_cast<AffinityMode>(7), 2), std::exception);
-  EXPECT_THROW(threading::SetSpinMicros(-5), std::exception);
+  using ember::runtime::Error;
+  EXPECT_THROW(threading::SetNumThreads(-1), Error);
+  EXPECT_THROW(threading::SetNumThreads(threading::kMaxThreads + 1), Error);
+  EXPECT_THROW(threading::Configure(static_cast<AffinityMode>(7), 2), Error);
+  EXPECT_THROW(threading::SetSpinMicros(-5), Error);
   try {
     threading::SetNumThreads(-1);
   } catch (const std::exception& e) {
