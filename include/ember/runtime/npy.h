@@ -28,6 +28,7 @@
 #define EMBER_RUNTIME_NPY_H_
 
 #include <dlpack/dlpack.h>
+#include <ember/runtime/logging.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -39,9 +40,9 @@ namespace ember {
 namespace runtime {
 
 /*! \brief A .npy file that could not be read or written; the message names the file. */
-class NpyError : public std::runtime_error {
+class NpyError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  using Error::Error;
 };
 
 /*! \brief What a .npy header says about the array that follows it. */
