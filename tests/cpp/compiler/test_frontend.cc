@@ -1,0 +1,126 @@
+#include <ember/compiler/frontend.h>
+#include <gtest/gtest.h>
+
+#include "onnx_builder.h"
+
+namespace ember {
+namespace compiler {
+namespace {
+
+using testing::OnnxBuilder;
+
+std::string ErrorOf(const std::string& bytes, const ImportOptions& opts = {}) {
+  try {
+    ImportOnnxBytes(bytes, "m.onnx", opts);
+  } catch (const CompileError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Frontend, ImportsReluWithInitializerAsConstant) {
+  OnnxBuilder b;
+  b.Input("x", {2, 3}).Input("w", {2, 3}).FloatInit("w", {2, 3}, {1, 2, 3, 4, 5, 6});
+  b.Node("Add", "add", {"x", "w"}, {"s"});
+  b.Node("Relu", "relu", {"s"}, {"y"});
+  b.Output("y", {2, 3});
+  Graph g = ImportOnnxBytes(b.Bytes(), "m.onnx", {});
+  ASSERT_EQ(g.inputs().size(), 1u);  // "w" is an initializer, not a runtime input
+  EXPECT_EQ(g.value(g.inputs()[0]).name, "x");
+  ASSERT_EQ(g.nodes().size(), 2u);
+  EXPECT_TRUE(g.value(g.nodes()[0].inputs[1]).is_constant());
+  EXPECT_EQ(g.value(g.outputs()[0]).type.ToString(), "float32[2,3]");
+}
+
+TEST(Frontend, UnsupportedOperatorNamesOpNodeAndOpset) {
+  OnnxBuilder b;
+  b.Input("x", {4});
+  b.Node("Det", "det0", {"x"}, {"y"});
+  b.Output("y", {});
+  std::string err = ErrorOf(b.Bytes());
+  EXPECT_NE(err.find("operator 'Det' (node 'det0', opset 13) is not supported"), std::string::npos)
+      << err;
+}
+
+TEST(Frontend, DynamicDimNeedsInputShape) {
+  OnnxBuilder b;
+  b.Input("data", {-1, 3});
+  b.Node("Relu", "r", {"data"}, {"y"});
+  b.Output("y", {-1, 3});
+  std::string err = ErrorOf(b.Bytes());
+  EXPECT_NE(err.find("input 'data' dimension 0 ('N') is dynamic; pass --input-shape data="),
+            std::string::npos)
+      << err;
+  ImportOptions opts;
+  opts.input_shapes["data"] = {5, 3};
+  Graph g = ImportOnnxBytes(b.Bytes(), "m.onnx", opts);
+  EXPECT_EQ(g.value(g.outputs()[0]).type.ToString(), "float32[5,3]");
+  opts.input_shapes["nope"] = {1};
+  EXPECT_NE(ErrorOf(b.Bytes(), opts).find("no input named 'nope'; inputs are: data"),
+            std::string::npos);
+}
+
+TEST(Frontend, MalformedFileIsAnError) {
+  EXPECT_NE(ErrorOf("this is not a protobuf \x01\x02\xff").find("not a valid ONNX model"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("").find("m.onnx"), std::string::npos);
+}
+
+TEST(Frontend, ShapeMathIsFoldedIntoStaticReshape) {
+  // y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])) : the exporter idiom.
+  OnnxBuilder b;
+  b.Input("x", {2, 3, 4});
+  b.IntInit("zero", {}, {0}).IntInit("minus1", {1}, {-1}).IntInit("axes0", {1}, {0});
+  b.Node("Shape", "shape", {"x"}, {"s"});
+  OnnxBuilder::IntAttr(b.Node("Gather", "gather", {"s", "zero"}, {"n"}), "axis", 0);
+  b.Node("Unsqueeze", "unsq", {"n", "axes0"}, {"n1"});
+  OnnxBuilder::IntAttr(b.Node("Concat", "concat", {"n1", "minus1"}, {"shape2"}), "axis", 0);
+  b.Node("Reshape", "reshape", {"x", "shape2"}, {"y"});
+  b.Output("y", {2, 12});
+  Graph g = ImportOnnxBytes(b.Bytes(), "m.onnx", {});
+  ASSERT_EQ(g.nodes().size(), 1u) << g.ToText();
+  EXPECT_EQ(g.nodes()[0].op, "Reshape");
+  EXPECT_EQ(g.nodes()[0].inputs.size(), 1u);
+  EXPECT_EQ(g.value(g.outputs()[0]).type.ToString(), "float32[2,12]");
+}
+
+TEST(Frontend, NonConstantShapeInputIsRefusedClearly) {
+  OnnxBuilder b;
+  b.Input("x", {6}).Input("shape", {2}, onnx::TensorProto::INT64);
+  b.Node("Reshape", "rs", {"x", "shape"}, {"y"});
+  b.Output("y", {});
+  std::string err = ErrorOf(b.Bytes());
+  EXPECT_NE(err.find("node 'rs' (Reshape): input 1 ('shape', value 'shape') must be a constant"),
+            std::string::npos)
+      << err;
+}
+
+TEST(Frontend, OldOpsetAttributesBecomeCanonical) {
+  OnnxBuilder b(10);
+  b.Input("x", {1, 1, 5, 5});
+  auto* pool = b.Node("MaxPool", "pool", {"x"}, {"p"});
+  OnnxBuilder::IntsAttr(pool, "kernel_shape", {3, 3});
+  auto* a = pool->add_attribute();
+  a->set_name("auto_pad");
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s("SAME_UPPER");
+  b.Output("p", {1, 1, 5, 5});
+  Graph g = ImportOnnxBytes(b.Bytes(), "m.onnx", {});
+  const Node& n = g.nodes().at(0);
+  EXPECT_EQ(n.GetInts("pads"), (std::vector<int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(n.GetInts("strides"), (std::vector<int64_t>{1, 1}));
+  EXPECT_FALSE(n.HasAttr("auto_pad"));
+  EXPECT_EQ(g.value(n.outputs[0]).type.ToString(), "float32[1,1,5,5]");
+}
+
+TEST(Frontend, ParseInputShape) {
+  auto [name, dims] = ParseInputShape("data=1,3,224,224");
+  EXPECT_EQ(name, "data");
+  EXPECT_EQ(dims, (std::vector<int64_t>{1, 3, 224, 224}));
+  EXPECT_THROW(ParseInputShape("data"), CompileError);
+  EXPECT_THROW(ParseInputShape("data=1,x"), CompileError);
+}
+
+}  // namespace
+}  // namespace compiler
+}  // namespace ember

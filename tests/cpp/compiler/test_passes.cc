@@ -1,0 +1,221 @@
+#include <ember/compiler/ir/op_registry.h>
+#include <ember/compiler/transform.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace ember {
+namespace compiler {
+namespace {
+
+TensorType F32(std::vector<int64_t> s) { return TensorType{std::move(s), kFloat32}; }
+
+HostTensorPtr Floats(std::vector<int64_t> shape, std::vector<float> v) {
+  auto t = std::make_shared<HostTensor>(F32(std::move(shape)));
+  for (size_t i = 0; i < v.size(); ++i) t->SetFromDouble(static_cast<int64_t>(i), v[i]);
+  return t;
+}
+
+// Adds a node and infers its output type through the registry (as the frontend does).
+int Add(Graph& g, const std::string& op, std::vector<int> in, AttrMap attrs = {}) {
+  int out = g.AddValue(g.UniqueName(op + "_out"), TensorType{});
+  Node n{op, op + "_" + std::to_string(g.nodes().size()), std::move(attrs), std::move(in), {out}};
+  std::vector<TensorType> types;
+  for (int i : n.inputs) types.push_back(g.value(i).type);
+  g.value(out).type = InferNodeTypes(n, types).at(0);
+  g.nodes().push_back(std::move(n));
+  return out;
+}
+
+TEST(FoldConstants, EvaluatesConstantArithmetic) {
+  Graph g;
+  int x = g.AddValue("x", F32({2}));
+  g.inputs().push_back(x);
+  int a = g.AddConstant("a", Floats({2}, {1, 2}));
+  int b = g.AddConstant("b", Floats({2}, {10, 20}));
+  int s = Add(g, "Add", {a, b});
+  int y = Add(g, "Mul", {x, s});
+  g.outputs().push_back(y);
+  FoldConstants(&g);
+  ASSERT_EQ(g.nodes().size(), 1u);
+  ASSERT_TRUE(g.value(s).is_constant());
+  EXPECT_EQ(g.value(s).constant->ToDoubleVector(), (std::vector<double>{11, 22}));
+}
+
+TEST(HostEvaluate, GatherConcatSliceOnInt64) {
+  Node gather{"Gather", "g", {{"axis", int64_t{0}}}, {0, 1}, {2}};
+  std::vector<HostTensorPtr> out;
+  ASSERT_TRUE(HostEvaluate(gather, {MakeInt64Tensor({5, 6, 7}), MakeInt64Tensor({2, -3})},
+                           {TensorType{{2}, kInt64}}, &out));
+  EXPECT_EQ(out[0]->ToIntVector(), (std::vector<int64_t>{7, 5}));
+  Node concat{"Concat", "c", {{"axis", int64_t{0}}}, {0, 1}, {2}};
+  ASSERT_TRUE(HostEvaluate(concat, {MakeInt64Tensor({1}), MakeInt64Tensor({2, 3})},
+                           {TensorType{{3}, kInt64}}, &out));
+  EXPECT_EQ(out[0]->ToIntVector(), (std::vector<int64_t>{1, 2, 3}));
+  Node slice{"Slice",
+             "s",
+             {{"starts", std::vector<int64_t>{3}}, {"steps", std::vector<int64_t>{-2}}},
+             {0},
+             {1}};
+  ASSERT_TRUE(
+      HostEvaluate(slice, {MakeInt64Tensor({0, 1, 2, 3})}, {TensorType{{2}, kInt64}}, &out));
+  EXPECT_EQ(out[0]->ToIntVector(), (std::vector<int64_t>{3, 1}));
+}
+
+TEST(Simplify, RemovesIdentityAndNoOpsAndMergesReshapes) {
+  Graph g;
+  int x = g.AddValue("x", F32({2, 6}));
+  g.inputs().push_back(x);
+  int i = Add(g, "Identity", {x});
+  int t = Add(g, "Transpose", {i}, {{"perm", std::vector<int64_t>{0, 1}}});
+  int r1 = Add(g, "Reshape", {t}, {{"__out_shape", std::vector<int64_t>{3, 4}}});
+  int r2 = Add(g, "Reshape", {r1}, {{"__out_shape", std::vector<int64_t>{12}}});
+  int y = Add(g, "Relu", {r2});
+  g.outputs().push_back(y);
+  Simplify(&g);
+  ASSERT_EQ(g.nodes().size(), 2u) << g.ToText();
+  EXPECT_EQ(g.nodes()[0].op, "Reshape");
+  EXPECT_EQ(g.nodes()[0].inputs[0], x);
+  EXPECT_EQ(g.value(g.nodes()[0].outputs[0]).type.shape, (std::vector<int64_t>{12}));
+  EXPECT_EQ(g.nodes()[1].op, "Relu");
+}
+
+TEST(Simplify, OutputThatIsAnIdentityOfTheInputKeepsItsSlot) {
+  Graph g;
+  int x = g.AddValue("x", F32({3}));
+  g.inputs().push_back(x);
+  g.outputs().push_back(Add(g, "Identity", {x}));
+  Simplify(&g);
+  EXPECT_TRUE(g.nodes().empty());
+  EXPECT_EQ(g.outputs()[0], x);
+}
+
+Graph ConvBn(bool with_conv) {
+  Graph g;
+  int x = g.AddValue("x", F32({1, 2, 3, 3}));
+  g.inputs().push_back(x);
+  int v = x;
+  if (with_conv) {
+    int w = g.AddConstant("w", Floats({2, 2, 1, 1}, {1, 2, 3, 4}));
+    int b = g.AddConstant("b", Floats({2}, {0.5f, -1}));
+    v = Add(g, "Conv", {x, w, b},
+            {{"kernel_shape", std::vector<int64_t>{1, 1}},
+             {"strides", std::vector<int64_t>{1, 1}},
+             {"dilations", std::vector<int64_t>{1, 1}},
+             {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+             {"group", int64_t{1}}});
+  }
+  int gamma = g.AddConstant("gamma", Floats({2}, {2, 3}));
+  int beta = g.AddConstant("beta", Floats({2}, {1, -1}));
+  int mean = g.AddConstant("mean", Floats({2}, {0.5f, 1}));
+  int var = g.AddConstant("var", Floats({2}, {4, 9}));
+  int y = Add(g, "BatchNormalization", {v, gamma, beta, mean, var}, {{"epsilon", 0.0}});
+  g.outputs().push_back(y);
+  return g;
+}
+
+TEST(FoldBatchNorm, FoldsIntoConvWeightsAndBias) {
+  Graph g = ConvBn(true);
+  FoldBatchNorm(&g);
+  EliminateDeadCode(&g);
+  ASSERT_EQ(g.nodes().size(), 1u) << g.ToText();
+  const Node& conv = g.nodes()[0];
+  EXPECT_EQ(conv.op, "Conv");
+  // s = gamma / sqrt(var) = {1, 1}; w unchanged; b' = (b - mean) * s + beta.
+  EXPECT_EQ(g.value(conv.inputs[1]).constant->ToDoubleVector(), (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_EQ(g.value(conv.inputs[2]).constant->ToDoubleVector(), (std::vector<double>{1, -3}));
+  EXPECT_EQ(g.outputs()[0], conv.outputs[0]);
+}
+
+TEST(FoldBatchNorm, WithoutConvBecomesMulAdd) {
+  Graph g = ConvBn(false);
+  FoldBatchNorm(&g);
+  ASSERT_EQ(g.nodes().size(), 2u);
+  EXPECT_EQ(g.nodes()[0].op, "Mul");
+  EXPECT_EQ(g.nodes()[1].op, "Add");
+  const Value& shift = g.value(g.nodes()[1].inputs[1]);
+  EXPECT_EQ(shift.type.shape, (std::vector<int64_t>{2, 1, 1}));
+  EXPECT_EQ(shift.constant->ToDoubleVector(), (std::vector<double>{0.5, -2}));  // beta - mean * s
+}
+
+TEST(EliminateDeadCode, DropsUnreadNodes) {
+  Graph g;
+  int x = g.AddValue("x", F32({3}));
+  g.inputs().push_back(x);
+  Add(g, "Exp", {x});
+  int y = Add(g, "Relu", {x});
+  g.outputs().push_back(y);
+  EliminateDeadCode(&g);
+  ASSERT_EQ(g.nodes().size(), 1u);
+  EXPECT_EQ(g.nodes()[0].op, "Relu");
+}
+
+AttrMap Conv1x1() {
+  return {{"kernel_shape", std::vector<int64_t>{1, 1}},
+          {"strides", std::vector<int64_t>{1, 1}},
+          {"dilations", std::vector<int64_t>{1, 1}},
+          {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+          {"group", int64_t{1}}};
+}
+
+TEST(FuseOps, ConvEpilogueBiasReluResidual) {
+  Graph g;
+  int x = g.AddValue("x", F32({1, 2, 4, 4}));
+  g.inputs().push_back(x);
+  int w = g.AddConstant("w", Floats({2, 2, 1, 1}, {1, 0, 0, 1}));
+  int bias = g.AddConstant("bias", Floats({2, 1, 1}, {1, 2}));
+  int c = Add(g, "Conv", {x, w}, Conv1x1());
+  int b = Add(g, "Add", {c, bias});
+  int r = Add(g, "Relu", {b});
+  int res = Add(g, "Add", {r, x});
+  int sm = Add(g, "Softmax", {res}, {{"axis", int64_t{3}}});
+  g.outputs().push_back(sm);
+  std::vector<FusedGroup> groups = FuseOps(&g, 3);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].nodes.size(), 4u);
+  EXPECT_EQ(groups[0].func_name, "fused_conv_add_relu_add");
+  EXPECT_EQ(groups[0].inputs, (std::vector<int>{x, w, bias}));
+  EXPECT_EQ(groups[0].outputs, (std::vector<int>{res}));
+  EXPECT_EQ(groups[0].anchor, 0);
+  EXPECT_EQ(groups[1].nodes.size(), 1u);  // Softmax is opaque
+  EXPECT_EQ(groups[1].inputs, (std::vector<int>{res}));
+
+  EXPECT_EQ(FuseOps(&g, 0).size(), 5u);  // opt-level 0: one kernel per node
+}
+
+TEST(FuseOps, ValueReadTwiceEndsTheGroup) {
+  Graph g;
+  int x = g.AddValue("x", F32({8}));
+  g.inputs().push_back(x);
+  int e = Add(g, "Exp", {x});
+  int a = Add(g, "Relu", {e});
+  int b = Add(g, "Neg", {e});
+  int y = Add(g, "Add", {a, b});
+  g.outputs().push_back(y);
+  std::vector<FusedGroup> groups = FuseOps(&g, 3);
+  ASSERT_EQ(groups.size(), 3u);  // {Exp}, {Relu, Add}, {Neg} in a topological order
+  std::vector<bool> defined(g.values().size(), false);
+  defined[x] = true;
+  for (const FusedGroup& fg : groups) {
+    for (int in : fg.inputs) EXPECT_TRUE(defined[in]) << fg.func_name;
+    for (int out : fg.outputs) defined[out] = true;
+  }
+}
+
+TEST(FuseOps, OutputThatIsAnInputOrConstantGetsACopyKernel) {
+  Graph g;
+  int x = g.AddValue("x", F32({2}));
+  g.inputs().push_back(x);
+  int c = g.AddConstant("c", Floats({2}, {1, 2}));
+  g.outputs() = {x, c};
+  std::vector<FusedGroup> groups = FuseOps(&g, 3);
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].nodes[0]->op, "Identity");
+  EXPECT_EQ(groups[0].inputs, (std::vector<int>{x}));
+  EXPECT_EQ(groups[1].inputs, (std::vector<int>{c}));
+  EXPECT_NE(g.outputs()[0], x);
+}
+
+}  // namespace
+}  // namespace compiler
+}  // namespace ember
