@@ -112,7 +112,8 @@ Target Target::Parse(const std::string& spec) {
     FillDerived(&t);
     return t;
   }
-  llvm::Triple tr(triple);
+  // Normalized, so that the short forms (armv7a-linux-gnueabihf) get their OS and environment.
+  llvm::Triple tr(llvm::Triple::normalize(triple));
   std::string err;
   if (llvm::TargetRegistry::lookupTarget(tr.str(), err) == nullptr ||
       tr.getArch() == llvm::Triple::UnknownArch) {
