@@ -120,7 +120,7 @@ bool InLoadedLibrary(const char* p, size_t n) {
 NDArray LoadArrayReleasing(ByteReader* r, const char* region_begin) {
   constexpr uint64_t kNDArrayMagic = 0xDD5E40F096B4A13FULL;
   constexpr int kMaxNdim = 32;
-  constexpr size_t kChunk = size_t{4} << 20;
+  constexpr size_t kChunk = size_t{1} << 20;  // bytes resident twice at most while copying
   const std::string& src = r->source();
   if (r->Read<uint64_t>("array magic") != kNDArrayMagic) {
     EMBER_LOG_FATAL << src << ": bad array magic at byte " << r->offset() - 8

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <iostream>
 #include <new>
 #include <string>
 #include <thread>
@@ -316,6 +318,41 @@ TEST(GraphExecutor, EightThreadsEachWithItsOwnExecutor) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(ok.load(), 8);
+}
+
+// A field of /proc/self/status in KiB ("VmRSS:", "VmHWM:").
+long StatusKb(const std::string& key) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind(key, 0) == 0) return std::stol(line.substr(key.size()));
+  }
+  return -1;
+}
+
+TEST(GraphExecutor, LoadingNeverHoldsParamsTwiceAndExecutorsShareThem) {
+  // big: one 4096x2048 float32 param (32 MiB), input 1x2048, output 1x4096.
+  const double params_kb = 4096.0 * 2048 * 4 / 1024;
+  const double activations_kb = (2048.0 + 4096.0) * 4 / 1024;
+  const double slack_kb = 1024;  // executor bookkeeping, malloc arenas, library code pages
+  for (const std::string& path : {kArtifacts + "/big", kArtifacts + "/big_single.so"}) {
+    std::ofstream("/proc/self/clear_refs") << "5";  // resets VmHWM to the current RSS
+    long base = StatusKb("VmRSS:");
+    if (StatusKb("VmHWM:") > base + 512) GTEST_SKIP() << "cannot reset the peak RSS here";
+    Module factory = LoadArtifact(path);
+    std::vector<Module> execs;
+    for (int i = 0; i < 4; ++i) {
+      execs.push_back(factory.GetFunction("default")(kCPU));
+      execs.back().GetFunction("run")();
+    }
+    double peak = static_cast<double>(StatusKb("VmHWM:") - base);
+    double now = static_cast<double>(StatusKb("VmRSS:") - base);
+    std::cout << path << ": params " << params_kb << " KiB; peak while loading and running 4 "
+              << "executors +" << peak << " KiB (" << peak / params_kb << "x params); resident "
+              << "with 4 executors +" << now << " KiB\n";
+    EXPECT_LT(peak, 1.2 * params_kb + 4 * activations_kb) << path;
+    EXPECT_LT(now, params_kb + 4 * activations_kb + slack_kb) << path << ": params held twice?";
+  }
 }
 
 TEST(GraphExecutor, ProfilerAndTimeEvaluator) {
