@@ -113,6 +113,124 @@ class Rewriter {
   }
 };
 
+// Does var occur in e?
+bool Occurs(const Expr& e, const te::ExprNode* var) {
+  if (!e.defined()) return false;
+  switch (e.kind()) {
+    case ExprKind::kVar:
+      return e.get() == var;
+    case ExprKind::kBinary: {
+      auto* b = e.as<te::BinaryNode>();
+      return Occurs(b->a, var) || Occurs(b->b, var);
+    }
+    case ExprKind::kNot:
+      return Occurs(e.as<te::NotNode>()->a, var);
+    case ExprKind::kSelect: {
+      auto* s = e.as<te::SelectNode>();
+      return Occurs(s->cond, var) || Occurs(s->true_value, var) || Occurs(s->false_value, var);
+    }
+    case ExprKind::kCast:
+      return Occurs(e.as<te::CastNode>()->value, var);
+    case ExprKind::kCall:
+      for (auto& a : e.as<te::CallNode>()->args) {
+        if (Occurs(a, var)) return true;
+      }
+      return false;
+    case ExprKind::kBufferLoad:
+      return Occurs(e.as<BufferLoadNode>()->index, var);
+    default:
+      return false;
+  }
+}
+
+// Coefficient of var in an index expression that is affine in it; false when not affine.
+bool LinearCoeff(const Expr& e, const te::ExprNode* var, int64_t* c) {
+  if (!Occurs(e, var)) {
+    *c = 0;
+    return true;
+  }
+  switch (e.kind()) {
+    case ExprKind::kVar:
+      *c = 1;
+      return true;
+    case ExprKind::kCast:
+      return LinearCoeff(e.as<te::CastNode>()->value, var, c);
+    case ExprKind::kBinary: {
+      auto* b = e.as<te::BinaryNode>();
+      int64_t ca, cb;
+      if (!LinearCoeff(b->a, var, &ca) || !LinearCoeff(b->b, var, &cb)) return false;
+      int64_t k;
+      switch (b->op) {
+        case te::BinaryOp::kAdd:
+          *c = ca + cb;
+          return true;
+        case te::BinaryOp::kSub:
+          *c = ca - cb;
+          return true;
+        case te::BinaryOp::kMul:
+          if (cb == 0 && te::GetConstInt(b->b, &k)) {
+            *c = ca * k;
+            return true;
+          }
+          if (ca == 0 && te::GetConstInt(b->a, &k)) {
+            *c = cb * k;
+            return true;
+          }
+          return false;
+        default:
+          return false;
+      }
+    }
+    default:
+      return false;
+  }
+}
+
+// True when every buffer load in e moves by at most `max_stride` elements per step of var.
+bool LoadsVectorFriendly(const Expr& e, const te::ExprNode* var, int64_t max_stride) {
+  if (!e.defined()) return true;
+  switch (e.kind()) {
+    case ExprKind::kBufferLoad: {
+      auto* l = e.as<BufferLoadNode>();
+      int64_t c;
+      if (!LinearCoeff(l->index, var, &c) || c < 0 || c > max_stride) return false;
+      return true;
+    }
+    case ExprKind::kBinary: {
+      auto* b = e.as<te::BinaryNode>();
+      return LoadsVectorFriendly(b->a, var, max_stride) &&
+             LoadsVectorFriendly(b->b, var, max_stride);
+    }
+    case ExprKind::kNot:
+      return LoadsVectorFriendly(e.as<te::NotNode>()->a, var, max_stride);
+    case ExprKind::kSelect: {
+      auto* s = e.as<te::SelectNode>();
+      // Loads under a select are clamped by codegen, which turns them into gathers.
+      if (Occurs(s->true_value, var) || Occurs(s->false_value, var)) {
+        if (!LoadsVectorFriendly(s->true_value, var, 0) ||
+            !LoadsVectorFriendly(s->false_value, var, 0)) {
+          return false;
+        }
+      }
+      return LoadsVectorFriendly(s->cond, var, max_stride);
+    }
+    case ExprKind::kCast:
+      return LoadsVectorFriendly(e.as<te::CastNode>()->value, var, max_stride);
+    case ExprKind::kCall:
+      for (auto& a : e.as<te::CallNode>()->args) {
+        if (!LoadsVectorFriendly(a, var, max_stride)) return false;
+      }
+      return true;
+    default:
+      return true;
+  }
+}
+
+struct IterVarRef {
+  Expr var;
+  int64_t extent;
+};
+
 struct Stage {
   const TensorNode* tensor;
   Buffer buffer;  // null when inlined
@@ -184,7 +302,7 @@ class Lowerer {
         }
         continue;
       }
-      bool materialise = buffers_.count(t) || t->body.kind() == ExprKind::kReduce;
+      bool materialise = buffers_.count(t) || t->body.kind() == ExprKind::kReduce || t->materialize;
       if (!materialise) continue;
       if (!buffers_.count(t)) {
         auto b = std::make_shared<BufferNode>();
@@ -243,11 +361,11 @@ class Lowerer {
     return rw.Visit(e);
   }
 
-  Buffer NewLocal(const std::string& name, te::DataType dtype) {
+  Buffer NewLocal(const std::string& name, te::DataType dtype, int64_t size = 1) {
     auto b = std::make_shared<BufferNode>();
     b->name = name;
     b->dtype = dtype;
-    b->size = 1;
+    b->size = size;
     b->scope = BufferScope::kLocal;
     func_.locals.push_back(b);
     return b;
@@ -273,6 +391,7 @@ class Lowerer {
       for (auto& a : r->axes) rext *= a.extent;
       work *= std::max<int64_t>(rext, 1);
       te::DataType st = src.dtype();
+      if (Stmt row = LowerReduceRowwise(t, r, src, cond, out, work)) return row;
       Buffer acc = NewLocal(SanitizeName(t->name) + "_acc", st);
       Expr accv = BufferLoad(acc, 0);
       std::vector<Stmt> init, update;
@@ -353,6 +472,79 @@ class Lowerer {
     return s;
   }
 
+  // Reduction with the innermost output axis inside the reduction loops: a row of accumulators
+  // is updated per reduction step, so the inner loop runs over contiguous outputs and vectorises
+  // (conv: over output width; matmul: over output columns). Returns null when the source's loads
+  // are not affine with a small stride along that axis.
+  Stmt LowerReduceRowwise(const TensorNode* t, const te::ReduceNode* r, const Expr& src,
+                          const Expr& cond, const Buffer& out, int64_t work) {
+    constexpr int64_t kMinRow = 4;
+    constexpr int64_t kMaxRow = 1024;
+    constexpr int64_t kMaxStride = 2;
+    if (r->op == te::ReduceOp::kArgMax || r->op == te::ReduceOp::kArgMin) return nullptr;
+    int n = static_cast<int>(t->axis.size());
+    if (n == 0) return nullptr;
+    const IterVarRef inner{t->axis[n - 1].var, t->axis[n - 1].extent};
+    if (inner.extent < kMinRow || inner.extent > kMaxRow) return nullptr;
+    if (!LoadsVectorFriendly(src, inner.var.get(), kMaxStride)) return nullptr;
+    if (cond.defined() && !LoadsVectorFriendly(cond, inner.var.get(), kMaxStride)) return nullptr;
+    te::DataType st = src.dtype();
+    Buffer acc = NewLocal(SanitizeName(t->name) + "_row", st, inner.extent);
+    Expr accv = BufferLoad(acc, inner.var);
+    Expr init_v, combined;
+    switch (r->op) {
+      case te::ReduceOp::kSum:
+        init_v = te::Const(st, 0);
+        combined = accv + src;
+        break;
+      case te::ReduceOp::kProd:
+        init_v = te::Const(st, 1);
+        combined = accv * src;
+        break;
+      case te::ReduceOp::kMax:
+        init_v = te::MinValue(st);
+        combined = te::Max(accv, src);
+        break;
+      case te::ReduceOp::kMin:
+        init_v = te::MaxValue(st);
+        combined = te::Min(accv, src);
+        break;
+      default:
+        return nullptr;
+    }
+    if (cond.defined()) combined = te::Select(cond, combined, accv);
+    std::vector<Expr> idx;
+    for (auto& a : t->axis) idx.push_back(a.var);
+    Expr flat = Flatten(t->shape, idx);
+    Stmt init = For(inner.var, inner.extent, ForKind::kVectorized, Store(acc, inner.var, init_v));
+    Stmt red = For(inner.var, inner.extent, ForKind::kVectorized, Store(acc, inner.var, combined));
+    for (int i = static_cast<int>(r->axes.size()) - 1; i >= 0; --i) {
+      const auto& ax = r->axes[i];
+      if (ax.extent == 1) {
+        red = SubstituteStmt(red, ax.var, 0);
+        continue;
+      }
+      red = For(ax.var, ax.extent, ForKind::kSerial, red);
+    }
+    Stmt store = For(inner.var, inner.extent, ForKind::kVectorized,
+                     Store(out, flat, te::Cast(out->dtype, accv)));
+    Stmt s = Seq({init, red, store});
+    std::vector<int> kept;
+    for (int d = 0; d < n - 1; ++d) {
+      if (t->axis[d].extent != 1) kept.push_back(d);
+    }
+    for (int d = n - 2; d >= 0; --d) {
+      if (t->axis[d].extent == 1) s = SubstituteStmt(s, t->axis[d].var, 0);
+    }
+    for (int k = static_cast<int>(kept.size()) - 1; k >= 0; --k) {
+      int d = kept[k];
+      ForKind kind = ForKind::kSerial;
+      if (k == 0 && opts_.parallel && work >= opts_.parallel_min_work) kind = ForKind::kParallel;
+      s = For(t->axis[d].var, t->axis[d].extent, kind, s);
+    }
+    return s;
+  }
+
   static Stmt SubstituteStmt(const Stmt& s, const Expr& var, const Expr& value) {
     Rewriter rw;
     rw.vars[var.get()] = value;
@@ -400,6 +592,8 @@ LoweredFunc LowerTensors(const std::string& name, const std::vector<Tensor>& inp
 }
 
 LoweredFunc LowerGroup(const FusedGroup& group, const ScheduleOptions& opts) {
+  LoweredFunc scheduled;
+  if (TryGroupSchedules(group, opts, &scheduled)) return scheduled;
   const Graph& g = *group.graph;
   ops::GraphScope scope(&g);
   std::map<int, Tensor> env;

@@ -54,6 +54,32 @@ Tensor Conv(const Node& n, const std::vector<Tensor>& in, const std::vector<Tens
     axes.push_back(rk.back());
   }
   const std::vector<int64_t>& oshape = out.at(0).shape;
+  // Padding is materialised once so the reduction's inner loop reads without bounds checks.
+  bool padded = false;
+  std::vector<int64_t> pshape = x.shape();
+  for (size_t d = 0; d < spatial; ++d) {
+    int64_t need =
+        (oshape[2 + d] - 1) * win.strides[d] + (w.shape()[2 + d] - 1) * win.dilations[d] + 1;
+    pshape[2 + d] = std::max(x.shape()[2 + d] + win.pads[d], need);
+    if (win.pads[d] > 0 || pshape[2 + d] > x.shape()[2 + d]) padded = true;
+  }
+  Tensor xp = x;
+  if (padded) {
+    xp = te::ComputeMaterialized(
+        pshape,
+        [&](const std::vector<Expr>& i) {
+          std::vector<Expr> xi = {i[0], i[1]};
+          Expr inside;
+          for (size_t d = 0; d < spatial; ++d) {
+            Expr pos = i[2 + d] - win.pads[d];
+            xi.push_back(pos);
+            Expr ok = (pos >= 0) && (pos < x.shape()[2 + d]);
+            inside = inside.defined() ? (inside && ok) : ok;
+          }
+          return te::Select(inside, x(xi), te::Const(x.dtype(), 0));
+        },
+        n.name + "_pad");
+  }
   Tensor conv = te::Compute(
       oshape,
       [&](const std::vector<Expr>& i) {
@@ -61,22 +87,11 @@ Tensor Conv(const Node& n, const std::vector<Tensor>& in, const std::vector<Tens
         if (group > 1) ic = (i[1] / ocg) * icg + rc.var;
         std::vector<Expr> xi = {i[0], ic};
         std::vector<Expr> wi = {i[1], rc.var};
-        Expr inside;
         for (size_t d = 0; d < spatial; ++d) {
-          Expr pos = i[2 + d] * win.strides[d] + rk[d].var * win.dilations[d] - win.pads[d];
-          xi.push_back(pos);
+          xi.push_back(i[2 + d] * win.strides[d] + rk[d].var * win.dilations[d]);
           wi.push_back(rk[d].var);
-          if (win.pads[d] > 0 || win.pads[spatial + d] > 0 ||
-              (oshape[2 + d] - 1) * win.strides[d] + (w.shape()[2 + d] - 1) * win.dilations[d] -
-                      win.pads[d] >=
-                  x.shape()[2 + d]) {
-            Expr ok = (pos >= 0) && (pos < x.shape()[2 + d]);
-            inside = inside.defined() ? (inside && ok) : ok;
-          }
         }
-        Expr v = x(xi) * w(wi);
-        if (inside.defined()) v = te::Select(inside, v, te::Const(v.dtype(), 0));
-        return te::Sum(v, axes);
+        return te::Sum(xp(xi) * w(wi), axes);
       },
       n.name + "_conv");
   if (!bias.defined()) return conv;

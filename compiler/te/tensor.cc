@@ -102,4 +102,12 @@ Tensor Compute(std::vector<int64_t> shape, const FBody& fbody, const std::string
   return Tensor(n);
 }
 
+Tensor ComputeMaterialized(std::vector<int64_t> shape, const FBody& fbody,
+                           const std::string& name) {
+  Tensor t = Compute(std::move(shape), fbody, name);
+  auto n = std::const_pointer_cast<TensorNode>(t.node());
+  n->materialize = true;
+  return t;
+}
+
 }  // namespace ember::compiler::te

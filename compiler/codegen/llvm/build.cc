@@ -3,6 +3,8 @@
 // --system-lib).
 #include <ember/compiler/ir/fused_group.h>
 #include <ember/compiler/ir/tensor_type.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
@@ -131,12 +133,25 @@ void BuildKernelLibrary(const std::vector<FusedGroup>& groups, const Target& tar
   auto t0 = Clock::now();
   auto tm = MakeTargetMachine(target, opts.opt_level);
   llvm::LLVMContext ctx;
+  // Optimisation remarks and "loop not vectorized" warnings are not the user's business; errors
+  // are.
+  ctx.setDiagnosticHandlerCallBack(
+      [](const llvm::DiagnosticInfo* di, void*) {
+        if (di->getSeverity() != llvm::DS_Error) return;
+        std::string msg;
+        llvm::raw_string_ostream os(msg);
+        llvm::DiagnosticPrinterRawOStream dp(os);
+        di->print(dp);
+        std::cerr << "emberc: LLVM error: " << os.str() << "\n";
+      },
+      nullptr);
   auto module = std::make_unique<llvm::Module>("ember_kernels", ctx);
   module->setTargetTriple(target.triple);
   module->setDataLayout(tm->createDataLayout());
   codegen::CodeGenLLVM cg(module.get(), target);
   cg.ModuleCtx();
   lower::ScheduleOptions sched;
+  sched.target = &target;
   std::vector<llvm::Function*> funcs;
   std::string loop_text;
   for (const FusedGroup& g : groups) {

@@ -344,14 +344,18 @@ llvm::Value* CodeGenLLVM::BufferPtr(const BufferNode* b) {
   }
   // Locals live in the entry block of the function being emitted (closures get their own).
   llvm::IRBuilder<> eb(&func_->getEntryBlock(), func_->getEntryBlock().begin());
-  llvm::Value* p = eb.CreateAlloca(StorageType(b->dtype), nullptr, b->name);
+  llvm::Value* p = eb.CreateAlloca(
+      StorageType(b->dtype),
+      b->size > 1 ? llvm::ConstantInt::get(i32_, static_cast<uint64_t>(b->size)) : nullptr,
+      b->name);
+  if (b->size > 1) llvm::cast<llvm::AllocaInst>(p)->setAlignment(llvm::Align(64));
   buffers_[b] = p;
   return p;
 }
 
 llvm::Value* CodeGenLLVM::ElementPtr(const BufferNode* b, const Expr& index, bool clamp) {
   llvm::Value* base = BufferPtr(b);
-  if (b->scope == BufferScope::kLocal) return base;
+  if (b->scope == BufferScope::kLocal && b->size == 1) return base;
   llvm::Value* idx = EmitIndex(index);
   if (clamp && b->size > 0) {
     // Loads in the unselected arm of a select (padding, masked reductions) must stay in bounds.
@@ -704,11 +708,11 @@ void CodeGenLLVM::EmitFor(const lower::ForNode* f) {
     return;
   }
   EmitLoop(f->var, llvm::ConstantInt::get(index_ty_, 0),
-           llvm::ConstantInt::get(index_ty_, f->extent), f->for_kind == ForKind::kVectorized,
-           f->body);
+           llvm::ConstantInt::get(index_ty_, f->extent),
+           f->for_kind == ForKind::kVectorized ? 1 : (f->keep_scalar ? -1 : 0), f->body);
 }
 
-void CodeGenLLVM::EmitLoop(const Expr& var, llvm::Value* begin, llvm::Value* end, bool vectorize,
+void CodeGenLLVM::EmitLoop(const Expr& var, llvm::Value* begin, llvm::Value* end, int vectorize,
                            const Stmt& body) {
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   auto* loop = llvm::BasicBlock::Create(ctx_, "loop", func_);
@@ -722,7 +726,19 @@ void CodeGenLLVM::EmitLoop(const Expr& var, llvm::Value* begin, llvm::Value* end
   llvm::Value* next = b_.CreateAdd(iv, llvm::ConstantInt::get(index_ty_, 1), "", true, true);
   iv->addIncoming(next, b_.GetInsertBlock());
   auto* br = b_.CreateCondBr(b_.CreateICmpSLT(next, end), loop, exit);
-  if (vectorize) {
+  if (vectorize < 0) {
+    // A register-blocked body (compiler/schedule/): no loop vectorisation along this loop.
+    auto* node = llvm::MDNode::getDistinct(
+        ctx_, {nullptr,
+               llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.width"),
+                                        llvm::ConstantAsMetadata::get(b_.getInt32(1))}),
+               llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
+                                        llvm::ConstantAsMetadata::get(b_.getInt32(1))}),
+               llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")})});
+    node->replaceOperandWith(0, node);
+    br->setMetadata(llvm::LLVMContext::MD_loop, node);
+  }
+  if (vectorize > 0) {
     llvm::SmallVector<llvm::Metadata*, 3> md;
     md.push_back(nullptr);
     md.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
@@ -874,7 +890,7 @@ void CodeGenLLVM::EmitParallelFor(const lower::ForNode* f) {
   llvm::Value* begin = b_.CreateMul(task, chunk);
   llvm::Value* end =
       b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(begin, chunk), extent);
-  EmitLoop(f->var, begin, end, false, f->body);
+  EmitLoop(f->var, begin, end, 0, f->body);
   b_.CreateRet(b_.getInt32(0));
   func_ = saved_func;
   vars_ = saved_vars;

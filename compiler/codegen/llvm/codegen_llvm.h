@@ -41,7 +41,8 @@ class CodeGenLLVM {
   llvm::Value* CastInt(llvm::Value* v, llvm::Type* to, bool is_signed);
   void EmitStmt(const lower::Stmt& s);
   void EmitFor(const lower::ForNode* f);
-  void EmitLoop(const te::Expr& var, llvm::Value* begin, llvm::Value* end, bool vectorize,
+  // vectorize: 1 forces LLVM's loop vectoriser, -1 forbids it and unrolling, 0 lets LLVM decide.
+  void EmitLoop(const te::Expr& var, llvm::Value* begin, llvm::Value* end, int vectorize,
                 const lower::Stmt& body);
   void EmitParallelFor(const lower::ForNode* f);
   llvm::Value* BufferPtr(const lower::BufferNode* b);

@@ -24,6 +24,9 @@ class TensorNode {
   Expr body;                  // undefined for a placeholder
   /*! \brief Inputs read by body (filled by compute()); used to walk the stage graph. */
   std::vector<std::shared_ptr<const TensorNode>> inputs;
+  /*! \brief Schedule hint: keep this stage in its own buffer instead of inlining it into its
+   * consumers (e.g. a padded conv input, so the conv's inner loop reads without bounds checks). */
+  bool materialize = false;
 };
 
 class Tensor {
@@ -65,6 +68,8 @@ using FBody = std::function<Expr(const std::vector<Expr>& indices)>;
 Tensor Placeholder(std::vector<int64_t> shape, DataType dtype, const std::string& name);
 /*! \brief out[i...] = fbody(i...); the dtype is the body's. */
 Tensor Compute(std::vector<int64_t> shape, const FBody& fbody, const std::string& name);
+/*! \brief Compute() with the materialize hint set. */
+Tensor ComputeMaterialized(std::vector<int64_t> shape, const FBody& fbody, const std::string& name);
 
 }  // namespace ember::compiler::te
 
