@@ -65,6 +65,8 @@ class ForNode : public StmtNode {
   te::Expr var;
   int64_t extent = 0;
   ForKind for_kind = ForKind::kSerial;
+  /*! \brief Serial loop LLVM must neither vectorise nor unroll (a register-blocked body). */
+  bool keep_scalar = false;
   Stmt body;
 };
 
@@ -116,6 +118,8 @@ struct ScheduleOptions {
   /*! \brief Parallelise an outer loop when the nest does at least this many element updates. */
   int64_t parallel_min_work = 1 << 15;
   bool parallel = true;
+  /*! \brief Target being compiled for; group schedules (compiler/schedule/) key on it. */
+  const Target* target = nullptr;
 };
 
 /*!
@@ -130,6 +134,13 @@ LoweredFunc LowerTensors(const std::string& name, const std::vector<te::Tensor>&
 /*! \brief Builds te tensors for every node of the group through the op registry's compute rules
  * and lowers them. Throws UnsupportedError naming the node when an op has no compute rule. */
 LoweredFunc LowerGroup(const FusedGroup& group, const ScheduleOptions& opts);
+
+/*!
+ * \brief Group schedules (compiler/schedule/): LowerGroup first offers the group to the schedules
+ * registered for opts.target; the first that returns true has filled *out. Defined in
+ * compiler/schedule/schedule_table.cc.
+ */
+bool TryGroupSchedules(const FusedGroup& group, const ScheduleOptions& opts, LoweredFunc* out);
 
 /*! \brief Text form of a lowered function (for --dump-ir and tests). */
 std::string ToText(const LoweredFunc& f);

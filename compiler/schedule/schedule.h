@@ -1,0 +1,53 @@
+// Group schedules: hand-written loop nests that take over a fused group from the default schedule
+// of compiler/lower/ (private to the compiler; LowerGroup reaches them via TryGroupSchedules).
+#ifndef EMBER_COMPILER_SCHEDULE_SCHEDULE_H_
+#define EMBER_COMPILER_SCHEDULE_SCHEDULE_H_
+
+#include <ember/compiler/ir/fused_group.h>
+
+#include <string>
+#include <vector>
+
+#include "ember/compiler/lower.h"
+#include "ember/compiler/target.h"
+
+namespace ember::compiler::schedule {
+
+/*! \brief Targets the table distinguishes (by ISA and SIMD width). */
+enum class TargetClass { kGeneric, kSse, kAvx2, kAvx512, kNeon64, kNeon32 };
+TargetClass ClassifyTarget(const Target& t);
+
+/*! \brief Register block of the direct convolution: `lanes` consecutive output positions times
+ * `oc_block` output channels accumulate in registers. */
+struct Conv2dParams {
+  int64_t lanes = 16;
+  int64_t oc_block = 4;
+};
+
+struct ScheduleEntry {
+  const char* name;
+  TargetClass target;
+  Conv2dParams conv;
+};
+
+/*! \brief Every schedule per target; tests and benchmarks iterate it. */
+const std::vector<ScheduleEntry>& ScheduleTable();
+
+/*! \brief EMBER_SCHEDULE=NAME (an entry of ScheduleTable) forces that entry on any target. */
+
+/*! \brief True when EMBER_DISABLE_SCHEDULES is set (to anything but 0): default schedule only. */
+bool SchedulesDisabled();
+
+/*!
+ * \brief 2-D convolution (any group count, dilation 1, float32) followed by elementwise/broadcast
+ * epilogue nodes. The input is copied once into a zero-padded, stride-phase-split workspace so that
+ * every tap reads `lanes` consecutive floats; outputs are computed on a "wide" row pitch (garbage
+ * columns are dropped by the epilogue, which the default schedule lowers). Returns false (and
+ * leaves *out alone) when the group does not fit.
+ */
+bool TryConv2dWide(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                   const Conv2dParams& p, lower::LoweredFunc* out);
+
+}  // namespace ember::compiler::schedule
+
+#endif  // EMBER_COMPILER_SCHEDULE_SCHEDULE_H_

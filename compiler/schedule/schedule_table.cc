@@ -1,0 +1,65 @@
+// The per-target table of group schedules LowerGroup consults before its default schedule.
+#include <cstdlib>
+#include <cstring>
+
+#include "schedule.h"
+
+namespace ember::compiler {
+namespace schedule {
+
+bool SchedulesDisabled() {
+  const char* v = std::getenv("EMBER_DISABLE_SCHEDULES");
+  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+}
+
+TargetClass ClassifyTarget(const Target& t) {
+  const std::string& tr = t.triple;
+  if (tr.rfind("x86_64", 0) == 0 || tr.rfind("i686", 0) == 0) {
+    if (t.vector_bits >= 512) return TargetClass::kAvx512;
+    if (t.vector_bits >= 256) return TargetClass::kAvx2;
+    return TargetClass::kSse;
+  }
+  if (tr.rfind("aarch64", 0) == 0 || tr.rfind("arm64", 0) == 0) return TargetClass::kNeon64;
+  if (tr.rfind("arm", 0) == 0 || tr.rfind("thumb", 0) == 0) {
+    return t.features.find("+neon") != std::string::npos ? TargetClass::kNeon32
+                                                         : TargetClass::kGeneric;
+  }
+  return TargetClass::kGeneric;
+}
+
+const std::vector<ScheduleEntry>& ScheduleTable() {
+  // Register blocks: `lanes` output positions (vectorised) x `oc_block` output channels must fit
+  // the register file with room for the input vectors and the weight broadcasts.
+  static const std::vector<ScheduleEntry> table = {
+      {"conv2d_nchw_wide_avx512", TargetClass::kAvx512, Conv2dParams{32, 4}},
+      {"conv2d_nchw_wide_avx2", TargetClass::kAvx2, Conv2dParams{16, 4}},
+      {"conv2d_nchw_wide_sse", TargetClass::kSse, Conv2dParams{8, 4}},
+      {"conv2d_nchw_wide_neon", TargetClass::kNeon64, Conv2dParams{16, 4}},
+      {"conv2d_nchw_wide_neon32", TargetClass::kNeon32, Conv2dParams{8, 4}},
+  };
+  return table;
+}
+
+}  // namespace schedule
+
+namespace lower {
+
+bool TryGroupSchedules(const FusedGroup& group, const ScheduleOptions& opts, LoweredFunc* out) {
+  if (opts.target == nullptr || schedule::SchedulesDisabled()) return false;
+  schedule::TargetClass tc = schedule::ClassifyTarget(*opts.target);
+  // EMBER_SCHEDULE=NAME forces one table entry whatever the target (tests and benchmarks run
+  // every entry on the host this way; the loop nests are portable, only the blocking differs).
+  const char* forced = std::getenv("EMBER_SCHEDULE");
+  for (const schedule::ScheduleEntry& e : schedule::ScheduleTable()) {
+    if (forced != nullptr && *forced != '\0') {
+      if (std::strcmp(forced, e.name) != 0) continue;
+    } else if (e.target != tc) {
+      continue;
+    }
+    if (schedule::TryConv2dWide(group, opts, e.conv, out)) return true;
+  }
+  return false;
+}
+
+}  // namespace lower
+}  // namespace ember::compiler

@@ -1,0 +1,201 @@
+// Group schedules (compiler/schedule/): every entry of the per-target table is forced on the host
+// (EMBER_SCHEDULE=NAME) and its convolutions are compared with a reference loop nest, over strides,
+// pads, groups (depthwise), 1x1 kernels, batches and fused epilogues (bias, Relu, residual Add).
+#include <ember/compiler/lower.h>
+#include <ember/runtime/c_runtime_api.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "../../../compiler/schedule/schedule.h"
+#include "kernel_test_util.h"
+
+namespace ember::compiler {
+namespace {
+
+using testing::Call;
+using testing::HostArray;
+using testing::KernelGraph;
+using testing::Library;
+
+struct ConvCase {
+  int64_t n, c, h, w, oc, k, stride, pad, group;
+  bool bias, relu, residual;
+};
+
+std::string CaseName(const ConvCase& c) {
+  std::ostringstream os;
+  os << "n" << c.n << "c" << c.c << "h" << c.h << "w" << c.w << "oc" << c.oc << "k" << c.k << "s"
+     << c.stride << "p" << c.pad << "g" << c.group << (c.bias ? "b" : "") << (c.relu ? "r" : "")
+     << (c.residual ? "a" : "");
+  return os.str();
+}
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    const char* old = getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Compiles the case with the forced schedule, runs it and compares with a reference.
+void CheckConv(const char* schedule_name, const ConvCase& cc) {
+  SCOPED_TRACE(std::string(schedule_name) + " " + CaseName(cc));
+  ScopedEnv force("EMBER_SCHEDULE", schedule_name);
+  const int64_t oh = (cc.h + 2 * cc.pad - cc.k) / cc.stride + 1;
+  const int64_t ow = (cc.w + 2 * cc.pad - cc.k) / cc.stride + 1;
+  const int64_t icg = cc.c / cc.group, ocg = cc.oc / cc.group;
+  std::vector<int64_t> oshape{cc.n, cc.oc, oh, ow};
+  KernelGraph kg;
+  int x = kg.Input("x", {cc.n, cc.c, cc.h, cc.w});
+  int w = kg.Input("w", {cc.oc, icg, cc.k, cc.k});
+  std::vector<int> conv_in{x, w};
+  if (cc.bias) conv_in.push_back(kg.Input("b", {cc.oc}));
+  int r = cc.residual ? kg.Input("r", oshape) : -1;
+  AttrMap attrs{{"kernel_shape", std::vector<int64_t>{cc.k, cc.k}},
+                {"strides", std::vector<int64_t>{cc.stride, cc.stride}},
+                {"dilations", std::vector<int64_t>{1, 1}},
+                {"pads", std::vector<int64_t>{cc.pad, cc.pad, cc.pad, cc.pad}},
+                {"group", cc.group}};
+  int y = kg.Add("Conv", conv_in, {TensorType{oshape, kFloat32}}, attrs)[0];
+  if (cc.residual) y = kg.Add("Add", {y, r}, {TensorType{oshape, kFloat32}})[0];
+  if (cc.relu) y = kg.Add("Relu", {y}, {TensorType{oshape, kFloat32}})[0];
+  char tmpl[] = "/tmp/ember_schedule_test_XXXXXX";
+  std::string dump = mkdtemp(tmpl);
+  BuildOptions bo;
+  bo.dump_dir = dump;
+  Library lib({kg.Group("conv", {y})}, bo);
+  // The schedule took the group: its padded workspace appears in the loop IR.
+  std::string loops = ReadFile(dump + "/kernels.loop.txt");
+  EXPECT_NE(loops.find("_padded_ws"), std::string::npos) << "schedule did not take the group";
+  std::filesystem::remove_all(dump);
+  auto f = lib.Get("conv");
+  ASSERT_NE(f, nullptr);
+  HostArray hx({cc.n, cc.c, cc.h, cc.w}, kFloat32), hw({cc.oc, icg, cc.k, cc.k}, kFloat32),
+      hb({cc.oc}, kFloat32), hr(oshape, kFloat32), out(oshape, kFloat32);
+  hx.FillRandom(11);
+  hw.FillRandom(12);
+  hb.FillRandom(13);
+  hr.FillRandom(14);
+  std::vector<HostArray*> call_args{&hx, &hw};
+  if (cc.bias) call_args.push_back(&hb);
+  if (cc.residual) call_args.push_back(&hr);
+  call_args.push_back(&out);
+  ASSERT_EQ(Call(f, call_args), 0) << TVMGetLastError();
+  int bad = 0;
+  for (int64_t n = 0; n < cc.n; ++n)
+    for (int64_t o = 0; o < cc.oc; ++o)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double acc = cc.bias ? hb.data<float>()[o] : 0.0;
+          int64_t g = o / ocg;
+          for (int64_t ic = 0; ic < icg; ++ic)
+            for (int64_t kh = 0; kh < cc.k; ++kh)
+              for (int64_t kw = 0; kw < cc.k; ++kw) {
+                int64_t ih = i * cc.stride + kh - cc.pad, iw = j * cc.stride + kw - cc.pad;
+                if (ih < 0 || ih >= cc.h || iw < 0 || iw >= cc.w) continue;
+                acc +=
+                    double{hx.data<float>()[((n * cc.c + g * icg + ic) * cc.h + ih) * cc.w + iw]} *
+                    hw.data<float>()[((o * icg + ic) * cc.k + kh) * cc.k + kw];
+              }
+          int64_t idx = ((n * cc.oc + o) * oh + i) * ow + j;
+          if (cc.residual) acc += hr.data<float>()[idx];
+          if (cc.relu) acc = std::max(acc, 0.0);
+          float got = out.data<float>()[idx];
+          if (std::fabs(got - acc) > 1e-4 + 1e-4 * std::fabs(acc) && ++bad <= 5) {
+            ADD_FAILURE() << "out[" << n << "," << o << "," << i << "," << j << "] = " << got
+                          << ", expected " << acc;
+          }
+        }
+  EXPECT_EQ(bad, 0);
+}
+
+const std::vector<ConvCase>& Cases() {
+  static const std::vector<ConvCase> cases = {
+      {1, 3, 9, 9, 4, 3, 2, 1, 1, true, false, false},     // strided, padded, bias
+      {1, 8, 12, 11, 8, 3, 1, 1, 1, false, true, true},    // residual + relu, odd width
+      {2, 6, 7, 7, 12, 1, 1, 0, 1, true, true, false},     // 1x1, batch 2
+      {1, 5, 10, 10, 6, 1, 2, 0, 1, false, false, false},  // 1x1 stride 2 (downsample)
+      {1, 8, 9, 9, 8, 3, 1, 1, 8, true, true, false},      // depthwise
+      {1, 8, 10, 10, 8, 3, 2, 1, 8, false, true, false},   // depthwise stride 2
+      {1, 3, 15, 15, 5, 7, 2, 3, 1, true, false, false},   // 7x7 stride 2 stem
+      {1, 4, 6, 6, 6, 3, 1, 0, 2, true, false, false},     // grouped, no padding
+  };
+  return cases;
+}
+
+TEST(Schedule, TableNamesAreUniqueAndCarryTheTarget) {
+  std::set<std::string> names;
+  for (const schedule::ScheduleEntry& e : schedule::ScheduleTable()) {
+    EXPECT_TRUE(names.insert(e.name).second) << e.name;
+    EXPECT_GE(e.conv.lanes, 1);
+    EXPECT_GE(e.conv.oc_block, 1);
+  }
+  EXPECT_FALSE(names.empty());
+}
+
+TEST(Schedule, EveryTableEntryMatchesTheReferenceConv) {
+  for (const schedule::ScheduleEntry& e : schedule::ScheduleTable()) {
+    for (const ConvCase& c : Cases()) CheckConv(e.name, c);
+  }
+}
+
+TEST(Schedule, HostTargetPicksAConvScheduleOnX86AndArm) {
+  schedule::TargetClass host = schedule::ClassifyTarget(Target::Host());
+  EXPECT_NE(host, schedule::TargetClass::kGeneric);
+  EXPECT_EQ(schedule::ClassifyTarget(Target::Parse("llvm -mtriple=aarch64-linux-gnu")),
+            schedule::TargetClass::kNeon64);
+  EXPECT_EQ(
+      schedule::ClassifyTarget(Target::Parse("llvm -mtriple=armv7a-linux-gnueabihf -mattr=+neon")),
+      schedule::TargetClass::kNeon32);
+}
+
+TEST(Schedule, CrossCompilesForAArch64) {
+  KernelGraph kg;
+  int x = kg.Input("x", {1, 8, 10, 10});
+  int w = kg.Input("w", {8, 8, 3, 3});
+  AttrMap attrs{{"kernel_shape", std::vector<int64_t>{3, 3}},
+                {"strides", std::vector<int64_t>{1, 1}},
+                {"dilations", std::vector<int64_t>{1, 1}},
+                {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                {"group", int64_t{1}}};
+  int y = kg.Add("Conv", {x, w}, {TensorType{{1, 8, 10, 10}, kFloat32}}, attrs)[0];
+  char tmpl[] = "/tmp/ember_schedule_arm_XXXXXX";
+  std::string dir = mkdtemp(tmpl);
+  BuildOptions bo;
+  bo.dump_dir = dir;
+  EXPECT_NO_THROW(BuildKernelLibrary({kg.Group("conv", {y})},
+                                     Target::Parse("llvm -mtriple=aarch64-linux-gnu"),
+                                     dir + "/lib.so", bo));
+  EXPECT_NE(ReadFile(dir + "/kernels.loop.txt").find("_padded_ws"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ember::compiler
