@@ -1,0 +1,162 @@
+// emberc end to end: ONNX models built in memory -> Compile() -> LoadArtifact -> run -> compare
+// with a plain C++ reference.
+#include <ember/compiler/driver.h>
+#include <ember/runtime/graph_executor.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "../compiler/onnx_builder.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace rt = ember::runtime;
+using ember::testing::OnnxBuilder;
+
+class CompileAndRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("ember_integration_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Writes the model, compiles it, returns a ready executor.
+  rt::Module Build(const std::string& bytes, int opt_level = 3) {
+    std::string model = (dir_ / "model.onnx").string();
+    std::ofstream(model, std::ios::binary) << bytes;
+    ember::compiler::CompileOptions opt;
+    opt.model_path = model;
+    opt.out_dir = (dir_ / "art").string();
+    opt.opt_level = opt_level;
+    ember::compiler::Compile(opt);
+    EXPECT_TRUE(fs::exists(dir_ / "art" / "graph.json"));
+    EXPECT_TRUE(fs::exists(dir_ / "art" / "params.bin"));
+    return rt::LoadArtifact(opt.out_dir).GetFunction("default")(rt::kCPU);
+  }
+
+  static rt::NDArray Floats(std::vector<int64_t> shape, const std::vector<float>& v) {
+    rt::NDArray a = rt::NDArray::Empty(rt::ShapeTuple(shape), rt::kFloat32, rt::kCPU);
+    a.CopyFromBytes(v.data(), v.size() * sizeof(float));
+    return a;
+  }
+  static std::vector<float> Values(const rt::NDArray& a) {
+    std::vector<float> v(static_cast<size_t>(a.NumElements()));
+    a.CopyToBytes(v.data(), v.size() * sizeof(float));
+    return v;
+  }
+  static void ExpectNear(const std::vector<float>& got, const std::vector<float>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i], want[i], 1e-4 + 1e-3 * std::fabs(want[i])) << "element " << i;
+    }
+  }
+
+  fs::path dir_;
+};
+
+std::vector<float> Ramp(size_t n, float scale, float offset) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = offset + scale * static_cast<float>(i % 7) - 0.1f * (i % 3);
+  return v;
+}
+
+// Conv3x3(pad 1) -> BatchNorm -> Relu -> Add(residual x): BN folding + a fused epilogue.
+TEST_F(CompileAndRun, ConvBatchNormReluResidual) {
+  const int64_t C = 2, H = 4, W = 4;
+  std::vector<float> w = Ramp(C * C * 9, 0.1f, -0.3f);
+  std::vector<float> gamma{1.5f, 0.5f}, beta{0.1f, -0.2f}, mean{0.05f, -0.1f}, var{0.9f, 1.2f};
+  OnnxBuilder b;
+  b.Input("x", {1, C, H, W}).Output("y", {1, C, H, W});
+  b.FloatInit("w", {C, C, 3, 3}, w).FloatInit("gamma", {C}, gamma).FloatInit("beta", {C}, beta);
+  b.FloatInit("mean", {C}, mean).FloatInit("var", {C}, var);
+  auto* conv = b.Node("Conv", "conv", {"x", "w"}, {"c"});
+  OnnxBuilder::IntsAttr(conv, "pads", {1, 1, 1, 1});
+  b.Node("BatchNormalization", "bn", {"c", "gamma", "beta", "mean", "var"}, {"n"});
+  b.Node("Relu", "relu", {"n"}, {"r"});
+  b.Node("Add", "res", {"r", "x"}, {"y"});
+  std::vector<float> x = Ramp(C * H * W, 0.25f, -0.5f);
+
+  std::vector<float> want(x.size());
+  for (int64_t o = 0; o < C; ++o) {
+    for (int64_t i = 0; i < H; ++i) {
+      for (int64_t j = 0; j < W; ++j) {
+        double acc = 0;
+        for (int64_t c = 0; c < C; ++c) {
+          for (int64_t ki = 0; ki < 3; ++ki) {
+            for (int64_t kj = 0; kj < 3; ++kj) {
+              int64_t ii = i + ki - 1, jj = j + kj - 1;
+              if (ii < 0 || jj < 0 || ii >= H || jj >= W) continue;
+              acc += x[(c * H + ii) * W + jj] * w[((o * C + c) * 3 + ki) * 3 + kj];
+            }
+          }
+        }
+        double bn = (acc - mean[o]) / std::sqrt(var[o] + 1e-5) * gamma[o] + beta[o];
+        size_t k = static_cast<size_t>((o * H + i) * W + j);
+        want[k] = static_cast<float>(std::max(bn, 0.0) + x[k]);
+      }
+    }
+  }
+  for (int level : {0, 3}) {
+    rt::Module gmod = Build(b.Bytes(), level);
+    gmod.GetFunction("set_input")("x", Floats({1, C, H, W}, x));
+    gmod.GetFunction("run")();
+    ExpectNear(Values(gmod.GetFunction("get_output")(0)), want);
+  }
+}
+
+// Gemm + Softmax, a second output that is an exporter-style reshape of the input, and a third that
+// is the graph input itself (copy kernel).
+TEST_F(CompileAndRun, GemmSoftmaxAndShapeMathOutputs) {
+  OnnxBuilder b;
+  b.Input("x", {2, 3}).Output("p", {2, 2}).Output("flat", {6}).Output("same", {2, 3});
+  std::vector<float> w{0.5f, -1, 0.25f, 1, 2, -0.5f}, bias{0.1f, -0.1f};
+  b.FloatInit("w", {2, 3}, w).FloatInit("bias", {2}, bias).IntInit("m1", {1}, {-1});
+  auto* gemm = b.Node("Gemm", "gemm", {"x", "w", "bias"}, {"g"});
+  OnnxBuilder::IntAttr(gemm, "transB", 1);
+  OnnxBuilder::IntAttr(b.Node("Softmax", "sm", {"g"}, {"p"}), "axis", 1);
+  b.Node("Shape", "shape", {"x"}, {"s"});
+  b.Node("ReduceProd", "prod", {"s"}, {"n"});
+  b.Node("Reshape", "flatten", {"x", "m1"}, {"flat"});
+  b.Node("Identity", "id", {"x"}, {"same"});
+  std::vector<float> x{1, 2, 3, -1, 0.5f, 2};
+  rt::Module gmod = Build(b.Bytes());
+  gmod.GetFunction("set_input")("x", Floats({2, 3}, x));
+  gmod.GetFunction("run")();
+  std::vector<float> want;
+  for (int r = 0; r < 2; ++r) {
+    double z[2];
+    for (int o = 0; o < 2; ++o) {
+      z[o] = bias[o];
+      for (int k = 0; k < 3; ++k) z[o] += x[r * 3 + k] * w[o * 3 + k];
+    }
+    double m = std::max(z[0], z[1]);
+    double e0 = std::exp(z[0] - m), e1 = std::exp(z[1] - m);
+    want.push_back(static_cast<float>(e0 / (e0 + e1)));
+    want.push_back(static_cast<float>(e1 / (e0 + e1)));
+  }
+  ExpectNear(Values(gmod.GetFunction("get_output")(0)), want);
+  ExpectNear(Values(gmod.GetFunction("get_output")(1)), x);
+  ExpectNear(Values(gmod.GetFunction("get_output")(2)), x);
+}
+
+TEST_F(CompileAndRun, ErrorsNameTheProblem) {
+  ember::compiler::CompileOptions opt;
+  opt.model_path = (dir_ / "missing.onnx").string();
+  opt.out_dir = (dir_ / "art").string();
+  try {
+    ember::compiler::Compile(opt);
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.onnx: cannot open file"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
