@@ -90,6 +90,18 @@ def main():
         rows.append((label + ", 3 int args", measure(lambda: func(1, 2, 3), args.repeat,
                                                      args.number)))
 
+    num_threads = ember.get_global_func("runtime.NumThreads", allow_missing=True)
+    if num_threads is not None:  # a real C++ global that takes nothing and returns an int
+        nt_handle = num_threads.handle
+        ret, code = TVMValue(), ctypes.c_int()
+        ret_ref, code_ref = ctypes.byref(ret), ctypes.byref(code)
+        call = lib.TVMFuncCall
+        rows.append(("ctypes TVMFuncCall, runtime.NumThreads",
+                     measure(lambda: call(nt_handle, None, None, 0, ret_ref, code_ref),
+                             args.repeat, args.number)))
+        rows.append(("ember C++ global runtime.NumThreads()",
+                     measure(num_threads, args.repeat, args.number)))
+
     if _kernel_module is not None or _kernel_nop() is not None:
         import numpy as np
         add = _kernel_module["add_f32"]
