@@ -159,7 +159,6 @@ Expr TapCount(Expr start, int64_t K, int64_t dil, int64_t lo, int64_t hi) {
 Tensor Pool(const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& out,
             bool is_max) {
   const Tensor& x = In(n, in, 0);
-  if (n.outputs.size() > 1) Unsupported(n, "MaxPool's Indices output is not supported");
   size_t spatial = static_cast<size_t>(x.ndim() - 2);
   if (!n.HasAttr("kernel_shape")) Fail(n, "kernel_shape is required");
   Window win = ReadWindow(n, spatial, {});
@@ -199,6 +198,68 @@ Tensor Pool(const Node& n, const std::vector<Tensor>& in, const std::vector<Tens
         return red(i) / te::Cast(t, te::Max(count, Expr(1)));
       },
       n.name + "_out");
+}
+
+// MaxPool, plus its optional Indices output: the flat input position of each window's first
+// maximum (row-major, or column-major over H, W when storage_order is 1).
+std::vector<Tensor> MaxPoolWithIndices(const Node& n, const std::vector<Tensor>& in,
+                                       const std::vector<TensorType>& out) {
+  std::vector<Tensor> res = {Pool(n, in, out, true)};
+  if (out.size() < 2 || n.outputs.size() < 2) return res;
+  const Tensor& x = In(n, in, 0);
+  size_t spatial = static_cast<size_t>(x.ndim() - 2);
+  Window win = ReadWindow(n, spatial, {});
+  bool col_major = n.GetInt("storage_order", 0) != 0;
+  int64_t taps = 1;
+  for (int64_t k : win.kernel) taps *= k;
+  IterVar rk = te::ReduceAxis(taps, "rk");
+  auto tap_pos = [&](const std::vector<Expr>& i, const Expr& r) {
+    std::vector<Expr> pos;
+    Expr rest = r;
+    std::vector<Expr> k(spatial);
+    for (int d = static_cast<int>(spatial) - 1; d >= 0; --d) {
+      k[d] = d == 0 ? rest : te::Mod(rest, Expr(win.kernel[d]));
+      rest = rest / win.kernel[d];
+    }
+    for (size_t d = 0; d < spatial; ++d) {
+      pos.push_back(i[2 + d] * win.strides[d] + k[d] * win.dilations[d] - win.pads[d]);
+    }
+    return pos;
+  };
+  const std::vector<int64_t>& oshape = out.at(0).shape;
+  Tensor arg = te::Compute(
+      oshape,
+      [&](const std::vector<Expr>& i) {
+        std::vector<Expr> pos = tap_pos(i, rk.var);
+        std::vector<Expr> xi = {i[0], i[1]};
+        Expr cond;
+        for (size_t d = 0; d < spatial; ++d) {
+          xi.push_back(pos[d]);
+          Expr ok = (pos[d] >= 0) && (pos[d] < x.shape()[2 + d]);
+          cond = cond.defined() ? (cond && ok) : ok;
+        }
+        return te::Reduce(te::ReduceOp::kArgMax, x(xi), {rk}, cond);
+      },
+      n.name + "_argmax");
+  res.push_back(te::Compute(
+      out.at(1).shape,
+      [&](const std::vector<Expr>& i) {
+        std::vector<Expr> pos = tap_pos(i, arg(i));
+        Expr flat = i[0] * x.shape()[1] + i[1];
+        if (col_major) {
+          Expr sp = 0;
+          for (int d = static_cast<int>(spatial) - 1; d >= 0; --d)
+            sp = sp * x.shape()[2 + d] + pos[d];
+          int64_t plane = 1;
+          for (size_t d = 0; d < spatial; ++d) plane *= x.shape()[2 + d];
+          flat = flat * plane + sp;
+        } else {
+          for (size_t d = 0; d < spatial; ++d) flat = flat * x.shape()[2 + d] + pos[d];
+        }
+        return te::Cast(te::Int(64), flat);
+      },
+      n.name + "_indices"));
+  return res;
 }
 
 Tensor GlobalPool(const Node& n, const std::vector<Tensor>& in, bool is_max) {
@@ -309,10 +370,8 @@ const bool kRegistered = [] {
       [](const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& o) {
         return std::vector<Tensor>{ConvTranspose(n, in, o)};
       });
-  reg("MaxPool",
-      [](const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& o) {
-        return std::vector<Tensor>{Pool(n, in, o, true)};
-      });
+  reg("MaxPool", [](const Node& n, const std::vector<Tensor>& in,
+                    const std::vector<TensorType>& o) { return MaxPoolWithIndices(n, in, o); });
   reg("AveragePool",
       [](const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& o) {
         return std::vector<Tensor>{Pool(n, in, o, false)};

@@ -259,11 +259,11 @@ std::vector<Tensor> Resize(const Node& n, const std::vector<Tensor>& in,
       scales.push_back(static_cast<double>(oshape[d]) / static_cast<double>(x.shape()[d]));
     }
   }
-  if (mode != "nearest" && mode != "linear") {
-    Unsupported(n, "Resize mode '" + mode + "' (supported: nearest, linear)");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") {
+    Unsupported(n, "Resize mode '" + mode + "' (supported: nearest, linear, cubic)");
   }
   if (ctm != "half_pixel" && ctm != "asymmetric" && ctm != "align_corners" &&
-      ctm != "pytorch_half_pixel") {
+      ctm != "pytorch_half_pixel" && ctm != "tf_half_pixel_for_nn") {
     Unsupported(n, "coordinate_transformation_mode '" + ctm + "'");
   }
   te::DataType ft = te::Float(32);
@@ -280,6 +280,7 @@ std::vector<Tensor> Resize(const Node& n, const std::vector<Tensor>& in,
              te::Const(ft, static_cast<double>(out_len - 1));
     }
     if (ctm == "pytorch_half_pixel" && out_len == 1) return te::Const(ft, 0.0);
+    if (ctm == "tf_half_pixel_for_nn") return (fi + te::Const(ft, 0.5)) / te::Const(ft, s);
     return (fi + te::Const(ft, 0.5)) / te::Const(ft, s) - te::Const(ft, 0.5);
   };
   if (mode == "nearest") {
@@ -307,6 +308,64 @@ std::vector<Tensor> Resize(const Node& n, const std::vector<Tensor>& in,
             xi.push_back(te::Min(te::Max(ki, Expr(0)), Expr(x.shape()[d] - 1)));
           }
           return x(xi);
+        },
+        n.name + "_out")};
+  }
+  if (mode == "cubic") {
+    double a = n.GetFloat("cubic_coeff_a", -0.75);
+    bool exclude = n.GetInt("exclude_outside", 0) != 0;
+    return {te::Compute(
+        oshape,
+        [&](const std::vector<Expr>& i) {
+          std::vector<int> dims;
+          for (int d = 0; d < r; ++d) {
+            if (!(oshape[d] == x.shape()[d] && scales[d] == 1.0)) dims.push_back(d);
+          }
+          // Per resized dim: 4 taps at floor(c)-1 .. floor(c)+2 with Keys' cubic weights.
+          std::vector<std::vector<Expr>> tap_idx(r), tap_w(r);
+          for (int d : dims) {
+            int64_t len = x.shape()[d];
+            Expr c = coord(i[d], d);
+            Expr f = te::Floor(c);
+            Expr t = c - f;
+            Expr base = te::Cast(te::Index(), f);
+            auto A = [&](double v) { return te::Const(ft, v); };
+            Expr t1 = t + A(1), t2 = A(1) - t, t3 = A(2) - t;
+            std::vector<Expr> w = {((A(a) * t1 - A(5 * a)) * t1 + A(8 * a)) * t1 - A(4 * a),
+                                   ((A(a + 2) * t - A(a + 3)) * t) * t + A(1),
+                                   ((A(a + 2) * t2 - A(a + 3)) * t2) * t2 + A(1),
+                                   ((A(a) * t3 - A(5 * a)) * t3 + A(8 * a)) * t3 - A(4 * a)};
+            Expr wsum = A(0);
+            for (int k = 0; k < 4; ++k) {
+              Expr pos = base + (k - 1);
+              if (exclude) {
+                w[k] = te::Select((pos >= 0) && (pos < len), w[k], A(0));
+                wsum = wsum + w[k];
+              }
+              tap_idx[d].push_back(te::Min(te::Max(pos, Expr(0)), Expr(len - 1)));
+            }
+            if (exclude) {
+              for (auto& wk : w) wk = wk / wsum;
+            }
+            tap_w[d] = w;
+          }
+          Expr acc;
+          int taps = 1;
+          for (size_t k = 0; k < dims.size(); ++k) taps *= 4;
+          for (int m = 0; m < taps; ++m) {
+            std::vector<Expr> xi = i;
+            Expr weight = te::Const(ft, 1.0);
+            int rest = m;
+            for (int d : dims) {
+              int k = rest % 4;
+              rest /= 4;
+              xi[d] = tap_idx[d][k];
+              weight = weight * tap_w[d][k];
+            }
+            Expr v = te::Cast(ft, x(xi)) * weight;
+            acc = acc.defined() ? acc + v : v;
+          }
+          return te::Cast(x.dtype(), acc);
         },
         n.name + "_out")};
   }
