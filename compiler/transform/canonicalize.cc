@@ -101,6 +101,7 @@ class Canonicalizer {
   void Variadic(Node n);
   void LayerNormWithStats(Node n);
   void BatchNormTraining(Node n);
+  void PadWithRunTimeValue(Node n);
   void ResizeAtRunTime(Node& n);
 
   Graph& g_;
@@ -441,7 +442,7 @@ void Canonicalizer::SoftmaxOp(Node n) {
     Emit(std::move(n));
     return;
   }
-  const auto& shape = TypeOf(n.inputs[0]).shape;
+  const std::vector<int64_t> shape = TypeOf(n.inputs[0]).shape;  // copy: EmitNew adds values
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < r; ++i) (i < axis ? outer : inner) *= shape[i];
   int64_t flat = EmitNew("Reshape", n.name + "_flatten", {n.inputs[0]},
@@ -547,6 +548,31 @@ void Canonicalizer::BatchNormTraining(Node n) {
     int cur = EmitNew("Mul", n.name + "_new" + std::to_string(k), {batch, scalar(1 - momentum)});
     Emit(Node{"Add", n.name + "_running" + std::to_string(k), {}, {old, cur}, {n.outputs[k]}});
   }
+}
+
+// Pad whose constant_value arrives at run time: zero-pad, then Where(inside-mask, padded, value).
+void Canonicalizer::PadWithRunTimeValue(Node n) {
+  auto pads = ConstInput(n, 1, "pads")->ToIntVector();
+  const TensorType x = TypeOf(n.inputs[0]);  // a copy: emitting nodes grows the value table
+  int64_t r = x.ndim();
+  if (static_cast<int64_t>(pads.size()) != 2 * r) NodeError(n, "pads length != 2 * rank");
+  int value = n.inputs[2];
+  int padded = EmitNew("Pad", n.name + "_zero", {n.inputs[0]},
+                       {{"pads", pads}, {"mode", std::string("constant")}, {"value", 0.0}});
+  const TensorType pt = TypeOf(padded);
+  auto mask = std::make_shared<HostTensor>(TensorType{pt.shape, kBool});
+  for (int64_t i = 0; i < mask->NumElements(); ++i) {
+    int64_t rem = i;
+    bool inside = true;
+    for (int64_t d = r - 1; d >= 0; --d) {
+      int64_t c = rem % pt.shape[d] - pads[d];
+      rem /= pt.shape[d];
+      inside = inside && c >= 0 && c < x.shape[d];
+    }
+    mask->SetFromInt(i, inside ? 1 : 0);
+  }
+  int m = g_.AddConstant(g_.UniqueName(n.name + "_inside"), mask);
+  Emit(Node{"Where", n.name, {}, {m, padded, value}, n.outputs});
 }
 
 void Canonicalizer::Visit(Node n) {
@@ -720,6 +746,11 @@ void Canonicalizer::Visit(Node n) {
     }
     ResizeOp(n);
   } else if (op == "Pad") {
+    if (opset_ >= 11 && n.HasInput(2) && !g_.value(n.inputs[2]).is_constant() &&
+        n.GetString("mode", "constant") == "constant" && !n.HasInput(3)) {
+      PadWithRunTimeValue(std::move(n));
+      return;
+    }
     if (opset_ >= 11) {
       n.attrs["pads"] = ConstInput(n, 1, "pads")->ToIntVector();
       double v = 0;

@@ -34,6 +34,10 @@
  *   then Div); one-input forms become Identity and are simplified away.
  * - BatchNormalization (inference) is folded into a preceding Conv/Gemm, else into Mul + Add with
  *   constant per-channel scale and shift (shape [C,1,...,1]).
+ * - Written out as primitive ops instead (so compute rules never see them): LayerNormalization
+ *   with Mean/InvStdDev outputs, training-mode BatchNormalization, Clip with run-time min/max
+ *   (Max/Min), Pad with a run-time constant_value (Pad + Where), Resize/Upsample with run-time
+ *   scales (index math + Gather per axis, sizes from the model's declared output shape).
  * - Shape, Size, ConstantOfShape, Range and Constant never reach the kernel side (folded).
  * - Dropout (inference) and Identity are removed, except an Identity kept to copy a graph output
  *   that is a graph input or a constant.
