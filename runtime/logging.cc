@@ -5,6 +5,10 @@
 
 namespace ember::runtime::detail {
 
+FatalThrower::FatalThrower() = default;
+
+FatalThrower::~FatalThrower() noexcept(false) { throw Error(stream_.str()); }
+
 LogLine::LogLine(const char* level, const char* file, int line) {
   // Only the base name: full build paths are noise in a user's terminal.
   const char* base = file;

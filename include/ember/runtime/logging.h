@@ -35,10 +35,11 @@ namespace detail {
 /*! Collects a message through operator<< and throws it as an Error when the statement ends. */
 class FatalThrower {
  public:
-  FatalThrower() = default;
+  // Out of line: every check site would otherwise inline a whole ostringstream.
+  FatalThrower();
   FatalThrower(const FatalThrower&) = delete;
   FatalThrower& operator=(const FatalThrower&) = delete;
-  [[noreturn]] ~FatalThrower() noexcept(false) { throw Error(stream_.str()); }
+  [[noreturn]] ~FatalThrower() noexcept(false);
   std::ostringstream& stream() { return stream_; }
 
  private:
