@@ -1,0 +1,251 @@
+#!/usr/bin/env bash
+# tests/cross/run_cross.sh [--full] [--arch aarch64|armhf]...
+#
+# Ember on ARM, end to end on an x86-64 host with qemu-user:
+#   1. the host emberc and ember-run (built in $EMBER_HOST_BUILD if needed);
+#   2. per ARM target, a runtime-only cross build (toolchains/*.cmake) and its CTest suite, run
+#      through qemu (runtime tests, apps/bundle_static against ember-run);
+#   3. the small CNN and MobileNetV2 (tests/models/gen_models.py) compiled for x86-64, aarch64 and
+#      armv7 hard-float NEON; the ARM outputs, from the cross-built ember-run under qemu, must
+#      match the x86-64 ones on the same input within rtol 1e-3 / atol 1e-4;
+#   4. the `core` ONNX conformance tier (tests/onnx/run_conformance.py) with the ARM artifacts under
+#      qemu against the same cases on x86-64: every case that passes on x86-64 must pass on ARM.
+#      Default: one case per operator, aarch64 only. --full: the whole tier, aarch64 and armv7.
+#
+# Environment (all optional):
+#   EMBER_HOST_BUILD        host build directory holding bin/emberc, bin/ember-run (default: build)
+#   EMBER_CROSS_BUILD_ROOT  cross build directories go to $EMBER_CROSS_BUILD_ROOT/cross-<arch>
+#                           (default: build)
+#   EMBER_CROSS_BUILD_AARCH64, EMBER_CROSS_BUILD_ARMHF   a build directory for one arch instead
+#   EMBER_CROSS_WORK        models, artifacts, reports (default: $EMBER_CROSS_BUILD_ROOT/cross-work)
+#   EMBER_CROSS_JOBS        parallel jobs for builds, ctest and conformance (default 2)
+# Exit status 0 only if every step passed; the summary at the end lists each step and its time.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PY=/usr/bin/python3
+FULL=0
+ARCHES=()
+usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --full) FULL=1 ;;
+    --arch) shift; ARCHES+=("${1:?--arch needs aarch64 or armhf}") ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "run_cross.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ ${#ARCHES[@]} -eq 0 ] && ARCHES=(aarch64 armhf)
+
+abspath() { case "$1" in /*) echo "$1" ;; *) echo "$ROOT/$1" ;; esac; }
+HOST_BUILD=$(abspath "${EMBER_HOST_BUILD:-build}")
+CROSS_ROOT=$(abspath "${EMBER_CROSS_BUILD_ROOT:-build}")
+WORK=$(abspath "${EMBER_CROSS_WORK:-$CROSS_ROOT/cross-work}")
+JOBS=${EMBER_CROSS_JOBS:-2}
+
+declare -A BUILD=([aarch64]=$(abspath "${EMBER_CROSS_BUILD_AARCH64:-$CROSS_ROOT/cross-aarch64}")
+                 [armhf]=$(abspath "${EMBER_CROSS_BUILD_ARMHF:-$CROSS_ROOT/cross-armhf}"))
+declare -A TOOLCHAIN=([aarch64]=aarch64-linux-gnu.cmake [armhf]=arm-linux-gnueabihf.cmake)
+declare -A SYSROOT=([aarch64]=/usr/aarch64-linux-gnu [armhf]=/usr/arm-linux-gnueabihf)
+declare -A QEMU=([aarch64]=qemu-aarch64 [armhf]=qemu-arm)
+declare -A TARGET=([aarch64]="llvm -mtriple=aarch64-linux-gnu"
+                   [armhf]="llvm -mtriple=armv7a-linux-gnueabihf -mattr=+neon")
+for a in "${ARCHES[@]}"; do
+  [ -n "${TOOLCHAIN[$a]:-}" ] || { echo "run_cross.sh: unknown arch '$a' (aarch64, armhf)" >&2; exit 2; }
+done
+
+STEPS=()
+FAILED=0
+# step NAME COMMAND...: runs COMMAND, records pass/fail and seconds; a failure does not stop the run.
+step() {
+  local name=$1; shift
+  local start=$SECONDS
+  echo
+  echo "=== $name"
+  if "$@"; then
+    STEPS+=("$(printf 'PASS  %5ds  %s' $((SECONDS - start)) "$name")")
+  else
+    STEPS+=("$(printf 'FAIL  %5ds  %s' $((SECONDS - start)) "$name")")
+    FAILED=1
+  fi
+}
+emulator() { echo "${QEMU[$1]} -L ${SYSROOT[$1]}"; }
+
+# --- 1. host tools ----------------------------------------------------------------------------
+host_tools() {
+  for tool in "${QEMU[@]}"; do
+    command -v "$tool" >/dev/null || { echo "missing $tool (Debian package qemu-user)"; return 1; }
+  done
+  if [ ! -f "$HOST_BUILD/CMakeCache.txt" ]; then
+    cmake -S "$ROOT" -B "$HOST_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release || return 1
+  fi
+  cmake --build "$HOST_BUILD" -j "$JOBS" --target emberc ember-run
+}
+
+# --- 2. cross builds and their CTest suites ----------------------------------------------------
+cross_build() {
+  local arch=$1 dir=${BUILD[$1]}
+  cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_TOOLCHAIN_FILE="$ROOT/toolchains/${TOOLCHAIN[$arch]}" \
+    -DEMBER_HOST_EMBERC="$HOST_BUILD/bin/emberc" >"$WORK/logs/configure-$arch.log" 2>&1 ||
+    { tail -30 "$WORK/logs/configure-$arch.log"; return 1; }
+  cmake --build "$dir" -j "$JOBS"
+}
+# qemu-user cannot emulate these: a child forked from a process that already has threads aborts
+# inside qemu when it starts threads of its own (qemu's TCG asserts `cpu == current_cpu`, a known
+# qemu-user limitation with fork). They run natively in the x86-64 suite and on real boards.
+QEMU_NOT_RUN='^ThreadPoolTest\.Fork'
+cross_ctest() {
+  echo "not run under qemu (qemu-user aborts in forked children that start threads):"
+  ctest --test-dir "${BUILD[$1]}" -N -R "$QEMU_NOT_RUN" | grep 'Test *#' | sed 's/^/  /'
+  ctest --test-dir "${BUILD[$1]}" --output-on-failure -j "$JOBS" --timeout 600 \
+    -E "$QEMU_NOT_RUN" | tail -25
+}
+
+# --- 3. whole models: ARM outputs against x86-64 ------------------------------------------------
+MODELS=(cnn mobilenetv2)
+prepare_models() {
+  mkdir -p "$WORK/models" || return 1
+  local m need=0
+  for m in "${MODELS[@]}"; do
+    [ "$WORK/models/$m.onnx" -nt "$ROOT/tests/models/gen_models.py" ] || need=1
+  done
+  if [ $need = 1 ]; then
+    "$PY" "$ROOT/tests/models/gen_models.py" "$WORK/models" --only cnn --only mobilenetv2 || return 1
+  fi
+  # One seeded input per model, shared by every target.
+  "$PY" - "$WORK/models" "${MODELS[@]}" <<'EOF' || return 1
+import os, sys
+import numpy as np
+import onnx
+d = sys.argv[1]
+for m in sys.argv[2:]:
+    g = onnx.load(os.path.join(d, m + ".onnx")).graph
+    inits = {t.name for t in g.initializer}
+    (inp,) = [i for i in g.input if i.name not in inits]
+    shape = [x.dim_value for x in inp.type.tensor_type.shape.dim]
+    x = np.random.default_rng(2024).standard_normal(shape).astype(np.float32)
+    np.save(os.path.join(d, "%s_input.npy" % m), x)
+EOF
+  # x86-64 references from the host tools.
+  for m in "${MODELS[@]}"; do
+    local art=$WORK/x86_64/$m
+    rm -rf "$art" && mkdir -p "$art/out" || return 1
+    "$HOST_BUILD/bin/emberc" compile "$WORK/models/$m.onnx" -o "$art" || return 1
+    "$HOST_BUILD/bin/ember-run" "$art" --input "input=$WORK/models/${m}_input.npy" \
+      --output-dir "$art/out" >/dev/null || return 1
+  done
+}
+model_check() {
+  local arch=$1 m=$2 art=$WORK/$1/$2
+  rm -rf "$art" && mkdir -p "$art/out" || return 1
+  "$HOST_BUILD/bin/emberc" compile "$WORK/models/$m.onnx" -o "$art" --target "${TARGET[$arch]}" ||
+    return 1
+  file -b "$art/lib.so" | cut -c1-60
+  # shellcheck disable=SC2046
+  $(emulator "$arch") "${BUILD[$arch]}/bin/ember-run" "$art" \
+    --input "input=$WORK/models/${m}_input.npy" --output-dir "$art/out" >/dev/null || return 1
+  "$PY" "$ROOT/tests/cross/compare_outputs.py" "$WORK/x86_64/$m/out" "$art/out" \
+    --rtol 1e-3 --atol 1e-4 --label "$m $arch vs x86-64"
+}
+
+# --- 4. ONNX conformance (core tier) ------------------------------------------------------------
+CORPUS=$WORK/onnx-corpus
+prepare_conformance() {
+  mkdir -p "$WORK/bin" || return 1
+  # emberc for a cross target: the runner calls `$EMBERC compile MODEL -o DIR`.
+  local arch
+  for arch in "${ARCHES[@]}"; do
+    cat >"$WORK/bin/emberc-$arch" <<EOF
+#!/bin/sh
+# Generated by tests/cross/run_cross.sh: the host emberc with the $arch target.
+exec "$HOST_BUILD/bin/emberc" "\$@" --target "${TARGET[$arch]}"
+EOF
+    chmod +x "$WORK/bin/emberc-$arch" || return 1
+  done
+  local list=$WORK/core-cases.txt
+  "$PY" "$ROOT/tests/onnx/run_conformance.py" --corpus "$CORPUS" --tier core --list >"$list" ||
+    return 1
+  # The default subset: the first core case of each operator, as a corpus of links.
+  rm -rf "$WORK/onnx-subset" && mkdir -p "$WORK/onnx-subset/node" || return 1
+  awk -F'\t' 'NF >= 3 && !seen[$3]++ { print $1 }' "$list" | while read -r c; do
+    ln -s "$CORPUS/node/$c" "$WORK/onnx-subset/node/$c"
+  done
+  echo "core tier: $(grep -c . "$list") cases; default subset: $(ls "$WORK/onnx-subset/node" | wc -l) (one per operator)"
+}
+# conformance LABEL CORPUS EMBERC EMBER_RUN: writes $WORK/conformance-LABEL.json
+conformance() {
+  local label=$1 corpus=$2
+  EMBERC=$3 EMBER_RUN=$4 "$PY" "$ROOT/tests/onnx/run_conformance.py" --corpus "$corpus" \
+    --no-generate --tier core --freeze-int-inputs -j "$JOBS" --timeout 300 --report-only \
+    --json "$WORK/conformance-$label.json" >"$WORK/logs/conformance-$label.log" 2>&1
+  tail -1 "$WORK/logs/conformance-$label.log"
+}
+conformance_check() {
+  local arch=$1 corpus=$2 set=$3
+  [ -f "$WORK/conformance-x86_64-$set.json" ] || {
+    conformance "x86_64-$set" "$corpus" "$HOST_BUILD/bin/emberc" "$HOST_BUILD/bin/ember-run" ||
+      return 1
+  }
+  conformance "$arch-$set" "$corpus" "$WORK/bin/emberc-$arch" \
+    "$(emulator "$arch") ${BUILD[$arch]}/bin/ember-run" || return 1
+  "$PY" "$ROOT/tests/cross/compare_conformance.py" "$WORK/conformance-x86_64-$set.json" \
+    "$WORK/conformance-$arch-$set.json" --label "$arch"
+}
+
+# --- 5. stripped sizes (figures, not a check) ----------------------------------------------------
+sizes() {
+  local label=$1 dir=$2 strip=$3 f tmp
+  tmp=$(mktemp)
+  for f in lib/libember_runtime.so lib/libember_runtime.a bin/ember-run bin/cpp_deploy bin/bundle_static; do
+    [ -f "$dir/$f" ] || continue
+    case $f in *.a) "$strip" --strip-debug -o "$tmp" "$dir/$f" ;; *) "$strip" --strip-unneeded -o "$tmp" "$dir/$f" ;; esac
+    printf '  %-8s %-26s %9d bytes stripped\n' "$label" "$f" "$(stat -c %s "$tmp")"
+  done
+  rm -f "$tmp"
+}
+declare -A STRIP=([aarch64]=aarch64-linux-gnu-strip [armhf]=arm-linux-gnueabihf-strip)
+
+# --- run ------------------------------------------------------------------------------------------
+T0=$SECONDS
+mkdir -p "$WORK/logs"
+rm -f "$WORK"/conformance-*.json
+echo "run_cross.sh: $([ $FULL = 1 ] && echo full || echo default) mode, arches: ${ARCHES[*]}"
+echo "host build $HOST_BUILD, work $WORK, $JOBS jobs"
+for a in "${ARCHES[@]}"; do echo "$a build ${BUILD[$a]}"; done
+
+step "host emberc + ember-run" host_tools
+if [ $FAILED = 1 ]; then
+  printf '%s\n' "${STEPS[@]}"
+  exit 1
+fi
+for arch in "${ARCHES[@]}"; do
+  step "$arch: runtime-only cross build" cross_build "$arch"
+  step "$arch: ctest under qemu (runtime tests, bundle_static)" cross_ctest "$arch"
+done
+step "models: generate, x86-64 reference outputs" prepare_models
+for arch in "${ARCHES[@]}"; do
+  for m in "${MODELS[@]}"; do
+    step "$arch: $m matches x86-64 (rtol 1e-3, atol 1e-4)" model_check "$arch" "$m"
+  done
+done
+step "conformance: corpus and emberc wrappers" prepare_conformance
+if [ $FULL = 1 ]; then
+  for arch in "${ARCHES[@]}"; do
+    step "$arch: core conformance tier vs x86-64" conformance_check "$arch" "$CORPUS" core
+  done
+elif [[ " ${ARCHES[*]} " == *" aarch64 "* ]]; then
+  step "aarch64: core conformance, one case per operator, vs x86-64" \
+    conformance_check aarch64 "$WORK/onnx-subset" subset
+fi
+
+echo
+echo "=== stripped sizes (Release)"
+sizes x86-64 "$HOST_BUILD" strip
+for arch in "${ARCHES[@]}"; do sizes "$arch" "${BUILD[$arch]}" "${STRIP[$arch]}"; done
+
+echo
+echo "=== summary ($([ $FULL = 1 ] && echo full || echo default) mode, $((SECONDS - T0)) s)"
+printf '%s\n' "${STEPS[@]}"
+exit $FAILED
