@@ -298,11 +298,17 @@ void Op(const char* name, OpPattern p, FInferType rule, int min_in, int max_in) 
 
 const bool kRegistered = [] {
   for (const char* u :
-       {"Abs",        "Neg", "Relu",     "Sigmoid",  "Tanh",      "Exp",   "Log",   "Sqrt",
-        "Reciprocal", "Erf", "Softplus", "Softsign", "Floor",     "Ceil",  "Round", "Sign",
-        "Not",        "Sin", "Cos",      "Identity", "HardSwish", "IsNaN", "Mish"}) {
+       {"Abs",        "Neg", "Relu",     "Sigmoid",  "Tanh",      "Exp",  "Log",   "Sqrt",
+        "Reciprocal", "Erf", "Softplus", "Softsign", "Floor",     "Ceil", "Round", "Sign",
+        "Not",        "Sin", "Cos",      "Identity", "HardSwish", "Mish"}) {
     Unary(u);
   }
+  Op(
+      "IsNaN", OpPattern::kElemWise,
+      [](const Node&, const Types& in) {
+        return Types{TensorType{in[0].shape, kBool}};
+      },
+      1, 1);
   Unary("Elu", {{"alpha", 1.0}});
   Unary("Celu", {{"alpha", 1.0}});
   Unary("LeakyRelu", {{"alpha", 0.01}});

@@ -40,8 +40,9 @@ bool FoldIntoConv(Graph* g, Node* conv, const BnParams& p) {
   if (conv->HasInput(2) && !g->value(conv->inputs[2]).is_constant()) return false;
   auto nw = std::make_shared<HostTensor>(*w.constant);
   int64_t per = nw->NumElements() / w.type.shape[0];
+  float* wp = nw->Data<float>();  // float32 checked above; per-element dispatch is too slow here
   for (int64_t i = 0; i < nw->NumElements(); ++i) {
-    nw->SetFromDouble(i, nw->GetAsDouble(i) * p.scale[static_cast<size_t>(i / per)]);
+    wp[i] = static_cast<float>(wp[i] * p.scale[static_cast<size_t>(i / per)]);
   }
   auto nb = std::make_shared<HostTensor>(TensorType{{w.type.shape[0]}, kFloat32});
   for (size_t c = 0; c < p.scale.size(); ++c) {
