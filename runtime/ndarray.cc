@@ -14,14 +14,15 @@ namespace ember::runtime {
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winvalid-offsetof"
-// The C ABI hands out &container->dl_tensor as the array handle and maps it back by this offset.
-static_assert(offsetof(NDArray::Container, dl_tensor) == sizeof(Object),
-              "DLTensor must directly follow the object header");
+// The C ABI hands out &container->dl_tensor as the array handle and maps it back by this offset:
+// 16 on 64-bit targets; on 32-bit ARM the 12-byte header is padded to DLTensor's 8-byte alignment.
+constexpr size_t kDLTensorOffset = offsetof(NDArray::Container, dl_tensor);
 #pragma GCC diagnostic pop
+static_assert(kDLTensorOffset == (sizeof(Object) + alignof(DLTensor) - 1) / alignof(DLTensor) *
+                                     alignof(DLTensor),
+              "DLTensor must directly follow the object header");
 
 namespace {
-
-constexpr size_t kDLTensorOffset = sizeof(Object);
 
 /*! \brief Largest rank a loaded or allocated array may have. */
 constexpr int kMaxNdim = 32;

@@ -111,8 +111,10 @@ class Object {
   friend class ObjectInternal;
 };
 
-/*! The C ABI's TVMObjectHandle points at this header; TVM lays it out the same way. */
-static_assert(sizeof(Object) == 16, "Object header must stay 16 bytes (C ABI layout)");
+/*! The C ABI's TVMObjectHandle points at this header; TVM lays it out the same way (16 bytes on
+ *  64-bit targets, 12 on 32-bit ones such as armv7). */
+static_assert(sizeof(Object) == 8 + sizeof(void*),
+              "Object header must stay u32 + i32 + deleter pointer (C ABI layout)");
 
 /*! \brief Grants the few places that build objects by hand (C ABI, DLPack) access to the header. */
 class ObjectInternal {
