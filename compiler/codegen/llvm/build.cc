@@ -42,6 +42,8 @@ std::unique_ptr<llvm::TargetMachine> MakeTargetMachine(const Target& target, int
   const llvm::Target* t = llvm::TargetRegistry::lookupTarget(target.triple, err);
   if (t == nullptr) throw CompileError("target " + target.str() + ": " + err);
   llvm::TargetOptions opts;
+  // Static initialisers of --system-lib objects go to .init_array, which every ELF libc runs.
+  opts.UseInitArray = true;
   llvm::Triple triple(target.triple);
   if (triple.isARM()) opts.FloatABIType = llvm::FloatABI::Hard;
   llvm::CodeGenOptLevel level = opt_level <= 0   ? llvm::CodeGenOptLevel::None

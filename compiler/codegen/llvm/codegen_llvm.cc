@@ -186,6 +186,9 @@ llvm::Function* CodeGenLLVM::AddFunction(const lower::LoweredFunc& f) {
   ModuleCtx();
   auto* fty = llvm::FunctionType::get(i32_, {ptr_, ptr_, i32_, ptr_, ptr_, ptr_}, false);
   func_ = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, f.name, module_);
+  if (f.prefer_vector_bits > 0) {
+    func_->addFnAttr("prefer-vector-width", std::to_string(f.prefer_vector_bits));
+  }
   func_->setVisibility(llvm::GlobalValue::DefaultVisibility);
   func_->setDSOLocal(false);
   func_name_ = f.name;
@@ -862,6 +865,9 @@ void CodeGenLLVM::EmitParallelFor(const lower::ForNode* f) {
   auto* closure =
       llvm::Function::Create(cty, llvm::GlobalValue::InternalLinkage,
                              func_name_ + "_compute_" + std::to_string(closure_count_++), module_);
+  if (func_->hasFnAttribute("prefer-vector-width")) {
+    closure->addFnAttr(func_->getFnAttribute("prefer-vector-width"));
+  }
   auto saved_ip = b_.saveIP();
   llvm::Function* saved_func = func_;
   auto saved_vars = vars_;
