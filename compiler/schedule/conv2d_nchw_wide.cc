@@ -312,6 +312,7 @@ bool TryConv2dWide(const FusedGroup& group, const lower::ScheduleOptions& opts,
   f.workspaces.push_back(wide_buf);
   f.workspaces.push_back(padded);
   f.body = lower::Seq({zero_slack, conv_stmt, f.body});
+  f.prefer_vector_bits = p.prefer_vector_bits;
   *out = std::move(f);
   return true;
 }

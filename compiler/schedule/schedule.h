@@ -22,6 +22,8 @@ TargetClass ClassifyTarget(const Target& t);
 struct Conv2dParams {
   int64_t lanes = 16;
   int64_t oc_block = 4;
+  /*! \brief > 0: SIMD width the block assumes (sets LoweredFunc::prefer_vector_bits). */
+  int prefer_vector_bits = 0;
 };
 
 struct ScheduleEntry {

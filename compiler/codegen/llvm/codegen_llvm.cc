@@ -103,6 +103,7 @@ llvm::Function* CodeGenLLVM::ErrorHelper() {
       llvm::Function::Create(fty, llvm::GlobalValue::InternalLinkage, "__ember_set_error", module_);
   f->addFnAttr(llvm::Attribute::NoInline);
   f->addFnAttr(llvm::Attribute::Cold);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
   auto* set_err =
       GetExtern("TVMAPISetLastError", llvm::FunctionType::get(b_.getVoidTy(), {ptr_}, false));
   constexpr int kMaxPrefix = 480;
@@ -191,6 +192,8 @@ llvm::Function* CodeGenLLVM::AddFunction(const lower::LoweredFunc& f) {
   }
   func_->setVisibility(llvm::GlobalValue::DefaultVisibility);
   func_->setDSOLocal(false);
+  // Generated code never throws; without this ARM objects reference the EHABI personality.
+  func_->addFnAttr(llvm::Attribute::NoUnwind);
   func_name_ = f.name;
   vars_.clear();
   buffers_.clear();
@@ -920,6 +923,7 @@ void CodeGenLLVM::AddSystemLibRegistration(const std::vector<llvm::Function*>& f
   auto* ctor = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), false),
                                       llvm::GlobalValue::InternalLinkage,
                                       "__ember_register_system_lib", module_);
+  ctor->addFnAttr(llvm::Attribute::NoUnwind);
   auto* entry = llvm::BasicBlock::Create(ctx_, "entry", ctor);
   b_.SetInsertPoint(entry);
   b_.CreateCall(reg, {Str("__tvm_module_ctx"), ModuleCtx()});

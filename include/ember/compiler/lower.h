@@ -111,6 +111,9 @@ struct LoweredFunc {
   std::vector<Buffer> workspaces;  // allocated at entry, freed at exit
   std::vector<Buffer> locals;      // scalars on the stack
   Stmt body;
+  /*! \brief > 0: SIMD width in bits LLVM should prefer (a schedule's register block assumes it;
+   * x86 otherwise prefers 256 bits on AVX-512 CPUs). */
+  int prefer_vector_bits = 0;
 };
 
 /*! \brief Default-schedule knobs. */
