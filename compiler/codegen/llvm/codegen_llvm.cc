@@ -868,6 +868,7 @@ void CodeGenLLVM::EmitParallelFor(const lower::ForNode* f) {
   auto* closure =
       llvm::Function::Create(cty, llvm::GlobalValue::InternalLinkage,
                              func_name_ + "_compute_" + std::to_string(closure_count_++), module_);
+  closure->addFnAttr(llvm::Attribute::NoUnwind);
   if (func_->hasFnAttribute("prefer-vector-width")) {
     closure->addFnAttr(func_->getFnAttribute("prefer-vector-width"));
   }
