@@ -175,7 +175,7 @@ EOF
   awk -F'\t' 'NF >= 3 && !seen[$3]++ { print $1 }' "$list" | while read -r c; do
     ln -s "$CORPUS/node/$c" "$WORK/onnx-subset/node/$c"
   done
-  echo "core tier: $(grep -c . "$list") cases; default subset: $(ls "$WORK/onnx-subset/node" | wc -l) (one per operator)"
+  echo "core tier: $(awk -F'\t' 'NF >= 3' "$list" | wc -l) cases; default subset: $(ls "$WORK/onnx-subset/node" | wc -l) (one per operator)"
 }
 # conformance LABEL CORPUS EMBERC EMBER_RUN: writes $WORK/conformance-LABEL.json
 conformance() {
