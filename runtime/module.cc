@@ -46,7 +46,12 @@ const PackedFunc* ModuleNode::GetFuncFromEnv(const String& name) {
   std::lock_guard<std::mutex> lock(env_mutex_);
   auto it = env_cache_.find(name.str());
   if (it != env_cache_.end()) return it->second.get();
-  PackedFunc pf = GetFunction(name, true);
+  // This module's own functions are looked up without a reference to it: the cache lives inside
+  // the module, so a closure owning the module would keep it alive forever (a cycle).
+  PackedFunc pf = GetFunction(name, ObjectPtr<Object>());
+  for (size_t i = 0; pf == nullptr && i < imports_.size(); ++i) {
+    pf = imports_[i]->GetFunction(name, true);
+  }
   if (pf == nullptr) {
     const PackedFunc* global = Registry::Get(name.str());
     EMBER_CHECK(global != nullptr) << "cannot find function \"" << name << "\" in the "

@@ -36,7 +36,8 @@ class ModuleNode : public Object {
 
   /*!
    * \brief The function called \p name, or a null PackedFunc if there is none. \p sptr_to_self
-   * owns this module; returned closures hold it so the module outlives them.
+   * owns this module; returned closures hold it so the module outlives them. GetFuncFromEnv
+   * passes a null \p sptr_to_self (its cache lives in the module): closures must not need it.
    */
   virtual PackedFunc GetFunction(const String& name, const ObjectPtr<Object>& sptr_to_self) = 0;
 

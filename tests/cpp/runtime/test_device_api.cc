@@ -37,8 +37,10 @@ TEST(DeviceAPI, RejectsBadAlignmentAndUnknownDevices) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("vulkan(1)"), std::string::npos) << e.what();
   }
+#ifndef __SANITIZE_ADDRESS__  // ASan aborts on an impossible request instead of failing it.
   // A failed allocation is an error, not a null pointer.
   EXPECT_THROW(cpu->AllocDataSpace(kCPU, SIZE_MAX / 2, 64, kFloat32), Error);
+#endif
 }
 
 }  // namespace
