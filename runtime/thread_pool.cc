@@ -510,7 +510,7 @@ struct PoolLifetime {
   PoolLifetime() { pthread_atfork(ForkPrepare, ForkParent, ForkChild); }
   ~PoolLifetime() {
     PoolState& s = State();
-    if (!s.mu.try_lock()) return;
+    if (tls_in_task || !s.mu.try_lock()) return;  // exit() from a task: its launch holds mu
     delete s.pool;
     s.pool = nullptr;
     s.shut_down = true;
