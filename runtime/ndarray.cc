@@ -18,8 +18,8 @@ namespace ember::runtime {
 // 16 on 64-bit targets; on 32-bit ARM the 12-byte header is padded to DLTensor's 8-byte alignment.
 constexpr size_t kDLTensorOffset = offsetof(NDArray::Container, dl_tensor);
 #pragma GCC diagnostic pop
-static_assert(kDLTensorOffset == (sizeof(Object) + alignof(DLTensor) - 1) / alignof(DLTensor) *
-                                     alignof(DLTensor),
+static_assert(kDLTensorOffset ==
+                  (sizeof(Object) + alignof(DLTensor) - 1) / alignof(DLTensor) * alignof(DLTensor),
               "DLTensor must directly follow the object header");
 
 namespace {

@@ -1,5 +1,5 @@
 # Android, 64-bit ARM (arm64-v8a), through the NDK's own toolchain file. Not exercised by this
-# project's tests (no NDK or device in CI); see docs/deploy_arm.md.
+# project's tests (no NDK or device in CI); see "Deploy to an ARM board" in README.md.
 #   export ANDROID_NDK=/path/to/android-ndk-r26d
 #   cmake -S . -B build/android-arm64 -G Ninja -DCMAKE_TOOLCHAIN_FILE=toolchains/android-arm64-v8a.cmake
 # Overridable with -D: ANDROID_PLATFORM (default android-24), ANDROID_STL (default c++_static, so

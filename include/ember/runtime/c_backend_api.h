@@ -22,8 +22,7 @@ typedef int (*TVMBackendPackedCFunc)(TVMValue* args, int* type_codes, int num_ar
                                      void* resource_handle);
 
 /*! \brief Looks up \p func_name in the module behind \p mod_node and its imports. */
-TVM_DLL int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name,
-                                     TVMFunctionHandle* out);
+TVM_DLL int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, TVMFunctionHandle* out);
 
 /*! \brief Called by static initialisers of a --system-lib archive to publish one symbol. */
 TVM_DLL int TVMBackendRegisterSystemLibSymbol(const char* name, void* ptr);
@@ -35,8 +34,8 @@ TVM_DLL int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr);
 
 /*! \brief What a parallel task sees of its launch. */
 typedef struct {
-  void* sync_handle;  /*!< opaque; used by TVMBackendParallelBarrier */
-  int32_t num_task;   /*!< how many tasks run this launch */
+  void* sync_handle; /*!< opaque; used by TVMBackendParallelBarrier */
+  int32_t num_task;  /*!< how many tasks run this launch */
 } TVMParallelGroupEnv;
 
 /*! \brief The body of a parallel launch, run once per task id in [0, num_task). */
