@@ -1,51 +1,18 @@
-// A separate binary (not in the ember_runtime_tests glob) because it replaces the global
-// operator new: it proves the PackedFunc and C ABI call paths allocate nothing.
+// Proves the PackedFunc and C ABI call paths allocate nothing (see alloc_counter.h).
 #include <ember/runtime/c_runtime_api.h>
 #include <ember/runtime/packed_func.h>
 #include <ember/runtime/registry.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <new>
 #include <string>
 
-// Counts heap allocations made by the current thread while counting is on: the proof that the
-// PackedFunc call path allocates nothing.
-namespace {
-thread_local bool g_count_allocs = false;
-thread_local int64_t g_allocs = 0;
-}  // namespace
-
-// GCC cannot see that these replace the global pair, and flags free() of "new" memory.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(size_t n) {
-  if (g_count_allocs) ++g_allocs;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t n) {
-  if (g_count_allocs) ++g_allocs;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
+#include "alloc_counter.h"
 
 namespace ember::runtime {
 namespace {
 
-class AllocCounter {
- public:
-  AllocCounter() {
-    g_allocs = 0;
-    g_count_allocs = true;
-  }
-  ~AllocCounter() { g_count_allocs = false; }
-  int64_t count() const { return g_allocs; }
-};
+using ember::testing::AllocCounter;
 
 TEST(PackedFunc, CallAllocatesNothing) {
   PackedFunc f([](TVMArgs args, TVMRetValue* rv) {
