@@ -273,8 +273,9 @@ void Canonicalizer::ResizeAtRunTime(Node& n) {
   std::string ctm =
       legacy ? "asymmetric" : n.GetString("coordinate_transformation_mode", "half_pixel");
   std::string nm = legacy ? "floor" : n.GetString("nearest_mode", "round_prefer_floor");
-  if (mode != "nearest" && mode != "linear") {
-    NodeUnsupported(n, "run-time scales support modes nearest and linear, got '" + mode + "'");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") {
+    NodeUnsupported(n,
+                    "run-time scales support modes nearest, linear and cubic, got '" + mode + "'");
   }
   if (ctm != "half_pixel" && ctm != "asymmetric" && ctm != "align_corners" &&
       ctm != "pytorch_half_pixel" && ctm != "tf_half_pixel_for_nn") {
@@ -350,6 +351,70 @@ void Canonicalizer::ResizeAtRunTime(Node& n) {
       }
       int idx = to_index(clip(r, 0, hi, tag + "_clamp"), tag + "_index");
       cur = EmitNew("Gather", n.name + tag + "_gather", {cur, idx}, {{"axis", d}});
+    } else if (mode == "cubic") {
+      // Keys' cubic over taps floor(t)-1 .. floor(t)+2; edge taps repeat the border sample, or
+      // with exclude_outside get weight 0 and the remaining weights are renormalised.
+      double a = n.GetFloat("cubic_coeff_a", -0.75);
+      bool exclude = n.GetInt("exclude_outside", 0) != 0;
+      int f = EmitNew("Floor", n.name + tag + "_floor", {t});
+      int s = EmitNew("Sub", n.name + tag + "_frac", {t, f});
+      auto mul = [&](int p, int q, const std::string& k) {
+        return EmitNew("Mul", n.name + tag + k, {p, q});
+      };
+      auto addc = [&](int p, double c, const std::string& k) {
+        return EmitNew("Add", n.name + tag + k, {p, scalar(c, sdt)});
+      };
+      auto mulc = [&](int p, double c, const std::string& k) {
+        return EmitNew("Mul", n.name + tag + k, {p, scalar(c, sdt)});
+      };
+      // Near kernel (|x| <= 1): ((a+2)x - (a+3)) x^2 + 1.
+      auto near = [&](int xv, const std::string& k) {
+        int inner = addc(mulc(xv, a + 2, k + "_n1"), -(a + 3), k + "_n2");
+        return addc(mul(mul(inner, xv, k + "_n3"), xv, k + "_n4"), 1, k + "_n5");
+      };
+      // Far kernel (1 < |x| < 2): ((a x - 5a) x + 8a) x - 4a.
+      auto far = [&](int xv, const std::string& k) {
+        int p1 = addc(mulc(xv, a, k + "_f1"), -5 * a, k + "_f2");
+        int p2 = addc(mul(p1, xv, k + "_f3"), 8 * a, k + "_f4");
+        return addc(mul(p2, xv, k + "_f5"), -4 * a, k + "_f6");
+      };
+      int one_minus = EmitNew("Sub", n.name + tag + "_omf", {scalar(1, sdt), s});
+      std::vector<int> w = {far(addc(s, 1, "_x0"), "_w0"), near(s, "_w1"), near(one_minus, "_w2"),
+                            far(addc(one_minus, 1, "_x3"), "_w3")};
+      std::vector<int> idx(4);
+      for (int k = 0; k < 4; ++k) {
+        std::string kt = tag + "_t" + std::to_string(k);
+        int raw = addc(f, static_cast<double>(k - 1), kt + "_raw");
+        int cl = clip(raw, 0, hi, kt + "_clamp");
+        idx[k] = to_index(cl, kt + "_index");
+        if (exclude) {
+          // 1 inside the input, 0 outside: positions are whole numbers, so |clamped - raw| >= 1.
+          int dist = EmitNew("Abs", n.name + kt + "_dist",
+                             {EmitNew("Sub", n.name + kt + "_off", {cl, raw})});
+          int inside = EmitNew("Sub", n.name + kt + "_inside",
+                               {scalar(1, sdt), clip(dist, 0, 1, kt + "_d")});
+          w[k] = mul(w[k], inside, kt + "_masked");
+        }
+      }
+      if (exclude) {
+        int sum = EmitNew("Add", n.name + tag + "_wsum01", {w[0], w[1]});
+        sum = EmitNew("Add", n.name + tag + "_wsum012", {sum, w[2]});
+        sum = EmitNew("Add", n.name + tag + "_wsum", {sum, w[3]});
+        for (int k = 0; k < 4; ++k) {
+          w[k] = EmitNew("Div", n.name + tag + "_wn" + std::to_string(k), {w[k], sum});
+        }
+      }
+      std::vector<int64_t> wshape(static_cast<size_t>(x.ndim()), 1);
+      wshape[d] = out_d;
+      int acc = -1;
+      for (int k = 0; k < 4; ++k) {
+        std::string kt = tag + "_t" + std::to_string(k);
+        int g = EmitNew("Gather", n.name + kt + "_gather", {cur, idx[k]}, {{"axis", d}});
+        int wr = EmitNew("Reshape", n.name + kt + "_wshape", {w[k]}, {{"__out_shape", wshape}});
+        int term = mul(g, wr, kt + "_term");
+        acc = acc < 0 ? term : EmitNew("Add", n.name + kt + "_acc", {acc, term});
+      }
+      cur = acc;
     } else {
       int tc = clip(t, 0, hi, tag + "_clamp");
       int f = EmitNew("Floor", n.name + tag + "_floor", {tc});
@@ -647,9 +712,6 @@ void Canonicalizer::Visit(Node n) {
   } else if (op == "Conv" || op == "MaxPool" || op == "AveragePool" || op == "LpPool") {
     Window(n, false);
     if (op != "Conv") n.attrs["ceil_mode"] = n.GetInt("ceil_mode", 0);
-    if (op == "MaxPool" && n.GetInt("storage_order", 0) != 0) {
-      NodeUnsupported(n, "storage_order=1 is not supported");
-    }
   } else if (op == "ConvTranspose") {
     Window(n, true);
   } else if (op == "Squeeze" || op == "Unsqueeze") {
