@@ -2,11 +2,24 @@
 #include <ember/runtime/data_type.h>
 #include <ember/runtime/device_api.h>
 #include <ember/runtime/logging.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 
 namespace ember::runtime {
+
+uint64_t PhysicalMemoryBytes() {
+  // Requests above the machine's physical memory are bugs (or corrupt shapes), not workloads.
+  static const uint64_t bytes = [] {
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long page_size = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page_size <= 0) return static_cast<uint64_t>(SIZE_MAX / 2);
+    return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+  }();
+  return bytes;
+}
+
 namespace {
 
 class CPUDeviceAPI final : public DeviceAPI {
@@ -15,6 +28,9 @@ class CPUDeviceAPI final : public DeviceAPI {
     EMBER_CHECK(alignment != 0 && (alignment & (alignment - 1)) == 0)
         << "alignment " << alignment << " is not a power of two";
     if (alignment < sizeof(void*)) alignment = sizeof(void*);
+    EMBER_CHECK(nbytes <= PhysicalMemoryBytes())
+        << "cannot allocate " << nbytes << " bytes on cpu: more than this machine's "
+        << PhysicalMemoryBytes() << " bytes of memory (corrupt shape or size?)";
     // A zero-byte array still gets a distinct, valid pointer.
     if (nbytes == 0) nbytes = alignment;
     void* ptr = nullptr;

@@ -6,6 +6,7 @@
 // no call reaches malloc. Blocks are 64-byte aligned and released when the thread exits.
 #include <dlpack/dlpack.h>
 #include <ember/runtime/c_backend_api.h>
+#include <ember/runtime/device_api.h>
 #include <ember/runtime/threading.h>
 #include <unistd.h>
 
@@ -29,17 +30,6 @@ static_assert((kWorkspaceAlignment & (kWorkspaceAlignment - 1)) == 0, "alignment
 static_assert(kPageGranule % kWorkspaceAlignment == 0, "pages keep the alignment");
 
 size_t RoundUp(size_t n, size_t granule) { return (n + granule - 1) / granule * granule; }
-
-// Requests above the machine's physical memory are bugs (or corrupt shapes), not workloads.
-uint64_t PhysicalMemoryBytes() {
-  static const uint64_t bytes = [] {
-    long pages = sysconf(_SC_PHYS_PAGES);
-    long page_size = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page_size <= 0) return static_cast<uint64_t>(SIZE_MAX / 2);
-    return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
-  }();
-  return bytes;
-}
 
 class WorkspacePool {
  public:
@@ -148,6 +138,7 @@ void* TVMBackendAllocWorkspace(int device_type, int /*device_id*/, uint64_t nbyt
                                int /*dtype_code_hint*/, int /*dtype_bits_hint*/) {
   using namespace ember::runtime::threading;
   if (!CheckDevice("TVMBackendAllocWorkspace", device_type)) return nullptr;
+  using ember::runtime::PhysicalMemoryBytes;
   if (nbytes > PhysicalMemoryBytes()) {
     SetError("TVMBackendAllocWorkspace: " + std::to_string(nbytes) +
              " bytes requested, more than this machine's physical memory (" +

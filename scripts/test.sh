@@ -45,7 +45,10 @@ stage "runtime tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_BUILD_COMPILER=OFF \
   -DEMBER_BUILD_BENCH=OFF -DEMBER_SANITIZE=address,undefined >/dev/null
 cmake --build build-asan -j "$jobs"
-(cd build-asan && ctest --output-on-failure -j "$jobs" -L runtime)
+# The resident-memory bound of params sharing measures the process's RSS, which ASan's quarantine
+# and shadow memory inflate; it runs in the plain build above.
+(cd build-asan && ctest --output-on-failure -j "$jobs" -L runtime \
+  -E 'GraphExecutor.LoadingNeverHoldsParamsTwiceAndExecutorsShareThem')
 stage_done
 
 stage "fuzzing the graph JSON, params and .npy loaders (libFuzzer)"

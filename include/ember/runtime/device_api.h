@@ -9,8 +9,15 @@
 #include <ember/runtime/c_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace ember::runtime {
+
+/*!
+ * \brief The machine's physical memory in bytes. CPU allocations above it are refused as
+ * corrupt sizes before the allocator is asked (no giant allocation, no allocator abort).
+ */
+uint64_t PhysicalMemoryBytes();
 
 /*! \brief Memory and copies for one kind of device. */
 class DeviceAPI {
