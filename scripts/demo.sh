@@ -40,5 +40,5 @@ print("top-5 (index: value): " + ", ".join("%d: %.5f" % (i, flat[i]) for i in to
 PY
 
 echo "== ember-run --bench (1 thread, then every core) =="
-build/bin/ember-run "$work/$model" --bench --warmup 5 --repeat 30 --threads 1
-build/bin/ember-run "$work/$model" --bench --warmup 5 --repeat 30
+build/bin/ember-run "$work/$model" --bench --warmup 5 --repeat 30 --threads 1 --output-dir "$work/out"
+build/bin/ember-run "$work/$model" --bench --warmup 5 --repeat 30 --output-dir "$work/out"
