@@ -16,26 +16,18 @@
 #include <vector>
 
 #include "../../../runtime/graph_executor/graph_json.h"
+#include "ndarray_test_util.h"
 
 namespace {
+
+using ember::runtime::test_util::Floats;
+using ember::runtime::test_util::Values;
 
 using namespace ember::runtime;
 
 const std::string kArtifacts = EMBER_GRAPH_ARTIFACTS;
 const std::string kMlp = kArtifacts + "/mlp";
 const std::string kSplit = kArtifacts + "/split";
-
-NDArray Floats(std::vector<int64_t> shape, const std::vector<float>& values) {
-  NDArray a = NDArray::Empty(ShapeTuple(shape), kFloat32, kCPU);
-  a.CopyFromBytes(values.data(), values.size() * sizeof(float));
-  return a;
-}
-
-std::vector<float> Values(const NDArray& a) {
-  std::vector<float> v(static_cast<size_t>(a.NumElements()));
-  a.CopyToBytes(v.data(), v.size() * sizeof(float));
-  return v;
-}
 
 std::vector<float> MlpInput() {
   std::vector<float> x(8);

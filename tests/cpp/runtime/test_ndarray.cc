@@ -8,29 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "ndarray_test_util.h"
+
 namespace ember::runtime {
 namespace {
 
-NDArray Floats(std::vector<int64_t> shape, const std::vector<float>& values) {
-  NDArray a = NDArray::Empty(ShapeTuple(std::move(shape)), kFloat32, kCPU);
-  a.CopyFromBytes(values.data(), values.size() * sizeof(float));
-  return a;
-}
-
-std::vector<float> Values(const NDArray& a) {
-  std::vector<float> v(static_cast<size_t>(a.NumElements()));
-  a.CopyToBytes(v.data(), v.size() * sizeof(float));
-  return v;
-}
-
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test_util::ErrorOf;
+using test_util::Floats;
+using test_util::Values;
 
 TEST(NDArray, EmptyIsAlignedAndDescribed) {
   NDArray a = NDArray::Empty({2, 3, 5}, kFloat32, kCPU);
