@@ -37,13 +37,17 @@ TEST(DeviceAPI, RejectsBadAlignmentAndUnknownDevices) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("vulkan(1)"), std::string::npos) << e.what();
   }
-  // An impossible size is refused before the allocator sees it: an error, not a null pointer.
+  // An impossible size is an error, not a null pointer. With a 64-bit size_t it exceeds physical
+  // memory and is refused before the allocator sees it; on 32-bit targets (2 GiB) the allocator
+  // itself may be what fails.
   try {
     cpu->AllocDataSpace(kCPU, SIZE_MAX / 2, 64, kFloat32);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("more than this machine's"), std::string::npos)
-        << e.what();
+    if (sizeof(size_t) == 8) {
+      EXPECT_NE(std::string(e.what()).find("more than this machine's"), std::string::npos)
+          << e.what();
+    }
   }
 }
 
