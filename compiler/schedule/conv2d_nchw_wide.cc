@@ -8,115 +8,24 @@
 // SSA and packed into vectors by LLVM's SLP vectoriser), and writes the block to a wide workspace
 // [N, OC, QP]. The epilogue (bias and the group's elementwise/broadcast nodes) is lowered by the
 // default schedule from a te compute that reads the valid columns of the wide workspace.
-#include <ember/compiler/ir/op_registry.h>
-
-#include <map>
-
-#include "../ops/op_common.h"
+#include "conv_group.h"
 #include "schedule.h"
 
 namespace ember::compiler::schedule {
-namespace {
 
 using lower::Buffer;
 using lower::BufferLoad;
-using lower::BufferNode;
 using lower::BufferScope;
 using lower::ForKind;
 using lower::Stmt;
 using te::Expr;
-using te::Tensor;
-
-Buffer NewBuffer(const std::string& name, int64_t size, BufferScope scope) {
-  auto b = std::make_shared<BufferNode>();
-  b->name = name;
-  b->dtype = te::Float(32);
-  b->size = size;
-  b->scope = scope;
-  return b;
-}
-
-bool IsF32(DLDataType t) { return t.code == kDLFloat && t.bits == 32 && t.lanes == 1; }
-
-struct ConvShape {
-  int64_t n, c, h, w;       // input
-  int64_t oc, oh, ow;       // output
-  int64_t kh, kw;           // kernel
-  int64_t s_h, s_w;         // strides
-  int64_t pad_t, pad_l;     // leading pads
-  int64_t group, icg, ocg;  // channels per group
-};
-
-}  // namespace
 
 bool TryConv2dWide(const FusedGroup& group, const lower::ScheduleOptions& opts,
                    const Conv2dParams& p, lower::LoweredFunc* out) {
-  const Graph& g = *group.graph;
-  // ---- does the group fit? one Conv, then elementwise/broadcast nodes, one output ----
-  const Node* conv = nullptr;
-  for (const Node* n : group.nodes) {
-    if (n->op == "Conv") {
-      if (conv != nullptr) return false;
-      conv = n;
-      continue;
-    }
-    const OpDef* def = OpRegistry::Global()->Find(n->op);
-    if (def == nullptr || !def->has_compute()) return false;
-    if (static_cast<int>(def->Pattern(*n)) > static_cast<int>(OpPattern::kBroadcast)) return false;
-  }
-  if (conv == nullptr || group.outputs.size() != 1 || conv->outputs.size() != 1) return false;
-  if (!conv->HasInput(0) || !conv->HasInput(1)) return false;
-  auto is_group_input = [&](int vid) {
-    for (int v : group.inputs) {
-      if (v == vid) return true;
-    }
-    return false;
-  };
-  const Value& xv = g.value(conv->inputs[0]);
-  const Value& wv = g.value(conv->inputs[1]);
-  const Value& ov = g.value(conv->outputs[0]);
-  if (!is_group_input(xv.id) || !is_group_input(wv.id)) return false;
-  bool has_bias = conv->HasInput(2);
-  if (has_bias && !is_group_input(conv->inputs[2])) return false;
-  if (xv.type.shape.size() != 4 || wv.type.shape.size() != 4 || ov.type.shape.size() != 4) {
-    return false;
-  }
-  if (!IsF32(xv.type.dtype) || !IsF32(wv.type.dtype) || !IsF32(ov.type.dtype)) return false;
-  if (has_bias && !IsF32(g.value(conv->inputs[2]).type.dtype)) return false;
-  const Value& gout = g.value(group.outputs[0]);
-  if (gout.type.shape != ov.type.shape || !IsF32(gout.type.dtype)) return false;
-  std::vector<int64_t> dil = conv->GetInts("dilations", {1, 1});
-  std::vector<int64_t> strides = conv->GetInts("strides", {1, 1});
-  std::vector<int64_t> pads = conv->GetInts("pads", {0, 0, 0, 0});
-  if (dil.size() != 2 || dil[0] != 1 || dil[1] != 1 || strides.size() != 2 || pads.size() != 4) {
-    return false;
-  }
-  ConvShape s;
-  s.n = xv.type.shape[0];
-  s.c = xv.type.shape[1];
-  s.h = xv.type.shape[2];
-  s.w = xv.type.shape[3];
-  s.oc = ov.type.shape[1];
-  s.oh = ov.type.shape[2];
-  s.ow = ov.type.shape[3];
-  s.kh = wv.type.shape[2];
-  s.kw = wv.type.shape[3];
-  s.s_h = strides[0];
-  s.s_w = strides[1];
-  s.pad_t = pads[0];
-  s.pad_l = pads[1];
-  s.group = conv->GetInt("group", 1);
-  if (s.group <= 0 || s.c % s.group != 0 || s.oc % s.group != 0) return false;
-  s.icg = s.c / s.group;
-  s.ocg = s.oc / s.group;
-  if (wv.type.shape[0] != s.oc || wv.type.shape[1] != s.icg || ov.type.shape[0] != s.n) {
-    return false;
-  }
-  if (s.s_h <= 0 || s.s_w <= 0 || s.s_h > 4 || s.s_w > 4 || s.pad_t < 0 || s.pad_l < 0) {
-    return false;
-  }
-  if (s.oh <= 0 || s.ow <= 0 || s.kh <= 0 || s.kw <= 0) return false;
-
+  ConvGroup m;
+  if (!MatchConvGroup(group, &m)) return false;
+  const ConvShape& s = m.s;
+  const Node* conv = m.conv;
   const int64_t lanes = p.lanes;
   int64_t ocb = 1;
   for (int64_t cand : {p.oc_block, int64_t{4}, int64_t{2}, int64_t{1}}) {
@@ -138,90 +47,18 @@ bool TryConv2dWide(const FusedGroup& group, const lower::ScheduleOptions& opts,
   // Too much garbage work (tiny outputs with wide pitch) or huge workspaces: default schedule.
   if (qp > 4 * s.oh * s.ow + lanes || pad_elems > (int64_t{1} << 28)) return false;
 
-  // ---- te: the group with the conv replaced by a read of the wide workspace ----
-  ops::GraphScope scope(&g);
-  std::map<int, Tensor> env;
-  std::vector<Tensor> inputs;
-  std::vector<lower::ArgInfo> args;
-  for (int vid : group.inputs) {
-    const Value& v = g.value(vid);
-    Tensor t = te::Placeholder(v.type.shape, ops::ExprType(v.type.dtype), v.name);
-    env[vid] = t;
-    inputs.push_back(t);
-    args.push_back(lower::ArgInfo{v.name, v.type.shape, v.type.dtype, nullptr});
-  }
-  const size_t num_inputs = inputs.size();
-  Tensor wide = te::Placeholder({s.n, s.oc, qp}, te::Float(32), conv->name + "_wide");
-  inputs.push_back(wide);
-  args.push_back(
-      lower::ArgInfo{conv->name + "_wide", {s.n, s.oc, qp}, DLDataType{kDLFloat, 32, 1}, nullptr});
-  Tensor bias = has_bias ? env.at(conv->inputs[2]) : Tensor();
-  if (has_bias && (bias.ndim() != 1 || bias.shape()[0] != s.oc)) return false;
+  // ---- the epilogue reads the valid columns of the wide result ----
+  lower::LoweredFunc f;
+  Buffer wide_buf, xb, wb;
   const int64_t pitch = pw;
-  env[conv->outputs[0]] = te::Compute(
-      ov.type.shape,
-      [&](const std::vector<Expr>& i) {
-        Expr v = wide(i[0], i[1], i[2] * pitch + i[3]);
-        if (has_bias) v = v + bias(i[1]);
-        return v;
-      },
-      conv->name + "_out");
-  for (const Node* node : group.nodes) {
-    if (node == conv) continue;
-    const OpDef* def = OpRegistry::Global()->Find(node->op);
-    std::vector<Tensor> ins;
-    for (int vid : node->inputs) {
-      if (vid == kAbsentValue) {
-        ins.push_back(Tensor());
-        continue;
-      }
-      auto it = env.find(vid);
-      if (it != env.end()) {
-        ins.push_back(it->second);
-      } else if (g.value(vid).is_constant() && g.value(vid).constant->NumElements() <= 256) {
-        ins.push_back(ops::ConstTensor(*g.value(vid).constant, g.value(vid).name));
-      } else if (g.value(vid).is_constant()) {
-        ins.push_back(Tensor());
-      } else {
-        return false;
-      }
-    }
-    std::vector<TensorType> out_types;
-    for (int o : node->outputs) out_types.push_back(g.value(o).type);
-    std::vector<Tensor> res = def->compute()(*node, ins, out_types);
-    if (res.size() < node->outputs.size()) return false;
-    for (size_t k = 0; k < node->outputs.size(); ++k) {
-      if (res[k].shape() != out_types[k].shape ||
-          res[k].dtype() != ops::ExprType(out_types[k].dtype)) {
-        return false;
-      }
-      env[node->outputs[k]] = res[k];
-    }
+  auto wide_index = [&](const std::vector<Expr>& i) {
+    return (i[0] * s.oc + i[1]) * qp + i[2] * pitch + i[3];
+  };
+  if (!LowerConvEpilogue(group, m, s.n * s.oc * qp, wide_index, opts, &f, &wide_buf, &xb, &wb)) {
+    return false;
   }
-  auto oit = env.find(group.outputs[0]);
-  if (oit == env.end()) return false;
-  args.push_back(lower::ArgInfo{gout.name, gout.type.shape, gout.type.dtype, nullptr});
-  lower::LoweredFunc f = lower::LowerTensors(group.func_name, inputs, {oit->second}, args, opts);
-
-  // The wide tensor is a workspace, not an argument.
-  Buffer wide_buf = f.args[num_inputs].buffer;
-  {
-    auto* wb = const_cast<BufferNode*>(wide_buf.get());
-    wb->scope = BufferScope::kWorkspace;
-    wb->arg_index = -1;
-    wb->name += "_ws";
-    f.args.erase(f.args.begin() + static_cast<std::ptrdiff_t>(num_inputs));
-    for (size_t i = num_inputs; i < f.args.size(); ++i) {
-      const_cast<BufferNode*>(f.args[i].buffer.get())->arg_index = static_cast<int>(i);
-    }
-  }
-  Buffer xb, wb;
-  for (size_t i = 0; i < num_inputs; ++i) {
-    if (group.inputs[i] == xv.id && !xb) xb = f.args[i].buffer;
-    if (group.inputs[i] == wv.id && !wb) wb = f.args[i].buffer;
-  }
-  if (!xb || !wb) return false;
-  Buffer padded = NewBuffer(conv->name + "_padded_ws", pad_elems + slack, BufferScope::kWorkspace);
+  Buffer padded =
+      NewFloatBuffer(conv->name + "_padded_ws", pad_elems + slack, BufferScope::kWorkspace);
 
   // ---- stage 1: zero-padded, phase-split copy of image n ----
   Expr n = te::MakeVar("n");
@@ -273,7 +110,7 @@ bool TryConv2dWide(const FusedGroup& group, const lower::ScheduleOptions& opts,
     Expr widx = (oc0 + j) * red_extent + r;
     Expr wval = BufferLoad(wb, widx);
     for (int64_t v = 0; v < lanes; ++v) {
-      auto a = std::make_shared<BufferNode>();
+      auto a = std::make_shared<lower::BufferNode>();
       a->name = "acc" + std::to_string(j) + "_" + std::to_string(v);
       a->dtype = te::Float(32);
       a->size = 1;
@@ -309,7 +146,6 @@ bool TryConv2dWide(const FusedGroup& group, const lower::ScheduleOptions& opts,
 
   // A unit loop over n binds n = 0 for single images (LLVM folds it away).
   Stmt conv_stmt = lower::For(n, s.n, ForKind::kSerial, lower::Seq({copy, compute}));
-  f.workspaces.push_back(wide_buf);
   f.workspaces.push_back(padded);
   f.body = lower::Seq({zero_slack, conv_stmt, f.body});
   f.prefer_vector_bits = p.prefer_vector_bits;

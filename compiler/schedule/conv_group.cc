@@ -1,0 +1,207 @@
+// Matching of conv + epilogue groups and lowering of their epilogue (see conv_group.h).
+#include "conv_group.h"
+
+#include <ember/compiler/ir/op_registry.h>
+
+#include <map>
+
+#include "../ops/op_common.h"
+
+namespace ember::compiler::schedule {
+namespace {
+
+bool IsF32(DLDataType t) { return t.code == kDLFloat && t.bits == 32 && t.lanes == 1; }
+
+bool IsGroupInput(const FusedGroup& group, int vid) {
+  for (int v : group.inputs) {
+    if (v == vid) return true;
+  }
+  return false;
+}
+
+// The conv node, when every other node is elementwise/broadcast with a compute rule.
+const Node* FindSingleConv(const FusedGroup& group) {
+  const Node* conv = nullptr;
+  for (const Node* n : group.nodes) {
+    if (n->op == "Conv") {
+      if (conv != nullptr) return nullptr;
+      conv = n;
+      continue;
+    }
+    const OpDef* def = OpRegistry::Global()->Find(n->op);
+    if (def == nullptr || !def->has_compute()) return nullptr;
+    if (static_cast<int>(def->Pattern(*n)) > static_cast<int>(OpPattern::kBroadcast)) {
+      return nullptr;
+    }
+  }
+  return conv;
+}
+
+bool ReadGeometry(const Node& conv, const Graph& g, ConvShape* s) {
+  const TensorType& xt = g.value(conv.inputs[0]).type;
+  const TensorType& wt = g.value(conv.inputs[1]).type;
+  const TensorType& ot = g.value(conv.outputs[0]).type;
+  if (xt.shape.size() != 4 || wt.shape.size() != 4 || ot.shape.size() != 4) return false;
+  if (!IsF32(xt.dtype) || !IsF32(wt.dtype) || !IsF32(ot.dtype)) return false;
+  std::vector<int64_t> dil = conv.GetInts("dilations", {1, 1});
+  std::vector<int64_t> strides = conv.GetInts("strides", {1, 1});
+  std::vector<int64_t> pads = conv.GetInts("pads", {0, 0, 0, 0});
+  if (dil.size() != 2 || dil[0] != 1 || dil[1] != 1 || strides.size() != 2 || pads.size() != 4) {
+    return false;
+  }
+  *s = ConvShape{xt.shape[0], xt.shape[1],
+                 xt.shape[2], xt.shape[3],
+                 ot.shape[1], ot.shape[2],
+                 ot.shape[3], wt.shape[2],
+                 wt.shape[3], strides[0],
+                 strides[1],  pads[0],
+                 pads[1],     conv.GetInt("group", 1),
+                 0,           0};
+  if (s->group <= 0 || s->c % s->group != 0 || s->oc % s->group != 0) return false;
+  s->icg = s->c / s->group;
+  s->ocg = s->oc / s->group;
+  if (wt.shape[0] != s->oc || wt.shape[1] != s->icg || ot.shape[0] != s->n) return false;
+  if (s->s_h <= 0 || s->s_w <= 0 || s->s_h > 4 || s->s_w > 4 || s->pad_t < 0 || s->pad_l < 0) {
+    return false;
+  }
+  return s->oh > 0 && s->ow > 0 && s->kh > 0 && s->kw > 0;
+}
+
+}  // namespace
+
+bool MatchConvGroup(const FusedGroup& group, ConvGroup* m) {
+  const Graph& g = *group.graph;
+  const Node* conv = FindSingleConv(group);
+  if (conv == nullptr || group.outputs.size() != 1 || conv->outputs.size() != 1) return false;
+  if (!conv->HasInput(0) || !conv->HasInput(1)) return false;
+  if (!IsGroupInput(group, conv->inputs[0]) || !IsGroupInput(group, conv->inputs[1])) return false;
+  const bool has_bias = conv->HasInput(2);
+  if (has_bias) {
+    const TensorType& bt = g.value(conv->inputs[2]).type;
+    if (!IsGroupInput(group, conv->inputs[2]) || !IsF32(bt.dtype) || bt.shape.size() != 1) {
+      return false;
+    }
+  }
+  ConvShape s;
+  if (!ReadGeometry(*conv, g, &s)) return false;
+  if (has_bias && g.value(conv->inputs[2]).type.shape[0] != s.oc) return false;
+  const TensorType& gout = g.value(group.outputs[0]).type;
+  if (gout.shape != g.value(conv->outputs[0]).type.shape || !IsF32(gout.dtype)) return false;
+  m->conv = conv;
+  m->x_id = conv->inputs[0];
+  m->w_id = conv->inputs[1];
+  m->bias_id = has_bias ? conv->inputs[2] : -1;
+  m->s = s;
+  return true;
+}
+
+lower::Buffer NewFloatBuffer(const std::string& name, int64_t size, lower::BufferScope scope) {
+  auto b = std::make_shared<lower::BufferNode>();
+  b->name = name;
+  b->dtype = te::Float(32);
+  b->size = size;
+  b->scope = scope;
+  return b;
+}
+
+namespace {
+
+// Applies one epilogue node's compute rule to the tensors built so far.
+bool ComputeNode(const Graph& g, const Node& node, std::map<int, te::Tensor>* env) {
+  const OpDef* def = OpRegistry::Global()->Find(node.op);
+  std::vector<te::Tensor> ins;
+  for (int vid : node.inputs) {
+    auto it = env->find(vid);
+    if (vid == kAbsentValue) {
+      ins.push_back(te::Tensor());
+    } else if (it != env->end()) {
+      ins.push_back(it->second);
+    } else if (g.value(vid).is_constant() && g.value(vid).constant->NumElements() <= 256) {
+      ins.push_back(ops::ConstTensor(*g.value(vid).constant, g.value(vid).name));
+    } else if (g.value(vid).is_constant()) {
+      ins.push_back(te::Tensor());
+    } else {
+      return false;
+    }
+  }
+  std::vector<TensorType> out_types;
+  for (int o : node.outputs) out_types.push_back(g.value(o).type);
+  std::vector<te::Tensor> res = def->compute()(node, ins, out_types);
+  if (res.size() < node.outputs.size()) return false;
+  for (size_t k = 0; k < node.outputs.size(); ++k) {
+    if (res[k].shape() != out_types[k].shape ||
+        res[k].dtype() != ops::ExprType(out_types[k].dtype)) {
+      return false;
+    }
+    (*env)[node.outputs[k]] = res[k];
+  }
+  return true;
+}
+
+}  // namespace
+
+bool LowerConvEpilogue(const FusedGroup& group, const ConvGroup& m, int64_t result_elems,
+                       const ConvResultIndex& index, const lower::ScheduleOptions& opts,
+                       lower::LoweredFunc* f, lower::Buffer* result, lower::Buffer* x,
+                       lower::Buffer* w) {
+  const Graph& g = *group.graph;
+  const Node& conv = *m.conv;
+  ops::GraphScope scope(&g);
+  std::map<int, te::Tensor> env;
+  std::vector<te::Tensor> inputs;
+  std::vector<lower::ArgInfo> args;
+  for (int vid : group.inputs) {
+    const Value& v = g.value(vid);
+    te::Tensor t = te::Placeholder(v.type.shape, ops::ExprType(v.type.dtype), v.name);
+    env[vid] = t;
+    inputs.push_back(t);
+    args.push_back(lower::ArgInfo{v.name, v.type.shape, v.type.dtype, nullptr});
+  }
+  const size_t num_inputs = inputs.size();
+  const std::string result_name = conv.name + "_result";
+  te::Tensor raw = te::Placeholder({result_elems}, te::Float(32), result_name);
+  inputs.push_back(raw);
+  args.push_back(lower::ArgInfo{result_name, {result_elems}, DLDataType{kDLFloat, 32, 1}, nullptr});
+  te::Tensor bias = m.bias_id >= 0 ? env.at(m.bias_id) : te::Tensor();
+  env[conv.outputs[0]] = te::Compute(
+      g.value(conv.outputs[0]).type.shape,
+      [&](const std::vector<te::Expr>& i) {
+        te::Expr v = raw(index(i));
+        if (bias.defined()) v = v + bias(i[1]);
+        return v;
+      },
+      conv.name + "_out");
+  for (const Node* node : group.nodes) {
+    if (node != &conv && !ComputeNode(g, *node, &env)) return false;
+  }
+  auto out = env.find(group.outputs[0]);
+  if (out == env.end()) return false;
+  const Value& gout = g.value(group.outputs[0]);
+  args.push_back(lower::ArgInfo{gout.name, gout.type.shape, gout.type.dtype, nullptr});
+  lower::LoweredFunc lf = lower::LowerTensors(group.func_name, inputs, {out->second}, args, opts);
+
+  // The raw result is a workspace of the function, not one of its arguments.
+  lower::Buffer raw_buf = lf.args[num_inputs].buffer;
+  auto* rb = const_cast<lower::BufferNode*>(raw_buf.get());
+  rb->scope = lower::BufferScope::kWorkspace;
+  rb->arg_index = -1;
+  rb->name += "_ws";
+  lf.args.erase(lf.args.begin() + static_cast<std::ptrdiff_t>(num_inputs));
+  for (size_t i = num_inputs; i < lf.args.size(); ++i) {
+    const_cast<lower::BufferNode*>(lf.args[i].buffer.get())->arg_index = static_cast<int>(i);
+  }
+  lower::Buffer xb, wb;
+  for (size_t i = 0; i < num_inputs; ++i) {
+    if (group.inputs[i] == m.x_id && !xb) xb = lf.args[i].buffer;
+    if (group.inputs[i] == m.w_id && !wb) wb = lf.args[i].buffer;
+  }
+  if (!xb || !wb) return false;
+  lf.workspaces.push_back(raw_buf);
+  *f = std::move(lf);
+  *result = raw_buf;
+  *x = xb;
+  *w = wb;
+  return true;
+}
+
+}  // namespace ember::compiler::schedule

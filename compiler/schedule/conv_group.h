@@ -1,0 +1,56 @@
+// A fused group made of one 2-D convolution and its elementwise epilogue, as the conv schedules
+// see it: matching, the convolution's geometry, and lowering of the epilogue.
+#ifndef EMBER_COMPILER_SCHEDULE_CONV_GROUP_H_
+#define EMBER_COMPILER_SCHEDULE_CONV_GROUP_H_
+
+#include <ember/compiler/ir/fused_group.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ember/compiler/lower.h"
+
+namespace ember::compiler::schedule {
+
+struct ConvShape {
+  int64_t n, c, h, w;       // input
+  int64_t oc, oh, ow;       // output
+  int64_t kh, kw;           // kernel
+  int64_t s_h, s_w;         // strides
+  int64_t pad_t, pad_l;     // leading pads
+  int64_t group, icg, ocg;  // channels per group
+};
+
+/*! \brief One float32 Conv (dilation 1, strides <= 4) whose data, weight and bias are group
+ * inputs, followed by elementwise/broadcast nodes, with one group output of the conv's shape. */
+struct ConvGroup {
+  const Node* conv = nullptr;
+  int x_id = -1, w_id = -1, bias_id = -1;  // value ids; bias_id < 0 without bias
+  ConvShape s;
+};
+
+/*! \brief Fills *m and returns true when the group has the form above. */
+bool MatchConvGroup(const FusedGroup& group, ConvGroup* m);
+
+/*! \brief Index of the conv's raw result (no bias) for output element (n, oc, oh, ow). */
+using ConvResultIndex = std::function<te::Expr(const std::vector<te::Expr>& i)>;
+
+/*!
+ * \brief Lowers the group with the convolution replaced by reads of a float32 workspace of
+ * `result_elems` elements (named after the conv, "_result_ws") at `index`, plus the bias. The
+ * returned function's body is the epilogue only; *result is that workspace (already in
+ * f.workspaces) and *x, *w the argument buffers of the conv's data and weight. The caller
+ * prepends the statements that fill *result. Returns false when a node has no usable compute.
+ */
+bool LowerConvEpilogue(const FusedGroup& group, const ConvGroup& m, int64_t result_elems,
+                       const ConvResultIndex& index, const lower::ScheduleOptions& opts,
+                       lower::LoweredFunc* f, lower::Buffer* result, lower::Buffer* x,
+                       lower::Buffer* w);
+
+/*! \brief A float32 buffer of `size` elements in `scope`. */
+lower::Buffer NewFloatBuffer(const std::string& name, int64_t size, lower::BufferScope scope);
+
+}  // namespace ember::compiler::schedule
+
+#endif  // EMBER_COMPILER_SCHEDULE_CONV_GROUP_H_
