@@ -226,6 +226,32 @@ bool LoadsVectorFriendly(const Expr& e, const te::ExprNode* var, int64_t max_str
   }
 }
 
+// The identity and the combining step of a sum, product, max or min reduction into acc. False
+// for the arg reductions, which carry an index beside the value.
+bool ReduceCombiner(te::ReduceOp op, te::DataType st, const Expr& acc, const Expr& src, Expr* init,
+                    Expr* combined) {
+  switch (op) {
+    case te::ReduceOp::kSum:
+      *init = te::Const(st, 0);
+      *combined = acc + src;
+      return true;
+    case te::ReduceOp::kProd:
+      *init = te::Const(st, 1);
+      *combined = acc * src;
+      return true;
+    case te::ReduceOp::kMax:
+      *init = te::MinValue(st);
+      *combined = te::Max(acc, src);
+      return true;
+    case te::ReduceOp::kMin:
+      *init = te::MaxValue(st);
+      *combined = te::Min(acc, src);
+      return true;
+    default:
+      return false;
+  }
+}
+
 struct IterVarRef {
   Expr var;
   int64_t extent;
@@ -411,26 +437,7 @@ class Lowerer {
       } else {
         Expr init_v;
         Expr combined;
-        switch (r->op) {
-          case te::ReduceOp::kSum:
-            init_v = te::Const(st, 0);
-            combined = accv + src;
-            break;
-          case te::ReduceOp::kProd:
-            init_v = te::Const(st, 1);
-            combined = accv * src;
-            break;
-          case te::ReduceOp::kMax:
-            init_v = te::MinValue(st);
-            combined = te::Max(accv, src);
-            break;
-          case te::ReduceOp::kMin:
-            init_v = te::MaxValue(st);
-            combined = te::Min(accv, src);
-            break;
-          default:
-            break;
-        }
+        ReduceCombiner(r->op, st, accv, src, &init_v, &combined);
         if (cond.defined()) combined = te::Select(cond, combined, accv);
         init.push_back(Store(acc, 0, init_v));
         update.push_back(Store(acc, 0, combined));
@@ -492,26 +499,7 @@ class Lowerer {
     Buffer acc = NewLocal(SanitizeName(t->name) + "_row", st, inner.extent);
     Expr accv = BufferLoad(acc, inner.var);
     Expr init_v, combined;
-    switch (r->op) {
-      case te::ReduceOp::kSum:
-        init_v = te::Const(st, 0);
-        combined = accv + src;
-        break;
-      case te::ReduceOp::kProd:
-        init_v = te::Const(st, 1);
-        combined = accv * src;
-        break;
-      case te::ReduceOp::kMax:
-        init_v = te::MinValue(st);
-        combined = te::Max(accv, src);
-        break;
-      case te::ReduceOp::kMin:
-        init_v = te::MaxValue(st);
-        combined = te::Min(accv, src);
-        break;
-      default:
-        return nullptr;
-    }
+    if (!ReduceCombiner(r->op, st, accv, src, &init_v, &combined)) return nullptr;
     if (cond.defined()) combined = te::Select(cond, combined, accv);
     std::vector<Expr> idx;
     for (auto& a : t->axis) idx.push_back(a.var);
