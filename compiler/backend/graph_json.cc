@@ -79,7 +79,13 @@ GraphArtifact BuildGraphArtifact(const Graph& graph, const std::vector<FusedGrou
     nodes << ",\n    {\"op\": \"tvm_op\", \"name\": " << JsonString(g.func_name)
           << ", \"attrs\": {\"func_name\": " << JsonString(g.func_name) << ", \"num_inputs\": \""
           << g.inputs.size() << "\", \"num_outputs\": \"" << g.outputs.size()
-          << "\", \"flatten_data\": \"0\"}, \"inputs\": [";
+          << "\", \"flatten_data\": \"0\"";
+    // The source node behind the kernel (its Conv/MatMul/pool/reduction), so tools can map
+    // profile rows back to the model (bench/conv_gflops.py). Runtimes skip unknown attrs.
+    if (g.anchor >= 0) {
+      nodes << ", \"anchor\": " << JsonString(g.nodes[static_cast<size_t>(g.anchor)]->name);
+    }
+    nodes << "}, \"inputs\": [";
     std::vector<int> r;
     for (size_t i = 0; i < g.inputs.size(); ++i) {
       auto it = entry_of.find(g.inputs[i]);

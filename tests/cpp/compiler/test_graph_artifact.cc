@@ -25,7 +25,7 @@ TEST(GraphArtifact, GoldenGraphJson) {
   "nodes": [
     {"op": "null", "name": "x", "inputs": []},
     {"op": "null", "name": "w", "inputs": []},
-    {"op": "tvm_op", "name": "fused_matmul_relu", "attrs": {"func_name": "fused_matmul_relu", "num_inputs": "2", "num_outputs": "1", "flatten_data": "0"}, "inputs": [[0, 0, 0], [1, 0, 0]]}
+    {"op": "tvm_op", "name": "fused_matmul_relu", "attrs": {"func_name": "fused_matmul_relu", "num_inputs": "2", "num_outputs": "1", "flatten_data": "0", "anchor": "mm"}, "inputs": [[0, 0, 0], [1, 0, 0]]}
   ],
   "arg_nodes": [0, 1],
   "heads": [[2, 0, 0]],
