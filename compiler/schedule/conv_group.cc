@@ -3,7 +3,9 @@
 
 #include <ember/compiler/ir/op_registry.h>
 
+#include <cctype>
 #include <map>
+#include <unordered_map>
 
 #include "../ops/op_common.h"
 
@@ -201,6 +203,170 @@ bool LowerConvEpilogue(const FusedGroup& group, const ConvGroup& m, int64_t resu
   *result = raw_buf;
   *x = xb;
   *w = wb;
+  return true;
+}
+
+namespace {
+
+using VarMap = std::unordered_map<const te::ExprNode*, te::Expr>;
+
+// Rebuilds an expression with variables replaced; te computes are inlined, placeholders of the
+// group's inputs become loads of their argument buffers and the conv's raw result becomes
+// `raw_value` (checked to be read at `raw_index` only).
+struct EpilogueInliner {
+  std::unordered_map<const te::TensorNode*, lower::Buffer> args;
+  const te::TensorNode* raw = nullptr;
+  std::vector<te::Expr> raw_index;
+  te::Expr raw_value;
+  bool ok = true;
+
+  te::Expr Visit(const te::Expr& e, const VarMap& vars) {
+    if (!e.defined()) return e;
+    switch (e.kind()) {
+      case te::ExprKind::kIntImm:
+      case te::ExprKind::kFloatImm:
+        return e;
+      case te::ExprKind::kVar: {
+        auto it = vars.find(e.get());
+        return it == vars.end() ? e : it->second;
+      }
+      case te::ExprKind::kBinary: {
+        auto* b = e.as<te::BinaryNode>();
+        return te::Binary(b->op, Visit(b->a, vars), Visit(b->b, vars));
+      }
+      case te::ExprKind::kNot:
+        return te::Not(Visit(e.as<te::NotNode>()->a, vars));
+      case te::ExprKind::kSelect: {
+        auto* s = e.as<te::SelectNode>();
+        return te::Select(Visit(s->cond, vars), Visit(s->true_value, vars),
+                          Visit(s->false_value, vars));
+      }
+      case te::ExprKind::kCast:
+        return te::Cast(e.dtype(), Visit(e.as<te::CastNode>()->value, vars));
+      case te::ExprKind::kCall: {
+        auto* c = e.as<te::CallNode>();
+        std::vector<te::Expr> a;
+        for (const te::Expr& x : c->args) a.push_back(Visit(x, vars));
+        return te::Expr(std::make_shared<te::CallNode>(c->dtype, c->fn, std::move(a)));
+      }
+      case te::ExprKind::kBufferLoad: {
+        auto* l = e.as<lower::BufferLoadNode>();
+        return lower::BufferLoad(l->buffer, Visit(l->index, vars));
+      }
+      case te::ExprKind::kTensorLoad:
+        return Load(e.as<te::TensorLoadNode>(), vars);
+      case te::ExprKind::kReduce:
+        break;
+    }
+    ok = false;
+    return te::Const(te::Float(32), 0);
+  }
+
+  te::Expr Load(const te::TensorLoadNode* l, const VarMap& vars) {
+    const te::TensorNode* t = l->tensor.get();
+    std::vector<te::Expr> idx;
+    for (const te::Expr& i : l->indices) idx.push_back(Visit(i, vars));
+    if (t == raw) {
+      for (size_t d = 0; d < idx.size(); ++d) {
+        const auto* imm = idx[d].as<te::IntImmNode>();
+        bool zero_of_unit = t->shape[d] == 1 && imm != nullptr && imm->value == 0;
+        if (idx[d].get() != raw_index[d].get() && !zero_of_unit) ok = false;
+      }
+      return raw_value;
+    }
+    auto it = args.find(t);
+    if (it != args.end()) {
+      te::Expr flat = 0;
+      for (size_t d = 0; d < idx.size(); ++d) flat = flat * t->shape[d] + idx[d];
+      return lower::BufferLoad(it->second, flat);
+    }
+    if (!t->body.defined() || t->body.kind() == te::ExprKind::kReduce) {
+      ok = false;
+      return te::Const(te::Float(32), 0);
+    }
+    VarMap inner;
+    for (size_t d = 0; d < t->axis.size(); ++d) inner[t->axis[d].var.get()] = idx[d];
+    return Visit(t->body, inner);
+  }
+};
+
+lower::Buffer ArgBuffer(const lower::ArgInfo& a, int index) {
+  auto b = std::make_shared<lower::BufferNode>();
+  for (char ch : a.name) b->name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  if (b->name.empty()) b->name = "arg";
+  b->dtype = ops::ExprType(a.dtype);
+  b->size = 1;
+  for (int64_t d : a.shape) b->size *= d;
+  b->scope = lower::BufferScope::kArg;
+  b->arg_index = index;
+  return b;
+}
+
+}  // namespace
+
+bool BuildConvEpilogueAt(const FusedGroup& group, const ConvGroup& m, lower::LoweredFunc* f,
+                         lower::Buffer* x, lower::Buffer* w, ConvEpilogueAt* at) {
+  const Graph& g = *group.graph;
+  const Node& conv = *m.conv;
+  ops::GraphScope scope(&g);
+  std::map<int, te::Tensor> env;
+  lower::LoweredFunc lf;
+  lf.name = group.func_name;
+  EpilogueInliner inl;
+  lower::Buffer xb, wb;
+  for (int vid : group.inputs) {
+    const Value& v = g.value(vid);
+    te::Tensor t = te::Placeholder(v.type.shape, ops::ExprType(v.type.dtype), v.name);
+    env[vid] = t;
+    lf.args.push_back(lower::ArgInfo{v.name, v.type.shape, v.type.dtype, nullptr});
+    lf.args.back().buffer = ArgBuffer(lf.args.back(), static_cast<int>(lf.args.size()) - 1);
+    inl.args[t.get()] = lf.args.back().buffer;
+    if (vid == m.x_id && !xb) xb = lf.args.back().buffer;
+    if (vid == m.w_id && !wb) wb = lf.args.back().buffer;
+  }
+  const std::vector<int64_t>& oshape = g.value(conv.outputs[0]).type.shape;
+  te::Tensor raw = te::Placeholder(oshape, te::Float(32), conv.name + "_raw");
+  te::Tensor bias = m.bias_id >= 0 ? env.at(m.bias_id) : te::Tensor();
+  env[conv.outputs[0]] = te::Compute(
+      oshape,
+      [&](const std::vector<te::Expr>& i) {
+        te::Expr v = raw(i);
+        if (bias.defined()) v = v + bias(i[1]);
+        return v;
+      },
+      conv.name + "_out");
+  for (const Node* node : group.nodes) {
+    if (node != &conv && !ComputeNode(g, *node, &env)) return false;
+  }
+  auto out = env.find(group.outputs[0]);
+  if (out == env.end() || out->second.dtype() != te::Float(32) || out->second.shape() != oshape) {
+    return false;
+  }
+  const Value& gout = g.value(group.outputs[0]);
+  lf.args.push_back(lower::ArgInfo{gout.name, gout.type.shape, gout.type.dtype, nullptr});
+  lf.args.back().buffer = ArgBuffer(lf.args.back(), static_cast<int>(lf.args.size()) - 1);
+  if (!xb || !wb) return false;
+
+  // Inline once at symbolic indices with a marker for the raw result; callers substitute.
+  std::vector<te::Expr> vars;
+  VarMap none;
+  for (size_t d = 0; d < oshape.size(); ++d) vars.push_back(te::MakeVar("i" + std::to_string(d)));
+  te::Expr marker = te::MakeVar("conv_acc", te::Float(32));
+  inl.raw = raw.get();
+  inl.raw_index = vars;
+  inl.raw_value = marker;
+  te::Expr body = inl.Visit(out->second(vars), none);
+  if (!inl.ok) return false;
+  *f = std::move(lf);
+  *x = xb;
+  *w = wb;
+  *at = [body, vars, marker](const std::vector<te::Expr>& i, const te::Expr& acc) {
+    VarMap sub;
+    for (size_t d = 0; d < vars.size(); ++d) sub[vars[d].get()] = i[d];
+    sub[marker.get()] = acc;
+    EpilogueInliner rw;
+    return rw.Visit(body, sub);
+  };
   return true;
 }
 

@@ -48,6 +48,20 @@ bool LowerConvEpilogue(const FusedGroup& group, const ConvGroup& m, int64_t resu
                        lower::LoweredFunc* f, lower::Buffer* result, lower::Buffer* x,
                        lower::Buffer* w);
 
+/*! \brief Value of the group's output at element i (n, oc, oh, ow) given the conv's raw result
+ * `acc` there (no bias): bias and epilogue nodes applied, loads on the function's arguments. */
+using ConvEpilogueAt = std::function<te::Expr(const std::vector<te::Expr>& i, const te::Expr& acc)>;
+
+/*!
+ * \brief The group's epilogue as a per-element expression, for schedules that apply it in
+ * registers before their single store. Fills f->name and f->args (the group inputs, then the
+ * output; f->body stays empty), *x and *w (the conv's data and weight buffers) and *at. Returns
+ * false when a node has no usable compute or an epilogue node reads the conv's result at another
+ * element than the one it writes.
+ */
+bool BuildConvEpilogueAt(const FusedGroup& group, const ConvGroup& m, lower::LoweredFunc* f,
+                         lower::Buffer* x, lower::Buffer* w, ConvEpilogueAt* at);
+
 /*! \brief A float32 buffer of `size` elements in `scope`. */
 lower::Buffer NewFloatBuffer(const std::string& name, int64_t size, lower::BufferScope scope);
 

@@ -50,6 +50,38 @@ bool SchedulesDisabled();
 bool TryConv2dWide(const FusedGroup& group, const lower::ScheduleOptions& opts,
                    const Conv2dParams& p, lower::LoweredFunc* out);
 
+/*! \brief Depthwise blocking: `lanes` output columns per vector register. */
+struct DepthwiseParams {
+  int64_t lanes = 8;
+  /*! \brief > 0: SIMD width the block assumes (sets LoweredFunc::prefer_vector_bits). */
+  int prefer_vector_bits = 0;
+};
+
+struct DepthwiseEntry {
+  const char* name;
+  TargetClass target;
+  DepthwiseParams dw;
+};
+
+/*! \brief The depthwise schedule per target (names distinct from ScheduleTable's). */
+const std::vector<DepthwiseEntry>& DepthwiseScheduleTable();
+
+/*!
+ * \brief Depthwise 2-D convolution (group == C == OC, weight [C, 1, KH, KW], dilation 1,
+ * float32) followed by elementwise/broadcast epilogue nodes, in one pass over the output:
+ * parallel over (image, channel, block of output rows); per task the block's input rows are
+ * copied once into a zero-padded, stride-phase-split row buffer on the stack (in L1), then every
+ * output row is `lanes`-wide vectors of contiguous loads times hoisted weights, with the epilogue
+ * applied before the store. Returns false (and leaves *out alone) when the group does not fit.
+ */
+bool TryDepthwiseConv2d(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                        const DepthwiseParams& p, lower::LoweredFunc* out);
+
+/*! \brief TryDepthwiseConv2d with the entry of DepthwiseScheduleTable for opts.target, or the
+ * entry EMBER_SCHEDULE names (none when it names another schedule). */
+bool TryDepthwiseSchedules(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                           lower::LoweredFunc* out);
+
 }  // namespace ember::compiler::schedule
 
 #endif  // EMBER_COMPILER_SCHEDULE_SCHEDULE_H_

@@ -715,7 +715,9 @@ void CodeGenLLVM::EmitFor(const lower::ForNode* f) {
   }
   EmitLoop(f->var, llvm::ConstantInt::get(index_ty_, 0),
            llvm::ConstantInt::get(index_ty_, f->extent),
-           f->for_kind == ForKind::kVectorized ? 1 : (f->keep_scalar ? -1 : 0), f->body);
+           f->for_kind == ForKind::kVectorized ? std::max(1, f->vector_lanes)
+                                               : (f->keep_scalar ? -1 : 0),
+           f->body);
 }
 
 void CodeGenLLVM::EmitLoop(const Expr& var, llvm::Value* begin, llvm::Value* end, int vectorize,
@@ -750,6 +752,14 @@ void CodeGenLLVM::EmitLoop(const Expr& var, llvm::Value* begin, llvm::Value* end
     md.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
                                           llvm::ConstantAsMetadata::get(b_.getTrue())}));
     md.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.mustprogress")}));
+    if (vectorize > 1) {
+      // An exact vector width (ForNode::vector_lanes): no full unrolling before vectorisation.
+      md.push_back(
+          llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.width"),
+                                   llvm::ConstantAsMetadata::get(b_.getInt32(vectorize))}));
+      md.push_back(
+          llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")}));
+    }
     auto* node = llvm::MDNode::getDistinct(ctx_, md);
     node->replaceOperandWith(0, node);
     br->setMetadata(llvm::LLVMContext::MD_loop, node);

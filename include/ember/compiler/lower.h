@@ -67,6 +67,9 @@ class ForNode : public StmtNode {
   ForKind for_kind = ForKind::kSerial;
   /*! \brief Serial loop LLVM must neither vectorise nor unroll (a register-blocked body). */
   bool keep_scalar = false;
+  /*! \brief kVectorized only: > 1 forces this vector width and keeps LLVM from fully unrolling
+   * the loop before it is vectorised (a schedule's one-register step of small trip count). */
+  int vector_lanes = 0;
   Stmt body;
 };
 
