@@ -54,6 +54,14 @@ sys.path.insert(0, HERE)
 from compare_ort import ToolError, cpu_name, last_json, run, tool  # noqa: E402
 
 
+def find_tool(spec, what):
+    """compare_ort.tool, with this script's name in its exit message."""
+    try:
+        return tool(spec, what)
+    except SystemExit as e:
+        sys.exit(str(e.code).replace("compare_ort.py:", "conv_gflops.py:", 1))
+
+
 class MatchError(Exception):
     """The artifact and the ONNX model do not fit together."""
 
@@ -94,8 +102,14 @@ def conv_layers(model):
     import onnx
     from onnx import shape_inference
     if isinstance(model, str):
-        model = onnx.load(model)
-    inferred = shape_inference.infer_shapes(model)
+        try:
+            model = onnx.load(model)
+        except Exception as e:  # protobuf's DecodeError and friends: name the file instead
+            raise MatchError("cannot read the ONNX model %s: %s" % (model, e))
+    try:
+        inferred = shape_inference.infer_shapes(model)
+    except Exception as e:
+        raise MatchError("ONNX shape inference failed on the model: %s" % e)
     g = inferred.graph
     shapes = {}
     for vi in list(g.input) + list(g.value_info) + list(g.output):
@@ -281,6 +295,8 @@ def prepare(opts, work, emberc):
             raise MatchError("%s is an artifact directory: pass --onnx MODEL.onnx (the model "
                              "it was compiled from), since graph.json keeps no Conv attributes"
                              % target)
+        if not os.path.isfile(opts.onnx):
+            raise MatchError("no such model file: %s" % opts.onnx)
         return os.path.abspath(target), opts.onnx, os.path.basename(os.path.normpath(target))
     if target.endswith(".onnx"):
         if not os.path.isfile(target):
@@ -329,13 +345,13 @@ def main(argv):
     if opts.peak_gflops is not None and not opts.peak_gflops > 0:
         ap.error("--peak-gflops must be > 0")
 
-    ember_run = tool(opts.ember_run or os.environ.get("EMBER_RUN")
+    ember_run = find_tool(opts.ember_run or os.environ.get("EMBER_RUN")
                      or os.path.join(ROOT, "build", "bin", "ember-run"), "ember-run")
     needs_compile = not os.path.isdir(opts.target)
-    emberc = tool(opts.emberc or os.environ.get("EMBERC")
+    emberc = find_tool(opts.emberc or os.environ.get("EMBERC")
                   or os.path.join(ROOT, "build", "bin", "emberc"), "emberc") if needs_compile \
         else None
-    bench_peak = tool(opts.bench_peak or os.environ.get("BENCH_PEAK")
+    bench_peak = find_tool(opts.bench_peak or os.environ.get("BENCH_PEAK")
                       or os.path.join(ROOT, "build", "bin", "bench_peak"), "bench-peak") \
         if opts.peak_gflops is None else None
     work = os.path.abspath(opts.work)
