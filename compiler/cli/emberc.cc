@@ -13,7 +13,7 @@ constexpr const char* kUsage =
     "usage: emberc compile MODEL.onnx -o OUTDIR [--target \"llvm [-mtriple=T] [-mcpu=C] "
     "[-mattr=A]\"]\n"
     "                      [--opt-level 0..3] [--input-shape NAME=d0,d1,...]... [--system-lib]\n"
-    "                      [--dump-ir DIR] [-v]\n"
+    "                      [--dump-ir DIR] [-v] [--tune] [--tuning-log FILE]\n"
     "\n"
     "Compiles an ONNX model into OUTDIR/graph.json, OUTDIR/lib.so (lib.o with --system-lib) and\n"
     "OUTDIR/params.bin for libember_runtime / ember-run.\n"
@@ -23,7 +23,15 @@ constexpr const char* kUsage =
     "  --input-shape N=d,...  static shape for an input with dynamic dimensions (repeatable)\n"
     "  --system-lib           emit an object that registers its kernels at static-init time\n"
     "  --dump-ir DIR          write the graph after each pass (.txt and Graphviz .dot)\n"
-    "  -v                     print each pass's time and the memory plan\n";
+    "  -v                     print each pass's time and the memory plan\n"
+    "  --tune                 time a few schedule parameter candidates per tunable workload on\n"
+    "                         this machine (host target only), merge the winners into the tuning\n"
+    "                         log and compile with them\n"
+    "  --tuning-log FILE      compile with the winners in FILE; with --tune, the log to update\n"
+    "                         (default $XDG_CACHE_HOME or ~/.cache: ember/tuning.log)\n"
+    "  --tune-candidates N    candidates timed per workload, the default included (default 6;\n"
+    "                         0 = all)\n"
+    "  --tune-repeat N        timed repeats per candidate, the best counts (default 3)\n";
 
 int Fail(const std::string& msg) {
   std::string one_line = msg;
@@ -72,6 +80,22 @@ int main(int argc, char** argv) {
         opt.system_lib = true;
       } else if (a == "--dump-ir") {
         opt.dump_dir = value("--dump-ir");
+      } else if (a == "--tune") {
+        opt.tune = true;
+      } else if (a == "--tuning-log") {
+        opt.tuning_log = value("--tuning-log");
+      } else if (a == "--tune-candidates" || a == "--tune-repeat") {
+        std::string v = value(a.c_str());
+        int n = -1;
+        if (v.size() <= 4 && !v.empty() && v.find_first_not_of("0123456789") == std::string::npos) {
+          n = std::stoi(v);
+        }
+        if (n < 0 || (a == "--tune-repeat" && n < 1)) {
+          throw ember::compiler::CompileError(a + " must be an integer in " +
+                                              (a == "--tune-repeat" ? "1" : "0") + "..9999, got '" +
+                                              v + "'");
+        }
+        (a == "--tune-repeat" ? opt.tune_repeat : opt.tune_candidates) = n;
       } else if (a == "-v" || a == "--verbose") {
         opt.verbose = true;
       } else if (a == "--help" || a == "-h") {

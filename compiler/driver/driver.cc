@@ -5,13 +5,19 @@
 #include <ember/compiler/frontend.h>
 #include <ember/compiler/target.h>
 #include <ember/compiler/transform.h>
+#include <ember/runtime/c_runtime_api.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <memory>
 #include <sstream>
+
+#include "schedule/tuner.h"
+#include "schedule/tuning_log.h"
 
 namespace ember {
 namespace compiler {
@@ -48,6 +54,16 @@ std::string GroupsText(const Graph& g, const std::vector<FusedGroup>& groups) {
 
 }  // namespace
 
+std::string DefaultTuningLogPath(const std::string& out_dir) {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg != nullptr && *xdg == '/') return (fs::path(xdg) / "ember" / "tuning.log").string();
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && *home == '/') {
+    return (fs::path(home) / ".cache" / "ember" / "tuning.log").string();
+  }
+  return (fs::path(out_dir) / "tuning.log").string();
+}
+
 std::string LibraryFileName(bool system_lib) { return system_lib ? "lib.o" : "lib.so"; }
 
 std::map<std::string, std::vector<int64_t>> ParseInputShapeList(const std::string& specs) {
@@ -69,6 +85,23 @@ CompileStats Compile(const CompileOptions& opt) {
     throw CompileError("--opt-level must be 0..3, got " + std::to_string(opt.opt_level));
   }
   Target target = opt.target.empty() ? Target::Host() : Target::Parse(opt.target);
+  if (opt.tune && !target.is_host) {
+    throw CompileError(
+        "--tune measures kernels on this machine, so it needs the host target; got "
+        "--target \"" +
+        opt.target +
+        "\" (tune on the device itself, then compile for it with --tuning-log "
+        "FILE)");
+  }
+  // Read before the slow part, so that a malformed log fails the compile at once.
+  std::unique_ptr<schedule::TuningLog> tuning;
+  std::string tuning_path = opt.tuning_log;
+  if (opt.tune && tuning_path.empty()) tuning_path = DefaultTuningLogPath(opt.out_dir);
+  if (!tuning_path.empty()) {
+    tuning = std::make_unique<schedule::TuningLog>(
+        opt.tune ? schedule::TuningLog::LoadIfExists(tuning_path)
+                 : schedule::TuningLog::Load(tuning_path));
+  }
   if (!opt.dump_dir.empty()) fs::create_directories(opt.dump_dir);
   int step = 0;
   auto dump = [&](const std::string& name, const Graph& g) {
@@ -120,16 +153,46 @@ CompileStats Compile(const CompileOptions& opt) {
   BuildOptions bo;
   bo.system_lib = opt.system_lib;
   bo.opt_level = opt.opt_level;
+  CompileStats st;
+  if (opt.tune) {
+    schedule::TuneOptions to;
+    to.max_candidates = opt.tune_candidates;
+    to.repeat = opt.tune_repeat;
+    to.version = EMBER_VERSION;
+    to.log = opt.log;
+    schedule::TuneReport tr = schedule::TuneGroups(groups, target, to, tuning.get());
+    tuning->Save(tuning_path);
+    st.tuned_workloads = tr.measured;
+    st.tune_seconds = tr.seconds;
+    if (opt.log) {
+      *opt.log << "emberc: tuned " << tr.measured << " of " << tr.workloads
+               << " tunable workloads (" << tr.reused << " already in the log, " << tr.candidates
+               << " candidates timed, " << tr.rejected << " rejected) in " << std::fixed
+               << std::setprecision(1) << tr.seconds << " s; winners in " << tuning_path << "\n";
+    }
+  }
+
   bo.dump_dir = opt.dump_dir;
   bo.verbose = opt.verbose;
   BuildKernelLibrary(groups, target,
+  bo.tuning_log = tuning.get();
                      (fs::path(opt.out_dir) / LibraryFileName(opt.system_lib)).string(), bo);
   report("codegen", MsSince(t0), graph);
 
   WriteFile(fs::path(opt.out_dir) / "graph.json", art.graph_json);
   WriteParamsFile((fs::path(opt.out_dir) / "params.bin").string(), art.params);
 
-  CompileStats st;
+  if (tuning) {
+    st.tuning_log_used = static_cast<int>(tuning->used().size());
+    if (log) {
+      *log << "emberc: tuning log " << tuning_path << ": " << tuning->size() << " records, "
+           << st.tuning_log_used << " used\n";
+      for (const std::string& key : tuning->used()) {
+        *log << "emberc:   " << key << " -> "
+             << schedule::ParamSetToString(tuning->Find(key)->params) << "\n";
+      }
+    }
+  }
   st.num_nodes = static_cast<int>(graph.nodes().size());
   st.num_kernels = static_cast<int>(groups.size());
   st.activation_bytes = art.plan.activation_bytes;

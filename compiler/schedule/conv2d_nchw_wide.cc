@@ -10,6 +10,7 @@
 // default schedule from a te compute that reads the valid columns of the wide workspace.
 #include "conv_group.h"
 #include "schedule.h"
+#include "tuning.h"
 
 namespace ember::compiler::schedule {
 
@@ -21,9 +22,10 @@ using lower::Stmt;
 using te::Expr;
 
 bool TryConv2dWide(const FusedGroup& group, const lower::ScheduleOptions& opts,
-                   const Conv2dParams& p, lower::LoweredFunc* out) {
+                   const Conv2dParams& table_params, lower::LoweredFunc* out) {
   ConvGroup m;
   if (!MatchConvGroup(group, &m)) return false;
+  const Conv2dParams p = TunedConv2dWideParams(group, opts, table_params);
   const ConvShape& s = m.s;
   const Node* conv = m.conv;
   const int64_t lanes = p.lanes;

@@ -154,6 +154,7 @@ void BuildKernelLibrary(const std::vector<FusedGroup>& groups, const Target& tar
   cg.ModuleCtx();
   lower::ScheduleOptions sched;
   sched.target = &target;
+  sched.tuning_log = opts.tuning_log;
   std::vector<llvm::Function*> funcs;
   std::string loop_text;
   for (const FusedGroup& g : groups) {

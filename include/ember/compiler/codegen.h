@@ -13,6 +13,9 @@
 namespace ember::compiler {
 
 struct FusedGroup;
+namespace schedule {
+class TuningLog;
+}  // namespace schedule
 
 struct BuildOptions {
   /*! \brief Emit a static-link object whose initialiser registers each kernel through
@@ -21,6 +24,8 @@ struct BuildOptions {
   int opt_level = 3;     // 0..3, LLVM pass pipeline level
   std::string dump_dir;  // if set: writes <group>.loop.txt, module .ll there
   bool verbose = false;
+  /*! \brief Tuned schedule parameters to use (compiler/schedule/tuning_log.h); may be null. */
+  const schedule::TuningLog* tuning_log = nullptr;
 };
 
 /*!

@@ -24,6 +24,14 @@ struct CompileOptions {
   std::string dump_dir;  // --dump-ir: graph after each pass, as .txt and .dot
   bool verbose = false;  // -v: pass timings and memory figures on `log`
   std::ostream* log = nullptr;
+  /*! \brief --tune: measure the schedules' candidates for every tunable workload on this machine
+   * (host target only), merge the winners into the tuning log, then compile with them. */
+  bool tune = false;
+  /*! \brief --tuning-log: winners to compile with (and, with tune, the file to update; default
+   * DefaultTuningLogPath(out_dir)). */
+  std::string tuning_log;
+  int tune_candidates = 6;  // per workload, the default included (0: every candidate)
+  int tune_repeat = 3;      // timed repeats per candidate (best taken)
 };
 
 struct CompileStats {
@@ -33,10 +41,17 @@ struct CompileStats {
   int64_t activation_bytes_no_reuse = 0;
   int64_t params_bytes = 0;
   double total_ms = 0;
+  int tuned_workloads = 0;  // measured by --tune in this compile
+  int tuning_log_used = 0;  // workloads compiled with a winner from the tuning log
+  double tune_seconds = 0;  // time --tune spent measuring
 };
 
 /*! \brief Name of the library file for the options (lib.so, or lib.o with system_lib). */
 std::string LibraryFileName(bool system_lib);
+
+/*! \brief $XDG_CACHE_HOME/ember/tuning.log, else ~/.cache/ember/tuning.log, else (no HOME)
+ * OUTDIR/tuning.log. */
+std::string DefaultTuningLogPath(const std::string& out_dir);
 
 /*! \brief Runs the pipeline; throws CompileError (or std::runtime_error from code generation). */
 CompileStats Compile(const CompileOptions& options);

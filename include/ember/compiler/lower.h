@@ -21,6 +21,11 @@ namespace ember::compiler {
 struct FusedGroup;
 struct Target;
 
+namespace schedule {
+class TuningLog;
+struct TuningTask;
+}  // namespace schedule
+
 namespace lower {
 
 enum class BufferScope { kArg, kWorkspace, kLocal };
@@ -126,6 +131,11 @@ struct ScheduleOptions {
   bool parallel = true;
   /*! \brief Target being compiled for; group schedules (compiler/schedule/) key on it. */
   const Target* target = nullptr;
+  /*! \brief Winners tunable schedules take instead of their table defaults (compiler/schedule/
+   * tuning.h); null: the defaults. */
+  const schedule::TuningLog* tuning_log = nullptr;
+  /*! \brief Set by the tuner: tunable schedules append the workload they describe here. */
+  std::vector<schedule::TuningTask>* tuning_tasks = nullptr;
 };
 
 /*!

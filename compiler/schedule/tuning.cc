@@ -1,0 +1,191 @@
+// The tuning hook, workload keys and cache sizes (see tuning.h).
+#include "tuning.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "conv_group.h"
+
+namespace ember::compiler::schedule {
+namespace {
+
+// Typical cores per target class, for cross targets and hosts without sysfs cache entries.
+CacheSizes TableCacheSizes(TargetClass tc) {
+  constexpr int64_t kKiB = 1024;
+  switch (tc) {
+    case TargetClass::kNeon64:
+      return {64 * kKiB, 512 * kKiB, 0};
+    case TargetClass::kNeon32:
+    case TargetClass::kGeneric:
+      return {32 * kKiB, 256 * kKiB, 0};
+    default:
+      return {32 * kKiB, 1024 * kKiB, 8 * 1024 * kKiB};
+  }
+}
+
+std::string ReadSmallFile(const std::string& path) {
+  std::ifstream f(path);
+  std::string s;
+  std::getline(f, s);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+ParamSet TunedParams(const lower::ScheduleOptions& opts, const std::string& key,
+                     const ParamSet& defaults,
+                     const std::function<std::vector<ParamSet>()>& candidates) {
+  if (opts.tuning_tasks != nullptr) {
+    TuningTask task;
+    task.key = key;
+    task.defaults = defaults;
+    task.candidates.push_back(defaults);
+    for (ParamSet& c : candidates()) {
+      if (std::find(task.candidates.begin(), task.candidates.end(), c) == task.candidates.end()) {
+        task.candidates.push_back(std::move(c));
+      }
+    }
+    opts.tuning_tasks->push_back(std::move(task));
+  }
+  if (opts.tuning_log == nullptr) return defaults;
+  const TuningRecord* r = opts.tuning_log->Find(key);
+  if (r == nullptr) return defaults;
+  // A record naming other parameters was written for another version of the schedule.
+  if (r->params.size() != defaults.size()) return defaults;
+  for (const auto& kv : defaults) {
+    if (r->params.count(kv.first) == 0) return defaults;
+  }
+  opts.tuning_log->NoteUsed(key);
+  return r->params;
+}
+
+std::string WorkloadTarget(const Target& t) {
+  return " target=" + t.triple + ":" + t.cpu + ":v" + std::to_string(t.vector_bits);
+}
+
+int64_t ParseCacheSize(const std::string& text) {
+  if (text.empty() || text.size() > 16) return -1;
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0) return -1;
+  int64_t v = std::stoll(text.substr(0, digits));
+  std::string unit = text.substr(digits);
+  if (unit.empty()) return v;
+  if (unit == "K") return v * 1024;
+  if (unit == "M") return v * 1024 * 1024;
+  if (unit == "G") return v * 1024 * 1024 * 1024;
+  return -1;
+}
+
+CacheSizes HostCacheSizes() {
+  Target host = Target::Host();
+  CacheSizes c = TableCacheSizes(ClassifyTarget(host));
+  const std::string base = "/sys/devices/system/cpu/cpu0/cache/index";
+  constexpr int kMaxIndex = 8;
+  for (int i = 0; i < kMaxIndex; ++i) {
+    std::string dir = base + std::to_string(i) + "/";
+    std::string level = ReadSmallFile(dir + "level");
+    std::string type = ReadSmallFile(dir + "type");
+    int64_t size = ParseCacheSize(ReadSmallFile(dir + "size"));
+    if (level.empty() || size <= 0) continue;
+    if (level == "1" && type == "Data") c.l1d = size;
+    if (level == "2" && type != "Instruction") c.l2 = size;
+    if (level == "3" && type != "Instruction") c.l3 = size;
+  }
+  return c;
+}
+
+CacheSizes TargetCacheSizes(const Target& t) {
+  if (t.is_host) {
+    static const CacheSizes host = HostCacheSizes();
+    return host;
+  }
+  return TableCacheSizes(ClassifyTarget(t));
+}
+
+int VectorRegisters(TargetClass tc) {
+  return tc == TargetClass::kAvx512 || tc == TargetClass::kNeon64 ? 32 : 16;
+}
+
+// ---- conv2d_nchw_wide: lanes x oc_block accumulators, q_chunk output tiles per L2 sweep ----
+
+namespace {
+
+std::string ConvWorkloadKey(const char* family, const ConvShape& s, const Target& t) {
+  std::ostringstream os;
+  os << family << " f32 n" << s.n << " c" << s.c << " h" << s.h << " w" << s.w << " oc" << s.oc
+     << " o" << s.oh << "x" << s.ow << " k" << s.kh << "x" << s.kw << " s" << s.s_h << "x" << s.s_w
+     << " p" << s.pad_t << "x" << s.pad_l << " g" << s.group << WorkloadTarget(t);
+  return os.str();
+}
+
+int64_t SimdFloats(const Target& t) { return std::max(1, t.vector_bits / 32); }
+
+// Register blocks around the table's: the same accumulator count reshaped, half of it (less
+// pressure) and 1.5x (more reuse), all within the register file minus the input vector, the
+// weight broadcast and a spare.
+std::vector<ParamSet> ConvWideCandidates(const ConvShape& s, const Target& t,
+                                         const Conv2dParams& d) {
+  const int64_t vw = SimdFloats(t);
+  const int64_t budget = VectorRegisters(ClassifyTarget(t)) - 4;
+  const int64_t k0 = std::max<int64_t>(1, d.lanes / vw);
+  const int64_t acc0 = k0 * d.oc_block;
+  std::vector<std::pair<double, ParamSet>> scored;
+  for (int64_t k : {1, 2, 3, 4, 6, 8}) {
+    for (int64_t ob : {1, 2, 3, 4, 6, 8}) {
+      if (s.ocg % ob != 0) continue;  // the schedule would shrink it to another candidate
+      const int64_t acc = k * ob;
+      if (acc > budget || 4 * acc < budget) continue;
+      double score = std::fabs(std::log2(static_cast<double>(acc) / acc0)) +
+                     0.25 * std::fabs(std::log2(static_cast<double>(k) / k0));
+      scored.push_back({score, ParamSet{{"lanes", k * vw}, {"oc_block", ob}}});
+    }
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  // A handful: every candidate costs a kernel build and a measurement per workload.
+  constexpr size_t kMaxCandidates = 8;
+  std::vector<ParamSet> out;
+  for (auto& sp : scored) {
+    if (out.size() == kMaxCandidates) break;
+    out.push_back(std::move(sp.second));
+  }
+  return out;
+}
+
+}  // namespace
+
+Conv2dParams TunedConv2dWideParams(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                                   const Conv2dParams& table) {
+  ConvGroup m;
+  if (opts.target == nullptr || !MatchConvGroup(group, &m)) return table;
+  // The schedule shrinks oc_block to a divisor of the channels per group; say so in the key's
+  // default so that the log and the candidates compare like with like.
+  int64_t ocb = 1;
+  for (int64_t cand : {table.oc_block, int64_t{4}, int64_t{2}, int64_t{1}}) {
+    if (cand >= 1 && cand <= table.oc_block && m.s.ocg % cand == 0) {
+      ocb = cand;
+      break;
+    }
+  }
+  ParamSet defaults{{"lanes", table.lanes}, {"oc_block", ocb}};
+  const Target& t = *opts.target;
+  ParamSet p = TunedParams(opts, ConvWorkloadKey("conv2d_nchw_wide", m.s, t), defaults,
+                           [&] { return ConvWideCandidates(m.s, t, table); });
+  // Hand-edited logs must not unroll giant blocks; out-of-range winners fall back to the table.
+  constexpr int64_t kMaxLanes = 256, kMaxOcBlock = 32;
+  if (p["lanes"] < 1 || p["lanes"] > kMaxLanes || p["oc_block"] < 1 ||
+      p["oc_block"] > kMaxOcBlock) {
+    p = defaults;
+  }
+  Conv2dParams out = table;
+  out.lanes = std::max<int64_t>(1, p["lanes"]);
+  out.oc_block = std::max<int64_t>(1, p["oc_block"]);
+  return out;
+}
+
+}  // namespace ember::compiler::schedule

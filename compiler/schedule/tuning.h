@@ -1,0 +1,73 @@
+// Tunable schedule parameters: how a schedule describes its workload and candidates, takes the
+// tuning log's winner, and how defaults follow the target's caches.
+//
+// A schedule with tunables calls TunedParams once it knows the group fits (before any check that
+// depends on the parameters), passing
+//   - a workload key: the schedule family, the shape and the target (WorkloadTarget), e.g.
+//     "conv2d_nchw_wide f32 n1 c64 h56 w56 oc64 o56x56 k3x3 s1x1 p1x1 g1 target=x86_64-...:cpu";
+//   - its default ParamSet (from the per-target table, adjusted by the cache sizes below);
+//   - a function listing a few candidate ParamSets (the default first), each of which the
+//     schedule must lower correctly.
+// It gets back the tuning log's winner for the key when the compile has a log holding one with
+// exactly the default's parameter names, else the default. `emberc --tune` (tuner.h) lowers each
+// group once in a describing mode that records these calls, builds every candidate into a small
+// library, times it, and stores the fastest in the log.
+//
+// Cache sizes: for the host they are read from sysfs (/sys/devices/system/cpu/cpu0/cache/
+// index*/{level,type,size}); for cross targets (and when sysfs is missing) from a per-target-class
+// table of typical cores (x86: 32 KiB L1d, 1 MiB L2; AArch64: 64 KiB L1d, 512 KiB L2; ARMv7: 32
+// KiB L1d, 256 KiB L2). Schedules use them to size cache tiles.
+#ifndef EMBER_COMPILER_SCHEDULE_TUNING_H_
+#define EMBER_COMPILER_SCHEDULE_TUNING_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ember/compiler/lower.h"
+#include "ember/compiler/target.h"
+#include "schedule.h"
+#include "tuning_log.h"
+
+namespace ember::compiler::schedule {
+
+/*! \brief One tunable workload as a schedule described it. */
+struct TuningTask {
+  std::string key;
+  ParamSet defaults;
+  std::vector<ParamSet> candidates;  // distinct, defaults first
+};
+
+/*! \brief The hook (see the header comment). */
+ParamSet TunedParams(const lower::ScheduleOptions& opts, const std::string& key,
+                     const ParamSet& defaults,
+                     const std::function<std::vector<ParamSet>()>& candidates);
+
+/*! \brief " target=TRIPLE:CPU" (plus "+VECTOR_BITS" when features were forced), the tail of every
+ * workload key: a winner measured on one CPU is not reused for another. */
+std::string WorkloadTarget(const Target& t);
+
+struct CacheSizes {
+  int64_t l1d = 0;  // bytes
+  int64_t l2 = 0;
+  int64_t l3 = 0;  // 0 when there is none
+};
+
+/*! \brief Parses sysfs cache size text ("48K", "2048K", "1M", "512"); -1 when malformed. */
+int64_t ParseCacheSize(const std::string& text);
+/*! \brief The host's caches from sysfs; the table's values for what sysfs does not say. */
+CacheSizes HostCacheSizes();
+/*! \brief HostCacheSizes() for the host, else the table's values for the target class. */
+CacheSizes TargetCacheSizes(const Target& t);
+
+/*! \brief SIMD registers of the target class (32 on AVX-512 and AArch64, else 16). */
+int VectorRegisters(TargetClass tc);
+
+/*! \brief conv2d_nchw_wide's hook: its params for the group, from the log or the table. */
+Conv2dParams TunedConv2dWideParams(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                                   const Conv2dParams& table);
+
+}  // namespace ember::compiler::schedule
+
+#endif  // EMBER_COMPILER_SCHEDULE_TUNING_H_
