@@ -10,7 +10,7 @@
 namespace ember::runtime {
 namespace {
 
-class DSOModuleNode final : public ModuleNode {
+class DSOModuleNode final : public LibraryModuleNode {
  public:
   ~DSOModuleNode() override {
     if (handle_ != nullptr) dlclose(handle_);
@@ -30,20 +30,7 @@ class DSOModuleNode final : public ModuleNode {
     }
   }
 
-  void* GetSymbol(const char* name) const { return dlsym(handle_, name); }
-
-  PackedFunc GetFunction(const String& name, const ObjectPtr<Object>& sptr_to_self) final {
-    std::string sym = name.str();
-    if (sym == symbol::kMainFunc) {
-      // A char array holding the entry function's name, as TVM's codegen emits it.
-      auto* entry = static_cast<const char*>(GetSymbol(symbol::kMainFunc));
-      if (entry == nullptr) return PackedFunc();
-      sym = entry;
-    }
-    auto f = reinterpret_cast<TVMBackendPackedCFunc>(GetSymbol(sym.c_str()));
-    if (f == nullptr) return PackedFunc();
-    return WrapPackedCFunc(f, sptr_to_self, sym);
-  }
+  void* GetSymbol(const char* name) const final { return dlsym(handle_, name); }
 
   const std::string& path() const { return path_; }
 
@@ -55,13 +42,7 @@ class DSOModuleNode final : public ModuleNode {
 Module LoadDSO(const std::string& path) {
   auto node = make_object<DSOModuleNode>();
   node->Load(path);
-  DSOModuleNode* raw = node.get();
-  InitLibraryContext([raw](const char* name) { return raw->GetSymbol(name); }, raw);
-  Module lib(node);
-  if (const char* blob = static_cast<const char*>(raw->GetSymbol(symbol::kDevModuleBlob))) {
-    return ProcessLibraryBlob(blob, lib, path);
-  }
-  return lib;
+  return InitLibraryModule(std::move(node), path);
 }
 
 EMBER_REGISTER_GLOBAL("runtime.module.loadfile_so")

@@ -1,5 +1,5 @@
-// Kernel wrapping and blob unpacking for library modules. The blob layout follows TVM's
-// export_library (v0.8+), read with ByteReader:
+// Function lookup, runtime hooks and blob unpacking for library modules. The blob layout follows
+// TVM's export_library (v0.8+), read with ByteReader:
 //   u64 payload_size, then the payload:
 //   u64 module_count, then per module a type key string and:
 //     "_lib"          the library itself (no bytes)
@@ -7,6 +7,7 @@
 //     anything else   that module's bytes, read by global runtime.module.loadbinary_<key>
 #include "library_module.h"
 
+#include <ember/runtime/c_backend_api.h>
 #include <ember/runtime/registry.h>
 
 #include <cstring>
@@ -14,7 +15,9 @@
 #include <vector>
 
 namespace ember::runtime {
+namespace {
 
+// Wraps a kernel as a PackedFunc; the closure keeps `owner` (the library) alive.
 PackedFunc WrapPackedCFunc(TVMBackendPackedCFunc f, const ObjectPtr<Object>& owner,
                            const std::string& name) {
   return PackedFunc([f, owner, name](TVMArgs args, TVMRetValue* rv) {
@@ -34,7 +37,6 @@ PackedFunc WrapPackedCFunc(TVMBackendPackedCFunc f, const ObjectPtr<Object>& own
   });
 }
 
-namespace {
 // The runtime hooks TVM-built libraries call through writable pointers instead of direct calls.
 // Weak: the thread pool and workspace live in files other engineers own; a missing one is left
 // unfilled rather than breaking the link.
@@ -44,24 +46,23 @@ namespace {
 #pragma weak TVMBackendParallelBarrier
 
 template <typename F>
-void SetHook(const std::function<void*(const char*)>& lookup, const char* name, F* fn) {
+void SetHook(const LibraryModuleNode& lib, const char* name, F* fn) {
   if (fn == nullptr) return;
-  if (void* slot = lookup(name)) *static_cast<void**>(slot) = reinterpret_cast<void*>(fn);
+  if (void* slot = lib.GetSymbol(name)) *static_cast<void**>(slot) = reinterpret_cast<void*>(fn);
 }
-}  // namespace
 
-void InitLibraryContext(const std::function<void*(const char*)>& lookup, ModuleNode* module) {
-  if (void* ctx = lookup(symbol::kModuleCtx)) {
+void InitLibraryContext(LibraryModuleNode* lib) {
+  if (void* ctx = lib->GetSymbol(symbol::kModuleCtx)) {
     // Kernels hand this back to TVMBackendGetFuncFromEnv, which reads it as an Object*.
-    *static_cast<void**>(ctx) = static_cast<Object*>(module);
+    *static_cast<void**>(ctx) = static_cast<Object*>(lib);
   }
-  SetHook(lookup, "__TVMFuncCall", &TVMFuncCall);
-  SetHook(lookup, "__TVMAPISetLastError", &TVMAPISetLastError);
-  SetHook(lookup, "__TVMBackendGetFuncFromEnv", &TVMBackendGetFuncFromEnv);
-  SetHook(lookup, "__TVMBackendAllocWorkspace", &TVMBackendAllocWorkspace);
-  SetHook(lookup, "__TVMBackendFreeWorkspace", &TVMBackendFreeWorkspace);
-  SetHook(lookup, "__TVMBackendParallelLaunch", &TVMBackendParallelLaunch);
-  SetHook(lookup, "__TVMBackendParallelBarrier", &TVMBackendParallelBarrier);
+  SetHook(*lib, "__TVMFuncCall", &TVMFuncCall);
+  SetHook(*lib, "__TVMAPISetLastError", &TVMAPISetLastError);
+  SetHook(*lib, "__TVMBackendGetFuncFromEnv", &TVMBackendGetFuncFromEnv);
+  SetHook(*lib, "__TVMBackendAllocWorkspace", &TVMBackendAllocWorkspace);
+  SetHook(*lib, "__TVMBackendFreeWorkspace", &TVMBackendFreeWorkspace);
+  SetHook(*lib, "__TVMBackendParallelLaunch", &TVMBackendParallelLaunch);
+  SetHook(*lib, "__TVMBackendParallelBarrier", &TVMBackendParallelBarrier);
 }
 
 Module ProcessLibraryBlob(const char* blob, const Module& lib, const std::string& source) {
@@ -112,6 +113,32 @@ Module ProcessLibraryBlob(const char* blob, const Module& lib, const std::string
   }
   EMBER_CHECK(!modules.empty()) << what << ": blob holds no modules";
   return modules[0];
+}
+
+}  // namespace
+
+PackedFunc LibraryModuleNode::GetFunction(const String& name,
+                                          const ObjectPtr<Object>& sptr_to_self) {
+  std::string sym = name.str();
+  if (sym == symbol::kMainFunc) {
+    // A char array holding the entry function's name, as TVM's codegen emits it.
+    auto* entry = static_cast<const char*>(GetSymbol(symbol::kMainFunc));
+    if (entry == nullptr) return PackedFunc();
+    sym = entry;
+  }
+  auto f = reinterpret_cast<TVMBackendPackedCFunc>(GetSymbol(sym.c_str()));
+  if (f == nullptr) return PackedFunc();
+  return WrapPackedCFunc(f, sptr_to_self, sym);
+}
+
+Module InitLibraryModule(ObjectPtr<LibraryModuleNode> node, const std::string& source) {
+  LibraryModuleNode* raw = node.get();
+  InitLibraryContext(raw);
+  Module lib(std::move(node));
+  if (const char* blob = static_cast<const char*>(raw->GetSymbol(symbol::kDevModuleBlob))) {
+    return ProcessLibraryBlob(blob, lib, source);
+  }
+  return lib;
 }
 
 }  // namespace ember::runtime

@@ -1,35 +1,38 @@
-// Private: what the DSO module (dlopen) and the system library (static registration) share —
-// wrapping exported kernels as PackedFuncs, wiring the library's runtime hooks, and unpacking an
-// embedded module blob.
+// Private: what the DSO module (dlopen) and the system library (static registration) share. They
+// differ only in how a symbol is found; looking a function up, wiring the library's runtime hooks
+// and unpacking an embedded module blob are the same for both.
 #ifndef EMBER_RUNTIME_LIBRARY_MODULE_H_
 #define EMBER_RUNTIME_LIBRARY_MODULE_H_
 
-#include <ember/runtime/c_backend_api.h>
 #include <ember/runtime/module.h>
 #include <ember/runtime/packed_func.h>
 
-#include <functional>
 #include <string>
 
 namespace ember::runtime {
 
-/*! \brief Wraps a kernel exported as TVMBackendPackedCFunc; the closure keeps \p owner alive. */
-PackedFunc WrapPackedCFunc(TVMBackendPackedCFunc f, const ObjectPtr<Object>& owner,
-                           const std::string& name);
+/*!
+ * \brief A module whose functions are the exported TVMBackendPackedCFunc symbols of compiled
+ * code. GetFunction resolves `__tvm_main__` to the entry's name and wraps the kernel as a
+ * PackedFunc that keeps the module alive.
+ */
+class LibraryModuleNode : public ModuleNode {
+ public:
+  /*! \brief The address of symbol \p name, or nullptr if the library has none. */
+  virtual void* GetSymbol(const char* name) const = 0;
+
+  PackedFunc GetFunction(const String& name, const ObjectPtr<Object>& sptr_to_self) final;
+};
 
 /*!
- * \brief Fills the hooks a compiled library may define: `__tvm_module_ctx` (set to \p module)
- * and TVM's writable function-pointer globals (`__TVMFuncCall`, `__TVMBackendAllocWorkspace`...).
- * \p lookup returns a symbol's address or nullptr.
+ * \brief Finishes loading \p node: fills the hooks a compiled library may define
+ * (`__tvm_module_ctx`, set to the module, and TVM's writable function-pointer globals
+ * `__TVMFuncCall`, `__TVMBackendAllocWorkspace`...), then, if it embeds a `__tvm_dev_mblob`,
+ * rebuilds and links the modules packed there. Returns the root: the first blob module when the
+ * blob carries an import tree, else the library with any blob modules imported. \p source names
+ * the library in errors.
  */
-void InitLibraryContext(const std::function<void*(const char*)>& lookup, ModuleNode* module);
-
-/*!
- * \brief Rebuilds the modules packed in a `__tvm_dev_mblob` and links them. Returns the root:
- * the first blob module when the blob carries an import tree, else \p lib with the blob modules
- * imported. \p source names the library in errors.
- */
-Module ProcessLibraryBlob(const char* blob, const Module& lib, const std::string& source);
+Module InitLibraryModule(ObjectPtr<LibraryModuleNode> node, const std::string& source);
 
 }  // namespace ember::runtime
 

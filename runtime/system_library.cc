@@ -40,24 +40,14 @@ class SystemLibSymbols {
   std::unordered_map<std::string, void*> symbols_;
 };
 
-class SystemLibraryNode final : public ModuleNode {
+class SystemLibraryNode final : public LibraryModuleNode {
  public:
   explicit SystemLibraryNode(std::string prefix) : prefix_(std::move(prefix)) {}
 
   const char* type_key() const final { return "system_lib"; }
 
-  void* GetSymbol(const char* name) const { return SystemLibSymbols::Global().Get(prefix_ + name); }
-
-  PackedFunc GetFunction(const String& name, const ObjectPtr<Object>& sptr_to_self) final {
-    std::string sym = name.str();
-    if (sym == symbol::kMainFunc) {
-      auto* entry = static_cast<const char*>(GetSymbol(symbol::kMainFunc));
-      if (entry == nullptr) return PackedFunc();
-      sym = entry;
-    }
-    auto f = reinterpret_cast<TVMBackendPackedCFunc>(GetSymbol(sym.c_str()));
-    if (f == nullptr) return PackedFunc();
-    return WrapPackedCFunc(f, sptr_to_self, sym);
+  void* GetSymbol(const char* name) const final {
+    return SystemLibSymbols::Global().Get(prefix_ + name);
   }
 
  private:
@@ -70,14 +60,7 @@ Module GetSystemLib(const std::string& prefix) {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = libs->find(prefix);
   if (it != libs->end()) return it->second;
-  auto node = make_object<SystemLibraryNode>(prefix);
-  SystemLibraryNode* raw = node.get();
-  InitLibraryContext([raw](const char* name) { return raw->GetSymbol(name); }, raw);
-  Module lib(node);
-  Module root = lib;
-  if (const char* blob = static_cast<const char*>(raw->GetSymbol(symbol::kDevModuleBlob))) {
-    root = ProcessLibraryBlob(blob, lib, "system library");
-  }
+  Module root = InitLibraryModule(make_object<SystemLibraryNode>(prefix), "system library");
   libs->emplace(prefix, root);
   return root;
 }
