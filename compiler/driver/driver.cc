@@ -148,11 +148,6 @@ CompileStats Compile(const CompileOptions& opt) {
   GraphArtifact art = BuildGraphArtifact(graph, groups);
   report("plan_memory", MsSince(t0), graph);
 
-  fs::create_directories(opt.out_dir);
-  t0 = Clock::now();
-  BuildOptions bo;
-  bo.system_lib = opt.system_lib;
-  bo.opt_level = opt.opt_level;
   CompileStats st;
   if (opt.tune) {
     schedule::TuneOptions to;
@@ -172,16 +167,17 @@ CompileStats Compile(const CompileOptions& opt) {
     }
   }
 
+  fs::create_directories(opt.out_dir);
+  t0 = Clock::now();
+  BuildOptions bo;
+  bo.tuning_log = tuning.get();
+  bo.system_lib = opt.system_lib;
+  bo.opt_level = opt.opt_level;
   bo.dump_dir = opt.dump_dir;
   bo.verbose = opt.verbose;
   BuildKernelLibrary(groups, target,
-  bo.tuning_log = tuning.get();
                      (fs::path(opt.out_dir) / LibraryFileName(opt.system_lib)).string(), bo);
   report("codegen", MsSince(t0), graph);
-
-  WriteFile(fs::path(opt.out_dir) / "graph.json", art.graph_json);
-  WriteParamsFile((fs::path(opt.out_dir) / "params.bin").string(), art.params);
-
   if (tuning) {
     st.tuning_log_used = static_cast<int>(tuning->used().size());
     if (log) {
@@ -193,6 +189,10 @@ CompileStats Compile(const CompileOptions& opt) {
       }
     }
   }
+
+  WriteFile(fs::path(opt.out_dir) / "graph.json", art.graph_json);
+  WriteParamsFile((fs::path(opt.out_dir) / "params.bin").string(), art.params);
+
   st.num_nodes = static_cast<int>(graph.nodes().size());
   st.num_kernels = static_cast<int>(groups.size());
   st.activation_bytes = art.plan.activation_bytes;
