@@ -115,11 +115,12 @@ int VectorRegisters(TargetClass tc) {
 
 namespace {
 
-std::string ConvWorkloadKey(const char* family, const ConvShape& s, const Target& t) {
+std::string ConvWorkloadKey(const char* family, const ConvShape& s, const Target& t,
+                            const std::string& extra = "") {
   std::ostringstream os;
   os << family << " f32 n" << s.n << " c" << s.c << " h" << s.h << " w" << s.w << " oc" << s.oc
      << " o" << s.oh << "x" << s.ow << " k" << s.kh << "x" << s.kw << " s" << s.s_h << "x" << s.s_w
-     << " p" << s.pad_t << "x" << s.pad_l << " g" << s.group << WorkloadTarget(t);
+     << " p" << s.pad_t << "x" << s.pad_l << " g" << s.group << extra << WorkloadTarget(t);
   return os.str();
 }
 
@@ -186,6 +187,48 @@ Conv2dParams TunedConv2dWideParams(const FusedGroup& group, const lower::Schedul
   out.lanes = std::max<int64_t>(1, p["lanes"]);
   out.oc_block = std::max<int64_t>(1, p["oc_block"]);
   return out;
+}
+
+// ---- conv2d_nchw_ocvec: ow_block columns x oc_vectors vectors of accumulators ----
+
+namespace {
+
+// The block width the schedule uses for `most` (its rule: the largest divisor of the output
+// width in [most/2, most], else most), so that candidates differ in effect, not only in name.
+int64_t EffectiveOwBlock(int64_t ow, int64_t most) {
+  most = std::min(ow, most);
+  for (int64_t cand = most; cand * 2 >= most; --cand) {
+    if (ow % cand == 0) return cand;
+  }
+  return most;
+}
+
+}  // namespace
+
+int64_t TunedConv2dOcVecOwBlock(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                                int64_t oc_vectors, int64_t table_ow_block) {
+  ConvGroup m;
+  if (opts.target == nullptr || !MatchConvGroup(group, &m) || oc_vectors < 1) {
+    return table_ow_block;
+  }
+  const Target& t = *opts.target;
+  const int64_t budget = VectorRegisters(ClassifyTarget(t)) - 4;
+  const int64_t ow = m.s.ow;
+  auto candidates = [&] {
+    // Block widths whose accumulators fill a third to all of the register budget.
+    std::vector<ParamSet> out;
+    std::set<int64_t> seen{EffectiveOwBlock(ow, table_ow_block)};
+    for (int64_t most = budget / oc_vectors; most >= 1 && 3 * most * oc_vectors >= budget; --most) {
+      if (seen.insert(EffectiveOwBlock(ow, most)).second) out.push_back({{"ow_block", most}});
+    }
+    return out;
+  };
+  std::string key =
+      ConvWorkloadKey("conv2d_nchw_ocvec", m.s, t, " ocv" + std::to_string(oc_vectors));
+  ParamSet p = TunedParams(opts, key, {{"ow_block", table_ow_block}}, candidates);
+  constexpr int64_t kMaxOwBlock = 64;
+  const int64_t owb = p["ow_block"];
+  return owb >= 1 && owb <= kMaxOwBlock ? owb : table_ow_block;
 }
 
 }  // namespace ember::compiler::schedule

@@ -68,6 +68,15 @@ int VectorRegisters(TargetClass tc);
 Conv2dParams TunedConv2dWideParams(const FusedGroup& group, const lower::ScheduleOptions& opts,
                                    const Conv2dParams& table);
 
+/*!
+ * \brief conv2d_nchw_ocvec's hook: the register block width `ow_block` (output columns per tile)
+ * for the group when each column holds `oc_vectors` accumulator vectors, from the log or
+ * `table_ow_block`. The output-channel block stays the table's: it fixes the weight packing done
+ * at compile time.
+ */
+int64_t TunedConv2dOcVecOwBlock(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                                int64_t oc_vectors, int64_t table_ow_block);
+
 }  // namespace ember::compiler::schedule
 
 #endif  // EMBER_COMPILER_SCHEDULE_TUNING_H_

@@ -309,6 +309,33 @@ TEST(TuningHook, EveryCandidateIsCorrect) {
   }
 }
 
+TEST(TuningHook, OcVecBlockWidthFromTheLog) {
+  ConvKernel ck;
+  Target host = Target::Host();
+  std::vector<schedule::TuningTask> tasks;
+  lower::ScheduleOptions so;
+  so.target = &host;
+  so.tuning_tasks = &tasks;
+  EXPECT_EQ(schedule::TunedConv2dOcVecOwBlock(ck.Group(), so, 2, 6), 6);
+  ASSERT_EQ(tasks.size(), 1u);
+  const schedule::TuningTask& t = tasks[0];
+  EXPECT_NE(
+      t.key.find("conv2d_nchw_ocvec f32 n1 c8 h10 w9 oc8 o10x9 k3x3 s1x1 p1x1 g1 ocv2 target="),
+      std::string::npos)
+      << t.key;
+  EXPECT_EQ(t.defaults, (ParamSet{{"ow_block", 6}}));
+  ASSERT_GE(t.candidates.size(), 2u);
+  for (const ParamSet& p : t.candidates) EXPECT_GE(p.at("ow_block"), 1);
+  TuningLog log;
+  log.Put(TuningRecord{t.key, {{"ow_block", 3}}, 1.0, "test"});
+  so.tuning_tasks = nullptr;
+  so.tuning_log = &log;
+  EXPECT_EQ(schedule::TunedConv2dOcVecOwBlock(ck.Group(), so, 2, 6), 3);
+  EXPECT_EQ(schedule::TunedConv2dOcVecOwBlock(ck.Group(), so, 1, 6), 6);  // another key
+  log.Put(TuningRecord{t.key, {{"ow_block", 100000}}, 1.0, "test"});
+  EXPECT_EQ(schedule::TunedConv2dOcVecOwBlock(ck.Group(), so, 2, 6), 6);  // absurd: the table's
+}
+
 // ---- --tune end to end ----
 
 std::string TinyConvModel() {
