@@ -28,33 +28,47 @@ std::vector<int64_t> ReduceAxes(const Node& n, int rank) {
   return axes;
 }
 
+// How a reduction over `dims` (sorted, unique) reads x: one reduce axis per reduced dim, and x's
+// index for an output index. A reduced dim takes its reduce axis, any other the output's next
+// index; a keepdims output (same rank as x) has a unit dim at each reduced position, skipped.
+struct ReducedIndex {
+  ReducedIndex(const Tensor& x, const std::vector<int64_t>& dims, size_t out_rank)
+      : axis_of(x.ndim(), -1), keep(out_rank == static_cast<size_t>(x.ndim())) {
+    for (size_t k = 0; k < dims.size(); ++k) {
+      axes.push_back(te::ReduceAxis(x.shape()[dims[k]], "r" + std::to_string(dims[k])));
+      axis_of[dims[k]] = static_cast<int>(k);
+    }
+  }
+
+  std::vector<Expr> SourceIndex(const std::vector<Expr>& i) const {
+    std::vector<Expr> xi;
+    size_t o = 0;
+    for (size_t d = 0; d < axis_of.size(); ++d) {
+      if (axis_of[d] >= 0) {
+        xi.push_back(axes[axis_of[d]].var);
+        if (keep) ++o;
+      } else {
+        xi.push_back(i[o++]);
+      }
+    }
+    return xi;
+  }
+
+  std::vector<IterVar> axes;
+  std::vector<int> axis_of;  // per dim of x: its reduce axis's position in `axes`, or -1
+  bool keep;
+};
+
 // Reduction of f(x) over axes with keepdims handling; `out_shape` from the graph.
 Tensor ReduceOver(const Node& n, const Tensor& x, const std::vector<int64_t>& axes,
                   const Shape& out_shape, te::ReduceOp op, const std::function<Expr(Expr)>& pre,
                   const std::string& suffix) {
-  int r = x.ndim();
-  std::vector<IterVar> rk;
-  std::vector<int> axis_of(r, -1);
-  for (size_t k = 0; k < axes.size(); ++k) {
-    rk.push_back(te::ReduceAxis(x.shape()[axes[k]], "r" + std::to_string(axes[k])));
-    axis_of[axes[k]] = static_cast<int>(k);
-  }
-  bool keep = static_cast<int>(out_shape.size()) == r;
+  ReducedIndex ri(x, axes, out_shape.size());
   return te::Compute(
       out_shape,
       [&](const std::vector<Expr>& i) {
-        std::vector<Expr> xi;
-        size_t o = 0;
-        for (int d = 0; d < r; ++d) {
-          if (axis_of[d] >= 0) {
-            xi.push_back(rk[axis_of[d]].var);
-            if (keep) ++o;
-          } else {
-            xi.push_back(i[o++]);
-          }
-        }
-        Expr v = pre ? pre(x(xi)) : x(xi);
-        return te::Reduce(op, v, rk);
+        Expr v = x(ri.SourceIndex(i));
+        return te::Reduce(op, pre ? pre(v) : v, ri.axes);
       },
       n.name + suffix);
 }
@@ -110,28 +124,11 @@ std::vector<Tensor> ReduceOp(const Node& n, const std::vector<Tensor>& in,
   if (op == "ReduceLogSumExp") {
     Tensor m = ReduceOver(n, x, axes, oshape, te::ReduceOp::kMax, nullptr, "_max");
     // sum(exp(x - max)) needs the max at the reduced position: index m with keepdims layout.
-    int r = x.ndim();
-    bool keep = static_cast<int>(oshape.size()) == r;
-    std::vector<IterVar> rk;
-    std::vector<int> axis_of(r, -1);
-    for (size_t k = 0; k < axes.size(); ++k) {
-      rk.push_back(te::ReduceAxis(x.shape()[axes[k]], "r"));
-      axis_of[axes[k]] = static_cast<int>(k);
-    }
+    ReducedIndex ri(x, axes, oshape.size());
     Tensor s = te::Compute(
         oshape,
         [&](const std::vector<Expr>& i) {
-          std::vector<Expr> xi;
-          size_t o = 0;
-          for (int d = 0; d < r; ++d) {
-            if (axis_of[d] >= 0) {
-              xi.push_back(rk[axis_of[d]].var);
-              if (keep) ++o;
-            } else {
-              xi.push_back(i[o++]);
-            }
-          }
-          return te::Sum(te::Exp(x(xi) - m(i)), rk);
+          return te::Sum(te::Exp(x(ri.SourceIndex(i)) - m(i)), ri.axes);
         },
         n.name + "_sumexp");
     return {te::Compute(
