@@ -62,6 +62,41 @@ int64_t FloorMod(int64_t a, int64_t b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
+// The binary ops whose float and integer forms read alike (no division, no zero check): sets *r
+// and returns true, or returns false for any other op.
+template <typename T>
+bool SameFormBinary(const std::string& op, T x, T y, T* r) {
+  if (op == "Add")
+    *r = x + y;
+  else if (op == "Sub")
+    *r = x - y;
+  else if (op == "Mul")
+    *r = x * y;
+  else if (op == "Max")
+    *r = std::max(x, y);
+  else if (op == "Min")
+    *r = std::min(x, y);
+  else if (op == "Equal")
+    *r = x == y;
+  else if (op == "Less")
+    *r = x < y;
+  else if (op == "Greater")
+    *r = x > y;
+  else if (op == "LessOrEqual")
+    *r = x <= y;
+  else if (op == "GreaterOrEqual")
+    *r = x >= y;
+  else if (op == "And")
+    *r = (x != 0) && (y != 0);
+  else if (op == "Or")
+    *r = (x != 0) || (y != 0);
+  else if (op == "Xor")
+    *r = (x != 0) != (y != 0);
+  else
+    return false;
+  return true;
+}
+
 bool BinaryEval(const Node& n, const HostTensor& a, const HostTensor& b, HostTensor* out) {
   const std::string& op = n.op;
   bool flt = IsFloat(a.type.dtype);
@@ -71,39 +106,13 @@ bool BinaryEval(const Node& n, const HostTensor& a, const HostTensor& b, HostTen
     int64_t ib = BroadcastIndex(i, out->type.shape, b.type.shape);
     if (flt || op == "Pow") {
       double x = a.GetAsDouble(ia), y = b.GetAsDouble(ib), r;
-      if (op == "Add")
-        r = x + y;
-      else if (op == "Sub")
-        r = x - y;
-      else if (op == "Mul")
-        r = x * y;
-      else if (op == "Div")
+      if (op == "Div")
         r = x / y;
       else if (op == "Pow")
         r = std::pow(x, y);
-      else if (op == "Max")
-        r = std::max(x, y);
-      else if (op == "Min")
-        r = std::min(x, y);
-      else if (op == "Equal")
-        r = x == y;
-      else if (op == "Less")
-        r = x < y;
-      else if (op == "Greater")
-        r = x > y;
-      else if (op == "LessOrEqual")
-        r = x <= y;
-      else if (op == "GreaterOrEqual")
-        r = x >= y;
-      else if (op == "And")
-        r = (x != 0) && (y != 0);
-      else if (op == "Or")
-        r = (x != 0) || (y != 0);
-      else if (op == "Xor")
-        r = (x != 0) != (y != 0);
       else if (op == "Mod" && n.GetInt("fmod", 0))
         r = std::fmod(x, y);
-      else
+      else if (!SameFormBinary(op, x, y, &r))
         return false;
       if (IsFloat(out->type.dtype)) {
         out->SetFromDouble(i, r);
@@ -112,40 +121,15 @@ bool BinaryEval(const Node& n, const HostTensor& a, const HostTensor& b, HostTen
       }
     } else {
       int64_t x = a.GetAsInt(ia), y = b.GetAsInt(ib), r;
-      if (op == "Add")
-        r = x + y;
-      else if (op == "Sub")
-        r = x - y;
-      else if (op == "Mul")
-        r = x * y;
-      else if (op == "Div") {
+      if (op == "Div") {
         if (y == 0) NodeError(n, "integer division by zero in a constant expression");
         r = x / y;
-      } else if (op == "Max")
-        r = std::max(x, y);
-      else if (op == "Min")
-        r = std::min(x, y);
-      else if (op == "Mod") {
+      } else if (op == "Mod") {
         if (y == 0) NodeError(n, "integer modulo by zero in a constant expression");
         r = n.GetInt("fmod", 0) ? x % y : FloorMod(x, y);
-      } else if (op == "Equal")
-        r = x == y;
-      else if (op == "Less")
-        r = x < y;
-      else if (op == "Greater")
-        r = x > y;
-      else if (op == "LessOrEqual")
-        r = x <= y;
-      else if (op == "GreaterOrEqual")
-        r = x >= y;
-      else if (op == "And")
-        r = (x != 0) && (y != 0);
-      else if (op == "Or")
-        r = (x != 0) || (y != 0);
-      else if (op == "Xor")
-        r = (x != 0) != (y != 0);
-      else
+      } else if (!SameFormBinary(op, x, y, &r)) {
         return false;
+      }
       out->SetFromInt(i, r);
     }
   }
