@@ -58,6 +58,29 @@ Stmt Range(const std::string& name, int64_t begin, int64_t end, ForKind kind,
   return lower::For(v, end - begin, kind, body(begin == 0 ? v : v + begin));
 }
 
+// body(i) for i in [begin, begin + len) as steps of one exact-width vector of `lanes` (rounded
+// down to a power of two not above len): the last step starts at begin + len - width and
+// overlaps its predecessor instead of leaving a scalar remainder, so `body` must be idempotent.
+Stmt VectorSteps(const std::string& name, int64_t begin, int64_t len, int64_t lanes,
+                 const std::function<Stmt(const Expr&)>& body) {
+  if (len <= 0) return nullptr;
+  int64_t width = 1;
+  while (width * 2 <= std::min(lanes, len)) width *= 2;
+  if (width < 2) return Range(name, begin, begin + len, ForKind::kSerial, body);
+  const int64_t steps = (len + width - 1) / width;
+  Expr b = te::MakeVar(name + "b");
+  Expr start = steps > 1 ? te::Min(b * width, Expr(len - width)) + begin : Expr(begin);
+  Expr v = te::MakeVar(name);
+  auto loop = std::make_shared<lower::ForNode>();
+  loop->var = v;
+  loop->extent = width;
+  loop->for_kind = ForKind::kVectorized;
+  loop->vector_lanes = static_cast<int>(width);
+  loop->body = body(start + v);
+  if (steps == 1) return Stmt(loop);
+  return lower::For(b, steps, ForKind::kSerial, Stmt(loop));
+}
+
 // Rebuilds a lowered expression with variables replaced. With `hoist` set, loads of argument
 // buffers whose index involves none of `varying` (e.g. the bias of the task's channel) become
 // reads of fresh scalar locals, and the loads themselves go to *hoisted (run once per task):
@@ -225,17 +248,18 @@ bool TryDepthwiseConv2d(const FusedGroup& group, const lower::ScheduleOptions& o
     Expr src_row = (plane * s.h + iy) * s.w;
     Expr dst_row = rr * pitch;
     auto columns = [&](int64_t begin, int64_t end, bool guarded) {
-      return Range(guarded ? "jb" : "j", begin, end,
-                   guarded ? ForKind::kSerial : ForKind::kVectorized, [&](const Expr& j) {
-                     std::vector<Stmt> v;
-                     for (int64_t ph = 0; ph < phases; ++ph) {
-                       Expr x = j * s.s_w + (ph - s.pad_l);
-                       Expr val = BufferLoad(xb, src_row + x);
-                       if (guarded) val = te::Select((x >= 0) && (x < s.w), val, F32(0));
-                       v.push_back(lower::Store(row_buf, dst_row + ph * jw + j, val));
-                     }
-                     return SeqOf(v);
-                   });
+      auto body = [&](const Expr& j) {
+        std::vector<Stmt> v;
+        for (int64_t ph = 0; ph < phases; ++ph) {
+          Expr x = j * s.s_w + (ph - s.pad_l);
+          Expr val = BufferLoad(xb, src_row + x);
+          if (guarded) val = te::Select((x >= 0) && (x < s.w), val, F32(0));
+          v.push_back(lower::Store(row_buf, dst_row + ph * jw + j, val));
+        }
+        return SeqOf(v);
+      };
+      return guarded ? Range("jb", begin, end, ForKind::kSerial, body)
+                     : VectorSteps("j", begin, end - begin, p.lanes, body);
     };
     Stmt fill =
         SeqOf({columns(0, j_lo, true), columns(j_lo, j_hi, false), columns(j_hi, jw, true)});
@@ -245,12 +269,7 @@ bool TryDepthwiseConv2d(const FusedGroup& group, const lower::ScheduleOptions& o
   });
   task.push_back(copy);
 
-  // Compute: output row oy0 + r in vectors of `lanes` columns; the last vector starts at
-  // OW - lanes (overlapping its predecessor) so no scalar remainder is needed.
-  int64_t lanes = p.lanes;
-  while (lanes > 4 && lanes > s.ow) lanes /= 2;
-  if (lanes > s.ow) lanes = s.ow;
-  const int64_t vecs = (s.ow + lanes - 1) / lanes;
+  // Compute: output row oy0 + r in exact-width vector steps (see VectorSteps).
   // The epilogue at symbolic (oy, ox) with loads invariant in the task hoisted to its start.
   Expr oy_s = te::MakeVar("oy"), ox_s = te::MakeVar("ox"),
        acc_s = te::MakeVar("acc", te::Float(32));
@@ -265,30 +284,18 @@ bool TryDepthwiseConv2d(const FusedGroup& group, const lower::ScheduleOptions& o
   }
   Stmt compute = Range("r", 0, rows, ForKind::kSerial, [&](const Expr& r) {
     Expr oy = oy0 + r;
-    Stmt row = Range("b", 0, vecs, ForKind::kSerial, [&](const Expr& b) {
-      Expr x0 = vecs > 1 ? te::Min(b * lanes, Expr(s.ow - lanes)) : Expr(0);
-      Expr v = te::MakeVar("v");
-      Expr ox = x0 + v;
-      {
-        Expr acc;
-        for (int64_t ky = 0; ky < s.kh; ++ky) {
-          for (int64_t kx = 0; kx < s.kw; ++kx) {
-            Expr idx = (r * s.s_h + ky) * pitch + ((kx % s.s_w) * jw + kx / s.s_w) + ox;
-            Expr term = BufferLoad(wloc[ky * s.kw + kx], 0) * BufferLoad(row_buf, idx);
-            acc = acc.defined() ? acc + term : term;
-          }
+    Stmt row = VectorSteps("ox", 0, s.ow, p.lanes, [&](const Expr& ox) {
+      Expr acc;
+      for (int64_t ky = 0; ky < s.kh; ++ky) {
+        for (int64_t kx = 0; kx < s.kw; ++kx) {
+          Expr idx = (r * s.s_h + ky) * pitch + ((kx % s.s_w) * jw + kx / s.s_w) + ox;
+          Expr term = BufferLoad(wloc[ky * s.kw + kx], 0) * BufferLoad(row_buf, idx);
+          acc = acc.defined() ? acc + term : term;
         }
-        Rewriter sub;
-        sub.vars = {{oy_s.get(), oy}, {ox_s.get(), ox}, {acc_s.get(), acc}};
-        auto loop = std::make_shared<lower::ForNode>();
-        loop->var = v;
-        loop->extent = lanes;
-        loop->for_kind = ForKind::kVectorized;
-        const bool pow2 = (lanes & (lanes - 1)) == 0;
-        loop->vector_lanes = lanes > 1 && pow2 ? static_cast<int>(lanes) : 0;
-        loop->body = lower::Store(ob, (plane * s.oh + oy) * s.ow + ox, sub.Visit(epilogue));
-        return Stmt(loop);
       }
+      Rewriter sub;
+      sub.vars = {{oy_s.get(), oy}, {ox_s.get(), ox}, {acc_s.get(), acc}};
+      return lower::Store(ob, (plane * s.oh + oy) * s.ow + ox, sub.Visit(epilogue));
     });
     return blocks * rows > s.oh ? lower::If(oy < s.oh, row) : row;
   });
