@@ -274,10 +274,12 @@ def print_table(result):
     print("%s: %d convs, %.1f MFLOP, %.1f us in conv kernels (%.1f GFLOP/s), model total %.1f us"
           % (result["model"], result["conv_count"], result["conv_flops"] / 1e6,
              result["conv_time_us"], result["conv_gflops"], result["total_us"]))
-    if result["ember_run_cpu_per_wall"] < 0.9 * result["threads"]:
-        print("note: ember-run got %.2f CPUs of %d (CPU/wall): other processes held the CPUs, "
-              "and the kernel times (wall clock) include that wait"
-              % (result["ember_run_cpu_per_wall"], result["threads"]))
+    share = result["ember_run_cpu_per_wall"]
+    if share < 0.9 * result["threads"]:
+        print("note: ember-run got %.2f CPUs of %d (CPU/wall): other processes held the CPUs and "
+              "the kernel times (wall clock) include that wait; scaled by it (an estimate), the "
+              "GFLOP/s below would be %s" % (share, result["threads"], ", ".join(
+                  "%.1f" % (r["gflops"] * result["threads"] / share) for r in result["top"])))
     print("| # | conv | kernel | input | weight | stride | MFLOP | us | GFLOP/s | % peak |")
     print("|---:|---|---|---|---|---:|---:|---:|---:|---:|")
     for i, r in enumerate(result["top"]):
