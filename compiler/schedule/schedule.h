@@ -82,6 +82,17 @@ bool TryDepthwiseConv2d(const FusedGroup& group, const lower::ScheduleOptions& o
 bool TryDepthwiseSchedules(const FusedGroup& group, const lower::ScheduleOptions& opts,
                            lower::LoweredFunc* out);
 
+/*!
+ * \brief MaxPool (without Indices), AveragePool (2-D, dilation 1) and GlobalMaxPool /
+ * GlobalAveragePool on float32, first in the group and followed only by elementwise/broadcast
+ * nodes: parallel over planes, rows reduced through a stride-phase-split row buffer so every
+ * vector loop reads contiguous floats without bounds checks (borders take a guarded scalar path);
+ * global pools keep a vector of partial results. Portable (no per-target blocking). Returns false
+ * (and leaves *out alone) when the group does not fit.
+ */
+bool TryPool2d(const FusedGroup& group, const lower::ScheduleOptions& opts,
+               lower::LoweredFunc* out);
+
 }  // namespace ember::compiler::schedule
 
 #endif  // EMBER_COMPILER_SCHEDULE_SCHEDULE_H_

@@ -47,6 +47,7 @@ namespace lower {
 
 bool TryGroupSchedules(const FusedGroup& group, const ScheduleOptions& opts, LoweredFunc* out) {
   if (opts.target == nullptr || schedule::SchedulesDisabled()) return false;
+  if (schedule::TryPool2d(group, opts, out)) return true;
   if (schedule::TryDepthwiseSchedules(group, opts, out)) return true;
   schedule::TargetClass tc = schedule::ClassifyTarget(*opts.target);
   // EMBER_SCHEDULE=NAME forces one table entry whatever the target (tests and benchmarks run

@@ -1,0 +1,403 @@
+// Pooling over NCHW planes: MaxPool (without Indices), AveragePool, GlobalMaxPool and
+// GlobalAveragePool, float32, optionally followed by elementwise/broadcast epilogue nodes.
+//
+// Why the default schedule is slow: it lowers a windowed pool as a reduction whose update is
+// `select(in_bounds, max(acc, x[...]), acc)`; codegen clamps every load inside a select arm, so
+// the index is no longer affine and LLVM vectorises the output loop with gathers (or not at all),
+// re-evaluating the bounds test per tap and element. Global pools reduce into one scalar, which
+// LLVM may not vectorise without reassociating the float sum.
+//
+// Windowed pools here: parallel over planes (n, c); per output row, a row buffer split by the
+// horizontal stride phase (R[p][j] holds padded column j*S + p) is first filled with the padding
+// value (-inf for max, 0 for average) and then reduced over the window's valid input rows. The
+// interior columns read the input row contiguously (an interleave group of factor S, no gathers,
+// no bounds checks); the few border columns take a guarded scalar path. The output row then
+// reduces the kernel columns as contiguous reads R[kw % S][ow + kw / S], vectorised along the
+// output width with no bounds checks. Global pools accumulate `kLanes` independent partial
+// results per plane (a vector of accumulators) and combine them at the end.
+#include <ember/compiler/ir/op_registry.h>
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <map>
+
+#include "../ops/op_common.h"
+#include "schedule.h"
+
+namespace ember::compiler::schedule {
+namespace {
+
+using lower::Buffer;
+using lower::BufferLoad;
+using lower::BufferNode;
+using lower::BufferScope;
+using lower::ForKind;
+using lower::Stmt;
+using te::Expr;
+using te::Tensor;
+
+constexpr int64_t kLanes = 16;           // partial results of a global pool
+constexpr int64_t kMaxRowBuf = 1 << 14;  // floats of the per-row buffer (on the stack)
+
+Buffer MakeBuffer(const std::string& name, te::DataType dt, int64_t size, BufferScope scope) {
+  auto b = std::make_shared<BufferNode>();
+  for (char ch : name) b->name += (std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_');
+  b->dtype = dt;
+  b->size = size;
+  b->scope = scope;
+  return b;
+}
+
+bool IsF32(DLDataType t) { return t.code == kDLFloat && t.bits == 32 && t.lanes == 1; }
+
+Expr F32(double v) { return te::Const(te::Float(32), v); }
+
+// for (var = begin; var < end; ++var) body(var), nothing when the range is empty.
+Stmt Range(const std::string& name, int64_t begin, int64_t end, ForKind kind,
+           const std::function<Stmt(const Expr&)>& body) {
+  if (end <= begin) return nullptr;
+  Expr v = te::MakeVar(name);
+  return lower::For(v, end - begin, kind, body(begin == 0 ? v : v + begin));
+}
+
+Stmt SeqOf(const std::vector<Stmt>& stmts) {
+  std::vector<Stmt> kept;
+  for (const Stmt& s : stmts) {
+    if (s) kept.push_back(s);
+  }
+  return lower::Seq(kept);
+}
+
+// Number of taps k in [0, K) with lo <= start + k < hi.
+Expr TapCount(const Expr& start, int64_t K, int64_t lo, int64_t hi) {
+  Expr kmin = te::Max(Expr(0), Expr(lo) - start);
+  Expr kmax = te::Min(Expr(K - 1), Expr(hi - 1) - start);
+  return te::Max(Expr(0), kmax - kmin + 1);
+}
+
+enum class PoolKind { kMax, kAvg, kGlobalMax, kGlobalAvg };
+
+struct PoolShape {
+  PoolKind kind;
+  int64_t planes = 0;  // N * C
+  int64_t h = 1, w = 1, oh = 1, ow = 1;
+  int64_t kh = 1, kw = 1, s_h = 1, s_w = 1;
+  int64_t pad_t = 0, pad_l = 0, pad_b = 0, pad_r = 0;
+  bool include_pad = false;
+  int64_t spatial = 1;  // global pools: elements per plane
+};
+
+// Reads the pool node; false when it is not one this schedule computes exactly.
+bool ReadPool(const Graph& g, const Node& n, PoolShape* s) {
+  if (n.op == "MaxPool") {
+    s->kind = PoolKind::kMax;
+    if (n.outputs.size() != 1) return false;  // Indices: default schedule
+  } else if (n.op == "AveragePool") {
+    s->kind = PoolKind::kAvg;
+  } else if (n.op == "GlobalMaxPool") {
+    s->kind = PoolKind::kGlobalMax;
+  } else if (n.op == "GlobalAveragePool") {
+    s->kind = PoolKind::kGlobalAvg;
+  } else {
+    return false;
+  }
+  if (!n.HasInput(0) || n.outputs.size() != 1) return false;
+  const TensorType& xt = g.value(n.inputs[0]).type;
+  const TensorType& ot = g.value(n.outputs[0]).type;
+  if (!IsF32(xt.dtype) || !IsF32(ot.dtype)) return false;
+  for (int64_t d : xt.shape) {
+    if (d <= 0) return false;
+  }
+  if (s->kind == PoolKind::kGlobalMax || s->kind == PoolKind::kGlobalAvg) {
+    if (xt.shape.size() < 3 || ot.shape.size() != xt.shape.size()) return false;
+    if (ot.shape[0] != xt.shape[0] || ot.shape[1] != xt.shape[1]) return false;
+    s->planes = xt.shape[0] * xt.shape[1];
+    s->spatial = 1;
+    for (size_t d = 2; d < xt.shape.size(); ++d) {
+      if (ot.shape[d] != 1) return false;
+      s->spatial *= xt.shape[d];
+    }
+    return true;
+  }
+  if (xt.shape.size() != 4 || ot.shape.size() != 4) return false;
+  if (ot.shape[0] != xt.shape[0] || ot.shape[1] != xt.shape[1]) return false;
+  std::string auto_pad = n.GetString("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && !n.HasAttr("pads")) return false;
+  if (!n.HasAttr("kernel_shape")) return false;
+  std::vector<int64_t> k = n.GetInts("kernel_shape");
+  std::vector<int64_t> st = n.GetInts("strides", {1, 1});
+  std::vector<int64_t> dil = n.GetInts("dilations", {1, 1});
+  std::vector<int64_t> pads = n.GetInts("pads", {0, 0, 0, 0});
+  if (k.size() != 2 || st.size() != 2 || dil.size() != 2 || pads.size() != 4) return false;
+  if (dil[0] != 1 || dil[1] != 1) return false;
+  for (int64_t v : pads) {
+    if (v < 0) return false;
+  }
+  s->planes = xt.shape[0] * xt.shape[1];
+  s->h = xt.shape[2];
+  s->w = xt.shape[3];
+  s->oh = ot.shape[2];
+  s->ow = ot.shape[3];
+  s->kh = k[0];
+  s->kw = k[1];
+  s->s_h = st[0];
+  s->s_w = st[1];
+  s->pad_t = pads[0];
+  s->pad_l = pads[1];
+  s->pad_b = pads[2];
+  s->pad_r = pads[3];
+  s->include_pad = n.GetInt("count_include_pad", 0) != 0;
+  if (s->kh <= 0 || s->kw <= 0 || s->s_h <= 0 || s->s_w <= 0 || s->s_w > 8) return false;
+  if (s->oh <= 0 || s->ow <= 0) return false;
+  const int64_t jw = s->ow + (s->kw - 1) / s->s_w;
+  if (jw * s->s_w > kMaxRowBuf) return false;
+  return true;
+}
+
+// The loop nest of a windowed pool from xb (the input) into ob (shape [planes, oh, ow]).
+Stmt WindowPool(const PoolShape& s, const Buffer& xb, const Buffer& ob, const Buffer& row,
+                bool parallel) {
+  const bool is_max = s.kind == PoolKind::kMax;
+  const int64_t sw = s.s_w;
+  const int64_t jw = s.ow + (s.kw - 1) / sw;  // phase columns per phase
+  auto combine = [&](const Expr& a, const Expr& b) { return is_max ? te::Max(a, b) : a + b; };
+  Expr pad_value = is_max ? te::MinValue(te::Float(32)) : F32(0);
+  Expr plane = te::MakeVar("plane");
+  Expr oy = te::MakeVar("oy");
+  Expr ky = te::MakeVar("ky");
+  Expr iy = oy * s.s_h + ky - s.pad_t;
+  Expr in_row = (plane * s.h + iy) * s.w;
+
+  // Interior phase columns: every phase p of column j reads an input column inside [0, w).
+  const int64_t j_lo = std::min(jw, (s.pad_l + sw - 1) / sw);
+  const int64_t last = s.w - sw + s.pad_l;  // j * sw <= last
+  const int64_t j_hi = last < 0 ? j_lo : std::max(j_lo, std::min(jw, last / sw + 1));
+  auto update = [&](const Expr& j, int64_t p, bool guarded) -> Stmt {
+    Expr idx = Expr(p * jw) + j;
+    Expr x = j * sw + (p - s.pad_l);
+    Expr val = BufferLoad(xb, in_row + x);
+    Expr upd = combine(BufferLoad(row, idx), val);
+    if (guarded) upd = te::Select((x >= 0) && (x < s.w), upd, BufferLoad(row, idx));
+    return lower::Store(row, idx, upd);
+  };
+  auto columns = [&](int64_t begin, int64_t end, bool guarded) {
+    return Range(guarded ? "jb" : "j", begin, end,
+                 guarded ? ForKind::kSerial : ForKind::kVectorized, [&](const Expr& j) {
+                   std::vector<Stmt> v;
+                   for (int64_t p = 0; p < sw; ++p) v.push_back(update(j, p, guarded));
+                   return SeqOf(v);
+                 });
+  };
+  Stmt fill = Range("f", 0, sw * jw, ForKind::kVectorized,
+                    [&](const Expr& i) { return lower::Store(row, i, pad_value); });
+  Stmt accumulate =
+      SeqOf({columns(0, j_lo, true), columns(j_lo, j_hi, false), columns(j_hi, jw, true)});
+  Stmt rows =
+      lower::For(ky, s.kh, ForKind::kSerial, lower::If((iy >= 0) && (iy < s.h), accumulate));
+
+  // Output row: kernel columns read R[kw % S][ox + kw / S].
+  Stmt out_row = Range("ox", 0, s.ow, ForKind::kVectorized, [&](const Expr& ox) {
+    Expr acc;
+    for (int64_t k = 0; k < s.kw; ++k) {
+      Expr v = BufferLoad(row, Expr((k % sw) * jw + k / sw) + ox);
+      acc = acc.defined() ? combine(acc, v) : v;
+    }
+    if (!is_max) {
+      int64_t lo_h = s.include_pad ? -s.pad_t : 0, hi_h = s.include_pad ? s.h + s.pad_b : s.h;
+      int64_t lo_w = s.include_pad ? -s.pad_l : 0, hi_w = s.include_pad ? s.w + s.pad_r : s.w;
+      Expr count = TapCount(oy * s.s_h - s.pad_t, s.kh, lo_h, hi_h) *
+                   TapCount(ox * s.s_w - s.pad_l, s.kw, lo_w, hi_w);
+      acc = acc / te::Cast(te::Float(32), te::Max(count, Expr(1)));
+    }
+    return lower::Store(ob, (plane * s.oh + oy) * s.ow + ox, acc);
+  });
+  Stmt per_row = lower::For(oy, s.oh, ForKind::kSerial, SeqOf({fill, rows, out_row}));
+  return lower::For(plane, s.planes, parallel ? ForKind::kParallel : ForKind::kSerial, per_row);
+}
+
+// Global pool: kLanes partial results per plane, then their combination.
+Stmt GlobalPool(const PoolShape& s, const Buffer& xb, const Buffer& ob, const Buffer& part,
+                bool parallel) {
+  const bool is_max = s.kind == PoolKind::kGlobalMax;
+  auto combine = [&](const Expr& a, const Expr& b) { return is_max ? te::Max(a, b) : a + b; };
+  Expr init = is_max ? te::MinValue(te::Float(32)) : F32(0);
+  Expr plane = te::MakeVar("plane");
+  Expr base = plane * s.spatial;
+  const int64_t chunks = s.spatial / kLanes;
+  const int64_t tail = s.spatial % kLanes;
+  Stmt fill = Range("v", 0, kLanes, ForKind::kVectorized,
+                    [&](const Expr& v) { return lower::Store(part, v, init); });
+  Stmt body = Range("i", 0, chunks, ForKind::kSerial, [&](const Expr& i) {
+    return Range("v", 0, kLanes, ForKind::kVectorized, [&](const Expr& v) {
+      return lower::Store(part, v,
+                          combine(BufferLoad(part, v), BufferLoad(xb, base + i * kLanes + v)));
+    });
+  });
+  Stmt rest = Range("t", 0, tail, ForKind::kSerial, [&](const Expr& t) {
+    return lower::Store(part, t,
+                        combine(BufferLoad(part, t), BufferLoad(xb, base + chunks * kLanes + t)));
+  });
+  // Pairwise combination of the partial results (a fixed tree, independent of the target).
+  std::vector<Stmt> tree;
+  for (int64_t half = kLanes / 2; half >= 1; half /= 2) {
+    tree.push_back(Range("h", 0, half, ForKind::kSerial, [&](const Expr& h) {
+      return lower::Store(part, h, combine(BufferLoad(part, h), BufferLoad(part, h + half)));
+    }));
+  }
+  Expr result = BufferLoad(part, 0);
+  if (!is_max) result = result * F32(1.0 / static_cast<double>(s.spatial));
+  Stmt store = lower::Store(ob, plane, result);
+  std::vector<Stmt> seq = {fill, body, rest};
+  seq.insert(seq.end(), tree.begin(), tree.end());
+  seq.push_back(store);
+  return lower::For(plane, s.planes, parallel ? ForKind::kParallel : ForKind::kSerial, SeqOf(seq));
+}
+
+}  // namespace
+
+bool TryPool2d(const FusedGroup& group, const lower::ScheduleOptions& opts,
+               lower::LoweredFunc* out) {
+  const Graph& g = *group.graph;
+  // ---- does the group fit? one pool, then elementwise/broadcast nodes, one output ----
+  const Node* pool = nullptr;
+  for (const Node* n : group.nodes) {
+    if (n->op == "MaxPool" || n->op == "AveragePool" || n->op == "GlobalMaxPool" ||
+        n->op == "GlobalAveragePool") {
+      if (pool != nullptr) return false;
+      pool = n;
+      continue;
+    }
+    const OpDef* def = OpRegistry::Global()->Find(n->op);
+    if (def == nullptr || !def->has_compute()) return false;
+    if (static_cast<int>(def->Pattern(*n)) > static_cast<int>(OpPattern::kBroadcast)) return false;
+  }
+  if (pool == nullptr || group.nodes.front() != pool || group.outputs.size() != 1) return false;
+  PoolShape s;
+  if (!ReadPool(g, *pool, &s)) return false;
+  const int x_id = pool->inputs[0];
+  bool x_is_input = false;
+  for (int v : group.inputs) x_is_input = x_is_input || v == x_id;
+  if (!x_is_input) return false;
+  const Value& pv = g.value(pool->outputs[0]);
+  const Value& gout = g.value(group.outputs[0]);
+  if (!IsF32(gout.type.dtype)) return false;
+  const bool direct = group.nodes.size() == 1;
+  if (direct && gout.id != pv.id) return false;
+
+  lower::LoweredFunc f;
+  Buffer pool_out;
+  if (direct) {
+    // The pool writes the group output argument.
+    f.name = group.func_name;
+    for (int vid : group.inputs) {
+      const Value& v = g.value(vid);
+      f.args.push_back(lower::ArgInfo{v.name, v.type.shape, v.type.dtype, nullptr});
+    }
+    f.args.push_back(lower::ArgInfo{gout.name, gout.type.shape, gout.type.dtype, nullptr});
+    for (size_t i = 0; i < f.args.size(); ++i) {
+      int64_t size = 1;
+      for (int64_t d : f.args[i].shape) size *= d;
+      Buffer b =
+          MakeBuffer(f.args[i].name, ops::ExprType(f.args[i].dtype), size, BufferScope::kArg);
+      const_cast<BufferNode*>(b.get())->arg_index = static_cast<int>(i);
+      f.args[i].buffer = b;
+    }
+    pool_out = f.args.back().buffer;
+  } else {
+    // ---- te: the epilogue reads the pool's result from a workspace ----
+    ops::GraphScope scope(&g);
+    std::map<int, Tensor> env;
+    std::vector<Tensor> inputs;
+    std::vector<lower::ArgInfo> args;
+    for (int vid : group.inputs) {
+      const Value& v = g.value(vid);
+      Tensor t = te::Placeholder(v.type.shape, ops::ExprType(v.type.dtype), v.name);
+      env[vid] = t;
+      inputs.push_back(t);
+      args.push_back(lower::ArgInfo{v.name, v.type.shape, v.type.dtype, nullptr});
+    }
+    const size_t num_inputs = inputs.size();
+    Tensor res = te::Placeholder(pv.type.shape, te::Float(32), pool->name + "_pool");
+    inputs.push_back(res);
+    args.push_back(lower::ArgInfo{pool->name + "_pool", pv.type.shape, pv.type.dtype, nullptr});
+    env[pv.id] = res;
+    for (const Node* node : group.nodes) {
+      if (node == pool) continue;
+      const OpDef* def = OpRegistry::Global()->Find(node->op);
+      std::vector<Tensor> ins;
+      for (int vid : node->inputs) {
+        if (vid == kAbsentValue) {
+          ins.push_back(Tensor());
+          continue;
+        }
+        auto it = env.find(vid);
+        if (it != env.end()) {
+          ins.push_back(it->second);
+        } else if (g.value(vid).is_constant() && g.value(vid).constant->NumElements() <= 256) {
+          ins.push_back(ops::ConstTensor(*g.value(vid).constant, g.value(vid).name));
+        } else if (g.value(vid).is_constant()) {
+          ins.push_back(Tensor());
+        } else {
+          return false;
+        }
+      }
+      std::vector<TensorType> out_types;
+      for (int o : node->outputs) out_types.push_back(g.value(o).type);
+      std::vector<Tensor> r = def->compute()(*node, ins, out_types);
+      if (r.size() < node->outputs.size()) return false;
+      for (size_t k = 0; k < node->outputs.size(); ++k) {
+        if (r[k].shape() != out_types[k].shape ||
+            r[k].dtype() != ops::ExprType(out_types[k].dtype)) {
+          return false;
+        }
+        env[node->outputs[k]] = r[k];
+      }
+    }
+    auto oit = env.find(group.outputs[0]);
+    if (oit == env.end()) return false;
+    args.push_back(lower::ArgInfo{gout.name, gout.type.shape, gout.type.dtype, nullptr});
+    f = lower::LowerTensors(group.func_name, inputs, {oit->second}, args, opts);
+    // The pool's result is a workspace, not an argument.
+    pool_out = f.args[num_inputs].buffer;
+    auto* pb = const_cast<BufferNode*>(pool_out.get());
+    pb->scope = BufferScope::kWorkspace;
+    pb->arg_index = -1;
+    pb->name += "_ws";
+    f.args.erase(f.args.begin() + static_cast<std::ptrdiff_t>(num_inputs));
+    for (size_t i = num_inputs; i < f.args.size(); ++i) {
+      const_cast<BufferNode*>(f.args[i].buffer.get())->arg_index = static_cast<int>(i);
+    }
+    f.workspaces.push_back(pool_out);
+  }
+  Buffer xb;
+  for (size_t i = 0; i < group.inputs.size(); ++i) {
+    if (group.inputs[i] == x_id) {
+      xb = f.args[i].buffer;
+      break;
+    }
+  }
+  if (!xb) return false;
+
+  Stmt pool_stmt;
+  const bool global = s.kind == PoolKind::kGlobalMax || s.kind == PoolKind::kGlobalAvg;
+  if (global) {
+    Buffer part = MakeBuffer(pool->name + "_part", te::Float(32), kLanes, BufferScope::kLocal);
+    f.locals.push_back(part);
+    int64_t work = s.planes * s.spatial;
+    bool par = opts.parallel && work >= opts.parallel_min_work && s.planes > 1;
+    pool_stmt = GlobalPool(s, xb, pool_out, part, par);
+  } else {
+    const int64_t jw = s.ow + (s.kw - 1) / s.s_w;
+    Buffer row = MakeBuffer(pool->name + "_row", te::Float(32), s.s_w * jw, BufferScope::kLocal);
+    f.locals.push_back(row);
+    int64_t work = s.planes * s.oh * s.ow * s.kh * s.kw;
+    bool par = opts.parallel && work >= opts.parallel_min_work && s.planes > 1;
+    pool_stmt = WindowPool(s, xb, pool_out, row, par);
+  }
+  f.body = direct ? pool_stmt : lower::Seq({pool_stmt, f.body});
+  *out = std::move(f);
+  return true;
+}
+
+}  // namespace ember::compiler::schedule
