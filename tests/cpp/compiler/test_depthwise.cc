@@ -24,7 +24,17 @@ using testing::HostArray;
 using testing::KernelGraph;
 using testing::Library;
 
-enum Epilogue : int { kNone = 0, kBias = 1, kClip = 2, kRelu = 4, kResidual = 8 };
+// kScale: Mul by a per-channel input [1, OC, 1, 1]; kClipInputs: Clip with min and max given
+// as scalar graph inputs (both are loads the schedule hoists out of its vector loop).
+enum Epilogue : int {
+  kNone = 0,
+  kBias = 1,
+  kClip = 2,
+  kRelu = 4,
+  kResidual = 8,
+  kScale = 16,
+  kClipInputs = 32
+};
 
 struct DwCase {
   int64_t n, c, h, w, k, stride, pad;
@@ -84,6 +94,9 @@ DwGraph MakeGraph(const DwCase& cc) {
   std::vector<int> conv_in{x, w};
   if (cc.epilogue & kBias) conv_in.push_back(g.kg.Input("b", {oc}));
   int r = (cc.epilogue & kResidual) ? g.kg.Input("r", oshape) : -1;
+  int scale = (cc.epilogue & kScale) ? g.kg.Input("scale", {1, oc, 1, 1}) : -1;
+  int lo = (cc.epilogue & kClipInputs) ? g.kg.Input("lo", {}) : -1;
+  int hi = (cc.epilogue & kClipInputs) ? g.kg.Input("hi", {}) : -1;
   AttrMap attrs{{"kernel_shape", std::vector<int64_t>{cc.k, cc.k}},
                 {"strides", std::vector<int64_t>{cc.stride, cc.stride}},
                 {"dilations", std::vector<int64_t>{1, 1}},
@@ -92,6 +105,8 @@ DwGraph MakeGraph(const DwCase& cc) {
   TensorType ot{oshape, kFloat32};
   int y = g.kg.Add("Conv", conv_in, {ot}, attrs)[0];
   if (cc.epilogue & kResidual) y = g.kg.Add("Add", {y, r}, {ot})[0];
+  if (cc.epilogue & kScale) y = g.kg.Add("Mul", {y, scale}, {ot})[0];
+  if (cc.epilogue & kClipInputs) y = g.kg.Add("Clip", {y, lo, hi}, {ot})[0];
   if (cc.epilogue & kClip) {
     y = g.kg.Add("Clip", {y}, {ot}, AttrMap{{"min", 0.0}, {"max", 6.0}})[0];
   }
@@ -127,9 +142,18 @@ void CheckCase(const char* schedule_name, const DwCase& cc, bool expect_depthwis
   hw.FillRandom(22, -2.f, 2.f);
   hb.FillRandom(23);
   hr.FillRandom(24);
+  HostArray hs({1, oc, 1, 1}, kFloat32), hlo({}, kFloat32), hhi({}, kFloat32);
+  hs.FillRandom(25, 0.5f, 2.f);
+  hlo.data<float>()[0] = -0.5f;
+  hhi.data<float>()[0] = 1.5f;
   std::vector<HostArray*> args{&hx, &hw};
   if (cc.epilogue & kBias) args.push_back(&hb);
   if (cc.epilogue & kResidual) args.push_back(&hr);
+  if (cc.epilogue & kScale) args.push_back(&hs);
+  if (cc.epilogue & kClipInputs) {
+    args.push_back(&hlo);
+    args.push_back(&hhi);
+  }
   args.push_back(&out);
   ASSERT_EQ(Call(f, args), 0) << TVMGetLastError();
   int bad = 0;
@@ -148,6 +172,8 @@ void CheckCase(const char* schedule_name, const DwCase& cc, bool expect_depthwis
             }
           const int64_t idx = ((n * oc + o) * oh + i) * ow + j;
           if (cc.epilogue & kResidual) acc += hr.data<float>()[idx];
+          if (cc.epilogue & kScale) acc *= hs.data<float>()[o];
+          if (cc.epilogue & kClipInputs) acc = std::min(std::max(acc, -0.5), 1.5);
           if (cc.epilogue & kClip) acc = std::min(std::max(acc, 0.0), 6.0);
           if (cc.epilogue & kRelu) acc = std::max(acc, 0.0);
           const float got = out.data<float>()[idx];
@@ -161,18 +187,19 @@ void CheckCase(const char* schedule_name, const DwCase& cc, bool expect_depthwis
 
 const std::vector<DwCase>& Cases() {
   static const std::vector<DwCase> cases = {
-      {1, 8, 9, 9, 3, 1, 1, kBias | kClip},                // MobileNet block, stride 1
-      {1, 6, 12, 12, 3, 2, 1, kBias | kClip},              // stride 2, even size
-      {1, 5, 13, 11, 3, 2, 1, kBias | kRelu},              // stride 2, odd sizes
-      {2, 4, 10, 7, 3, 1, 0, kResidual},                   // batch 2, no pad, residual
-      {1, 3, 11, 17, 5, 1, 2, kBias | kResidual | kRelu},  // 5x5 pad 2
-      {1, 4, 16, 19, 5, 2, 2, kBias},                      // 5x5 stride 2
-      {1, 7, 1, 1, 3, 1, 1, kBias | kClip},                // 1x1 plane
-      {1, 3, 2, 3, 3, 2, 1, kNone},                        // plane smaller than the kernel
-      {1, 2, 5, 40, 3, 1, 1, kClip},                       // several vectors + overlapping tail
-      {2, 3, 23, 37, 3, 2, 0, kBias | kClip},              // stride 2 without padding
-      {1, 2, 70, 130, 3, 1, 1, kBias},                     // several row blocks per plane
-      {1, 2, 61, 61, 3, 2, 1, kRelu},                      // stride 2 row blocks, odd
+      {1, 8, 9, 9, 3, 1, 1, kBias | kClip},                  // MobileNet block, stride 1
+      {1, 6, 12, 12, 3, 2, 1, kBias | kClip},                // stride 2, even size
+      {1, 5, 13, 11, 3, 2, 1, kBias | kRelu},                // stride 2, odd sizes
+      {2, 4, 10, 7, 3, 1, 0, kResidual},                     // batch 2, no pad, residual
+      {1, 3, 11, 17, 5, 1, 2, kBias | kResidual | kRelu},    // 5x5 pad 2
+      {1, 4, 16, 19, 5, 2, 2, kBias},                        // 5x5 stride 2
+      {1, 7, 1, 1, 3, 1, 1, kBias | kClip},                  // 1x1 plane
+      {1, 3, 2, 3, 3, 2, 1, kNone},                          // plane smaller than the kernel
+      {1, 2, 5, 40, 3, 1, 1, kClip},                         // several vectors + overlapping tail
+      {2, 3, 23, 37, 3, 2, 0, kBias | kClip},                // stride 2 without padding
+      {1, 2, 70, 130, 3, 1, 1, kBias},                       // several row blocks per plane
+      {1, 2, 61, 61, 3, 2, 1, kRelu},                        // stride 2 row blocks, odd
+      {2, 5, 9, 14, 3, 1, 1, kBias | kScale | kClipInputs},  // hoisted per-channel loads
   };
   return cases;
 }
