@@ -205,30 +205,55 @@ int64_t EffectiveOwBlock(int64_t ow, int64_t most) {
 
 }  // namespace
 
-int64_t TunedConv2dOcVecOwBlock(const FusedGroup& group, const lower::ScheduleOptions& opts,
-                                int64_t oc_vectors, int64_t table_ow_block) {
+int64_t CacheRowChunk(const ConvShape& s, const Target& t) {
+  constexpr int64_t kFloat = 4;
+  const int64_t budget = TargetCacheSizes(t).l2 / 2;
+  const int64_t pw = (s.ow - 1) * s.s_w + s.kw;
+  const int64_t whole = s.c * ((s.oh - 1) * s.s_h + s.kh) * pw * kFloat;
+  if (whole <= budget) return s.oh;
+  const int64_t per_row = s.c * s.s_h * pw * kFloat;  // input rows one more output row needs
+  const int64_t halo = s.c * std::max<int64_t>(0, s.kh - s.s_h) * pw * kFloat;
+  int64_t rows = std::max<int64_t>(1, std::min(s.oh, (budget - halo) / per_row));
+  while (s.oh % rows != 0) --rows;
+  return rows;
+}
+
+OcVecBlocking TunedConv2dOcVecBlocking(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                                       int64_t oc_vectors, int64_t table_ow_block) {
   ConvGroup m;
-  if (opts.target == nullptr || !MatchConvGroup(group, &m) || oc_vectors < 1) {
-    return table_ow_block;
-  }
+  if (!MatchConvGroup(group, &m)) return {table_ow_block, 1};  // the schedule matched it first
+  OcVecBlocking table{table_ow_block, m.s.oh};
+  if (opts.target == nullptr || oc_vectors < 1) return table;
   const Target& t = *opts.target;
+  const ConvShape& s = m.s;
+  table.row_chunk = CacheRowChunk(s, t);
   const int64_t budget = VectorRegisters(ClassifyTarget(t)) - 4;
-  const int64_t ow = m.s.ow;
   auto candidates = [&] {
-    // Block widths whose accumulators fill a third to all of the register budget.
+    // Block widths whose accumulators fill a third to all of the register budget, then the
+    // other chunking (none, or half the cache-derived chunk) with the table's width.
     std::vector<ParamSet> out;
-    std::set<int64_t> seen{EffectiveOwBlock(ow, table_ow_block)};
+    std::set<int64_t> seen{EffectiveOwBlock(s.ow, table_ow_block)};
     for (int64_t most = budget / oc_vectors; most >= 1 && 3 * most * oc_vectors >= budget; --most) {
-      if (seen.insert(EffectiveOwBlock(ow, most)).second) out.push_back({{"ow_block", most}});
+      if (seen.insert(EffectiveOwBlock(s.ow, most)).second) {
+        out.push_back({{"ow_block", most}, {"row_chunk", table.row_chunk}});
+      }
+    }
+    if (table.row_chunk < s.oh) {
+      out.push_back({{"ow_block", table_ow_block}, {"row_chunk", s.oh}});
+      int64_t half = std::max<int64_t>(1, table.row_chunk / 2);
+      while (s.oh % half != 0) --half;
+      if (half != table.row_chunk)
+        out.push_back({{"ow_block", table_ow_block}, {"row_chunk", half}});
     }
     return out;
   };
-  std::string key =
-      ConvWorkloadKey("conv2d_nchw_ocvec", m.s, t, " ocv" + std::to_string(oc_vectors));
-  ParamSet p = TunedParams(opts, key, {{"ow_block", table_ow_block}}, candidates);
+  std::string key = ConvWorkloadKey("conv2d_nchw_ocvec", s, t, " ocv" + std::to_string(oc_vectors));
+  ParamSet p = TunedParams(
+      opts, key, {{"ow_block", table.ow_block}, {"row_chunk", table.row_chunk}}, candidates);
   constexpr int64_t kMaxOwBlock = 64;
-  const int64_t owb = p["ow_block"];
-  return owb >= 1 && owb <= kMaxOwBlock ? owb : table_ow_block;
+  const int64_t owb = p["ow_block"], rc = p["row_chunk"];
+  if (owb < 1 || owb > kMaxOwBlock || rc < 1 || rc > s.oh || s.oh % rc != 0) return table;
+  return OcVecBlocking{owb, rc};
 }
 
 }  // namespace ember::compiler::schedule

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "conv_group.h"
 #include "ember/compiler/lower.h"
 #include "ember/compiler/target.h"
 #include "schedule.h"
@@ -68,14 +69,29 @@ int VectorRegisters(TargetClass tc);
 Conv2dParams TunedConv2dWideParams(const FusedGroup& group, const lower::ScheduleOptions& opts,
                                    const Conv2dParams& table);
 
+/*! \brief conv2d_nchw_ocvec's tunable blocking. */
+struct OcVecBlocking {
+  /*! \brief Output columns per register tile (the schedule rounds it to fit the width). */
+  int64_t ow_block = 0;
+  /*! \brief Output rows per cache chunk, a divisor of the output height: the tile loop runs
+   * chunk-major so that a chunk's input rows stay in L2 while every channel block reads them.
+   * The output height itself means no chunking. */
+  int64_t row_chunk = 0;
+};
+
 /*!
- * \brief conv2d_nchw_ocvec's hook: the register block width `ow_block` (output columns per tile)
- * for the group when each column holds `oc_vectors` accumulator vectors, from the log or
- * `table_ow_block`. The output-channel block stays the table's: it fixes the weight packing done
- * at compile time.
+ * \brief Rows per chunk such that the input rows of one chunk take at most half of the target's
+ * L2 (TargetCacheSizes); the whole height when the padded input fits already.
  */
-int64_t TunedConv2dOcVecOwBlock(const FusedGroup& group, const lower::ScheduleOptions& opts,
-                                int64_t oc_vectors, int64_t table_ow_block);
+int64_t CacheRowChunk(const ConvShape& s, const Target& t);
+
+/*!
+ * \brief conv2d_nchw_ocvec's hook: its blocking for the group when each column holds
+ * `oc_vectors` accumulator vectors, from the log, else `table_ow_block` and CacheRowChunk. The
+ * output-channel block stays the table's: it fixes the weight packing done at compile time.
+ */
+OcVecBlocking TunedConv2dOcVecBlocking(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                                       int64_t oc_vectors, int64_t table_ow_block);
 
 }  // namespace ember::compiler::schedule
 

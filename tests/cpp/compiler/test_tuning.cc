@@ -159,6 +159,17 @@ TEST(TuningLog, MalformedLinesNameFileAndLine) {
   }
 }
 
+TEST(TuningCache, RowChunkKeepsAChunksInputInHalfOfL2) {
+  // AArch64 table: 512 KiB L2, so a chunk's input rows may take 256 KiB.
+  Target arm = Target::Parse("llvm -mtriple=aarch64-linux-gnu");
+  schedule::ConvShape small{1, 16, 14, 14, 16, 14, 14, 3, 3, 1, 1, 1, 1, 1, 16, 16};
+  EXPECT_EQ(schedule::CacheRowChunk(small, arm), 14);  // 16 x 16 x 16 floats fit
+  // 64 channels of 58 padded columns: 14.5 KiB per input row, 2 halo rows; 256 KiB holds
+  // 15 rows besides the halo, so 14 (the largest divisor of 56 up to 15).
+  schedule::ConvShape big{1, 64, 56, 56, 64, 56, 56, 3, 3, 1, 1, 1, 1, 1, 64, 64};
+  EXPECT_EQ(schedule::CacheRowChunk(big, arm), 14);
+}
+
 TEST(TuningCache, SizesFromSysfsTextAndTable) {
   EXPECT_EQ(schedule::ParseCacheSize("48K"), 48 * 1024);
   EXPECT_EQ(schedule::ParseCacheSize("2M"), 2 * 1024 * 1024);
@@ -316,24 +327,30 @@ TEST(TuningHook, OcVecBlockWidthFromTheLog) {
   lower::ScheduleOptions so;
   so.target = &host;
   so.tuning_tasks = &tasks;
-  EXPECT_EQ(schedule::TunedConv2dOcVecOwBlock(ck.Group(), so, 2, 6), 6);
+  schedule::OcVecBlocking b = schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 6);
+  EXPECT_EQ(b.ow_block, 6);
+  EXPECT_EQ(b.row_chunk, ConvKernel::kH);  // a small input fits any L2
   ASSERT_EQ(tasks.size(), 1u);
   const schedule::TuningTask& t = tasks[0];
   EXPECT_NE(
       t.key.find("conv2d_nchw_ocvec f32 n1 c8 h10 w9 oc8 o10x9 k3x3 s1x1 p1x1 g1 ocv2 target="),
       std::string::npos)
       << t.key;
-  EXPECT_EQ(t.defaults, (ParamSet{{"ow_block", 6}}));
+  EXPECT_EQ(t.defaults, (ParamSet{{"ow_block", 6}, {"row_chunk", ConvKernel::kH}}));
   ASSERT_GE(t.candidates.size(), 2u);
   for (const ParamSet& p : t.candidates) EXPECT_GE(p.at("ow_block"), 1);
   TuningLog log;
-  log.Put(TuningRecord{t.key, {{"ow_block", 3}}, 1.0, "test"});
+  log.Put(TuningRecord{t.key, {{"ow_block", 3}, {"row_chunk", 5}}, 1.0, "test"});
   so.tuning_tasks = nullptr;
   so.tuning_log = &log;
-  EXPECT_EQ(schedule::TunedConv2dOcVecOwBlock(ck.Group(), so, 2, 6), 3);
-  EXPECT_EQ(schedule::TunedConv2dOcVecOwBlock(ck.Group(), so, 1, 6), 6);  // another key
-  log.Put(TuningRecord{t.key, {{"ow_block", 100000}}, 1.0, "test"});
-  EXPECT_EQ(schedule::TunedConv2dOcVecOwBlock(ck.Group(), so, 2, 6), 6);  // absurd: the table's
+  b = schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 6);
+  EXPECT_EQ(b.ow_block, 3);
+  EXPECT_EQ(b.row_chunk, 5);
+  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 1, 6).ow_block, 6);  // another key
+  log.Put(TuningRecord{t.key, {{"ow_block", 100000}, {"row_chunk", 5}}, 1.0, "test"});
+  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 6).ow_block, 6);  // absurd
+  log.Put(TuningRecord{t.key, {{"ow_block", 4}, {"row_chunk", 3}}, 1.0, "test"});   // 3 !| 10
+  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 6).row_chunk, ConvKernel::kH);
 }
 
 // ---- --tune end to end ----
