@@ -1,5 +1,6 @@
-// Pooling over NCHW planes: MaxPool (without Indices), AveragePool, GlobalMaxPool and
-// GlobalAveragePool, float32, optionally followed by elementwise/broadcast epilogue nodes.
+// Pooling over NCHW planes: MaxPool (without Indices), AveragePool (2-D, and 1-D as one row),
+// GlobalMaxPool and GlobalAveragePool, float32, optionally followed by elementwise/broadcast
+// epilogue nodes.
 //
 // Why the default schedule is slow: it lowers a windowed pool as a reduction whose update is
 // `select(in_bounds, max(acc, x[...]), acc)`; codegen clamps every load inside a select arm, so
@@ -120,33 +121,40 @@ bool ReadPool(const Graph& g, const Node& n, PoolShape* s) {
     }
     return true;
   }
-  if (xt.shape.size() != 4 || ot.shape.size() != 4) return false;
+  // 2-D pools, and 1-D ones as a single row.
+  const size_t rank = xt.shape.size();
+  if ((rank != 3 && rank != 4) || ot.shape.size() != rank) return false;
   if (ot.shape[0] != xt.shape[0] || ot.shape[1] != xt.shape[1]) return false;
   std::string auto_pad = n.GetString("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID" && !n.HasAttr("pads")) return false;
   if (!n.HasAttr("kernel_shape")) return false;
+  const size_t sp = rank - 2;
   std::vector<int64_t> k = n.GetInts("kernel_shape");
-  std::vector<int64_t> st = n.GetInts("strides", {1, 1});
-  std::vector<int64_t> dil = n.GetInts("dilations", {1, 1});
-  std::vector<int64_t> pads = n.GetInts("pads", {0, 0, 0, 0});
-  if (k.size() != 2 || st.size() != 2 || dil.size() != 2 || pads.size() != 4) return false;
-  if (dil[0] != 1 || dil[1] != 1) return false;
+  std::vector<int64_t> st = n.GetInts("strides", std::vector<int64_t>(sp, 1));
+  std::vector<int64_t> dil = n.GetInts("dilations", std::vector<int64_t>(sp, 1));
+  std::vector<int64_t> pads = n.GetInts("pads", std::vector<int64_t>(2 * sp, 0));
+  if (k.size() != sp || st.size() != sp || dil.size() != sp || pads.size() != 2 * sp) return false;
+  for (int64_t v : dil) {
+    if (v != 1) return false;
+  }
   for (int64_t v : pads) {
     if (v < 0) return false;
   }
   s->planes = xt.shape[0] * xt.shape[1];
-  s->h = xt.shape[2];
-  s->w = xt.shape[3];
-  s->oh = ot.shape[2];
-  s->ow = ot.shape[3];
-  s->kh = k[0];
-  s->kw = k[1];
-  s->s_h = st[0];
-  s->s_w = st[1];
-  s->pad_t = pads[0];
-  s->pad_l = pads[1];
-  s->pad_b = pads[2];
-  s->pad_r = pads[3];
+  if (sp == 2) {
+    s->h = xt.shape[2];
+    s->oh = ot.shape[2];
+    s->kh = k[0];
+    s->s_h = st[0];
+    s->pad_t = pads[0];
+    s->pad_b = pads[2];
+  }
+  s->w = xt.shape[rank - 1];
+  s->ow = ot.shape[rank - 1];
+  s->kw = k[sp - 1];
+  s->s_w = st[sp - 1];
+  s->pad_l = pads[sp - 1];
+  s->pad_r = pads[2 * sp - 1];
   s->include_pad = n.GetInt("count_include_pad", 0) != 0;
   if (s->kh <= 0 || s->kw <= 0 || s->s_h <= 0 || s->s_w <= 0 || s->s_w > 8) return false;
   if (s->oh <= 0 || s->ow <= 0) return false;

@@ -37,14 +37,16 @@ struct PoolCase {
   int64_t pt, pl, pb, pr;  // pads: top, left, bottom, right
   bool ceil_mode = false;
   bool include_pad = false;
-  bool relu = false;  // fused epilogue
+  bool relu = false;   // fused epilogue
+  bool one_d = false;  // [N, C, W] input (h, kh, sh, pt, pb must be 1, 1, 1, 0, 0)
 };
 
 std::string CaseName(const PoolCase& c) {
   std::ostringstream os;
   os << c.op << " n" << c.n << "c" << c.c << "h" << c.h << "w" << c.w << " k" << c.kh << "x" << c.kw
      << " s" << c.sh << "x" << c.sw << " p" << c.pt << c.pl << c.pb << c.pr
-     << (c.ceil_mode ? " ceil" : "") << (c.include_pad ? " incl" : "") << (c.relu ? " relu" : "");
+     << (c.ceil_mode ? " ceil" : "") << (c.include_pad ? " incl" : "") << (c.relu ? " relu" : "")
+     << (c.one_d ? " 1-D" : "");
   return os.str();
 }
 
@@ -63,13 +65,23 @@ void CheckPool(const PoolCase& pc) {
   const int64_t oh = OutDim(pc.h, pc.kh, pc.sh, pc.pt, pc.pb, pc.ceil_mode);
   const int64_t ow = OutDim(pc.w, pc.kw, pc.sw, pc.pl, pc.pr, pc.ceil_mode);
   std::vector<int64_t> oshape{pc.n, pc.c, oh, ow};
-  KernelGraph kg;
-  int x = kg.Input("x", {pc.n, pc.c, pc.h, pc.w});
+  std::vector<int64_t> ishape{pc.n, pc.c, pc.h, pc.w};
   AttrMap attrs{{"kernel_shape", std::vector<int64_t>{pc.kh, pc.kw}},
                 {"strides", std::vector<int64_t>{pc.sh, pc.sw}},
                 {"dilations", std::vector<int64_t>{1, 1}},
                 {"pads", std::vector<int64_t>{pc.pt, pc.pl, pc.pb, pc.pr}},
                 {"ceil_mode", int64_t{pc.ceil_mode ? 1 : 0}}};
+  if (pc.one_d) {
+    ASSERT_TRUE(pc.h == 1 && pc.kh == 1 && pc.sh == 1 && pc.pt == 0 && pc.pb == 0);
+    oshape = {pc.n, pc.c, ow};
+    ishape = {pc.n, pc.c, pc.w};
+    attrs["kernel_shape"] = std::vector<int64_t>{pc.kw};
+    attrs["strides"] = std::vector<int64_t>{pc.sw};
+    attrs["dilations"] = std::vector<int64_t>{1};
+    attrs["pads"] = std::vector<int64_t>{pc.pl, pc.pr};
+  }
+  KernelGraph kg;
+  int x = kg.Input("x", ishape);
   if (!is_max) attrs["count_include_pad"] = int64_t{pc.include_pad ? 1 : 0};
   int y = kg.Add(pc.op, {x}, {TensorType{oshape, kFloat32}}, attrs)[0];
   if (pc.relu) y = kg.Add("Relu", {y}, {TensorType{oshape, kFloat32}})[0];
@@ -83,7 +95,7 @@ void CheckPool(const PoolCase& pc) {
   std::filesystem::remove_all(dump);
   auto f = lib.Get("pool");
   ASSERT_NE(f, nullptr);
-  HostArray hx({pc.n, pc.c, pc.h, pc.w}, kFloat32), out(oshape, kFloat32);
+  HostArray hx(ishape, kFloat32), out(oshape, kFloat32);
   hx.FillRandom(21, -4.f, 2.f);
   ASSERT_EQ(Call(f, {&hx, &out}), 0) << TVMGetLastError();
   int bad = 0;
@@ -196,6 +208,17 @@ void CheckGlobal(const char* op, std::vector<int64_t> in, bool add_bias) {
     }
   }
   EXPECT_EQ(bad, 0);
+}
+
+TEST(PoolSchedule, OneDimensionalPoolsAreOneRow) {
+  PoolCase c{"MaxPool", 2, 3, 1, 21, 1, 3, 1, 2, 0, 1, 0, 1};
+  c.one_d = true;
+  CheckPool(c);
+  for (bool incl : {false, true}) {
+    PoolCase a{"AveragePool", 1, 4, 1, 20, 1, 4, 1, 3, 0, 2, 0, 2, true, incl};
+    a.one_d = true;
+    CheckPool(a);
+  }
 }
 
 TEST(PoolSchedule, GlobalPoolsMatchTheReference) {
