@@ -125,16 +125,12 @@ void TVMPODValue_::ThrowOutOfRange() const {
   throw TypeMismatchError("expected int in range, got " + std::to_string(value_.v_int64));
 }
 
-TVMArgValue::operator std::string() const { return detail::StringFromArg(value_, type_code_); }
-
-TVMArgValue::operator DLDataType() const { return detail::DataTypeFromArg(value_, type_code_); }
-
-TVMRetValue::operator std::string() const {
+std::string TVMRetValue::AsString() const {
   if (type_code_ == kTVMStr || type_code_ == kTVMBytes) return StringValue();
   return detail::StringFromArg(value_, type_code_);
 }
 
-TVMRetValue::operator DLDataType() const {
+DLDataType TVMRetValue::AsDataType() const {
   if (type_code_ == kTVMStr || type_code_ == kTVMBytes) return StringToDLDataType(StringValue());
   return detail::DataTypeFromArg(value_, type_code_);
 }

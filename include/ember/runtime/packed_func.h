@@ -242,6 +242,40 @@ class TVMPODValue_ {
   int type_code_;
 };
 
+/*!
+ * The conversions TVMArgValue and TVMRetValue both add to TVMPODValue_'s: strings, data types,
+ * objects and typed functions, each through the class's own As<T>() (where the two differ). The
+ * using-declarations keep `v.operator int()` visible beside the conversion templates. A macro
+ * rather than a base class because clang (14 at least) does not find a base's conversion
+ * templates in explicit calls such as `args[0].operator Module()`.
+ */
+#define EMBER_PACKED_VALUE_CONVERSIONS_()                                                   \
+  using TVMPODValue_::operator double;                                                      \
+  using TVMPODValue_::operator float;                                                       \
+  using TVMPODValue_::operator int64_t;                                                     \
+  using TVMPODValue_::operator uint64_t;                                                    \
+  using TVMPODValue_::operator int;                                                         \
+  using TVMPODValue_::operator bool;                                                        \
+  using TVMPODValue_::operator void*;                                                       \
+  using TVMPODValue_::operator DLTensor*;                                                   \
+  using TVMPODValue_::operator DLDevice;                                                    \
+  /* str, bytes, a String object, or a DLDataType (printed). */                             \
+  operator std::string() const { return As<std::string>(); }                                \
+  /* A DLDataType, or a str naming one. */                                                  \
+  operator DLDataType() const { return As<DLDataType>(); }                                  \
+  /* Any ObjectRef subclass: NDArray, Module, PackedFunc, String, Array<T>, ... */          \
+  template <typename TRef, typename = std::enable_if_t<std::is_base_of_v<ObjectRef, TRef>>> \
+  operator TRef() const {                                                                   \
+    return As<TRef>();                                                                      \
+  }                                                                                         \
+  template <typename FType>                                                                 \
+  operator TypedPackedFunc<FType>() const {                                                 \
+    return TypedPackedFunc<FType>(As<PackedFunc>());                                        \
+  }                                                                                         \
+  /*! \brief The value as T: every conversion above, named. */                              \
+  template <typename T>                                                                     \
+  inline T As() const
+
 /*! \brief One argument of a call; borrows the caller's value (no ownership). */
 class TVMArgValue : public TVMPODValue_ {
   friend class TVMArgs;
@@ -250,33 +284,7 @@ class TVMArgValue : public TVMPODValue_ {
   TVMArgValue() = default;
   TVMArgValue(const TVMValue& value, int type_code) : TVMPODValue_(value, type_code) {}
 
-  using TVMPODValue_::operator double;
-  using TVMPODValue_::operator float;
-  using TVMPODValue_::operator int64_t;
-  using TVMPODValue_::operator uint64_t;
-  using TVMPODValue_::operator int;
-  using TVMPODValue_::operator bool;
-  using TVMPODValue_::operator void*;
-  using TVMPODValue_::operator DLTensor*;
-  using TVMPODValue_::operator DLDevice;
-
-  /*! \brief str, bytes, a String object, or a DLDataType (printed). */
-  operator std::string() const;
-  /*! \brief A DLDataType, or a str naming one. */
-  operator DLDataType() const;
-  /*! \brief Any ObjectRef subclass: NDArray, Module, PackedFunc, String, Array<T>, ... */
-  template <typename TRef, typename = std::enable_if_t<std::is_base_of_v<ObjectRef, TRef>>>
-  operator TRef() const {
-    return As<TRef>();
-  }
-  template <typename FType>
-  operator TypedPackedFunc<FType>() const {
-    return TypedPackedFunc<FType>(As<PackedFunc>());
-  }
-
-  /*! \brief The value as T: every conversion above, named. */
-  template <typename T>
-  inline T As() const;
+  EMBER_PACKED_VALUE_CONVERSIONS_();
 };
 
 /*!
@@ -293,27 +301,7 @@ class TVMRetValue : public TVMPODValue_ {
   }
   ~TVMRetValue() { Clear(); }
 
-  using TVMPODValue_::operator double;
-  using TVMPODValue_::operator float;
-  using TVMPODValue_::operator int64_t;
-  using TVMPODValue_::operator uint64_t;
-  using TVMPODValue_::operator int;
-  using TVMPODValue_::operator bool;
-  using TVMPODValue_::operator void*;
-  using TVMPODValue_::operator DLTensor*;
-  using TVMPODValue_::operator DLDevice;
-  operator std::string() const;
-  operator DLDataType() const;
-  template <typename TRef, typename = std::enable_if_t<std::is_base_of_v<ObjectRef, TRef>>>
-  operator TRef() const {
-    return As<TRef>();
-  }
-  template <typename FType>
-  operator TypedPackedFunc<FType>() const {
-    return TypedPackedFunc<FType>(As<PackedFunc>());
-  }
-  template <typename T>
-  inline T As() const;
+  EMBER_PACKED_VALUE_CONVERSIONS_();
 
   TVMRetValue& operator=(const TVMRetValue& other) {
     if (this != &other) {
@@ -365,6 +353,8 @@ class TVMRetValue : public TVMPODValue_ {
   const std::string& StringValue() const;
 
  private:
+  std::string AsString() const;
+  DLDataType AsDataType() const;
   template <typename M, typename V>
   TVMRetValue& SetPOD(int code, M TVMValue::*member, V v) {
     Clear();
@@ -658,9 +648,9 @@ inline T TVMArgValue::As() const {
 template <typename T>
 inline T TVMRetValue::As() const {
   if constexpr (std::is_same_v<T, std::string>) {
-    return operator std::string();
+    return AsString();
   } else if constexpr (std::is_same_v<T, DLDataType>) {
-    return operator DLDataType();
+    return AsDataType();
   } else if constexpr (std::is_same_v<T, TVMRetValue>) {
     return *this;
   } else if constexpr (std::is_same_v<T, String> || std::is_same_v<T, ObjectRef>) {
