@@ -8,12 +8,12 @@
 #include <ember/runtime/npy.h>
 #include <ember/runtime/registry.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <numeric>
 #include <string>
 #include <vector>
+
+#include "../print_top5.h"
 
 // Defined by the generated model_data.c.
 extern "C" {
@@ -60,16 +60,7 @@ int main(int argc, char** argv) {
               out->data, out.NBytes());
     }
     if (out.DataType() != kFloat32) return 0;
-    const float* y = static_cast<const float*>(out->data);
-    std::vector<int64_t> order(static_cast<size_t>(out.NumElements()));
-    std::iota(order.begin(), order.end(), 0);
-    size_t k = std::min<size_t>(5, order.size());
-    std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                      [&](int64_t a, int64_t b) { return y[a] > y[b]; });
-    for (size_t i = 0; i < k; ++i) {
-      std::printf("%zu: index %lld score %.6f\n", i + 1, static_cast<long long>(order[i]),
-                  y[order[i]]);
-    }
+    PrintTop5(static_cast<const float*>(out->data), out.NumElements());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bundle_static: %s\n", e.what());
     return 1;

@@ -3,10 +3,9 @@
 #include <ember/runtime/graph_executor.h>
 #include <ember/runtime/npy.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <numeric>
-#include <vector>
+
+#include "../print_top5.h"
 
 using namespace ember::runtime;
 
@@ -32,16 +31,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "cpp_deploy: output 0 is not float32\n");
       return 1;
     }
-    const float* y = static_cast<const float*>(out->data);
-    std::vector<int64_t> order(static_cast<size_t>(out.NumElements()));
-    std::iota(order.begin(), order.end(), 0);
-    size_t k = std::min<size_t>(5, order.size());
-    std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                      [&](int64_t a, int64_t b) { return y[a] > y[b]; });
-    for (size_t i = 0; i < k; ++i) {
-      std::printf("%zu: index %lld score %.6f\n", i + 1, static_cast<long long>(order[i]),
-                  y[order[i]]);
-    }
+    PrintTop5(static_cast<const float*>(out->data), out.NumElements());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cpp_deploy: %s\n", e.what());
     return 1;
