@@ -92,6 +92,7 @@ struct Rewriter {
   bool hoist = false;
   lower::LoweredFunc* f = nullptr;
   std::vector<Stmt>* hoisted = nullptr;
+  int num_hoisted = 0;
 
   bool Varies(const Expr& e) const {
     switch (e.kind()) {
@@ -151,7 +152,7 @@ struct Rewriter {
         Expr idx = Visit(l->index);
         if (hoist && l->buffer->scope == BufferScope::kArg && !Varies(l->index)) {
           auto local = std::make_shared<lower::BufferNode>();
-          local->name = "epi" + std::to_string(hoisted->size());
+          local->name = "epi" + std::to_string(num_hoisted++);
           local->dtype = l->buffer->dtype;
           local->size = 1;
           local->scope = BufferScope::kLocal;
