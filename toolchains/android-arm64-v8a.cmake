@@ -30,22 +30,7 @@ if(NOT DEFINED ANDROID_STL)
 endif()
 include("${_ember_ndk_toolchain}")
 
-# dlpack and dmlc-core are header-only: take them from the host (Debian's libdlpack-dev and
-# libdmlc-dev) through a directory of links to just those two, never the rest of /usr/include.
-set(_ember_host_headers "${CMAKE_BINARY_DIR}/ember-cross-host-headers")
-foreach(_dir dlpack dmlc)
-  if(NOT EXISTS /usr/include/${_dir})
-    message(FATAL_ERROR "${CMAKE_CURRENT_LIST_FILE}: /usr/include/${_dir} is missing; install "
-                        "libdlpack-dev and libdmlc-dev (header-only, used by the runtime)")
-  endif()
-  if(NOT EXISTS "${_ember_host_headers}/${_dir}")
-    file(MAKE_DIRECTORY "${_ember_host_headers}")
-    file(CREATE_LINK /usr/include/${_dir} "${_ember_host_headers}/${_dir}" SYMBOLIC)
-  endif()
-endforeach()
-# The NDK toolchain file lists its own standard include directories; append ours.
-list(APPEND CMAKE_C_STANDARD_INCLUDE_DIRECTORIES "${_ember_host_headers}")
-list(APPEND CMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES "${_ember_host_headers}")
+include("${CMAKE_CURRENT_LIST_DIR}/host-header-deps.cmake")
 
 # Neither Google Benchmark nor a way to run tests exists for the device here; adb users can turn
 # EMBER_BUILD_TESTS on (GoogleTest is then built from /usr/src/googletest) and push the binaries.

@@ -28,21 +28,7 @@ set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 
-# Header-only dependencies taken from the host. The link directory lives in the build tree (it is
-# recreated by every configure, including CMake's own try_compile projects, which is harmless).
-set(_ember_host_headers "${CMAKE_BINARY_DIR}/ember-cross-host-headers")
-foreach(_dir dlpack dmlc)
-  if(NOT EXISTS /usr/include/${_dir})
-    message(FATAL_ERROR "${CMAKE_CURRENT_LIST_FILE}: /usr/include/${_dir} is missing; install "
-                        "libdlpack-dev and libdmlc-dev (header-only, used by the runtime)")
-  endif()
-  if(NOT EXISTS "${_ember_host_headers}/${_dir}")
-    file(MAKE_DIRECTORY "${_ember_host_headers}")
-    file(CREATE_LINK /usr/include/${_dir} "${_ember_host_headers}/${_dir}" SYMBOLIC)
-  endif()
-endforeach()
-set(CMAKE_C_STANDARD_INCLUDE_DIRECTORIES "${_ember_host_headers}")
-set(CMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES "${_ember_host_headers}")
+include(${CMAKE_CURRENT_LIST_DIR}/host-header-deps.cmake)
 
 find_program(EMBER_CROSS_QEMU_BIN ${EMBER_CROSS_QEMU})
 if(EMBER_CROSS_QEMU_BIN)
