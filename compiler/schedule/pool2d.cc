@@ -9,11 +9,12 @@
 // LLVM may not vectorise without reassociating the float sum.
 //
 // Windowed pools here: parallel over planes (n, c); per output row, a row buffer split by the
-// horizontal stride phase (R[p][j] holds padded column j*S + p) is first filled with the padding
-// value (-inf for max, 0 for average) and then reduced over the window's valid input rows. The
-// interior columns read the input row contiguously (an interleave group of factor S, no gathers,
-// no bounds checks); the few border columns take a guarded scalar path. The output row then
-// reduces the kernel columns as contiguous reads R[kw % S][ow + kw / S], vectorised along the
+// horizontal stride phase (R[p][j] holds padded column j*S + p) receives the vertical reduction of
+// the window's input rows: in one pass for interior output rows (all kernel rows exist), else
+// starting from the padding value (-inf for max, 0 for average) and folding in the rows that
+// exist. Interior columns read the input rows contiguously (an interleave group of factor S, no
+// gathers, no bounds checks); the few border columns take a guarded scalar path. The output row
+// then reduces the kernel columns as contiguous reads R[kw % S][ow + kw / S], vectorised along the
 // output width with no bounds checks. Global pools accumulate `kLanes` independent partial
 // results per plane (a vector of accumulators) and combine them at the end.
 #include <ember/compiler/ir/op_registry.h>
@@ -172,56 +173,82 @@ Stmt WindowPool(const PoolShape& s, const Buffer& xb, const Buffer& ob, const Bu
   auto combine = [&](const Expr& a, const Expr& b) { return is_max ? te::Max(a, b) : a + b; };
   Expr pad_value = is_max ? te::MinValue(te::Float(32)) : F32(0);
   Expr plane = te::MakeVar("plane");
-  Expr oy = te::MakeVar("oy");
-  Expr ky = te::MakeVar("ky");
-  Expr iy = oy * s.s_h + ky - s.pad_t;
-  Expr in_row = (plane * s.h + iy) * s.w;
 
   // Interior phase columns: every phase p of column j reads an input column inside [0, w).
   const int64_t j_lo = std::min(jw, (s.pad_l + sw - 1) / sw);
   const int64_t last = s.w - sw + s.pad_l;  // j * sw <= last
   const int64_t j_hi = last < 0 ? j_lo : std::max(j_lo, std::min(jw, last / sw + 1));
-  auto update = [&](const Expr& j, int64_t p, bool guarded) -> Stmt {
-    Expr idx = Expr(p * jw) + j;
-    Expr x = j * sw + (p - s.pad_l);
-    Expr val = BufferLoad(xb, in_row + x);
-    Expr upd = combine(BufferLoad(row, idx), val);
-    if (guarded) upd = te::Select((x >= 0) && (x < s.w), upd, BufferLoad(row, idx));
-    return lower::Store(row, idx, upd);
-  };
-  auto columns = [&](int64_t begin, int64_t end, bool guarded) {
-    return Range(guarded ? "jb" : "j", begin, end,
-                 guarded ? ForKind::kSerial : ForKind::kVectorized, [&](const Expr& j) {
-                   std::vector<Stmt> v;
-                   for (int64_t p = 0; p < sw; ++p) v.push_back(update(j, p, guarded));
-                   return SeqOf(v);
-                 });
-  };
-  Stmt fill = Range("f", 0, sw * jw, ForKind::kVectorized,
-                    [&](const Expr& i) { return lower::Store(row, i, pad_value); });
-  Stmt accumulate =
-      SeqOf({columns(0, j_lo, true), columns(j_lo, j_hi, false), columns(j_hi, jw, true)});
-  Stmt rows =
-      lower::For(ky, s.kh, ForKind::kSerial, lower::If((iy >= 0) && (iy < s.h), accumulate));
+  // Interior output rows: every kernel row reads an input row inside [0, h).
+  const int64_t oy_lo = std::min(s.oh, (s.pad_t + s.s_h - 1) / s.s_h);
+  const int64_t last_y = s.h - s.kh + s.pad_t;  // oy * s_h <= last_y
+  const int64_t oy_hi = last_y < 0 ? oy_lo : std::max(oy_lo, std::min(s.oh, last_y / s.s_h + 1));
 
+  // Fills the phase-split row buffer for output row oy. `value(x)` is the vertical reduction at
+  // input column x (valid for x in [0, w)); guarded columns use the padding value outside.
+  auto fill_row = [&](const std::function<Stmt(const Expr& idx, const Expr& x, bool guarded)>& f) {
+    auto columns = [&](int64_t begin, int64_t end, bool guarded) {
+      return Range(guarded ? "jb" : "j", begin, end,
+                   guarded ? ForKind::kSerial : ForKind::kVectorized, [&](const Expr& j) {
+                     std::vector<Stmt> v;
+                     for (int64_t p = 0; p < sw; ++p) {
+                       v.push_back(f(Expr(p * jw) + j, j * sw + (p - s.pad_l), guarded));
+                     }
+                     return SeqOf(v);
+                   });
+    };
+    return SeqOf({columns(0, j_lo, true), columns(j_lo, j_hi, false), columns(j_hi, jw, true)});
+  };
+  auto in_range = [&](const Expr& x) { return (x >= 0) && (x < s.w); };
+  // Interior rows: all kernel rows are inside, one pass reduces them in registers.
+  auto rows_fused = [&](const Expr& oy) {
+    return fill_row([&](const Expr& idx, const Expr& x, bool guarded) {
+      Expr acc;
+      for (int64_t k = 0; k < s.kh; ++k) {
+        Expr v = BufferLoad(xb, (plane * s.h + oy * s.s_h + (k - s.pad_t)) * s.w + x);
+        acc = acc.defined() ? combine(acc, v) : v;
+      }
+      if (guarded) acc = te::Select(in_range(x), acc, pad_value);
+      return lower::Store(row, idx, acc);
+    });
+  };
+  // Border rows: start from the padding value and fold in the kernel rows that exist.
+  auto rows_guarded = [&](const Expr& oy) {
+    Stmt fill = Range("f", 0, sw * jw, ForKind::kVectorized,
+                      [&](const Expr& i) { return lower::Store(row, i, pad_value); });
+    Expr ky = te::MakeVar("ky");
+    Expr iy = oy * s.s_h + ky - s.pad_t;
+    Stmt acc = fill_row([&](const Expr& idx, const Expr& x, bool guarded) {
+      Expr upd = combine(BufferLoad(row, idx), BufferLoad(xb, (plane * s.h + iy) * s.w + x));
+      if (guarded) upd = te::Select(in_range(x), upd, BufferLoad(row, idx));
+      return lower::Store(row, idx, upd);
+    });
+    Stmt rows = lower::For(ky, s.kh, ForKind::kSerial, lower::If((iy >= 0) && (iy < s.h), acc));
+    return SeqOf({fill, rows});
+  };
   // Output row: kernel columns read R[kw % S][ox + kw / S].
-  Stmt out_row = Range("ox", 0, s.ow, ForKind::kVectorized, [&](const Expr& ox) {
-    Expr acc;
-    for (int64_t k = 0; k < s.kw; ++k) {
-      Expr v = BufferLoad(row, Expr((k % sw) * jw + k / sw) + ox);
-      acc = acc.defined() ? combine(acc, v) : v;
-    }
-    if (!is_max) {
-      int64_t lo_h = s.include_pad ? -s.pad_t : 0, hi_h = s.include_pad ? s.h + s.pad_b : s.h;
-      int64_t lo_w = s.include_pad ? -s.pad_l : 0, hi_w = s.include_pad ? s.w + s.pad_r : s.w;
-      Expr count = TapCount(oy * s.s_h - s.pad_t, s.kh, lo_h, hi_h) *
-                   TapCount(ox * s.s_w - s.pad_l, s.kw, lo_w, hi_w);
-      acc = acc / te::Cast(te::Float(32), te::Max(count, Expr(1)));
-    }
-    return lower::Store(ob, (plane * s.oh + oy) * s.ow + ox, acc);
-  });
-  Stmt per_row = lower::For(oy, s.oh, ForKind::kSerial, SeqOf({fill, rows, out_row}));
-  return lower::For(plane, s.planes, parallel ? ForKind::kParallel : ForKind::kSerial, per_row);
+  auto out_row = [&](const Expr& oy) {
+    return Range("ox", 0, s.ow, ForKind::kVectorized, [&](const Expr& ox) {
+      Expr acc;
+      for (int64_t k = 0; k < s.kw; ++k) {
+        Expr v = BufferLoad(row, Expr((k % sw) * jw + k / sw) + ox);
+        acc = acc.defined() ? combine(acc, v) : v;
+      }
+      if (!is_max) {
+        int64_t lo_h = s.include_pad ? -s.pad_t : 0, hi_h = s.include_pad ? s.h + s.pad_b : s.h;
+        int64_t lo_w = s.include_pad ? -s.pad_l : 0, hi_w = s.include_pad ? s.w + s.pad_r : s.w;
+        Expr count = TapCount(oy * s.s_h - s.pad_t, s.kh, lo_h, hi_h) *
+                     TapCount(ox * s.s_w - s.pad_l, s.kw, lo_w, hi_w);
+        acc = acc / te::Cast(te::Float(32), te::Max(count, Expr(1)));
+      }
+      return lower::Store(ob, (plane * s.oh + oy) * s.ow + ox, acc);
+    });
+  };
+  auto guarded_rows = [&](const Expr& oy) { return SeqOf({rows_guarded(oy), out_row(oy)}); };
+  auto fused_rows = [&](const Expr& oy) { return SeqOf({rows_fused(oy), out_row(oy)}); };
+  Stmt per_plane = SeqOf({Range("oyt", 0, oy_lo, ForKind::kSerial, guarded_rows),
+                          Range("oy", oy_lo, oy_hi, ForKind::kSerial, fused_rows),
+                          Range("oyb", oy_hi, s.oh, ForKind::kSerial, guarded_rows)});
+  return lower::For(plane, s.planes, parallel ? ForKind::kParallel : ForKind::kSerial, per_plane);
 }
 
 // Global pool: kLanes partial results per plane, then their combination.
