@@ -3,6 +3,7 @@
 // checked to come from the schedule, and the results are compared with a reference loop nest over
 // strides, pads (asymmetric too), ceil_mode output shapes, odd sizes, tiny planes, batches and
 // fused epilogues. MaxPool with an Indices output and dilated pools stay on the default schedule.
+#include <dlfcn.h>
 #include <ember/compiler/lower.h>
 #include <ember/runtime/c_runtime_api.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <sstream>
 
 #include "kernel_test_util.h"
@@ -58,9 +60,34 @@ int64_t OutDim(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, bool ce
   return o;
 }
 
-// Builds the group, checks which schedule took it, runs it and compares with the reference.
-void CheckPool(const PoolCase& pc) {
-  SCOPED_TRACE(CaseName(pc));
+// A library built for an explicit target (one the host can run), unloaded on destruction.
+class TargetLibrary {
+ public:
+  TargetLibrary(const std::vector<FusedGroup>& groups, const std::string& target,
+                const BuildOptions& opts) {
+    char tmpl[] = "/tmp/ember_pool_lib_XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    BuildKernelLibrary(groups, Target::Parse(target), dir_ + "/lib.so", opts);
+    handle_ = dlopen((dir_ + "/lib.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) ADD_FAILURE() << "dlopen: " << dlerror();
+  }
+  ~TargetLibrary() {
+    if (handle_) dlclose(handle_);
+    std::filesystem::remove_all(dir_);
+  }
+  testing::PackedCFunc Get(const std::string& name) const {
+    return handle_ ? reinterpret_cast<testing::PackedCFunc>(dlsym(handle_, name.c_str())) : nullptr;
+  }
+
+ private:
+  std::string dir_;
+  void* handle_ = nullptr;
+};
+
+// Builds the group (for the host, or for `target`), checks which schedule took it, runs it and
+// compares with the reference.
+void CheckPool(const PoolCase& pc, const std::string& target = "") {
+  SCOPED_TRACE(CaseName(pc) + " " + target);
   const bool is_max = std::string(pc.op) == "MaxPool";
   const int64_t oh = OutDim(pc.h, pc.kh, pc.sh, pc.pt, pc.pb, pc.ceil_mode);
   const int64_t ow = OutDim(pc.w, pc.kw, pc.sw, pc.pl, pc.pr, pc.ceil_mode);
@@ -89,11 +116,18 @@ void CheckPool(const PoolCase& pc) {
   std::string dump = mkdtemp(tmpl);
   BuildOptions bo;
   bo.dump_dir = dump;
-  Library lib({kg.Group("pool", {y})}, bo);
+  std::unique_ptr<Library> host_lib;
+  std::unique_ptr<TargetLibrary> target_lib;
+  if (target.empty()) {
+    host_lib = std::make_unique<Library>(std::vector<FusedGroup>{kg.Group("pool", {y})}, bo);
+  } else {
+    target_lib =
+        std::make_unique<TargetLibrary>(std::vector<FusedGroup>{kg.Group("pool", {y})}, target, bo);
+  }
   std::string loops = ReadFile(dump + "/kernels.loop.txt");
   EXPECT_NE(loops.find("_row"), std::string::npos) << "pool schedule did not take the group";
   std::filesystem::remove_all(dump);
-  auto f = lib.Get("pool");
+  auto f = host_lib ? host_lib->Get("pool") : target_lib->Get("pool");
   ASSERT_NE(f, nullptr);
   HostArray hx(ishape, kFloat32), out(oshape, kFloat32);
   hx.FillRandom(21, -4.f, 2.f);
@@ -158,6 +192,21 @@ TEST(PoolSchedule, AveragePoolMatchesTheReferenceWithAndWithoutPadCounting) {
     for (const PoolCase& c : cases) CheckPool(c);
   }
 }
+
+#if defined(__x86_64__)
+// The loop nests are target independent; LLVM picks the vector width. Every x86 class the host can
+// execute (SSE2 baseline, AVX2, AVX-512) runs a stride-2 and a stride-1 case.
+TEST(PoolSchedule, EveryX86VectorWidthTheHostRunsMatchesTheReference) {
+  std::vector<std::string> targets = {"llvm -mcpu=x86-64"};
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) targets.push_back("llvm -mcpu=haswell");
+  if (__builtin_cpu_supports("avx512f")) targets.push_back("llvm -mcpu=skylake-avx512");
+  for (const std::string& t : targets) {
+    CheckPool({"MaxPool", 1, 5, 19, 23, 3, 3, 2, 2, 1, 1, 1, 1}, t);
+    CheckPool({"AveragePool", 1, 3, 12, 37, 3, 3, 1, 1, 1, 1, 1, 1, false, true}, t);
+  }
+}
+#endif
 
 // Global pool over shape `in`, optionally followed by Add of a per-channel input.
 void CheckGlobal(const char* op, std::vector<int64_t> in, bool add_bias) {
