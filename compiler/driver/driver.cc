@@ -127,8 +127,13 @@ CompileStats Compile(const CompileOptions& opt) {
   dump("import", graph);
 
   std::vector<Pass> passes = {
-      {"fold_constants", FoldConstants}, {"simplify", Simplify}, {"fold_batchnorm", FoldBatchNorm},
-      {"fold_constants", FoldConstants}, {"simplify", Simplify}, {"dead_code", EliminateDeadCode},
+      {"fold_constants", FoldConstants},
+      {"simplify", Simplify},
+      {"fold_batchnorm", FoldBatchNorm},
+      {"fold_constants", FoldConstants},
+      {"simplify", Simplify},
+      {"dead_code", EliminateDeadCode},
+      {"pack_conv_weights", [&target](Graph* g) { PackConvWeights(g, target); }},
   };
   for (const Pass& p : passes) {
     t0 = Clock::now();

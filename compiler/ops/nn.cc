@@ -1,5 +1,7 @@
 // Compute rules of Conv, ConvTranspose, pooling, Gemm and MatMul. Attributes follow the
 // canonical form (canonical_ops.h): pads/strides/dilations/kernel_shape are always present.
+#include <ember/compiler/transform.h>
+
 #include <numeric>
 
 #include "op_common.h"
@@ -29,6 +31,29 @@ Window ReadWindow(const Node& n, size_t spatial, const std::vector<int64_t>& ker
                 " spatial dims");
   }
   return w;
+}
+
+// Where weight element `wi` (OIHW) sits when PackConvWeights stored the constant blocked as
+// [O/B][I][H][W][B] under its OIHW shape: the blocked flat position, split on the OIHW shape.
+std::vector<Expr> PackedWeightIndex(const Node& n, const std::vector<int64_t>& shape,
+                                    const std::vector<Expr>& wi) {
+  const int64_t block = n.GetInt(kPackedWeightBlockAttr, 0);
+  if (block <= 1) return wi;
+  Expr inner = 0;  // position inside one output channel's weights
+  int64_t per_oc = 1;
+  for (size_t d = 1; d < shape.size(); ++d) {
+    inner = inner * shape[d] + wi[d];
+    per_oc *= shape[d];
+  }
+  Expr flat = (te::FloorDiv(wi[0], Expr(block)) * per_oc + inner) * block +
+              te::FloorMod(wi[0], Expr(block));
+  std::vector<Expr> idx(shape.size());
+  for (size_t d = shape.size() - 1; d > 0; --d) {
+    idx[d] = te::FloorMod(flat, Expr(shape[d]));
+    flat = te::FloorDiv(flat, Expr(shape[d]));
+  }
+  idx[0] = flat;
+  return idx;
 }
 
 Tensor Conv(const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& out) {
@@ -91,7 +116,7 @@ Tensor Conv(const Node& n, const std::vector<Tensor>& in, const std::vector<Tens
           xi.push_back(i[2 + d] * win.strides[d] + rk[d].var * win.dilations[d]);
           wi.push_back(rk[d].var);
         }
-        return te::Sum(xp(xi) * w(wi), axes);
+        return te::Sum(xp(xi) * w(PackedWeightIndex(n, w.shape(), wi)), axes);
       },
       n.name + "_conv");
   if (!bias.defined()) return conv;

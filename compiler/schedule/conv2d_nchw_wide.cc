@@ -8,6 +8,8 @@
 // SSA and packed into vectors by LLVM's SLP vectoriser), and writes the block to a wide workspace
 // [N, OC, QP]. The epilogue (bias and the group's elementwise/broadcast nodes) is lowered by the
 // default schedule from a te compute that reads the valid columns of the wide workspace.
+#include <ember/compiler/transform.h>
+
 #include "conv_group.h"
 #include "schedule.h"
 #include "tuning.h"
@@ -24,7 +26,7 @@ using te::Expr;
 bool TryConv2dWide(const FusedGroup& group, const lower::ScheduleOptions& opts,
                    const Conv2dParams& table_params, lower::LoweredFunc* out) {
   ConvGroup m;
-  if (!MatchConvGroup(group, &m)) return false;
+  if (!MatchConvGroup(group, &m) || m.conv->HasAttr(kPackedWeightBlockAttr)) return false;
   const Conv2dParams p = TunedConv2dWideParams(group, opts, table_params);
   const ConvShape& s = m.s;
   const Node* conv = m.conv;

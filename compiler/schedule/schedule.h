@@ -26,14 +26,32 @@ struct Conv2dParams {
   int prefer_vector_bits = 0;
 };
 
+/*! \brief Register block of the channels-in-lanes convolution: `ow_block` output columns times
+ * `oc_vectors` SIMD vectors of `lanes` output channels accumulate in registers. */
+struct Conv2dOcVecParams {
+  int64_t lanes = 16;
+  int64_t oc_vectors = 2;
+  int64_t ow_block = 12;
+  int prefer_vector_bits = 0;
+};
+
+/*! \brief Which kernel an entry describes; the table lists them in order of preference. */
+enum class ScheduleKind { kConv2dWide, kConv2dOcVec };
+
 struct ScheduleEntry {
   const char* name;
   TargetClass target;
+  ScheduleKind kind;
   Conv2dParams conv;
+  Conv2dOcVecParams conv_ocvec;
 };
 
 /*! \brief Every schedule per target; tests and benchmarks iterate it. */
 const std::vector<ScheduleEntry>& ScheduleTable();
+
+/*! \brief Offers the group to the kernel of one table entry (true: *out is filled). */
+bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::ScheduleOptions& opts,
+              lower::LoweredFunc* out);
 
 /*! \brief EMBER_SCHEDULE=NAME (an entry of ScheduleTable) forces that entry on any target. */
 
@@ -92,6 +110,22 @@ bool TryDepthwiseSchedules(const FusedGroup& group, const lower::ScheduleOptions
  */
 bool TryPool2d(const FusedGroup& group, const lower::ScheduleOptions& opts,
                lower::LoweredFunc* out);
+
+/*!
+ * \brief 2-D convolution (dilation 1, float32, output channels per group a multiple of
+ * p.lanes) with output channels in the SIMD lanes: see conv2d_nchw_ocvec.cc. Returns false (and
+ * leaves *out alone) when the group does not fit.
+ */
+bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                    const Conv2dOcVecParams& p, lower::LoweredFunc* out);
+
+/*! \brief Output columns per channels-in-lanes tile for output width `ow` and block `most`: the
+ * largest divisor of `ow` in [most/2, most] (no tail tile), else min(ow, most). */
+int64_t ChooseOwBlock(int64_t ow, int64_t most);
+
+/*! \brief Output-channel block the channels-in-lanes kernel will use for `conv` on `target`
+ * (the weight packing PackConvWeights should apply), or 0 when that kernel will not take it. */
+int64_t OcVecWeightBlock(const Graph& g, const Node& conv, const Target& target);
 
 }  // namespace ember::compiler::schedule
 

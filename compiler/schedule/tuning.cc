@@ -191,20 +191,6 @@ Conv2dParams TunedConv2dWideParams(const FusedGroup& group, const lower::Schedul
 
 // ---- conv2d_nchw_ocvec: ow_block columns x oc_vectors vectors of accumulators ----
 
-namespace {
-
-// The block width the schedule uses for `most` (its rule: the largest divisor of the output
-// width in [most/2, most], else most), so that candidates differ in effect, not only in name.
-int64_t EffectiveOwBlock(int64_t ow, int64_t most) {
-  most = std::min(ow, most);
-  for (int64_t cand = most; cand * 2 >= most; --cand) {
-    if (ow % cand == 0) return cand;
-  }
-  return most;
-}
-
-}  // namespace
-
 int64_t CacheRowChunk(const ConvShape& s, const Target& t) {
   constexpr int64_t kFloat = 4;
   const int64_t budget = TargetCacheSizes(t).l2 / 2;
@@ -232,9 +218,9 @@ OcVecBlocking TunedConv2dOcVecBlocking(const FusedGroup& group, const lower::Sch
     // Block widths whose accumulators fill a third to all of the register budget, then the
     // other chunking (none, or half the cache-derived chunk) with the table's width.
     std::vector<ParamSet> out;
-    std::set<int64_t> seen{EffectiveOwBlock(s.ow, table_ow_block)};
+    std::set<int64_t> seen{ChooseOwBlock(s.ow, table_ow_block)};
     for (int64_t most = budget / oc_vectors; most >= 1 && 3 * most * oc_vectors >= budget; --most) {
-      if (seen.insert(EffectiveOwBlock(s.ow, most)).second) {
+      if (seen.insert(ChooseOwBlock(s.ow, most)).second) {
         out.push_back({{"ow_block", most}, {"row_chunk", table.row_chunk}});
       }
     }

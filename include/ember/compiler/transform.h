@@ -15,6 +15,8 @@
 namespace ember {
 namespace compiler {
 
+struct Target;
+
 /*!
  * \brief Per-node canonicalization + type inference + folding, in topological order: constant
  * inputs become attributes, defaults are filled, Shape/Size/ConstantOfShape/Range and nodes with
@@ -28,6 +30,12 @@ void FoldConstants(Graph* graph);
 void Simplify(Graph* graph);
 /*! \brief BatchNormalization folded into the Conv/Gemm before it, else turned into Mul + Add. */
 void FoldBatchNorm(Graph* graph);
+/*! \brief Conv attribute set by PackConvWeights: the weight constant holds its data as
+ *  [OC/B][IC/group][KH][KW][B] (B = the attribute's value) under its declared OIHW shape. */
+constexpr const char* kPackedWeightBlockAttr = "ember_packed_weight_block";
+/*! \brief Repacks constant Conv weights into the blocked layout the target's conv schedule reads
+ *  (see kPackedWeightBlockAttr), so kernels do not repack them on every call. */
+void PackConvWeights(Graph* graph, const Target& target);
 /*! \brief Drops nodes none of whose outputs is used. */
 void EliminateDeadCode(Graph* graph);
 

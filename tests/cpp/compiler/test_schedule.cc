@@ -2,9 +2,11 @@
 // (EMBER_SCHEDULE=NAME) and its convolutions are compared with a reference loop nest, over strides,
 // pads, groups (depthwise), 1x1 kernels, batches and fused epilogues (bias, Relu, residual Add).
 #include <ember/compiler/lower.h>
+#include <ember/compiler/transform.h>
 #include <ember/runtime/c_runtime_api.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -64,10 +66,36 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-// Compiles the case with the forced schedule, runs it and compares with a reference.
-void CheckConv(const char* schedule_name, const ConvCase& cc) {
-  SCOPED_TRACE(std::string(schedule_name) + " " + CaseName(cc));
-  ScopedEnv force("EMBER_SCHEDULE", schedule_name);
+// How a case is compiled: a forced table entry (or none), the loop-IR marker proving which kernel
+// took the group (or none), and weights prepacked as PackConvWeights does (block > 1) or OIHW.
+struct Build {
+  const char* schedule;
+  const char* marker;
+  int64_t packed_block;
+};
+
+Build ForEntry(const schedule::ScheduleEntry& e) {
+  return Build{e.name, e.kind == schedule::ScheduleKind::kConv2dOcVec ? "accm0_0[" : "acc0_0[", 0};
+}
+
+// OIHW weights in PackConvWeights' blocked order [O/B][I][H][W][B].
+void PackWeights(HostArray* w, int64_t oc, int64_t block) {
+  const int64_t per_oc = w->size() / oc;
+  std::vector<float> src(w->data<float>(), w->data<float>() + w->size());
+  for (int64_t o = 0; o < oc; ++o) {
+    for (int64_t r = 0; r < per_oc; ++r) {
+      w->data<float>()[((o / block) * per_oc + r) * block + o % block] = src[o * per_oc + r];
+    }
+  }
+}
+
+// Compiles the case as `build` says, runs it and compares with a reference.
+void CheckConv(const Build& build, const ConvCase& cc) {
+  const char* schedule_name = build.schedule != nullptr ? build.schedule : "default";
+  SCOPED_TRACE(std::string(schedule_name) + " " + CaseName(cc) + " packed " +
+               std::to_string(build.packed_block));
+  ScopedEnv force("EMBER_SCHEDULE", build.schedule != nullptr ? build.schedule : "");
+  ScopedEnv disable("EMBER_DISABLE_SCHEDULES", build.schedule != nullptr ? "0" : "1");
   const int64_t oh = (cc.h + 2 * cc.pad - cc.k) / cc.stride + 1;
   const int64_t ow = (cc.w + 2 * cc.pad - cc.k) / cc.stride + 1;
   const int64_t icg = cc.c / cc.group, ocg = cc.oc / cc.group;
@@ -83,6 +111,7 @@ void CheckConv(const char* schedule_name, const ConvCase& cc) {
                 {"dilations", std::vector<int64_t>{1, 1}},
                 {"pads", std::vector<int64_t>{cc.pad, cc.pad, cc.pad, cc.pad}},
                 {"group", cc.group}};
+  if (build.packed_block > 1) attrs[kPackedWeightBlockAttr] = build.packed_block;
   int y = kg.Add("Conv", conv_in, {TensorType{oshape, kFloat32}}, attrs)[0];
   if (cc.residual) y = kg.Add("Add", {y, r}, {TensorType{oshape, kFloat32}})[0];
   if (cc.relu) y = kg.Add("Relu", {y}, {TensorType{oshape, kFloat32}})[0];
@@ -91,9 +120,11 @@ void CheckConv(const char* schedule_name, const ConvCase& cc) {
   BuildOptions bo;
   bo.dump_dir = dump;
   Library lib({kg.Group("conv", {y})}, bo);
-  // The schedule took the group: its padded workspace appears in the loop IR.
+  // The schedule took the group: its tile accumulators appear in the loop IR.
   std::string loops = ReadFile(dump + "/kernels.loop.txt");
-  EXPECT_NE(loops.find("_padded_ws"), std::string::npos) << "schedule did not take the group";
+  if (build.marker != nullptr) {
+    EXPECT_NE(loops.find(build.marker), std::string::npos) << "schedule did not take the group";
+  }
   std::filesystem::remove_all(dump);
   auto f = lib.Get("conv");
   ASSERT_NE(f, nullptr);
@@ -103,7 +134,10 @@ void CheckConv(const char* schedule_name, const ConvCase& cc) {
   hw.FillRandom(12);
   hb.FillRandom(13);
   hr.FillRandom(14);
-  std::vector<HostArray*> call_args{&hx, &hw};
+  HostArray hw_call(hw.shape, kFloat32);
+  std::copy(hw.bytes.begin(), hw.bytes.end(), hw_call.bytes.begin());
+  if (build.packed_block > 1) PackWeights(&hw_call, cc.oc, build.packed_block);
+  std::vector<HostArray*> call_args{&hx, &hw_call};
   if (cc.bias) call_args.push_back(&hb);
   if (cc.residual) call_args.push_back(&hr);
   call_args.push_back(&out);
@@ -136,7 +170,8 @@ void CheckConv(const char* schedule_name, const ConvCase& cc) {
   EXPECT_EQ(bad, 0);
 }
 
-const std::vector<ConvCase>& Cases() {
+// Shapes for the wide kernel (any channel count).
+const std::vector<ConvCase>& WideCases() {
   static const std::vector<ConvCase> cases = {
       {1, 3, 9, 9, 4, 3, 2, 1, 1, true, false, false},     // strided, padded, bias
       {1, 8, 12, 11, 8, 3, 1, 1, 1, false, true, true},    // residual + relu, odd width
@@ -150,20 +185,51 @@ const std::vector<ConvCase>& Cases() {
   return cases;
 }
 
+// Shapes for the channels-in-lanes kernel: output channels per group a multiple of 16, widths
+// with and without a tail tile.
+const std::vector<ConvCase>& OcVecCases() {
+  static const std::vector<ConvCase> cases = {
+      {1, 3, 9, 9, 32, 3, 2, 1, 1, true, false, false},     // strided, padded, bias
+      {1, 8, 12, 13, 32, 3, 1, 1, 1, false, true, true},    // residual + relu, tail columns
+      {2, 6, 7, 7, 16, 1, 1, 0, 1, true, true, false},      // 1x1, batch 2, one vector
+      {1, 5, 10, 10, 48, 1, 2, 0, 1, false, false, false},  // 1x1 stride 2, 48 = 3 vectors
+      {1, 3, 15, 15, 32, 7, 2, 3, 1, true, false, false},   // 7x7 stride 2 stem
+      {1, 4, 6, 6, 64, 3, 1, 0, 2, true, false, false},     // grouped, no padding
+      {1, 16, 29, 31, 32, 3, 1, 1, 1, false, true, false},  // wide rows: several tiles + tail
+  };
+  return cases;
+}
+
 TEST(Schedule, TableNamesAreUniqueAndCarryTheTarget) {
   std::set<std::string> names;
   for (const schedule::ScheduleEntry& e : schedule::ScheduleTable()) {
     EXPECT_TRUE(names.insert(e.name).second) << e.name;
-    EXPECT_GE(e.conv.lanes, 1);
-    EXPECT_GE(e.conv.oc_block, 1);
+    if (e.kind == schedule::ScheduleKind::kConv2dWide) {
+      EXPECT_GE(e.conv.lanes, 1);
+      EXPECT_GE(e.conv.oc_block, 1);
+    } else {
+      EXPECT_GE(e.conv_ocvec.lanes, 1);
+      EXPECT_GE(e.conv_ocvec.ow_block, 1);
+    }
   }
   EXPECT_FALSE(names.empty());
 }
 
 TEST(Schedule, EveryTableEntryMatchesTheReferenceConv) {
   for (const schedule::ScheduleEntry& e : schedule::ScheduleTable()) {
-    for (const ConvCase& c : Cases()) CheckConv(e.name, c);
+    bool wide = e.kind == schedule::ScheduleKind::kConv2dWide;
+    for (const ConvCase& c : wide ? WideCases() : OcVecCases()) CheckConv(ForEntry(e), c);
   }
+}
+
+// Weights packed at compile time are read right by the kernel that expects them, by a kernel
+// that refuses them (the wide one) and by the default schedule.
+TEST(Schedule, PackedWeightsAreReadRightByEveryPath) {
+  const ConvCase c{1, 8, 12, 13, 32, 3, 1, 1, 1, true, true, false};
+  CheckConv(Build{"conv2d_nchw_ocvec_avx512", "accm0_0[", 32}, c);
+  CheckConv(Build{"conv2d_nchw_ocvec_avx512", nullptr, 16}, c);  // other block: default path
+  CheckConv(Build{"conv2d_nchw_wide_avx512", nullptr, 32}, c);
+  CheckConv(Build{nullptr, nullptr, 32}, c);
 }
 
 TEST(Schedule, HostTargetPicksAConvScheduleOnX86AndArm) {

@@ -1,0 +1,242 @@
+// Register-blocked direct 2-D convolution with output channels in the vector lanes.
+//
+// The register tile is `ow_block` consecutive output columns of one output row times `oc_block`
+// output channels (one or two SIMD vectors). For every (ic, kh, kw) the tile loads the packed
+// weights of its channels (one aligned vector per `lanes` channels), broadcasts one input value
+// per column and issues ow_block x oc_block/lanes FMAs: no unaligned loads, no garbage columns,
+// any output width. Weights are read as [OC/oc_block][IC/group][KH][KW][oc_block]: packed at
+// compile time when the conv carries the attribute kPackedWeightBlockAttr (see
+// pack_conv_weights.cc), otherwise packed by the kernel into a workspace on every call. Padded
+// convolutions read a zero-padded copy of the image; unpadded ones read the input directly. The
+// result is written in [N][OC/oc_block][OH][OW][oc_block] blocks, which the group's epilogue (bias,
+// activation, residual; lowered by the default schedule) reads back into NCHW.
+#include <ember/compiler/target.h>
+#include <ember/compiler/transform.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "conv_group.h"
+#include "schedule.h"
+#include "tuning.h"
+
+namespace ember::compiler::schedule {
+namespace {
+
+using lower::Buffer;
+using lower::BufferLoad;
+using lower::BufferScope;
+using lower::ForKind;
+using lower::Stmt;
+using te::Expr;
+
+// A serial loop LLVM must neither vectorise nor unroll (the SLP vectoriser packs the tile).
+Stmt ScalarLoop(const Expr& var, int64_t extent, Stmt body) {
+  if (extent == 1) return body;  // callers substitute 0 for the variable
+  auto loop = std::make_shared<lower::ForNode>();
+  loop->var = var;
+  loop->extent = extent;
+  loop->keep_scalar = true;
+  loop->body = std::move(body);
+  return loop;
+}
+
+int64_t OcBlock(const ConvShape& s, const Conv2dOcVecParams& p) {
+  if (p.lanes <= 0 || s.ocg % p.lanes != 0) return 0;
+  return (p.oc_vectors >= 2 && s.ocg % (2 * p.lanes) == 0) ? 2 * p.lanes : p.lanes;
+}
+
+struct TileContext {
+  const ConvShape& s;
+  int64_t ocb;            // output channels per tile
+  Buffer in;              // padded image or the input argument
+  Expr in_base;           // element offset of image n in `in`
+  int64_t in_h, in_w;     // plane size of `in`
+  Buffer weights;         // packed [OC/ocb][ICg][KH][KW][ocb]
+  Buffer result;          // [N][OC/ocb][OH][OW][ocb]
+  Expr n;                 // image
+  lower::LoweredFunc* f;  // receives the accumulator locals
+};
+
+// One tile: `width` columns from ow0 of row oh, channels [ob*ocb, ob*ocb + ocb).
+Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, const Expr& oh,
+              const Expr& ow0, int64_t width) {
+  const ConvShape& s = c.s;
+  Expr ic_v = te::MakeVar("ic"), kh_v = te::MakeVar("kh"), kw_v = te::MakeVar("kw");
+  Expr ic = s.icg > 1 ? ic_v : Expr(0);
+  Expr kh = s.kh > 1 ? kh_v : Expr(0);
+  Expr kw = s.kw > 1 ? kw_v : Expr(0);
+  Expr ic_in = s.group > 1 ? te::FloorDiv(ob * c.ocb, Expr(s.ocg)) * s.icg + ic : ic;
+  Expr row = c.in_base + (ic_in * c.in_h + oh * s.s_h + kh) * c.in_w + kw;
+  Expr w_base = (((ob * s.icg + ic) * s.kh + kh) * s.kw + kw) * c.ocb;
+  std::vector<Stmt> init, update, store;
+  for (int64_t r = 0; r < width; ++r) {
+    Expr x = BufferLoad(c.in, row + (ow0 + r) * s.s_w);
+    for (int64_t v = 0; v < c.ocb; ++v) {
+      Buffer a = NewFloatBuffer("acc" + tag + std::to_string(r) + "_" + std::to_string(v), 1,
+                                BufferScope::kLocal);
+      c.f->locals.push_back(a);
+      init.push_back(lower::Store(a, 0, te::Const(te::Float(32), 0)));
+      update.push_back(
+          lower::Store(a, 0, BufferLoad(a, 0) + x * BufferLoad(c.weights, w_base + v)));
+      Expr dst = ((((c.n * (s.oc / c.ocb) + ob) * s.oh + oh) * s.ow + ow0 + r) * c.ocb) + v;
+      store.push_back(lower::Store(c.result, dst, BufferLoad(a, 0)));
+    }
+  }
+  Stmt red = ScalarLoop(kw_v, s.kw, lower::Seq(update));
+  red = ScalarLoop(kh_v, s.kh, red);
+  red = ScalarLoop(ic_v, s.icg, red);
+  std::vector<Stmt> tile = init;
+  tile.push_back(red);
+  tile.insert(tile.end(), store.begin(), store.end());
+  return lower::Seq(tile);
+}
+
+// Copies image n into a zero-padded [C][PH][PW] plane set.
+Stmt PadImage(const ConvShape& s, const Buffer& x, const Buffer& padded, const Expr& n, int64_t ph,
+              int64_t pw, const lower::ScheduleOptions& opts) {
+  Expr c = te::MakeVar("c"), y = te::MakeVar("y"), xx = te::MakeVar("x");
+  Expr sy = y - s.pad_t, sx = xx - s.pad_l;
+  Expr inside = (sy >= 0) && (sy < s.h) && (sx >= 0) && (sx < s.w);
+  Expr src = ((n * s.c + c) * s.h + sy) * s.w + sx;
+  Stmt copy = lower::Store(padded, (c * ph + y) * pw + xx,
+                           te::Select(inside, BufferLoad(x, src), te::Const(te::Float(32), 0)));
+  copy = lower::For(xx, pw, ForKind::kVectorized, copy);
+  copy = lower::For(y, ph, ForKind::kSerial, copy);
+  bool par = opts.parallel && s.c * ph * pw >= opts.parallel_min_work && s.c > 1;
+  return lower::For(c, s.c, par ? ForKind::kParallel : ForKind::kSerial, copy);
+}
+
+// Packs OIHW weights into [OC/ocb][ICg][KH][KW][ocb] (when emberc did not at compile time).
+Stmt PackWeights(const ConvShape& s, int64_t ocb, const Buffer& w, const Buffer& packed,
+                 const lower::ScheduleOptions& opts) {
+  const int64_t red = s.icg * s.kh * s.kw;
+  Expr ob = te::MakeVar("ob"), r = te::MakeVar("r"), v = te::MakeVar("v");
+  Stmt st = lower::Store(packed, (ob * red + r) * ocb + v, BufferLoad(w, (ob * ocb + v) * red + r));
+  st = lower::For(v, ocb, ForKind::kSerial, st);
+  st = lower::For(r, red, ForKind::kSerial, st);
+  bool par = opts.parallel && s.oc * red >= opts.parallel_min_work && s.oc / ocb > 1;
+  return lower::For(ob, s.oc / ocb, par ? ForKind::kParallel : ForKind::kSerial, st);
+}
+
+}  // namespace
+
+int64_t ChooseOwBlock(int64_t ow, int64_t most) {
+  most = std::min(ow, most);
+  for (int64_t cand = most; cand * 2 >= most; --cand) {
+    if (ow % cand == 0) return cand;
+  }
+  return most;
+}
+
+bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                    const Conv2dOcVecParams& p, lower::LoweredFunc* out) {
+  ConvGroup m;
+  if (!MatchConvGroup(group, &m)) return false;
+  const ConvShape& s = m.s;
+  const int64_t ocb = OcBlock(s, p);
+  if (ocb == 0) return false;
+  const OcVecBlocking blocking = TunedConv2dOcVecBlocking(group, opts, p.oc_vectors, p.ow_block);
+  const int64_t owb = ChooseOwBlock(s.ow, blocking.ow_block);
+  const int64_t rows = blocking.row_chunk;  // divides s.oh
+
+  const int64_t full = s.ow / owb, tail = s.ow % owb;
+  const int64_t ph = (s.oh - 1) * s.s_h + s.kh, pw = (s.ow - 1) * s.s_w + s.kw;
+  const bool padded_input = s.pad_t > 0 || s.pad_l > 0 || ph > s.h || pw > s.w;
+  if (padded_input && s.c * ph * pw > (int64_t{1} << 28)) return false;
+  const int64_t packed_block = m.conv->GetInt(kPackedWeightBlockAttr, 0);
+  if (packed_block != 0 && packed_block != ocb) return false;  // the default schedule reads it
+  const bool prepacked = packed_block == ocb;
+
+  lower::LoweredFunc f;
+  Buffer result, xb, wb;
+  const int64_t ocbs = s.oc / ocb;
+  auto blocked = [&](const std::vector<Expr>& i) {
+    return (((i[0] * ocbs + te::FloorDiv(i[1], Expr(ocb))) * s.oh + i[2]) * s.ow + i[3]) * ocb +
+           te::FloorMod(i[1], Expr(ocb));
+  };
+  if (!LowerConvEpilogue(group, m, s.n * s.oc * s.oh * s.ow, blocked, opts, &f, &result, &xb,
+                         &wb)) {
+    return false;
+  }
+  std::vector<Stmt> body;
+  Buffer weights = wb;
+  if (!prepacked) {
+    weights = NewFloatBuffer(m.conv->name + "_packed_w_ws", s.oc * s.icg * s.kh * s.kw,
+                             BufferScope::kWorkspace);
+    f.workspaces.push_back(weights);
+    body.push_back(PackWeights(s, ocb, wb, weights, opts));
+  }
+  Buffer padded;
+  if (padded_input) {
+    padded = NewFloatBuffer(m.conv->name + "_padded_ws", s.c * ph * pw, BufferScope::kWorkspace);
+    f.workspaces.push_back(padded);
+  }
+  Expr n = te::MakeVar("n");
+  TileContext ctx{s,
+                  ocb,
+                  padded_input ? padded : xb,
+                  padded_input ? Expr(0) : n * (s.c * s.h * s.w),
+                  padded_input ? ph : s.h,
+                  padded_input ? pw : s.w,
+                  weights,
+                  result,
+                  n,
+                  &f};
+  std::vector<Stmt> image;
+  if (padded_input) image.push_back(PadImage(s, xb, padded, n, ph, pw, opts));
+  const int64_t work_per_tile = owb * ocb * s.icg * s.kh * s.kw;
+  // Tiles run chunk-major: every channel block reads a chunk of `rows` output rows' input while
+  // it is in cache, then the next chunk.
+  auto tile_loop = [&](int64_t tiles_per_row, int64_t width, const std::string& tag, bool is_tail) {
+    Expr t = te::MakeVar("t");
+    const int64_t per_ob = rows * tiles_per_row, per_chunk = ocbs * per_ob;
+    Expr chunk = te::FloorDiv(t, Expr(per_chunk));
+    Expr in_chunk = te::FloorMod(t, Expr(per_chunk));
+    Expr ob = te::FloorDiv(in_chunk, Expr(per_ob));
+    Expr rest = te::FloorMod(in_chunk, Expr(per_ob));
+    Expr oh = chunk * rows + (tiles_per_row > 1 ? te::FloorDiv(rest, Expr(tiles_per_row)) : rest);
+    Expr ow0 = is_tail
+                   ? Expr(full * owb)
+                   : (tiles_per_row > 1 ? te::FloorMod(rest, Expr(tiles_per_row)) * owb : Expr(0));
+    const int64_t tiles = (s.oh / rows) * per_chunk;
+    bool par = opts.parallel && tiles > 1 && tiles * work_per_tile >= opts.parallel_min_work;
+    return lower::For(t, tiles, par ? ForKind::kParallel : ForKind::kSerial,
+                      MakeTile(ctx, tag, ob, oh, ow0, width));
+  };
+  image.push_back(tile_loop(full, owb, "m", false));
+  if (tail > 0) image.push_back(tile_loop(1, tail, "t", true));
+  body.push_back(lower::For(n, s.n, ForKind::kSerial, lower::Seq(image)));
+  body.push_back(f.body);
+  f.body = lower::Seq(body);
+  f.prefer_vector_bits = p.prefer_vector_bits;
+  *out = std::move(f);
+  return true;
+}
+
+int64_t OcVecWeightBlock(const Graph& g, const Node& conv, const Target& target) {
+  if (SchedulesDisabled()) return 0;
+  FusedGroup alone;
+  alone.graph = &g;
+  alone.nodes = {&conv};
+  for (int v : conv.inputs) {
+    if (v != kAbsentValue) alone.inputs.push_back(v);
+  }
+  alone.outputs = {conv.outputs.at(0)};
+  ConvGroup m;
+  if (!MatchConvGroup(alone, &m)) return 0;
+  const char* forced = std::getenv("EMBER_SCHEDULE");
+  TargetClass tc = ClassifyTarget(target);
+  for (const ScheduleEntry& e : ScheduleTable()) {
+    bool chosen =
+        forced != nullptr && *forced != '\0' ? std::strcmp(forced, e.name) == 0 : e.target == tc;
+    if (!chosen) continue;
+    if (e.kind == ScheduleKind::kConv2dOcVec) return OcBlock(m.s, e.conv_ocvec);
+    return 0;  // an earlier entry of another kind would take it
+  }
+  return 0;
+}
+
+}  // namespace ember::compiler::schedule
