@@ -73,6 +73,15 @@ std::string TempDir(const char* tag) {
   return mkdtemp(buf.data());
 }
 
+// Removes a test's directory however the test ends.
+struct RemoveAtExit {
+  std::string path;
+  ~RemoveAtExit() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
 std::string ErrorOf(const std::string& text) {
   try {
     TuningLog::Parse(text, "my.log");
@@ -108,6 +117,7 @@ TEST(TuningLog, GoldenTextRoundTrips) {
 
 TEST(TuningLog, SaveLoadMergeAndComments) {
   std::string dir = TempDir("log");
+  RemoveAtExit cleanup{dir};
   std::string path = dir + "/sub/tuning.log";
   TuningLog a = TuningLog::LoadIfExists(path);
   EXPECT_EQ(a.size(), 0u);
@@ -130,7 +140,6 @@ TEST(TuningLog, SaveLoadMergeAndComments) {
   // Comments, blank lines, CRLF; a repeated key: the later line wins.
   TuningLog e = TuningLog::Parse("# hi\n\nk\tx=1\t1\tv\r\nk\tx=2\t1\tv\n", "e");
   EXPECT_EQ(e.Find("k")->params.at("x"), 2);
-  fs::remove_all(dir);
 }
 
 TEST(TuningLog, MalformedLinesNameFileAndLine) {
@@ -374,6 +383,7 @@ std::string TinyConvModel() {
 TEST(TuneEndToEnd, TunesWritesTheLogAndALaterCompileReusesIt) {
   ScopedEnv force("EMBER_SCHEDULE", kSchedule);
   std::string dir = TempDir("e2e");
+  RemoveAtExit cleanup{dir};
   std::string model = dir + "/model.onnx";
   std::ofstream(model, std::ios::binary) << TinyConvModel();
   std::string log_path = dir + "/logs/tuning.log";
@@ -411,11 +421,11 @@ TEST(TuneEndToEnd, TunesWritesTheLogAndALaterCompileReusesIt) {
   st = Compile(reuse);
   EXPECT_EQ(st.tuning_log_used, 1);
   EXPECT_NE(verbose.str().find(" -> lanes="), std::string::npos) << verbose.str();
-  fs::remove_all(dir);
 }
 
 TEST(TuneEndToEnd, RefusesCrossTargetsAndBadLogs) {
   std::string dir = TempDir("refuse");
+  RemoveAtExit cleanup{dir};
   std::string model = dir + "/model.onnx";
   std::ofstream(model, std::ios::binary) << TinyConvModel();
   CompileOptions opt;
@@ -440,7 +450,6 @@ TEST(TuneEndToEnd, RefusesCrossTargetsAndBadLogs) {
   } catch (const CompileError& e) {
     EXPECT_NE(std::string(e.what()).find(dir + "/bad.log line 1"), std::string::npos) << e.what();
   }
-  fs::remove_all(dir);
 }
 
 }  // namespace
