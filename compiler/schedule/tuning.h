@@ -16,7 +16,9 @@
 // Cache sizes: for the host they are read from sysfs (/sys/devices/system/cpu/cpu0/cache/
 // index*/{level,type,size}); for cross targets (and when sysfs is missing) from a per-target-class
 // table of typical cores (x86: 32 KiB L1d, 1 MiB L2; AArch64: 64 KiB L1d, 512 KiB L2; ARMv7: 32
-// KiB L1d, 256 KiB L2). Schedules use them to size cache tiles.
+// KiB L1d, 256 KiB L2). Where a conv's padded input exceeds half of L2, conv2d_nchw_ocvec runs
+// its tiles in chunks of output rows whose input fits there (CacheRowChunk); the register blocks
+// themselves follow the register file (VectorRegisters), not the caches.
 #ifndef EMBER_COMPILER_SCHEDULE_TUNING_H_
 #define EMBER_COMPILER_SCHEDULE_TUNING_H_
 

@@ -423,6 +423,20 @@ TEST(TuneEndToEnd, TunesWritesTheLogAndALaterCompileReusesIt) {
   EXPECT_NE(verbose.str().find(" -> lanes="), std::string::npos) << verbose.str();
 }
 
+TEST(TuneEndToEnd, DefaultLogPathFollowsXdgThenHome) {
+  {
+    ScopedEnv xdg("XDG_CACHE_HOME", "/xdg");
+    EXPECT_EQ(DefaultTuningLogPath("/out"), "/xdg/ember/tuning.log");
+  }
+  ScopedEnv no_xdg("XDG_CACHE_HOME", nullptr);
+  {
+    ScopedEnv home("HOME", "/home/u");
+    EXPECT_EQ(DefaultTuningLogPath("/out"), "/home/u/.cache/ember/tuning.log");
+  }
+  ScopedEnv no_home("HOME", nullptr);
+  EXPECT_EQ(DefaultTuningLogPath("/out"), "/out/tuning.log");
+}
+
 TEST(TuneEndToEnd, RefusesCrossTargetsAndBadLogs) {
   std::string dir = TempDir("refuse");
   RemoveAtExit cleanup{dir};
