@@ -215,9 +215,13 @@ TEST(Depthwise, TableNamesAreDistinctFromTheConvTable) {
 }
 
 TEST(Depthwise, EveryEntryMatchesTheReference) {
+  // Entries with the same parameters lower to the same loop nest on the host: run one of them.
+  std::set<std::pair<int64_t, int>> seen;
   for (const schedule::DepthwiseEntry& e : schedule::DepthwiseScheduleTable()) {
+    if (!seen.insert({e.dw.lanes, e.dw.prefer_vector_bits}).second) continue;
     for (const DwCase& c : Cases()) CheckCase(e.name, c, true);
   }
+  EXPECT_GE(seen.size(), 3u);
 }
 
 TEST(Depthwise, HostTargetPicksTheDepthwiseSchedule) {
