@@ -362,6 +362,25 @@ TEST(TuningHook, OcVecBlockWidthFromTheLog) {
   EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 6).row_chunk, ConvKernel::kH);
 }
 
+// The channels-in-lanes conv with chunked rows (as CacheRowChunk picks on small-L2 targets) and
+// other block widths from a log: still the reference's results.
+TEST(TuningHook, OcVecCandidatesAndRowChunksAreCorrect) {
+  ScopedEnv force("EMBER_SCHEDULE", "conv2d_nchw_ocvec_avx2");
+  ConvKernel ck;
+  schedule::TuningTask t = Describe(ck);
+  ASSERT_NE(t.key.find("conv2d_nchw_ocvec"), std::string::npos) << t.key;
+  std::vector<ParamSet> cands = t.candidates;
+  cands.push_back({{"ow_block", 4}, {"row_chunk", 2}});
+  cands.push_back({{"ow_block", 9}, {"row_chunk", 1}});
+  for (const ParamSet& p : cands) {
+    SCOPED_TRACE(schedule::ParamSetToString(p));
+    TuningLog log;
+    log.Put(TuningRecord{t.key, p, 1.0, "test"});
+    BuildAndCheck(ck, &log);
+    EXPECT_EQ(log.used().size(), 1u);
+  }
+}
+
 // ---- --tune end to end ----
 
 std::string TinyConvModel() {
