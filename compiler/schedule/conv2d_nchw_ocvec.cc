@@ -60,9 +60,10 @@ struct TileContext {
   lower::LoweredFunc* f;  // receives the accumulator locals
 };
 
-// One tile: `width` columns from ow0 of row oh, channels [ob*ocb, ob*ocb + ocb).
+// One tile: `rows` output rows from oh times `width` columns from ow0, channels
+// [ob*ocb, ob*ocb + ocb).
 Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, const Expr& oh,
-              const Expr& ow0, int64_t width) {
+              int64_t rows, const Expr& ow0, int64_t width) {
   const ConvShape& s = c.s;
   Expr ic_v = te::MakeVar("ic"), kh_v = te::MakeVar("kh"), kw_v = te::MakeVar("kw");
   Expr ic = s.icg > 1 ? ic_v : Expr(0);
@@ -72,17 +73,20 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
   Expr row = c.in_base + (ic_in * c.in_h + oh * s.s_h + kh) * c.in_w + kw;
   Expr w_base = (((ob * s.icg + ic) * s.kh + kh) * s.kw + kw) * c.ocb;
   std::vector<Stmt> init, update, store;
-  for (int64_t r = 0; r < width; ++r) {
-    Expr x = BufferLoad(c.in, row + (ow0 + r) * s.s_w);
-    for (int64_t v = 0; v < c.ocb; ++v) {
-      Buffer a = NewFloatBuffer("acc" + tag + std::to_string(r) + "_" + std::to_string(v), 1,
-                                BufferScope::kLocal);
-      c.f->locals.push_back(a);
-      init.push_back(lower::Store(a, 0, te::Const(te::Float(32), 0)));
-      update.push_back(
-          lower::Store(a, 0, BufferLoad(a, 0) + x * BufferLoad(c.weights, w_base + v)));
-      Expr dst = ((((c.n * (s.oc / c.ocb) + ob) * s.oh + oh) * s.ow + ow0 + r) * c.ocb) + v;
-      store.push_back(lower::Store(c.result, dst, BufferLoad(a, 0)));
+  for (int64_t rr = 0; rr < rows; ++rr) {
+    for (int64_t r = 0; r < width; ++r) {
+      Expr x = BufferLoad(c.in, row + rr * s.s_h * c.in_w + (ow0 + r) * s.s_w);
+      for (int64_t v = 0; v < c.ocb; ++v) {
+        Buffer a =
+            NewFloatBuffer("acc" + tag + std::to_string(rr * width + r) + "_" + std::to_string(v),
+                           1, BufferScope::kLocal);
+        c.f->locals.push_back(a);
+        init.push_back(lower::Store(a, 0, te::Const(te::Float(32), 0)));
+        update.push_back(
+            lower::Store(a, 0, BufferLoad(a, 0) + x * BufferLoad(c.weights, w_base + v)));
+        Expr dst = ((((c.n * (s.oc / c.ocb) + ob) * s.oh + oh + rr) * s.ow + ow0 + r) * c.ocb) + v;
+        store.push_back(lower::Store(c.result, dst, BufferLoad(a, 0)));
+      }
     }
   }
   Stmt red = ScalarLoop(kw_v, s.kw, lower::Seq(update));
@@ -93,6 +97,14 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
   tile.insert(tile.end(), store.begin(), store.end());
   return lower::Seq(tile);
 }
+
+// A grid of equal tiles: `row_groups` groups of `tile_rows` rows from output row oh0, each cut
+// into `tiles_per_row` tiles of `width` columns from column ow0.
+struct TileGrid {
+  std::string tag;
+  int64_t row_groups, tile_rows, oh0;
+  int64_t tiles_per_row, width, ow0;
+};
 
 // Copies image n into a zero-padded [C][PH][PW] plane set.
 Stmt PadImage(const ConvShape& s, const Buffer& x, const Buffer& padded, const Expr& n, int64_t ph,
@@ -187,27 +199,36 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
                   &f};
   std::vector<Stmt> image;
   if (padded_input) image.push_back(PadImage(s, xb, padded, n, ph, pw, opts));
-  const int64_t work_per_tile = owb * ocb * s.icg * s.kh * s.kw;
-  // Tiles run chunk-major: every channel block reads a chunk of `rows` output rows' input while
-  // it is in cache, then the next chunk.
-  auto tile_loop = [&](int64_t tiles_per_row, int64_t width, const std::string& tag, bool is_tail) {
+  // Narrow outputs take several rows per tile, so each weight load feeds more FMAs.
+  const int64_t tile_rows =
+      owb == s.ow ? std::max<int64_t>(1, std::min(s.oh, blocking.ow_block / s.ow)) : 1;
+  // Tiles run chunk-major: every channel block reads a chunk of output rows' input while it is
+  // in cache, then the next chunk (single-row tiles only; multi-row tiles are for small planes).
+  auto tile_loop = [&](const TileGrid& g) {
+    const int64_t chunk_groups = g.tile_rows == 1 && g.row_groups == s.oh ? rows : g.row_groups;
+    const int64_t per_ob = chunk_groups * g.tiles_per_row, per_chunk = ocbs * per_ob;
     Expr t = te::MakeVar("t");
-    const int64_t per_ob = rows * tiles_per_row, per_chunk = ocbs * per_ob;
     Expr chunk = te::FloorDiv(t, Expr(per_chunk));
     Expr in_chunk = te::FloorMod(t, Expr(per_chunk));
     Expr ob = te::FloorDiv(in_chunk, Expr(per_ob));
     Expr rest = te::FloorMod(in_chunk, Expr(per_ob));
-    Expr oh = chunk * rows + (tiles_per_row > 1 ? te::FloorDiv(rest, Expr(tiles_per_row)) : rest);
-    Expr ow0 = is_tail
-                   ? Expr(full * owb)
-                   : (tiles_per_row > 1 ? te::FloorMod(rest, Expr(tiles_per_row)) * owb : Expr(0));
-    const int64_t tiles = (s.oh / rows) * per_chunk;
-    bool par = opts.parallel && tiles > 1 && tiles * work_per_tile >= opts.parallel_min_work;
-    return lower::For(t, tiles, par ? ForKind::kParallel : ForKind::kSerial,
-                      MakeTile(ctx, tag, ob, oh, ow0, width));
+    Expr grp = chunk * chunk_groups +
+               (g.tiles_per_row > 1 ? te::FloorDiv(rest, Expr(g.tiles_per_row)) : rest);
+    Expr ow0 = g.tiles_per_row > 1 ? te::FloorMod(rest, Expr(g.tiles_per_row)) * g.width + g.ow0
+                                   : Expr(g.ow0);
+    const int64_t tiles = (g.row_groups / chunk_groups) * per_chunk;
+    const int64_t work = tiles * g.tile_rows * g.width * ocb * s.icg * s.kh * s.kw;
+    bool par = opts.parallel && tiles > 1 && work >= opts.parallel_min_work;
+    return lower::For(
+        t, tiles, par ? ForKind::kParallel : ForKind::kSerial,
+        MakeTile(ctx, g.tag, ob, grp * g.tile_rows + g.oh0, g.tile_rows, ow0, g.width));
   };
-  image.push_back(tile_loop(full, owb, "m", false));
-  if (tail > 0) image.push_back(tile_loop(1, tail, "t", true));
+  const int64_t groups = s.oh / tile_rows, row_tail = s.oh % tile_rows;
+  image.push_back(tile_loop(TileGrid{"m", groups, tile_rows, 0, full, owb, 0}));
+  if (tail > 0) image.push_back(tile_loop(TileGrid{"t", s.oh, 1, 0, 1, tail, full * owb}));
+  if (row_tail > 0) {
+    image.push_back(tile_loop(TileGrid{"r", 1, row_tail, groups * tile_rows, 1, owb, 0}));
+  }
   body.push_back(lower::For(n, s.n, ForKind::kSerial, lower::Seq(image)));
   body.push_back(f.body);
   f.body = lower::Seq(body);

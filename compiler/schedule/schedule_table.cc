@@ -34,7 +34,7 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
   // convs they refuse (output channels per group not a multiple of the vector width).
   using K = ScheduleKind;
   static const std::vector<ScheduleEntry> table = {
-      {"conv2d_nchw_ocvec_avx512", TargetClass::kAvx512, K::kConv2dOcVec, {}, {16, 2, 12, 512}},
+      {"conv2d_nchw_ocvec_avx512", TargetClass::kAvx512, K::kConv2dOcVec, {}, {16, 2, 14, 512}},
       {"conv2d_nchw_ocvec_avx2", TargetClass::kAvx2, K::kConv2dOcVec, {}, {8, 2, 6, 0}},
       {"conv2d_nchw_ocvec_sse", TargetClass::kSse, K::kConv2dOcVec, {}, {4, 2, 6, 0}},
       {"conv2d_nchw_ocvec_neon", TargetClass::kNeon64, K::kConv2dOcVec, {}, {4, 2, 12, 0}},

@@ -196,6 +196,7 @@ const std::vector<ConvCase>& OcVecCases() {
       {1, 3, 15, 15, 32, 7, 2, 3, 1, true, false, false},   // 7x7 stride 2 stem
       {1, 4, 6, 6, 64, 3, 1, 0, 2, true, false, false},     // grouped, no padding
       {1, 16, 29, 31, 32, 3, 1, 1, 1, false, true, false},  // wide rows: several tiles + tail
+      {1, 16, 7, 5, 32, 3, 1, 1, 1, true, true, false},     // narrow: multi-row tiles + row tail
   };
   return cases;
 }
