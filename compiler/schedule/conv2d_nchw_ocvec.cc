@@ -237,7 +237,7 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   return true;
 }
 
-int64_t OcVecWeightBlock(const Graph& g, const Node& conv, const Target& target) {
+int64_t ConvWeightBlock(const Graph& g, const Node& conv, const Target& target) {
   if (SchedulesDisabled()) return 0;
   FusedGroup alone;
   alone.graph = &g;
@@ -254,6 +254,10 @@ int64_t OcVecWeightBlock(const Graph& g, const Node& conv, const Target& target)
     bool chosen =
         forced != nullptr && *forced != '\0' ? std::strcmp(forced, e.name) == 0 : e.target == tc;
     if (!chosen) continue;
+    if (e.kind == ScheduleKind::kConv2d1x1) {
+      if (!Conv1x1Applies(m.s, e.conv)) continue;
+      return Conv1x1OcBlock(m.s, e.conv.oc_block);
+    }
     if (e.kind == ScheduleKind::kConv2dOcVec) return OcBlock(m.s, e.conv_ocvec);
     return 0;  // an earlier entry of another kind would take it
   }

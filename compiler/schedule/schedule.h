@@ -13,6 +13,8 @@
 
 namespace ember::compiler::schedule {
 
+struct ConvShape;
+
 /*! \brief Targets the table distinguishes (by ISA and SIMD width). */
 enum class TargetClass { kGeneric, kSse, kAvx2, kAvx512, kNeon64, kNeon32 };
 TargetClass ClassifyTarget(const Target& t);
@@ -36,7 +38,7 @@ struct Conv2dOcVecParams {
 };
 
 /*! \brief Which kernel an entry describes; the table lists them in order of preference. */
-enum class ScheduleKind { kConv2dWide, kConv2dOcVec };
+enum class ScheduleKind { kConv2d1x1, kConv2dWide, kConv2dOcVec };
 
 struct ScheduleEntry {
   const char* name;
@@ -111,6 +113,21 @@ bool TryDepthwiseSchedules(const FusedGroup& group, const lower::ScheduleOptions
 bool TryPool2d(const FusedGroup& group, const lower::ScheduleOptions& opts,
                lower::LoweredFunc* out);
 
+/*! \brief True when conv2d_1x1.cc takes a conv of this shape: 1x1, stride 1, no padding, and
+ * a plane of at least 4 * p.lanes positions. */
+bool Conv1x1Applies(const ConvShape& s, const Conv2dParams& p);
+/*! \brief Output channels per tile of conv2d_1x1.cc: the largest of p.oc_block, 4, 2, 1 that
+ * divides the channels per group (also its weight packing block). */
+int64_t Conv1x1OcBlock(const ConvShape& s, int64_t most);
+
+/*!
+ * \brief 1x1 convolution over big planes as a matrix product with the epilogue applied in
+ * registers (see conv2d_1x1.cc); reads OIHW or packed weights. Returns false (and leaves *out
+ * alone) when the group does not fit.
+ */
+bool TryConv2d1x1(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                  const Conv2dParams& p, lower::LoweredFunc* out);
+
 /*!
  * \brief 2-D convolution (dilation 1, float32, output channels per group a multiple of
  * p.lanes) with output channels in the SIMD lanes: see conv2d_nchw_ocvec.cc. Returns false (and
@@ -123,9 +140,9 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
  * largest divisor of `ow` in [most/2, most] (no tail tile), else min(ow, most). */
 int64_t ChooseOwBlock(int64_t ow, int64_t most);
 
-/*! \brief Output-channel block the channels-in-lanes kernel will use for `conv` on `target`
- * (the weight packing PackConvWeights should apply), or 0 when that kernel will not take it. */
-int64_t OcVecWeightBlock(const Graph& g, const Node& conv, const Target& target);
+/*! \brief Output-channel block of the packed weights the conv kernel that will take `conv` on
+ * `target` reads (the packing PackConvWeights applies), or 0 when it reads OIHW weights. */
+int64_t ConvWeightBlock(const Graph& g, const Node& conv, const Target& target);
 
 }  // namespace ember::compiler::schedule
 

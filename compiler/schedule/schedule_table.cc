@@ -34,6 +34,11 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
   // convs they refuse (output channels per group not a multiple of the vector width).
   using K = ScheduleKind;
   static const std::vector<ScheduleEntry> table = {
+      {"conv2d_1x1_avx512", TargetClass::kAvx512, K::kConv2d1x1, Conv2dParams{64, 4, 512}, {}},
+      {"conv2d_1x1_avx2", TargetClass::kAvx2, K::kConv2d1x1, Conv2dParams{16, 4}, {}},
+      {"conv2d_1x1_sse", TargetClass::kSse, K::kConv2d1x1, Conv2dParams{8, 4}, {}},
+      {"conv2d_1x1_neon", TargetClass::kNeon64, K::kConv2d1x1, Conv2dParams{16, 4}, {}},
+      {"conv2d_1x1_neon32", TargetClass::kNeon32, K::kConv2d1x1, Conv2dParams{8, 4}, {}},
       {"conv2d_nchw_ocvec_avx512", TargetClass::kAvx512, K::kConv2dOcVec, {}, {16, 2, 14, 512}},
       {"conv2d_nchw_ocvec_avx2", TargetClass::kAvx2, K::kConv2dOcVec, {}, {8, 2, 6, 0}},
       {"conv2d_nchw_ocvec_sse", TargetClass::kSse, K::kConv2dOcVec, {}, {4, 2, 6, 0}},
@@ -55,6 +60,8 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
 bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::ScheduleOptions& opts,
               lower::LoweredFunc* out) {
   switch (e.kind) {
+    case ScheduleKind::kConv2d1x1:
+      return TryConv2d1x1(group, opts, e.conv, out);
     case ScheduleKind::kConv2dWide:
       return TryConv2dWide(group, opts, e.conv, out);
     case ScheduleKind::kConv2dOcVec:

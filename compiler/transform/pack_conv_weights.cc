@@ -1,5 +1,5 @@
 // PackConvWeights: constant Conv weights rewritten once, at compile time, into the blocked layout
-// the target's channels-in-lanes conv kernel reads (compiler/schedule/conv2d_nchw_ocvec.cc).
+// the target's conv kernel reads (compiler/schedule/conv2d_nchw_ocvec.cc, conv2d_1x1.cc).
 #include <ember/compiler/target.h>
 #include <ember/compiler/transform.h>
 
@@ -34,7 +34,7 @@ void PackConvWeights(Graph* graph, const Target& target) {
     if (n.op != "Conv" || n.HasAttr(kPackedWeightBlockAttr) || !n.HasInput(1)) continue;
     const Value& w = graph->value(n.inputs[1]);
     if (!w.is_constant() || w.type.dtype != kFloat32 || w.type.shape.size() != 4) continue;
-    int64_t block = schedule::OcVecWeightBlock(*graph, n, target);
+    int64_t block = schedule::ConvWeightBlock(*graph, n, target);
     if (block <= 1) continue;
     HostTensorPtr packed = PackOIHW(*w.constant, block);
     n.inputs[1] = graph->AddConstant(graph->UniqueName(w.name + "_packed"), packed);

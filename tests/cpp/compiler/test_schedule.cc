@@ -75,7 +75,15 @@ struct Build {
 };
 
 Build ForEntry(const schedule::ScheduleEntry& e) {
-  return Build{e.name, e.kind == schedule::ScheduleKind::kConv2dOcVec ? "accm0_0[" : "acc0_0[", 0};
+  switch (e.kind) {
+    case schedule::ScheduleKind::kConv2d1x1:
+      return Build{e.name, "accgm0_0[", 0};
+    case schedule::ScheduleKind::kConv2dOcVec:
+      return Build{e.name, "accm0_0[", 0};
+    case schedule::ScheduleKind::kConv2dWide:
+      break;
+  }
+  return Build{e.name, "acc0_0[", 0};
 }
 
 // OIHW weights in PackConvWeights' blocked order [O/B][I][H][W][B].
@@ -185,6 +193,17 @@ const std::vector<ConvCase>& WideCases() {
   return cases;
 }
 
+// Shapes for the 1x1 kernel: planes of at least 4 x 64 positions, with a tail tile.
+const std::vector<ConvCase>& Gemm1x1Cases() {
+  static const std::vector<ConvCase> cases = {
+      {1, 8, 16, 17, 12, 1, 1, 0, 1, true, true, true},     // bias + residual + relu, tail
+      {2, 5, 20, 20, 6, 1, 1, 0, 1, false, false, false},   // batch 2, odd channel counts
+      {1, 8, 16, 16, 8, 1, 1, 0, 2, true, false, false},    // grouped
+      {1, 24, 16, 24, 32, 1, 1, 0, 1, false, true, false},  // several channel blocks
+  };
+  return cases;
+}
+
 // Shapes for the channels-in-lanes kernel: output channels per group a multiple of 16, widths
 // with and without a tail tile.
 const std::vector<ConvCase>& OcVecCases() {
@@ -205,7 +224,7 @@ TEST(Schedule, TableNamesAreUniqueAndCarryTheTarget) {
   std::set<std::string> names;
   for (const schedule::ScheduleEntry& e : schedule::ScheduleTable()) {
     EXPECT_TRUE(names.insert(e.name).second) << e.name;
-    if (e.kind == schedule::ScheduleKind::kConv2dWide) {
+    if (e.kind != schedule::ScheduleKind::kConv2dOcVec) {
       EXPECT_GE(e.conv.lanes, 1);
       EXPECT_GE(e.conv.oc_block, 1);
     } else {
@@ -218,8 +237,11 @@ TEST(Schedule, TableNamesAreUniqueAndCarryTheTarget) {
 
 TEST(Schedule, EveryTableEntryMatchesTheReferenceConv) {
   for (const schedule::ScheduleEntry& e : schedule::ScheduleTable()) {
-    bool wide = e.kind == schedule::ScheduleKind::kConv2dWide;
-    for (const ConvCase& c : wide ? WideCases() : OcVecCases()) CheckConv(ForEntry(e), c);
+    const std::vector<ConvCase>& cases = e.kind == schedule::ScheduleKind::kConv2dWide ? WideCases()
+                                         : e.kind == schedule::ScheduleKind::kConv2d1x1
+                                             ? Gemm1x1Cases()
+                                             : OcVecCases();
+    for (const ConvCase& c : cases) CheckConv(ForEntry(e), c);
   }
 }
 
@@ -231,6 +253,12 @@ TEST(Schedule, PackedWeightsAreReadRightByEveryPath) {
   CheckConv(Build{"conv2d_nchw_ocvec_avx512", nullptr, 16}, c);  // other block: default path
   CheckConv(Build{"conv2d_nchw_wide_avx512", nullptr, 32}, c);
   CheckConv(Build{nullptr, nullptr, 32}, c);
+}
+
+TEST(Schedule, TheOneByOneKernelReadsPackedWeights) {
+  const ConvCase c{1, 24, 16, 24, 32, 1, 1, 0, 1, true, true, false};
+  CheckConv(Build{"conv2d_1x1_avx512", "accgm0_0[", 32}, c);
+  CheckConv(Build{"conv2d_1x1_avx2", "accgm0_0[", 16}, c);
 }
 
 TEST(Schedule, HostTargetPicksAConvScheduleOnX86AndArm) {
