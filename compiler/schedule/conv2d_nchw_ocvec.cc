@@ -98,11 +98,10 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
   return lower::Seq(tile);
 }
 
-// A grid of equal tiles: `row_groups` groups of `tile_rows` rows from output row oh0, each cut
-// into `tiles_per_row` tiles of `width` columns from column ow0.
+// A grid of equal single-row tiles over every output row: `tiles_per_row` tiles of `width`
+// columns from column ow0.
 struct TileGrid {
   std::string tag;
-  int64_t row_groups, tile_rows, oh0;
   int64_t tiles_per_row, width, ow0;
 };
 
@@ -202,32 +201,42 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   // Narrow outputs take several rows per tile, so each weight load feeds more FMAs.
   const int64_t tile_rows =
       owb == s.ow ? std::max<int64_t>(1, std::min(s.oh, blocking.ow_block / s.ow)) : 1;
-  // Tiles run chunk-major: every channel block reads a chunk of output rows' input while it is
-  // in cache, then the next chunk (single-row tiles only; multi-row tiles are for small planes).
+  // Tiles run chunk-major: every channel block reads a chunk of `rows` output rows' input while
+  // it is in cache, then the next chunk.
   auto tile_loop = [&](const TileGrid& g) {
-    const int64_t chunk_groups = g.tile_rows == 1 && g.row_groups == s.oh ? rows : g.row_groups;
-    const int64_t per_ob = chunk_groups * g.tiles_per_row, per_chunk = ocbs * per_ob;
+    const int64_t per_ob = rows * g.tiles_per_row, per_chunk = ocbs * per_ob;
     Expr t = te::MakeVar("t");
     Expr chunk = te::FloorDiv(t, Expr(per_chunk));
     Expr in_chunk = te::FloorMod(t, Expr(per_chunk));
     Expr ob = te::FloorDiv(in_chunk, Expr(per_ob));
     Expr rest = te::FloorMod(in_chunk, Expr(per_ob));
-    Expr grp = chunk * chunk_groups +
-               (g.tiles_per_row > 1 ? te::FloorDiv(rest, Expr(g.tiles_per_row)) : rest);
+    Expr oh =
+        chunk * rows + (g.tiles_per_row > 1 ? te::FloorDiv(rest, Expr(g.tiles_per_row)) : rest);
     Expr ow0 = g.tiles_per_row > 1 ? te::FloorMod(rest, Expr(g.tiles_per_row)) * g.width + g.ow0
                                    : Expr(g.ow0);
-    const int64_t tiles = (g.row_groups / chunk_groups) * per_chunk;
-    const int64_t work = tiles * g.tile_rows * g.width * ocb * s.icg * s.kh * s.kw;
+    const int64_t tiles = (s.oh / rows) * per_chunk;
+    const int64_t work = tiles * g.width * ocb * s.icg * s.kh * s.kw;
     bool par = opts.parallel && tiles > 1 && work >= opts.parallel_min_work;
-    return lower::For(
-        t, tiles, par ? ForKind::kParallel : ForKind::kSerial,
-        MakeTile(ctx, g.tag, ob, grp * g.tile_rows + g.oh0, g.tile_rows, ow0, g.width));
+    return lower::For(t, tiles, par ? ForKind::kParallel : ForKind::kSerial,
+                      MakeTile(ctx, g.tag, ob, oh, 1, ow0, g.width));
   };
   const int64_t groups = s.oh / tile_rows, row_tail = s.oh % tile_rows;
-  image.push_back(tile_loop(TileGrid{"m", groups, tile_rows, 0, full, owb, 0}));
-  if (tail > 0) image.push_back(tile_loop(TileGrid{"t", s.oh, 1, 0, 1, tail, full * owb}));
-  if (row_tail > 0) {
-    image.push_back(tile_loop(TileGrid{"r", 1, row_tail, groups * tile_rows, 1, owb, 0}));
+  if (tile_rows == 1) {
+    image.push_back(tile_loop(TileGrid{"m", full, owb, 0}));
+    if (tail > 0) image.push_back(tile_loop(TileGrid{"t", 1, tail, full * owb}));
+  } else {
+    // Small planes: one task per channel block runs all its row groups and the leftover rows,
+    // so the block's weights (often larger than L2 in total) are fetched once, not twice.
+    Expr ob = te::MakeVar("ob"), grp = te::MakeVar("g");
+    std::vector<Stmt> per_block{lower::For(
+        grp, groups, ForKind::kSerial, MakeTile(ctx, "m", ob, grp * tile_rows, tile_rows, 0, owb))};
+    if (row_tail > 0) {
+      per_block.push_back(MakeTile(ctx, "r", ob, Expr(groups * tile_rows), row_tail, 0, owb));
+    }
+    const int64_t work = s.oh * s.ow * s.oc * s.icg * s.kh * s.kw;
+    bool par = opts.parallel && ocbs > 1 && work >= opts.parallel_min_work;
+    image.push_back(
+        lower::For(ob, ocbs, par ? ForKind::kParallel : ForKind::kSerial, lower::Seq(per_block)));
   }
   body.push_back(lower::For(n, s.n, ForKind::kSerial, lower::Seq(image)));
   body.push_back(f.body);
