@@ -19,6 +19,9 @@
 namespace ember::compiler {
 namespace {
 
+using testing::ReadFile;
+using testing::ScopedEnv;
+
 using testing::Call;
 using testing::HostArray;
 using testing::KernelGraph;
@@ -47,35 +50,6 @@ std::string CaseName(const DwCase& c) {
   os << "n" << c.n << "c" << c.c << "h" << c.h << "w" << c.w << "k" << c.k << "s" << c.stride << "p"
      << c.pad << "e" << c.epilogue << "m" << c.multiplier;
   return os.str();
-}
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    const char* old = getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 int64_t OutSize(int64_t in, const DwCase& c) { return (in + 2 * c.pad - c.k) / c.stride + 1; }

@@ -20,17 +20,13 @@
 namespace ember::compiler {
 namespace {
 
+using testing::ReadFile;
+using testing::ScopedEnv;
+
 using testing::Call;
 using testing::HostArray;
 using testing::KernelGraph;
 using testing::Library;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 struct PoolCase {
   const char* op;  // MaxPool or AveragePool

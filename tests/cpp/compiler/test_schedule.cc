@@ -19,6 +19,9 @@
 namespace ember::compiler {
 namespace {
 
+using testing::ReadFile;
+using testing::ScopedEnv;
+
 using testing::Call;
 using testing::HostArray;
 using testing::KernelGraph;
@@ -35,35 +38,6 @@ std::string CaseName(const ConvCase& c) {
      << c.stride << "p" << c.pad << "g" << c.group << (c.bias ? "b" : "") << (c.relu ? "r" : "")
      << (c.residual ? "a" : "");
   return os.str();
-}
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    const char* old = getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // How a case is compiled: a forced table entry (or none), the loop-IR marker proving which kernel

@@ -20,6 +20,9 @@
 namespace ember::compiler {
 namespace {
 
+using testing::ReadFile;
+using testing::ScopedEnv;
+
 namespace fs = std::filesystem;
 using schedule::ParamSet;
 using schedule::TuningLog;
@@ -31,39 +34,6 @@ using testing::Library;
 
 // The wide conv schedule with the AVX2 table entry (16 lanes x 4 channels), on any host.
 constexpr const char* kSchedule = "conv2d_nchw_wide_avx2";
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string TempDir(const char* tag) {
   std::string t =
