@@ -25,11 +25,27 @@ Expr BufferLoad(const Buffer& b, Expr index) {
   return Expr(std::make_shared<BufferLoadNode>(b, std::move(index)));
 }
 
+Expr VectorLoad(const Buffer& b, Expr index, int lanes) {
+  if (lanes == 1) return BufferLoad(b, std::move(index));
+  return Expr(
+      std::make_shared<BufferLoadNode>(te::WithLanes(b->dtype, lanes), b, std::move(index)));
+}
+
 Stmt For(Expr var, int64_t extent, ForKind kind, Stmt body) {
   auto n = std::make_shared<ForNode>();
   n->var = std::move(var);
   n->extent = extent;
   n->for_kind = kind;
+  n->body = std::move(body);
+  return n;
+}
+
+Stmt KeepScalarFor(Expr var, int64_t extent, Stmt body) {
+  if (extent == 1) return body;
+  auto n = std::make_shared<ForNode>();
+  n->var = std::move(var);
+  n->extent = extent;
+  n->keep_scalar = true;
   n->body = std::move(body);
   return n;
 }
@@ -58,8 +74,6 @@ Stmt Seq(std::vector<Stmt> stmts) {
 }
 
 namespace {
-
-using VarMap = std::unordered_map<const te::ExprNode*, Expr>;
 
 // Rebuilds e with variables replaced; also lowers TensorLoads through `load`.
 class Rewriter {
@@ -104,7 +118,7 @@ class Rewriter {
       }
       case ExprKind::kBufferLoad: {
         auto* l = e.as<BufferLoadNode>();
-        return BufferLoad(l->buffer, Visit(l->index));
+        return Expr(std::make_shared<BufferLoadNode>(l->dtype, l->buffer, Visit(l->index)));
       }
       case ExprKind::kReduce:
         throw std::runtime_error("lower: a reduction may only be the whole body of a compute");
@@ -112,79 +126,6 @@ class Rewriter {
     return e;
   }
 };
-
-// Does var occur in e?
-bool Occurs(const Expr& e, const te::ExprNode* var) {
-  if (!e.defined()) return false;
-  switch (e.kind()) {
-    case ExprKind::kVar:
-      return e.get() == var;
-    case ExprKind::kBinary: {
-      auto* b = e.as<te::BinaryNode>();
-      return Occurs(b->a, var) || Occurs(b->b, var);
-    }
-    case ExprKind::kNot:
-      return Occurs(e.as<te::NotNode>()->a, var);
-    case ExprKind::kSelect: {
-      auto* s = e.as<te::SelectNode>();
-      return Occurs(s->cond, var) || Occurs(s->true_value, var) || Occurs(s->false_value, var);
-    }
-    case ExprKind::kCast:
-      return Occurs(e.as<te::CastNode>()->value, var);
-    case ExprKind::kCall:
-      for (auto& a : e.as<te::CallNode>()->args) {
-        if (Occurs(a, var)) return true;
-      }
-      return false;
-    case ExprKind::kBufferLoad:
-      return Occurs(e.as<BufferLoadNode>()->index, var);
-    default:
-      return false;
-  }
-}
-
-// Coefficient of var in an index expression that is affine in it; false when not affine.
-bool LinearCoeff(const Expr& e, const te::ExprNode* var, int64_t* c) {
-  if (!Occurs(e, var)) {
-    *c = 0;
-    return true;
-  }
-  switch (e.kind()) {
-    case ExprKind::kVar:
-      *c = 1;
-      return true;
-    case ExprKind::kCast:
-      return LinearCoeff(e.as<te::CastNode>()->value, var, c);
-    case ExprKind::kBinary: {
-      auto* b = e.as<te::BinaryNode>();
-      int64_t ca, cb;
-      if (!LinearCoeff(b->a, var, &ca) || !LinearCoeff(b->b, var, &cb)) return false;
-      int64_t k;
-      switch (b->op) {
-        case te::BinaryOp::kAdd:
-          *c = ca + cb;
-          return true;
-        case te::BinaryOp::kSub:
-          *c = ca - cb;
-          return true;
-        case te::BinaryOp::kMul:
-          if (cb == 0 && te::GetConstInt(b->b, &k)) {
-            *c = ca * k;
-            return true;
-          }
-          if (ca == 0 && te::GetConstInt(b->a, &k)) {
-            *c = cb * k;
-            return true;
-          }
-          return false;
-        default:
-          return false;
-      }
-    }
-    default:
-      return false;
-  }
-}
 
 // True when every buffer load in e moves by at most `max_stride` elements per step of var.
 bool LoadsVectorFriendly(const Expr& e, const te::ExprNode* var, int64_t max_stride) {
@@ -571,6 +512,12 @@ class Lowerer {
 };
 
 }  // namespace
+
+Expr Substitute(const Expr& e, const VarMap& vars) {
+  Rewriter rw;
+  rw.vars = vars;
+  return rw.Visit(e);
+}
 
 LoweredFunc LowerTensors(const std::string& name, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& outputs, const std::vector<ArgInfo>& arg_infos,

@@ -1,7 +1,7 @@
 // 1x1 convolution (stride 1, no padding) as a matrix product over each image's flat plane:
 // out[oc][q] = sum_ic w[oc][ic] * x[ic][q], q = oh * OW + ow.
 //
-// The register tile is `lanes` consecutive positions (vectorised by LLVM's SLP vectoriser) times
+// The register tile is `lanes` consecutive positions (SIMD vectors of `simd_lanes`) times
 // `oc_block` output channels; every input channel adds one contiguous input row segment times a
 // broadcast weight. Positions are the tile's outer index and channel blocks the inner one, so the
 // input panel of a position tile stays in cache while every channel block reads it. Output rows
@@ -45,9 +45,19 @@ Expr WeightIndex(const GemmContext& c, const Expr& oc0, int64_t j, const Expr& i
   return (te::FloorDiv(oc0, Expr(b)) * c.s.icg + ic) * b + te::FloorMod(oc0, Expr(b)) + j;
 }
 
-// One tile: positions [q0, q0 + width) of output channels [oc0, oc0 + ocb).
+// The epilogue's value for channel oc at the `lanes` plane positions from q0, given the
+// accumulator vector there: applied at (n, oc, 0, q) with q the flat plane position (valid when
+// EpilogueReadsPlaneFlat holds). Undefined when the epilogue does not vectorise.
+Expr EpilogueLanes(const GemmContext& c, const Expr& oc, const Expr& q0, int lanes,
+                   const Expr& acc) {
+  Expr q = te::MakeVar("q");
+  return lower::VectorizeLanes(c.at({c.n, oc, Expr(0), q}, acc), q.get(), q0, lanes);
+}
+
+// One tile: `cols` vectors of `lanes` consecutive positions from q0, times output channels
+// [oc0, oc0 + ocb).
 Stmt MakeTile(const GemmContext& c, const std::string& tag, const Expr& oc0, const Expr& q0,
-              int64_t width) {
+              int64_t cols, int lanes) {
   const ConvShape& s = c.s;
   const int64_t plane = s.oh * s.ow;
   Expr ic_v = te::MakeVar("ic");
@@ -56,33 +66,43 @@ Stmt MakeTile(const GemmContext& c, const std::string& tag, const Expr& oc0, con
   Expr x_row = (c.n * s.c + ic_in) * plane + q0;
   std::vector<Stmt> init, update, store;
   for (int64_t j = 0; j < c.ocb; ++j) {
-    Expr wv = BufferLoad(c.w, WeightIndex(c, oc0, j, ic));
-    for (int64_t v = 0; v < width; ++v) {
-      Buffer a = NewFloatBuffer("accg" + tag + std::to_string(j) + "_" + std::to_string(v), 1,
-                                BufferScope::kLocal);
+    Expr wv = BufferLoad(c.w, WeightIndex(c, oc0, j, ic));  // broadcast against the inputs
+    for (int64_t u = 0; u < cols; ++u) {
+      Buffer a =
+          NewVectorAccumulator("accg" + tag + std::to_string(j) + "_" + std::to_string(u), lanes);
       c.f->locals.push_back(a);
-      init.push_back(lower::Store(a, 0, te::Const(te::Float(32), 0)));
-      update.push_back(lower::Store(a, 0, BufferLoad(a, 0) + BufferLoad(c.x, x_row + v) * wv));
-      Expr q = q0 + v;
-      Expr value = c.at({c.n, oc0 + j, te::FloorDiv(q, Expr(s.ow)), te::FloorMod(q, Expr(s.ow))},
-                        BufferLoad(a, 0));
-      store.push_back(lower::Store(c.out, ((c.n * s.oc + oc0 + j) * plane) + q, value));
+      init.push_back(lower::Store(a, 0, te::Const(a->dtype, 0)));
+      update.push_back(lower::Store(
+          a, 0, BufferLoad(a, 0) + lower::VectorLoad(c.x, x_row + u * lanes, lanes) * wv));
+      Expr value = EpilogueLanes(c, oc0 + j, q0 + u * lanes, lanes, BufferLoad(a, 0));
+      if (!value.defined())
+        throw CompileError("conv2d_1x1: epilogue of " + c.f->name + " does not vectorise");
+      store.push_back(
+          lower::Store(c.out, ((c.n * s.oc + oc0 + j) * plane) + q0 + u * lanes, value));
     }
   }
   Stmt red = lower::Seq(update);
-  if (s.icg > 1) {
-    // LLVM must neither vectorise nor unroll the reduction (the SLP vectoriser packs the tile).
-    auto loop = std::make_shared<lower::ForNode>();
-    loop->var = ic_v;
-    loop->extent = s.icg;
-    loop->keep_scalar = true;
-    loop->body = red;
-    red = loop;
-  }
+  if (s.icg > 1) red = lower::KeepScalarFor(ic_v, s.icg, red);
   std::vector<Stmt> tile = init;
   tile.push_back(red);
   tile.insert(tile.end(), store.begin(), store.end());
   return lower::Seq(tile);
+}
+
+// Applying the epilogue at (n, oc, 0, q), q = oh * OW + ow, addresses every operand right when
+// each reads the whole output plane or none of it (no broadcast along one spatial axis only).
+bool EpilogueReadsPlaneFlat(const ConvEpilogueAt& at, int64_t ow) {
+  Expr h = te::MakeVar("h"), w = te::MakeVar("w");
+  Expr e = at({te::MakeVar("n"), te::MakeVar("c"), h, w}, te::Const(te::Float(32), 0));
+  bool flat = true;
+  lower::VisitLoads(e, [&](const lower::BufferLoadNode* l) {
+    int64_t ch, cw;
+    if (!lower::LinearCoeff(l->index, h.get(), &ch) ||
+        !lower::LinearCoeff(l->index, w.get(), &cw) || (cw != 0 && cw != 1) || ch != cw * ow) {
+      flat = false;
+    }
+  });
+  return flat;
 }
 
 }  // namespace
@@ -114,19 +134,28 @@ bool TryConv2d1x1(const FusedGroup& group, const lower::ScheduleOptions& opts,
   const Buffer& ob = f.args.back().buffer;
   Expr n = te::MakeVar("n");
   GemmContext ctx{s, ocb, packed_block, xb, wb, ob, at, n, &f};
-  const int64_t plane = s.oh * s.ow, lanes = p.lanes;
-  const int64_t full = plane / lanes, tail = plane % lanes, ocbs = s.oc / ocb;
-  auto tile_loop = [&](int64_t q_tiles, int64_t width, int64_t q_base, const std::string& tag) {
+  const int simd = p.lanes % p.simd_lanes == 0 ? p.simd_lanes : 1;
+  Buffer probe = NewVectorAccumulator("probe", simd);
+  if (!EpilogueReadsPlaneFlat(at, s.ow) ||
+      !EpilogueLanes(ctx, Expr(0), Expr(0), simd, BufferLoad(probe, 0)).defined()) {
+    return false;  // the channels-in-lanes kernel applies such epilogues in a pass of their own
+  }
+  const int64_t plane = s.oh * s.ow, width = p.lanes;
+  const int64_t full = plane / width, tail = plane % width, ocbs = s.oc / ocb;
+  // The tail tile takes its positions one scalar column each.
+  auto tile_loop = [&](int64_t q_tiles, int64_t cols, int lanes, int64_t q_base,
+                       const std::string& tag) {
     Expr t = te::MakeVar("t");
-    Expr q0 = te::FloorDiv(t, Expr(ocbs)) * width + q_base;
+    Expr q0 = te::FloorDiv(t, Expr(ocbs)) * (cols * lanes) + q_base;
     Expr oc0 = te::FloorMod(t, Expr(ocbs)) * ocb;
     const int64_t tiles = q_tiles * ocbs;
-    bool par = opts.parallel && tiles > 1 && tiles * width * ocb * s.icg >= opts.parallel_min_work;
+    bool par =
+        opts.parallel && tiles > 1 && tiles * cols * lanes * ocb * s.icg >= opts.parallel_min_work;
     return lower::For(t, tiles, par ? ForKind::kParallel : ForKind::kSerial,
-                      MakeTile(ctx, tag, oc0, q0, width));
+                      MakeTile(ctx, tag, oc0, q0, cols, lanes));
   };
-  std::vector<Stmt> image{tile_loop(full, lanes, 0, "m")};
-  if (tail > 0) image.push_back(tile_loop(1, tail, full * lanes, "t"));
+  std::vector<Stmt> image{tile_loop(full, width / simd, simd, 0, "m")};
+  if (tail > 0) image.push_back(tile_loop(1, tail, 1, full * width, "t"));
   f.body = lower::For(n, s.n, ForKind::kSerial, lower::Seq(image));
   f.prefer_vector_bits = p.prefer_vector_bits;
   *out = std::move(f);

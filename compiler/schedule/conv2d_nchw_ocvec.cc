@@ -32,17 +32,6 @@ using lower::ForKind;
 using lower::Stmt;
 using te::Expr;
 
-// A serial loop LLVM must neither vectorise nor unroll (the SLP vectoriser packs the tile).
-Stmt ScalarLoop(const Expr& var, int64_t extent, Stmt body) {
-  if (extent == 1) return body;  // callers substitute 0 for the variable
-  auto loop = std::make_shared<lower::ForNode>();
-  loop->var = var;
-  loop->extent = extent;
-  loop->keep_scalar = true;
-  loop->body = std::move(body);
-  return loop;
-}
-
 int64_t OcBlock(const ConvShape& s, const Conv2dOcVecParams& p) {
   if (p.lanes <= 0 || s.ocg % p.lanes != 0) return 0;
   return (p.oc_vectors >= 2 && s.ocg % (2 * p.lanes) == 0) ? 2 * p.lanes : p.lanes;
@@ -51,6 +40,7 @@ int64_t OcBlock(const ConvShape& s, const Conv2dOcVecParams& p) {
 struct TileContext {
   const ConvShape& s;
   int64_t ocb;            // output channels per tile
+  int lanes;              // channels per SIMD vector (ocb is a multiple)
   Buffer in;              // padded image or the input argument
   Expr in_base;           // element offset of image n in `in`
   int64_t in_h, in_w;     // plane size of `in`
@@ -76,22 +66,23 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
   for (int64_t rr = 0; rr < rows; ++rr) {
     for (int64_t r = 0; r < width; ++r) {
       Expr x = BufferLoad(c.in, row + rr * s.s_h * c.in_w + (ow0 + r) * s.s_w);
-      for (int64_t v = 0; v < c.ocb; ++v) {
-        Buffer a =
-            NewFloatBuffer("acc" + tag + std::to_string(rr * width + r) + "_" + std::to_string(v),
-                           1, BufferScope::kLocal);
+      for (int64_t v = 0; v < c.ocb; v += c.lanes) {
+        Buffer a = NewVectorAccumulator(
+            "acc" + tag + std::to_string(rr * width + r) + "_" + std::to_string(v / c.lanes),
+            c.lanes);
         c.f->locals.push_back(a);
-        init.push_back(lower::Store(a, 0, te::Const(te::Float(32), 0)));
-        update.push_back(
-            lower::Store(a, 0, BufferLoad(a, 0) + x * BufferLoad(c.weights, w_base + v)));
+        init.push_back(lower::Store(a, 0, te::Const(a->dtype, 0)));
+        // The input value is broadcast against a vector of packed weights.
+        update.push_back(lower::Store(
+            a, 0, BufferLoad(a, 0) + x * lower::VectorLoad(c.weights, w_base + v, c.lanes)));
         Expr dst = ((((c.n * (s.oc / c.ocb) + ob) * s.oh + oh + rr) * s.ow + ow0 + r) * c.ocb) + v;
         store.push_back(lower::Store(c.result, dst, BufferLoad(a, 0)));
       }
     }
   }
-  Stmt red = ScalarLoop(kw_v, s.kw, lower::Seq(update));
-  red = ScalarLoop(kh_v, s.kh, red);
-  red = ScalarLoop(ic_v, s.icg, red);
+  Stmt red = lower::KeepScalarFor(kw_v, s.kw, lower::Seq(update));
+  red = lower::KeepScalarFor(kh_v, s.kh, red);
+  red = lower::KeepScalarFor(ic_v, s.icg, red);
   std::vector<Stmt> tile = init;
   tile.push_back(red);
   tile.insert(tile.end(), store.begin(), store.end());
@@ -188,6 +179,7 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   Expr n = te::MakeVar("n");
   TileContext ctx{s,
                   ocb,
+                  static_cast<int>(p.lanes),
                   padded_input ? padded : xb,
                   padded_input ? Expr(0) : n * (s.c * s.h * s.w),
                   padded_input ? ph : s.h,

@@ -128,18 +128,9 @@ bool TryConv2dWide(const FusedGroup& group, const lower::ScheduleOptions& opts,
     }
   }
   Stmt red = lower::Seq(update);
-  auto scalar_loop = [](const Expr& var, int64_t extent, Stmt body) -> Stmt {
-    if (extent == 1) return body;  // its variable was replaced by 0 above
-    auto loop = std::make_shared<lower::ForNode>();
-    loop->var = var;
-    loop->extent = extent;
-    loop->keep_scalar = true;
-    loop->body = std::move(body);
-    return loop;
-  };
-  red = scalar_loop(kw_v, s.kw, red);
-  red = scalar_loop(kh_v, s.kh, red);
-  red = scalar_loop(ic_v, s.icg, red);
+  red = lower::KeepScalarFor(kw_v, s.kw, red);  // the SLP vectoriser packs the tile
+  red = lower::KeepScalarFor(kh_v, s.kh, red);
+  red = lower::KeepScalarFor(ic_v, s.icg, red);
   std::vector<Stmt> tile = init;
   tile.push_back(red);
   tile.insert(tile.end(), store.begin(), store.end());

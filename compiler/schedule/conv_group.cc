@@ -106,6 +106,15 @@ lower::Buffer NewFloatBuffer(const std::string& name, int64_t size, lower::Buffe
   return b;
 }
 
+lower::Buffer NewVectorAccumulator(const std::string& name, int64_t lanes) {
+  auto b = std::make_shared<lower::BufferNode>();
+  b->name = name;
+  b->dtype = te::WithLanes(te::Float(32), static_cast<int>(lanes));
+  b->size = 1;
+  b->scope = lower::BufferScope::kLocal;
+  return b;
+}
+
 namespace {
 
 // Applies one epilogue node's compute rule to the tensors built so far.

@@ -65,6 +65,10 @@ bool BuildConvEpilogueAt(const FusedGroup& group, const ConvGroup& m, lower::Low
 /*! \brief A float32 buffer of `size` elements in `scope`. */
 lower::Buffer NewFloatBuffer(const std::string& name, int64_t size, lower::BufferScope scope);
 
+/*! \brief A register-tile accumulator: one local of `lanes` float32 values (a SIMD register when
+ * lanes is the target's vector width; a scalar when 1). */
+lower::Buffer NewVectorAccumulator(const std::string& name, int64_t lanes);
+
 }  // namespace ember::compiler::schedule
 
 #endif  // EMBER_COMPILER_SCHEDULE_CONV_GROUP_H_

@@ -26,6 +26,8 @@ struct Conv2dParams {
   int64_t oc_block = 4;
   /*! \brief > 0: SIMD width the block assumes (sets LoweredFunc::prefer_vector_bits). */
   int prefer_vector_bits = 0;
+  /*! \brief float32 values per SIMD register (the 1x1 kernel's vector width; divides lanes). */
+  int simd_lanes = 4;
 };
 
 /*! \brief Register block of the channels-in-lanes convolution: `ow_block` output columns times

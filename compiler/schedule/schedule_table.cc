@@ -34,8 +34,8 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
   // convs they refuse (output channels per group not a multiple of the vector width).
   using K = ScheduleKind;
   static const std::vector<ScheduleEntry> table = {
-      {"conv2d_1x1_avx512", TargetClass::kAvx512, K::kConv2d1x1, Conv2dParams{64, 4, 512}, {}},
-      {"conv2d_1x1_avx2", TargetClass::kAvx2, K::kConv2d1x1, Conv2dParams{16, 4}, {}},
+      {"conv2d_1x1_avx512", TargetClass::kAvx512, K::kConv2d1x1, Conv2dParams{64, 4, 512, 16}, {}},
+      {"conv2d_1x1_avx2", TargetClass::kAvx2, K::kConv2d1x1, Conv2dParams{16, 4, 0, 8}, {}},
       {"conv2d_1x1_sse", TargetClass::kSse, K::kConv2d1x1, Conv2dParams{8, 4}, {}},
       {"conv2d_1x1_neon", TargetClass::kNeon64, K::kConv2d1x1, Conv2dParams{16, 4}, {}},
       {"conv2d_1x1_neon32", TargetClass::kNeon32, K::kConv2d1x1, Conv2dParams{8, 4}, {}},

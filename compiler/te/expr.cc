@@ -54,6 +54,14 @@ bool IsConstValue(const Expr& e, double v) { return IsImm(e) && ImmValue(e) == v
 void MatchTypes(Expr* a, Expr* b) {
   DataType ta = a->dtype(), tb = b->dtype();
   if (ta == tb) return;
+  // A scalar operand of a vector operation is broadcast (literals become vector constants).
+  if (ta.lanes != tb.lanes && (ta.lanes == 1 || tb.lanes == 1) && !IsImm(*a) && !IsImm(*b)) {
+    if (ta.lanes == 1) *a = Broadcast(*a, tb.lanes);
+    if (tb.lanes == 1) *b = Broadcast(*b, ta.lanes);
+    ta = a->dtype();
+    tb = b->dtype();
+    if (ta == tb) return;
+  }
   if (IsImm(*a) && !IsImm(*b)) {
     *a = Const(tb, ImmValue(*a));
   } else if (IsImm(*b) && !IsImm(*a)) {
@@ -154,7 +162,7 @@ Expr Binary(BinaryOp op, Expr a, Expr b) {
     if (!IsBool(b.dtype())) b = Binary(BinaryOp::kNE, b, Const(b.dtype(), 0));
   }
   MatchTypes(&a, &b);
-  DataType t = IsCompare(op) ? Bool() : a.dtype();
+  DataType t = IsCompare(op) ? WithLanes(Bool(), a.dtype().lanes) : a.dtype();
   bool is_int = !IsFloat(a.dtype());
   if (is_int && a.kind() == ExprKind::kIntImm && b.kind() == ExprKind::kIntImm) {
     int64_t v;
@@ -200,6 +208,14 @@ Expr Cast(DataType t, Expr v) {
   if (v.dtype() == t) return v;
   if (IsImm(v) && !IsBool(t)) return Const(t, ImmValue(v));
   return Expr(std::make_shared<CastNode>(t, std::move(v)));
+}
+
+Expr Broadcast(Expr scalar, int lanes) {
+  if (scalar.dtype().lanes != 1) {
+    throw std::runtime_error("te: broadcast of a vector: " + ToString(scalar));
+  }
+  DataType t = WithLanes(scalar.dtype(), lanes);
+  return Cast(t, std::move(scalar));
 }
 
 Expr Call(Intrinsic fn, std::vector<Expr> args) {

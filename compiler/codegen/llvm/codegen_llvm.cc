@@ -52,6 +52,9 @@ CodeGenLLVM::CodeGenLLVM(llvm::Module* module, const Target& target)
 }
 
 llvm::Type* CodeGenLLVM::ValueType(DataType t) {
+  if (t.lanes > 1) {
+    return llvm::FixedVectorType::get(ValueType(te::WithLanes(t, 1)), t.lanes);
+  }
   if (te::IsBool(t)) return llvm::Type::getInt1Ty(ctx_);
   if (t.code == kDLFloat) {
     if (t.bits == 16) return llvm::Type::getHalfTy(ctx_);
@@ -64,7 +67,10 @@ llvm::Type* CodeGenLLVM::ValueType(DataType t) {
 }
 
 llvm::Type* CodeGenLLVM::StorageType(DataType t) {
-  if (te::IsBool(t)) return i8_;
+  if (te::IsBool(t)) {
+    if (t.lanes > 1) throw std::runtime_error("codegen: bool vectors have no storage type");
+    return i8_;
+  }
   bool saved = index_mode_;
   index_mode_ = false;
   llvm::Type* ty = ValueType(t);
@@ -359,7 +365,8 @@ llvm::Value* CodeGenLLVM::BufferPtr(const BufferNode* b) {
   return p;
 }
 
-llvm::Value* CodeGenLLVM::ElementPtr(const BufferNode* b, const Expr& index, bool clamp) {
+llvm::Value* CodeGenLLVM::ElementPtr(const BufferNode* b, const Expr& index, bool clamp,
+                                     int lanes) {
   llvm::Value* base = BufferPtr(b);
   if (b->scope == BufferScope::kLocal && b->size == 1) return base;
   llvm::Value* idx = EmitIndex(index);
@@ -367,8 +374,9 @@ llvm::Value* CodeGenLLVM::ElementPtr(const BufferNode* b, const Expr& index, boo
     // Loads in the unselected arm of a select (padding, masked reductions) must stay in bounds.
     idx =
         b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, idx, llvm::ConstantInt::get(index_ty_, 0));
-    idx = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, idx,
-                                   llvm::ConstantInt::get(index_ty_, b->size - 1));
+    idx = b_.CreateBinaryIntrinsic(
+        llvm::Intrinsic::smin, idx,
+        llvm::ConstantInt::get(index_ty_, std::max<int64_t>(0, b->size - lanes)));
   }
   return b_.CreateInBoundsGEP(StorageType(b->dtype), base, idx);
 }
@@ -387,6 +395,9 @@ llvm::Value* CodeGenLLVM::CastInt(llvm::Value* v, llvm::Type* to, bool is_signed
 }
 
 llvm::Value* CodeGenLLVM::EmitCast(DataType to, DataType from, llvm::Value* v) {
+  if (to.lanes > 1 && from.lanes == 1) {  // te::Broadcast
+    return b_.CreateVectorSplat(to.lanes, EmitCast(te::WithLanes(to, 1), from, v));
+  }
   llvm::Type* tt = ValueType(to);
   if (v->getType() == tt && te::IsFloat(to) == te::IsFloat(from)) return v;
   if (te::IsBool(to)) {
@@ -446,6 +457,7 @@ llvm::Value* CodeGenLLVM::Emit(const Expr& e) {
     case ExprKind::kBufferLoad: {
       auto* l = e.as<lower::BufferLoadNode>();
       const BufferNode* buf = l->buffer.get();
+      if (e.dtype().lanes != buf->dtype.lanes) return EmitVectorLoad(l);
       llvm::Value* p = ElementPtr(buf, l->index, clamp_depth_ > 0);
       llvm::Type* st = StorageType(buf->dtype);
       llvm::Value* v = b_.CreateLoad(st, p);
@@ -459,6 +471,18 @@ llvm::Value* CodeGenLLVM::Emit(const Expr& e) {
       throw std::runtime_error("codegen: te node reached codegen unlowered in " + func_name_);
   }
   return nullptr;
+}
+
+llvm::Value* CodeGenLLVM::EmitVectorLoad(const lower::BufferLoadNode* l) {
+  const BufferNode* buf = l->buffer.get();
+  const int lanes = l->dtype.lanes;
+  if (buf->dtype.lanes != 1 || te::IsBool(buf->dtype)) {
+    throw std::runtime_error("codegen: vector load from " + buf->name + " of type " +
+                             te::DataTypeName(buf->dtype) + " in " + func_name_);
+  }
+  llvm::Value* p = ElementPtr(buf, l->index, clamp_depth_ > 0, lanes);
+  // Only element alignment is known: the vector's own alignment would allow aligned moves.
+  return b_.CreateAlignedLoad(ValueType(l->dtype), p, llvm::Align(te::StorageBytes(buf->dtype)));
 }
 
 llvm::Value* CodeGenLLVM::EmitBinary(const te::BinaryNode* bn) {
@@ -675,6 +699,18 @@ void CodeGenLLVM::EmitStmt(const Stmt& s) {
       llvm::Value* v = Emit(st->value);
       const BufferNode* buf = st->buffer.get();
       llvm::Type* sty = StorageType(buf->dtype);
+      if (st->value.dtype().lanes != buf->dtype.lanes) {
+        // A vector into consecutive scalar elements; only element alignment is known.
+        if (buf->dtype.lanes != 1 || st->value.dtype().code != buf->dtype.code ||
+            st->value.dtype().bits != buf->dtype.bits) {
+          throw std::runtime_error("codegen: cannot store " + te::DataTypeName(st->value.dtype()) +
+                                   " into " + buf->name + " of type " +
+                                   te::DataTypeName(buf->dtype) + " in " + func_name_);
+        }
+        b_.CreateAlignedStore(v, ElementPtr(buf, st->index, false),
+                              llvm::Align(te::StorageBytes(buf->dtype)));
+        break;
+      }
       if (v->getType() != sty) {
         if (v->getType()->isIntegerTy() && sty->isIntegerTy()) {
           v = b_.CreateIntCast(v, sty, !te::IsBool(buf->dtype) && te::IsInt(st->value.dtype()));

@@ -46,7 +46,10 @@ class CodeGenLLVM {
                 const lower::Stmt& body);
   void EmitParallelFor(const lower::ForNode* f);
   llvm::Value* BufferPtr(const lower::BufferNode* b);
-  llvm::Value* ElementPtr(const lower::BufferNode* b, const te::Expr& index, bool clamp);
+  // `lanes`: elements the access covers (a clamped index stays `lanes` before the end).
+  llvm::Value* ElementPtr(const lower::BufferNode* b, const te::Expr& index, bool clamp,
+                          int lanes = 1);
+  llvm::Value* EmitVectorLoad(const lower::BufferLoadNode* l);
   llvm::Function* ErrorHelper();
   llvm::Function* GetExtern(const std::string& name, llvm::FunctionType* ty);
   llvm::Value* Str(const std::string& s);

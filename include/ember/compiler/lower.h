@@ -9,8 +9,10 @@
 #ifndef EMBER_COMPILER_LOWER_H_
 #define EMBER_COMPILER_LOWER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ember/compiler/te/expr.h"
@@ -40,17 +42,19 @@ class BufferNode {
 };
 using Buffer = std::shared_ptr<const BufferNode>;
 
-/*! \brief buffer[index] (flat element index). */
+/*! \brief buffer[index] (flat element index). A load of a vector type reads that many
+ * consecutive elements from `index` on (a buffer of vector type holds whole vectors). */
 class BufferLoadNode : public te::ExprNode {
  public:
-  BufferLoadNode(Buffer b, te::Expr i)
-      : te::ExprNode(te::ExprKind::kBufferLoad, b->dtype),
-        buffer(std::move(b)),
-        index(std::move(i)) {}
+  BufferLoadNode(Buffer b, te::Expr i) : BufferLoadNode(b->dtype, b, std::move(i)) {}
+  BufferLoadNode(te::DataType t, Buffer b, te::Expr i)
+      : te::ExprNode(te::ExprKind::kBufferLoad, t), buffer(std::move(b)), index(std::move(i)) {}
   Buffer buffer;
   te::Expr index;
 };
 te::Expr BufferLoad(const Buffer& b, te::Expr index);
+/*! \brief buffer[index .. index + lanes) as one vector (a plain load when lanes is 1). */
+te::Expr VectorLoad(const Buffer& b, te::Expr index, int lanes);
 
 enum class StmtKind { kFor, kStore, kIf, kSeq };
 enum class ForKind { kSerial, kParallel, kVectorized, kUnrolled };
@@ -78,6 +82,7 @@ class ForNode : public StmtNode {
   Stmt body;
 };
 
+/*! \brief buffer[index] = value; a vector value fills consecutive elements from `index` on. */
 class StoreNode : public StmtNode {
  public:
   StoreNode() : StmtNode(StmtKind::kStore) {}
@@ -101,6 +106,10 @@ class SeqNode : public StmtNode {
 };
 
 Stmt For(te::Expr var, int64_t extent, ForKind kind, Stmt body);
+/*! \brief A serial loop LLVM must neither vectorise nor unroll: the register-blocked body of a
+ * schedule, whose tile is already explicit. Extent 1 returns the body itself (the caller writes 0
+ * for var there). */
+Stmt KeepScalarFor(te::Expr var, int64_t extent, Stmt body);
 Stmt Store(Buffer buffer, te::Expr index, te::Expr value);
 Stmt If(te::Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt Seq(std::vector<Stmt> stmts);
@@ -157,6 +166,31 @@ LoweredFunc LowerGroup(const FusedGroup& group, const ScheduleOptions& opts);
  * compiler/schedule/schedule_table.cc.
  */
 bool TryGroupSchedules(const FusedGroup& group, const ScheduleOptions& opts, LoweredFunc* out);
+
+using VarMap = std::unordered_map<const te::ExprNode*, te::Expr>;
+
+/*! \brief e with the variables of `vars` replaced (TensorLoads kept as they are). */
+te::Expr Substitute(const te::Expr& e, const VarMap& vars);
+
+/*! \brief Does `var` occur in e (load indices included)? */
+bool Occurs(const te::Expr& e, const te::ExprNode* var);
+
+/*! \brief *c = coefficient of var in an index expression affine in it (0 when var does not
+ * occur); false when e is not affine in var. */
+bool LinearCoeff(const te::Expr& e, const te::ExprNode* var, int64_t* c);
+
+/*! \brief Calls fn on every buffer load in e (loads inside load indices included). */
+void VisitLoads(const te::Expr& e, const std::function<void(const BufferLoadNode*)>& fn);
+
+/*!
+ * \brief The vector whose lane k is e evaluated at var = base + k, k < lanes: loads whose index
+ * moves by one element per step of var become vector loads, everything var does not reach stays
+ * scalar and is broadcast where it meets a vector (vector-typed leaves, such as a register tile's
+ * accumulator, are kept). Returns an undefined Expr when e reads at another stride, calls an
+ * intrinsic on a lane-dependent value or uses var as a value; lanes == 1 substitutes base.
+ */
+te::Expr VectorizeLanes(const te::Expr& e, const te::ExprNode* var, const te::Expr& base,
+                        int lanes);
 
 /*! \brief Text form of a lowered function (for --dump-ir and tests). */
 std::string ToText(const LoweredFunc& f);

@@ -235,6 +235,63 @@ TEST(Schedule, TheOneByOneKernelReadsPackedWeights) {
   CheckConv(Build{"conv2d_1x1_avx2", "accgm0_0[", 16}, c);
 }
 
+// Epilogues the 1x1 kernel cannot apply per vector of plane positions: an operand broadcast along
+// the rows only ([1, OC, 1, W]) and an intrinsic (Sigmoid). It must leave them to another kernel,
+// and the result must stay right.
+TEST(Schedule, TheOneByOneKernelLeavesEpiloguesItCannotVectorise) {
+  const int64_t c = 8, h = 16, w = 20, oc = 16;
+  const std::vector<int64_t> oshape{1, oc, h, w};
+  AttrMap attrs{{"kernel_shape", std::vector<int64_t>{1, 1}},
+                {"strides", std::vector<int64_t>{1, 1}},
+                {"dilations", std::vector<int64_t>{1, 1}},
+                {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+                {"group", int64_t{1}}};
+  for (bool sigmoid : {false, true}) {
+    SCOPED_TRACE(sigmoid ? "sigmoid" : "row-broadcast add");
+    ScopedEnv force("EMBER_SCHEDULE", "conv2d_1x1_avx512");
+    KernelGraph kg;
+    int x = kg.Input("x", {1, c, h, w});
+    int wt = kg.Input("w", {oc, c, 1, 1});
+    int r = sigmoid ? -1 : kg.Input("r", {1, oc, 1, w});
+    int y = kg.Add("Conv", {x, wt}, {TensorType{oshape, kFloat32}}, attrs)[0];
+    y = sigmoid ? kg.Add("Sigmoid", {y}, {TensorType{oshape, kFloat32}})[0]
+                : kg.Add("Add", {y, r}, {TensorType{oshape, kFloat32}})[0];
+    char tmpl[] = "/tmp/ember_schedule_test_XXXXXX";
+    std::string dump = mkdtemp(tmpl);
+    BuildOptions bo;
+    bo.dump_dir = dump;
+    Library lib({kg.Group("conv", {y})}, bo);
+    EXPECT_EQ(ReadFile(dump + "/kernels.loop.txt").find("accgm0_0["), std::string::npos);
+    std::filesystem::remove_all(dump);
+    HostArray hx({1, c, h, w}, kFloat32), hw({oc, c, 1, 1}, kFloat32), hr({1, oc, 1, w}, kFloat32),
+        out(oshape, kFloat32);
+    hx.FillRandom(21);
+    hw.FillRandom(22);
+    hr.FillRandom(23);
+    std::vector<HostArray*> args{&hx, &hw};
+    if (!sigmoid) args.push_back(&hr);
+    args.push_back(&out);
+    ASSERT_NE(lib.Get("conv"), nullptr);
+    ASSERT_EQ(Call(lib.Get("conv"), args), 0) << TVMGetLastError();
+    int bad = 0;
+    for (int64_t o = 0; o < oc; ++o)
+      for (int64_t i = 0; i < h; ++i)
+        for (int64_t j = 0; j < w; ++j) {
+          double acc = 0;
+          for (int64_t k = 0; k < c; ++k) {
+            acc += double(hx.data<float>()[(k * h + i) * w + j]) * hw.data<float>()[o * c + k];
+          }
+          double want = sigmoid ? 1.0 / (1.0 + std::exp(-acc)) : acc + hr.data<float>()[o * w + j];
+          float got = out.data<float>()[(o * h + i) * w + j];
+          if (std::fabs(got - want) > 1e-4 + 1e-4 * std::fabs(want) && ++bad <= 5) {
+            ADD_FAILURE() << "at (" << o << "," << i << "," << j << "): got " << got << " want "
+                          << want;
+          }
+        }
+    EXPECT_EQ(bad, 0);
+  }
+}
+
 TEST(Schedule, HostTargetPicksAConvScheduleOnX86AndArm) {
   schedule::TargetClass host = schedule::ClassifyTarget(Target::Host());
   EXPECT_NE(host, schedule::TargetClass::kGeneric);

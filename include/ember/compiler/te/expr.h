@@ -27,6 +27,11 @@ inline DataType Int(int bits) { return DataType{kDLInt, static_cast<uint8_t>(bit
 inline DataType UInt(int bits) { return DataType{kDLUInt, static_cast<uint8_t>(bits), 1}; }
 inline DataType Float(int bits) { return DataType{kDLFloat, static_cast<uint8_t>(bits), 1}; }
 inline DataType Index() { return Int(64); }
+/*! \brief t with `lanes` elements per value (1: scalar). */
+inline DataType WithLanes(DataType t, int lanes) {
+  t.lanes = static_cast<uint16_t>(lanes);
+  return t;
+}
 
 inline bool operator==(DataType a, DataType b) {
   return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
@@ -246,6 +251,9 @@ Expr Binary(BinaryOp op, Expr a, Expr b);
 Expr Select(Expr cond, Expr t, Expr f);
 Expr Cast(DataType t, Expr v);
 Expr Call(Intrinsic fn, std::vector<Expr> args);
+/*! \brief A vector of `lanes` copies of a scalar: a Cast to the vector type (identity when lanes
+ * is 1). Binary operations broadcast a scalar operand of a vector one themselves. */
+Expr Broadcast(Expr scalar, int lanes);
 Expr Not(Expr a);
 Expr Min(Expr a, Expr b);
 Expr Max(Expr a, Expr b);

@@ -1,0 +1,103 @@
+// Vector values in the loop IR: te broadcasting rules and lower::VectorizeLanes, which turns a
+// per-element expression into one over consecutive elements (the 1x1 kernel's epilogue).
+#include <ember/compiler/lower.h>
+#include <ember/compiler/te/expr.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace ember::compiler {
+namespace {
+
+using te::Expr;
+
+lower::Buffer FloatBuffer(const std::string& name, int64_t size) {
+  auto b = std::make_shared<lower::BufferNode>();
+  b->name = name;
+  b->dtype = te::Float(32);
+  b->size = size;
+  return b;
+}
+
+std::vector<const lower::BufferLoadNode*> Loads(const Expr& e) {
+  std::vector<const lower::BufferLoadNode*> out;
+  lower::VisitLoads(e, [&](const lower::BufferLoadNode* l) { out.push_back(l); });
+  return out;
+}
+
+TEST(VectorTypes, ScalarOperandsOfVectorOperationsAreBroadcast) {
+  lower::Buffer x = FloatBuffer("x", 64), s = FloatBuffer("s", 1);
+  Expr v = lower::VectorLoad(x, Expr(8), 16);
+  EXPECT_EQ(v.dtype().lanes, 16);
+  Expr prod = v * lower::BufferLoad(s, Expr(0));
+  EXPECT_EQ(prod.dtype().lanes, 16);
+  Expr sum = prod + 1.0;  // a literal becomes a vector constant
+  EXPECT_EQ(sum.dtype().lanes, 16);
+  EXPECT_EQ((sum < 0.5).dtype().lanes, 16);
+  EXPECT_EQ(te::Broadcast(lower::BufferLoad(s, Expr(0)), 1).dtype().lanes, 1);
+  EXPECT_THROW(te::Broadcast(v, 4), std::runtime_error);
+  // Vectors of different widths do not mix.
+  EXPECT_THROW(v + lower::VectorLoad(x, Expr(0), 8), std::runtime_error);
+}
+
+TEST(VectorizeLanes, UnitStrideLoadsBecomeVectorLoadsOthersStayScalar) {
+  lower::Buffer x = FloatBuffer("x", 256), bias = FloatBuffer("bias", 4);
+  Expr q = te::MakeVar("q"), c = te::MakeVar("c");
+  // relu(x[c * 64 + q + 3] + bias[c])
+  Expr e = te::Max(lower::BufferLoad(x, c * 64 + q + 3) + lower::BufferLoad(bias, c), 0.0);
+  Expr base = te::MakeVar("q0");
+  Expr v = lower::VectorizeLanes(e, q.get(), base, 8);
+  ASSERT_TRUE(v.defined());
+  EXPECT_EQ(v.dtype().lanes, 8);
+  std::vector<const lower::BufferLoadNode*> loads = Loads(v);
+  ASSERT_EQ(loads.size(), 2u);
+  for (const lower::BufferLoadNode* l : loads) {
+    EXPECT_FALSE(lower::Occurs(l->index, q.get()));
+    if (l->buffer == x) {
+      EXPECT_EQ(l->dtype.lanes, 8);  // x[c * 64 + q0 + 3 ...]
+      int64_t coeff = 0;
+      ASSERT_TRUE(lower::LinearCoeff(l->index, base.get(), &coeff));
+      EXPECT_EQ(coeff, 1);
+    } else {
+      EXPECT_EQ(l->dtype.lanes, 1);  // the bias, the same in every lane
+    }
+  }
+}
+
+TEST(VectorizeLanes, VectorLeavesAreKeptAndBroadcastLaneValuesAbsorbed) {
+  lower::Buffer r = FloatBuffer("r", 64);
+  auto acc = std::make_shared<lower::BufferNode>();
+  acc->name = "acc";
+  acc->dtype = te::WithLanes(te::Float(32), 4);
+  acc->size = 1;
+  acc->scope = lower::BufferScope::kLocal;
+  Expr q = te::MakeVar("q");
+  // acc + r[q]: te broadcasts r[q] against the vector; lane k must read r[base + k].
+  Expr e = lower::BufferLoad(acc, Expr(0)) + lower::BufferLoad(r, q);
+  Expr v = lower::VectorizeLanes(e, q.get(), Expr(12), 4);
+  ASSERT_TRUE(v.defined());
+  for (const lower::BufferLoadNode* l : Loads(v)) {
+    EXPECT_EQ(l->dtype.lanes, 4) << l->buffer->name;
+  }
+}
+
+TEST(VectorizeLanes, RefusesOtherStridesCallsAndTheVariableAsValue) {
+  lower::Buffer x = FloatBuffer("x", 256);
+  Expr q = te::MakeVar("q");
+  EXPECT_FALSE(lower::VectorizeLanes(lower::BufferLoad(x, q * 2), q.get(), Expr(0), 4).defined());
+  EXPECT_FALSE(
+      lower::VectorizeLanes(lower::BufferLoad(x, te::FloorMod(q, Expr(7))), q.get(), Expr(0), 4)
+          .defined());
+  EXPECT_FALSE(
+      lower::VectorizeLanes(te::Exp(lower::BufferLoad(x, q)), q.get(), Expr(0), 4).defined());
+  EXPECT_FALSE(lower::VectorizeLanes(te::Cast(te::Float(32), q), q.get(), Expr(0), 4).defined());
+  // One lane: plain substitution.
+  Expr one = lower::VectorizeLanes(lower::BufferLoad(x, q * 2), q.get(), Expr(5), 1);
+  ASSERT_TRUE(one.defined());
+  int64_t index = 0;
+  ASSERT_TRUE(te::GetConstInt(one.as<lower::BufferLoadNode>()->index, &index));
+  EXPECT_EQ(index, 10);
+}
+
+}  // namespace
+}  // namespace ember::compiler
