@@ -41,6 +41,7 @@ struct TileContext {
   const ConvShape& s;
   int64_t ocb;            // output channels per tile
   int lanes;              // channels per SIMD vector (ocb is a multiple)
+  int64_t icc;            // input channels per reduction chunk (divides s.icg)
   Buffer in;              // padded image or the input argument
   Expr in_base;           // element offset of image n in `in`
   int64_t in_h, in_w;     // plane size of `in`
@@ -51,18 +52,19 @@ struct TileContext {
 };
 
 // One tile: `rows` output rows from oh times `width` columns from ow0, channels
-// [ob*ocb, ob*ocb + ocb).
+// [ob*ocb, ob*ocb + ocb), input channels of reduction chunk `chunk` (partial sums of earlier
+// chunks are in the result already).
 Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, const Expr& oh,
-              int64_t rows, const Expr& ow0, int64_t width) {
+              int64_t rows, const Expr& ow0, int64_t width, const Expr& chunk) {
   const ConvShape& s = c.s;
   Expr ic_v = te::MakeVar("ic"), kh_v = te::MakeVar("kh"), kw_v = te::MakeVar("kw");
-  Expr ic = s.icg > 1 ? ic_v : Expr(0);
+  Expr ic = chunk * c.icc + (c.icc > 1 ? ic_v : Expr(0));
   Expr kh = s.kh > 1 ? kh_v : Expr(0);
   Expr kw = s.kw > 1 ? kw_v : Expr(0);
   Expr ic_in = s.group > 1 ? te::FloorDiv(ob * c.ocb, Expr(s.ocg)) * s.icg + ic : ic;
   Expr row = c.in_base + (ic_in * c.in_h + oh * s.s_h + kh) * c.in_w + kw;
   Expr w_base = (((ob * s.icg + ic) * s.kh + kh) * s.kw + kw) * c.ocb;
-  std::vector<Stmt> init, update, store;
+  std::vector<Stmt> init, resume, update, store;
   for (int64_t rr = 0; rr < rows; ++rr) {
     for (int64_t r = 0; r < width; ++r) {
       Expr x = BufferLoad(c.in, row + rr * s.s_h * c.in_w + (ow0 + r) * s.s_w);
@@ -71,19 +73,25 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
             "acc" + tag + std::to_string(rr * width + r) + "_" + std::to_string(v / c.lanes),
             c.lanes);
         c.f->locals.push_back(a);
+        Expr dst = ((((c.n * (s.oc / c.ocb) + ob) * s.oh + oh + rr) * s.ow + ow0 + r) * c.ocb) + v;
         init.push_back(lower::Store(a, 0, te::Const(a->dtype, 0)));
+        resume.push_back(lower::Store(a, 0, lower::VectorLoad(c.result, dst, c.lanes)));
         // The input value is broadcast against a vector of packed weights.
         update.push_back(lower::Store(
             a, 0, BufferLoad(a, 0) + x * lower::VectorLoad(c.weights, w_base + v, c.lanes)));
-        Expr dst = ((((c.n * (s.oc / c.ocb) + ob) * s.oh + oh + rr) * s.ow + ow0 + r) * c.ocb) + v;
         store.push_back(lower::Store(c.result, dst, BufferLoad(a, 0)));
       }
     }
   }
   Stmt red = lower::KeepScalarFor(kw_v, s.kw, lower::Seq(update));
   red = lower::KeepScalarFor(kh_v, s.kh, red);
-  red = lower::KeepScalarFor(ic_v, s.icg, red);
-  std::vector<Stmt> tile = init;
+  red = lower::KeepScalarFor(ic_v, c.icc, red);
+  std::vector<Stmt> tile;
+  if (c.icc == s.icg) {
+    tile = init;
+  } else {
+    tile.push_back(lower::If(chunk == Expr(0), lower::Seq(init), lower::Seq(resume)));
+  }
   tile.push_back(red);
   tile.insert(tile.end(), store.begin(), store.end());
   return lower::Seq(tile);
@@ -140,7 +148,8 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   const ConvShape& s = m.s;
   const int64_t ocb = OcBlock(s, p);
   if (ocb == 0) return false;
-  const OcVecBlocking blocking = TunedConv2dOcVecBlocking(group, opts, p.oc_vectors, p.ow_block);
+  const OcVecBlocking blocking =
+      TunedConv2dOcVecBlocking(group, opts, ocb / p.lanes, p.lanes, p.ow_block);
   const int64_t owb = ChooseOwBlock(s.ow, blocking.ow_block);
   const int64_t rows = blocking.row_chunk;  // divides s.oh
 
@@ -177,9 +186,11 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
     f.workspaces.push_back(padded);
   }
   Expr n = te::MakeVar("n");
+  const int64_t chunks = s.icg / blocking.ic_chunk;
   TileContext ctx{s,
                   ocb,
                   static_cast<int>(p.lanes),
+                  blocking.ic_chunk,
                   padded_input ? padded : xb,
                   padded_input ? Expr(0) : n * (s.c * s.h * s.w),
                   padded_input ? ph : s.h,
@@ -195,6 +206,11 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
       owb == s.ow ? std::max<int64_t>(1, std::min(s.oh, blocking.ow_block / s.ow)) : 1;
   // Tiles run chunk-major: every channel block reads a chunk of `rows` output rows' input while
   // it is in cache, then the next chunk.
+  // The reduction runs in `chunks` parts over input channels (see OcVecBlocking::ic_chunk).
+  Expr ic_part = chunks > 1 ? te::MakeVar("icp") : Expr(0);
+  auto over_parts = [&](Stmt body) {
+    return chunks > 1 ? lower::For(ic_part, chunks, ForKind::kSerial, std::move(body)) : body;
+  };
   auto tile_loop = [&](const TileGrid& g) {
     const int64_t per_ob = rows * g.tiles_per_row, per_chunk = ocbs * per_ob;
     Expr t = te::MakeVar("t");
@@ -207,28 +223,32 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
     Expr ow0 = g.tiles_per_row > 1 ? te::FloorMod(rest, Expr(g.tiles_per_row)) * g.width + g.ow0
                                    : Expr(g.ow0);
     const int64_t tiles = (s.oh / rows) * per_chunk;
-    const int64_t work = tiles * g.width * ocb * s.icg * s.kh * s.kw;
+    const int64_t work = tiles * g.width * ocb * ctx.icc * s.kh * s.kw;
     bool par = opts.parallel && tiles > 1 && work >= opts.parallel_min_work;
     return lower::For(t, tiles, par ? ForKind::kParallel : ForKind::kSerial,
-                      MakeTile(ctx, g.tag, ob, oh, 1, ow0, g.width));
+                      MakeTile(ctx, g.tag, ob, oh, 1, ow0, g.width, ic_part));
   };
   const int64_t groups = s.oh / tile_rows, row_tail = s.oh % tile_rows;
   if (tile_rows == 1) {
-    image.push_back(tile_loop(TileGrid{"m", full, owb, 0}));
-    if (tail > 0) image.push_back(tile_loop(TileGrid{"t", 1, tail, full * owb}));
+    std::vector<Stmt> grids{tile_loop(TileGrid{"m", full, owb, 0})};
+    if (tail > 0) grids.push_back(tile_loop(TileGrid{"t", 1, tail, full * owb}));
+    image.push_back(over_parts(lower::Seq(grids)));
   } else {
     // Small planes: one task per channel block runs all its row groups and the leftover rows,
-    // so the block's weights (often larger than L2 in total) are fetched once, not twice.
+    // so the block's weights (often larger than L2 in total) are fetched once, not twice; with
+    // a chunked reduction, each chunk's weights stay in L1 across the row groups.
     Expr ob = te::MakeVar("ob"), grp = te::MakeVar("g");
-    std::vector<Stmt> per_block{lower::For(
-        grp, groups, ForKind::kSerial, MakeTile(ctx, "m", ob, grp * tile_rows, tile_rows, 0, owb))};
+    std::vector<Stmt> per_part{
+        lower::For(grp, groups, ForKind::kSerial,
+                   MakeTile(ctx, "m", ob, grp * tile_rows, tile_rows, 0, owb, ic_part))};
     if (row_tail > 0) {
-      per_block.push_back(MakeTile(ctx, "r", ob, Expr(groups * tile_rows), row_tail, 0, owb));
+      per_part.push_back(
+          MakeTile(ctx, "r", ob, Expr(groups * tile_rows), row_tail, 0, owb, ic_part));
     }
     const int64_t work = s.oh * s.ow * s.oc * s.icg * s.kh * s.kw;
     bool par = opts.parallel && ocbs > 1 && work >= opts.parallel_min_work;
-    image.push_back(
-        lower::For(ob, ocbs, par ? ForKind::kParallel : ForKind::kSerial, lower::Seq(per_block)));
+    image.push_back(lower::For(ob, ocbs, par ? ForKind::kParallel : ForKind::kSerial,
+                               over_parts(lower::Seq(per_part))));
   }
   body.push_back(lower::For(n, s.n, ForKind::kSerial, lower::Seq(image)));
   body.push_back(f.body);

@@ -204,42 +204,64 @@ int64_t CacheRowChunk(const ConvShape& s, const Target& t) {
   return rows;
 }
 
+int64_t CacheIcChunk(const ConvShape& s, int64_t ocb, int64_t budget) {
+  const int64_t per_ic = s.kh * s.kw * ocb * int64_t{4};
+  int64_t icc = std::max<int64_t>(1, std::min(s.icg, budget / per_ic));
+  while (s.icg % icc != 0) --icc;
+  return icc;
+}
+
 OcVecBlocking TunedConv2dOcVecBlocking(const FusedGroup& group, const lower::ScheduleOptions& opts,
-                                       int64_t oc_vectors, int64_t table_ow_block) {
+                                       int64_t oc_vectors, int64_t lanes, int64_t table_ow_block) {
   ConvGroup m;
-  if (!MatchConvGroup(group, &m)) return {table_ow_block, 1};  // the schedule matched it first
-  OcVecBlocking table{table_ow_block, m.s.oh};
-  if (opts.target == nullptr || oc_vectors < 1) return table;
+  if (!MatchConvGroup(group, &m)) return {table_ow_block, 1, 1};  // the schedule matched it first
+  OcVecBlocking table{table_ow_block, m.s.oh, m.s.icg};
+  if (opts.target == nullptr || oc_vectors < 1 || lanes < 1) return table;
   const Target& t = *opts.target;
   const ConvShape& s = m.s;
+  const int64_t ocb = oc_vectors * lanes;
+  const CacheSizes caches = TargetCacheSizes(t);
   table.row_chunk = CacheRowChunk(s, t);
+  table.ic_chunk = CacheIcChunk(s, ocb, caches.l1d / 2);
+  const int64_t l2_ic_chunk = CacheIcChunk(s, ocb, caches.l2 / 4);
   const int64_t budget = VectorRegisters(ClassifyTarget(t)) - 4;
   auto candidates = [&] {
     // Block widths whose accumulators fill a third to all of the register budget, then the
     // other chunking (none, or half the cache-derived chunk) with the table's width.
     std::vector<ParamSet> out;
+    auto add = [&](int64_t owb, int64_t rc, int64_t icc) {
+      out.push_back({{"ow_block", owb}, {"row_chunk", rc}, {"ic_chunk", icc}});
+    };
     std::set<int64_t> seen{ChooseOwBlock(s.ow, table_ow_block)};
     for (int64_t most = budget / oc_vectors; most >= 1 && 3 * most * oc_vectors >= budget; --most) {
       if (seen.insert(ChooseOwBlock(s.ow, most)).second) {
-        out.push_back({{"ow_block", most}, {"row_chunk", table.row_chunk}});
+        add(most, table.row_chunk, table.ic_chunk);
       }
     }
     if (table.row_chunk < s.oh) {
-      out.push_back({{"ow_block", table_ow_block}, {"row_chunk", s.oh}});
+      add(table_ow_block, s.oh, table.ic_chunk);
       int64_t half = std::max<int64_t>(1, table.row_chunk / 2);
       while (s.oh % half != 0) --half;
-      if (half != table.row_chunk)
-        out.push_back({{"ow_block", table_ow_block}, {"row_chunk", half}});
+      if (half != table.row_chunk) add(table_ow_block, half, table.ic_chunk);
+    }
+    // Weights of a channel block held in L2 instead of L1, or not chunked at all.
+    for (int64_t icc : {l2_ic_chunk, s.icg}) {
+      if (icc != table.ic_chunk) add(table_ow_block, table.row_chunk, icc);
     }
     return out;
   };
   std::string key = ConvWorkloadKey("conv2d_nchw_ocvec", s, t, " ocv" + std::to_string(oc_vectors));
   ParamSet p = TunedParams(
-      opts, key, {{"ow_block", table.ow_block}, {"row_chunk", table.row_chunk}}, candidates);
+      opts, key,
+      {{"ow_block", table.ow_block}, {"row_chunk", table.row_chunk}, {"ic_chunk", table.ic_chunk}},
+      candidates);
   constexpr int64_t kMaxOwBlock = 64;
-  const int64_t owb = p["ow_block"], rc = p["row_chunk"];
-  if (owb < 1 || owb > kMaxOwBlock || rc < 1 || rc > s.oh || s.oh % rc != 0) return table;
-  return OcVecBlocking{owb, rc};
+  const int64_t owb = p["ow_block"], rc = p["row_chunk"], icc = p["ic_chunk"];
+  if (owb < 1 || owb > kMaxOwBlock || rc < 1 || rc > s.oh || s.oh % rc != 0 || icc < 1 ||
+      icc > s.icg || s.icg % icc != 0) {
+    return table;
+  }
+  return OcVecBlocking{owb, rc, icc};
 }
 
 }  // namespace ember::compiler::schedule

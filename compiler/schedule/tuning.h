@@ -17,8 +17,9 @@
 // index*/{level,type,size}); for cross targets (and when sysfs is missing) from a per-target-class
 // table of typical cores (x86: 32 KiB L1d, 1 MiB L2; AArch64: 64 KiB L1d, 512 KiB L2; ARMv7: 32
 // KiB L1d, 256 KiB L2). Where a conv's padded input exceeds half of L2, conv2d_nchw_ocvec runs
-// its tiles in chunks of output rows whose input fits there (CacheRowChunk); the register blocks
-// themselves follow the register file (VectorRegisters), not the caches.
+// its tiles in chunks of output rows whose input fits there (CacheRowChunk), and it splits the
+// reduction over input channels so that a channel block's weights for one chunk fit half of L1d
+// (CacheIcChunk); the register blocks themselves follow the register file (VectorRegisters).
 #ifndef EMBER_COMPILER_SCHEDULE_TUNING_H_
 #define EMBER_COMPILER_SCHEDULE_TUNING_H_
 
@@ -79,6 +80,10 @@ struct OcVecBlocking {
    * chunk-major so that a chunk's input rows stay in L2 while every channel block reads them.
    * The output height itself means no chunking. */
   int64_t row_chunk = 0;
+  /*! \brief Input channels per reduction chunk, a divisor of the channels per group: every tile
+   * of a chunk reads the same slice of the channel block's weights while it is in cache, and the
+   * next chunk adds onto the partial sums. The channels per group themselves mean no chunking. */
+  int64_t ic_chunk = 0;
 };
 
 /*!
@@ -88,12 +93,19 @@ struct OcVecBlocking {
 int64_t CacheRowChunk(const ConvShape& s, const Target& t);
 
 /*!
+ * \brief Input channels per chunk such that a chunk's weights for `ocb` output channels take at
+ * most `budget` bytes: the largest divisor of the channels per group that fits (at least 1).
+ */
+int64_t CacheIcChunk(const ConvShape& s, int64_t ocb, int64_t budget);
+
+/*!
  * \brief conv2d_nchw_ocvec's hook: its blocking for the group when each column holds
- * `oc_vectors` accumulator vectors, from the log, else `table_ow_block` and CacheRowChunk. The
+ * `oc_vectors` accumulator vectors of `lanes` channels, from the log, else `table_ow_block`,
+ * CacheRowChunk and the ic chunk whose weights fill half of L1d (CacheIcChunk). The
  * output-channel block stays the table's: it fixes the weight packing done at compile time.
  */
 OcVecBlocking TunedConv2dOcVecBlocking(const FusedGroup& group, const lower::ScheduleOptions& opts,
-                                       int64_t oc_vectors, int64_t table_ow_block);
+                                       int64_t oc_vectors, int64_t lanes, int64_t table_ow_block);
 
 }  // namespace ember::compiler::schedule
 

@@ -306,7 +306,7 @@ TEST(TuningHook, OcVecBlockWidthFromTheLog) {
   lower::ScheduleOptions so;
   so.target = &host;
   so.tuning_tasks = &tasks;
-  schedule::OcVecBlocking b = schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 6);
+  schedule::OcVecBlocking b = schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 4, 6);
   EXPECT_EQ(b.ow_block, 6);
   EXPECT_EQ(b.row_chunk, ConvKernel::kH);  // a small input fits any L2
   ASSERT_EQ(tasks.size(), 1u);
@@ -315,33 +315,50 @@ TEST(TuningHook, OcVecBlockWidthFromTheLog) {
       t.key.find("conv2d_nchw_ocvec f32 n1 c8 h10 w9 oc8 o10x9 k3x3 s1x1 p1x1 g1 ocv2 target="),
       std::string::npos)
       << t.key;
-  EXPECT_EQ(t.defaults, (ParamSet{{"ow_block", 6}, {"row_chunk", ConvKernel::kH}}));
+  // A small input fits any L2 and 8 channels of 3x3x8 weights any L1: no chunking.
+  EXPECT_EQ(
+      t.defaults,
+      (ParamSet{{"ow_block", 6}, {"row_chunk", ConvKernel::kH}, {"ic_chunk", ConvKernel::kC}}));
   ASSERT_GE(t.candidates.size(), 2u);
   for (const ParamSet& p : t.candidates) EXPECT_GE(p.at("ow_block"), 1);
   TuningLog log;
-  log.Put(TuningRecord{t.key, {{"ow_block", 3}, {"row_chunk", 5}}, 1.0, "test"});
+  log.Put(TuningRecord{t.key, {{"ow_block", 3}, {"row_chunk", 5}, {"ic_chunk", 2}}, 1.0, "test"});
   so.tuning_tasks = nullptr;
   so.tuning_log = &log;
-  b = schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 6);
+  b = schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 4, 6);
   EXPECT_EQ(b.ow_block, 3);
   EXPECT_EQ(b.row_chunk, 5);
-  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 1, 6).ow_block, 6);  // another key
-  log.Put(TuningRecord{t.key, {{"ow_block", 100000}, {"row_chunk", 5}}, 1.0, "test"});
-  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 6).ow_block, 6);  // absurd
-  log.Put(TuningRecord{t.key, {{"ow_block", 4}, {"row_chunk", 3}}, 1.0, "test"});   // 3 !| 10
-  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 6).row_chunk, ConvKernel::kH);
+  EXPECT_EQ(b.ic_chunk, 2);
+  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 1, 4, 6).ow_block,
+            6);  // another key
+  log.Put(
+      TuningRecord{t.key, {{"ow_block", 100000}, {"row_chunk", 5}, {"ic_chunk", 2}}, 1.0, "test"});
+  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 4, 6).ow_block, 6);  // absurd
+  log.Put(TuningRecord{t.key,
+                       {{"ow_block", 4}, {"row_chunk", 3}, {"ic_chunk", 2}},
+                       1.0,
+                       "test"});  // 3 does not divide 10
+  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 4, 6).row_chunk, ConvKernel::kH);
+  log.Put(TuningRecord{t.key,
+                       {{"ow_block", 4}, {"row_chunk", 5}, {"ic_chunk", 3}},
+                       1.0,
+                       "test"});  // 3 does not divide 8
+  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 4, 6).ic_chunk, ConvKernel::kC);
 }
 
-// The channels-in-lanes conv with chunked rows (as CacheRowChunk picks on small-L2 targets) and
-// other block widths from a log: still the reference's results.
+// The channels-in-lanes conv with chunked rows (as CacheRowChunk picks on small-L2 targets), a
+// reduction chunked over input channels (CacheIcChunk on big weights) and other block widths from
+// a log: still the reference's results, on the single-row and the multi-row tile paths.
 TEST(TuningHook, OcVecCandidatesAndRowChunksAreCorrect) {
   ScopedEnv force("EMBER_SCHEDULE", "conv2d_nchw_ocvec_avx2");
   ConvKernel ck;
   schedule::TuningTask t = Describe(ck);
   ASSERT_NE(t.key.find("conv2d_nchw_ocvec"), std::string::npos) << t.key;
   std::vector<ParamSet> cands = t.candidates;
-  cands.push_back({{"ow_block", 4}, {"row_chunk", 2}});
-  cands.push_back({{"ow_block", 9}, {"row_chunk", 1}});
+  cands.push_back({{"ow_block", 4}, {"row_chunk", 2}, {"ic_chunk", ConvKernel::kC}});
+  cands.push_back({{"ow_block", 9}, {"row_chunk", 1}, {"ic_chunk", 2}});
+  cands.push_back({{"ow_block", 4}, {"row_chunk", 5}, {"ic_chunk", 1}});
+  cands.push_back({{"ow_block", 30}, {"row_chunk", ConvKernel::kH}, {"ic_chunk", 4}});
   for (const ParamSet& p : cands) {
     SCOPED_TRACE(schedule::ParamSetToString(p));
     TuningLog log;
