@@ -14,7 +14,6 @@
 #include <ember/compiler/transform.h>
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -31,11 +30,6 @@ using lower::BufferScope;
 using lower::ForKind;
 using lower::Stmt;
 using te::Expr;
-
-int64_t OcBlock(const ConvShape& s, const Conv2dOcVecParams& p) {
-  if (p.lanes <= 0 || s.ocg % p.lanes != 0) return 0;
-  return (p.oc_vectors >= 2 && s.ocg % (2 * p.lanes) == 0) ? 2 * p.lanes : p.lanes;
-}
 
 struct TileContext {
   const ConvShape& s;
@@ -133,6 +127,11 @@ Stmt PackWeights(const ConvShape& s, int64_t ocb, const Buffer& w, const Buffer&
 
 }  // namespace
 
+int64_t OcVecOcBlock(const ConvShape& s, const Conv2dOcVecParams& p) {
+  if (p.lanes <= 0 || s.ocg % p.lanes != 0) return 0;
+  return (p.oc_vectors >= 2 && s.ocg % (2 * p.lanes) == 0) ? 2 * p.lanes : p.lanes;
+}
+
 int64_t ChooseOwBlock(int64_t ow, int64_t most) {
   most = std::min(ow, most);
   for (int64_t cand = most; cand * 2 >= most; --cand) {
@@ -146,7 +145,7 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   ConvGroup m;
   if (!MatchConvGroup(group, &m)) return false;
   const ConvShape& s = m.s;
-  const int64_t ocb = OcBlock(s, p);
+  const int64_t ocb = OcVecOcBlock(s, p);
   if (ocb == 0) return false;
   const OcVecBlocking blocking =
       TunedConv2dOcVecBlocking(group, opts, ocb / p.lanes, p.lanes, p.ow_block);
@@ -256,33 +255,6 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   f.prefer_vector_bits = p.prefer_vector_bits;
   *out = std::move(f);
   return true;
-}
-
-int64_t ConvWeightBlock(const Graph& g, const Node& conv, const Target& target) {
-  if (SchedulesDisabled()) return 0;
-  FusedGroup alone;
-  alone.graph = &g;
-  alone.nodes = {&conv};
-  for (int v : conv.inputs) {
-    if (v != kAbsentValue) alone.inputs.push_back(v);
-  }
-  alone.outputs = {conv.outputs.at(0)};
-  ConvGroup m;
-  if (!MatchConvGroup(alone, &m)) return 0;
-  const char* forced = std::getenv("EMBER_SCHEDULE");
-  TargetClass tc = ClassifyTarget(target);
-  for (const ScheduleEntry& e : ScheduleTable()) {
-    bool chosen =
-        forced != nullptr && *forced != '\0' ? std::strcmp(forced, e.name) == 0 : e.target == tc;
-    if (!chosen) continue;
-    if (e.kind == ScheduleKind::kConv2d1x1) {
-      if (!Conv1x1Applies(m.s, e.conv)) continue;
-      return Conv1x1OcBlock(m.s, e.conv.oc_block);
-    }
-    if (e.kind == ScheduleKind::kConv2dOcVec) return OcBlock(m.s, e.conv_ocvec);
-    return 0;  // an earlier entry of another kind would take it
-  }
-  return 0;
 }
 
 }  // namespace ember::compiler::schedule

@@ -16,12 +16,11 @@
 // one instead of taking a scalar remainder); the KH * KW weights are hoisted into scalars per
 // task and the epilogue (bias, Clip/Relu, residual Add, ...) is applied before the one store.
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <unordered_map>
 
 #include "conv_group.h"
+#include "loop_builders.h"
 #include "schedule.h"
 
 namespace ember::compiler::schedule {
@@ -38,25 +37,6 @@ using te::Expr;
 constexpr int64_t kRowBufferBudget = 6144;  // floats per task buffer (24 KiB: stays in L1)
 constexpr int64_t kMaxRowBuffer = 1 << 14;  // floats: wider rows go to the generic schedule
 constexpr int64_t kMaxTaps = 64;            // hoisted weight scalars per task
-
-Expr F32(double v) { return te::Const(te::Float(32), v); }
-
-Stmt SeqOf(const std::vector<Stmt>& stmts) {
-  std::vector<Stmt> kept;
-  for (const Stmt& s : stmts) {
-    if (s) kept.push_back(s);
-  }
-  return kept.size() == 1 ? kept[0] : lower::Seq(kept);
-}
-
-// for (var = begin; var < end; ++var) body(var); nothing for an empty range.
-Stmt Range(const std::string& name, int64_t begin, int64_t end, ForKind kind,
-           const std::function<Stmt(const Expr&)>& body) {
-  if (end <= begin) return nullptr;
-  if (end - begin == 1) return body(Expr(begin));
-  Expr v = te::MakeVar(name);
-  return lower::For(v, end - begin, kind, body(begin == 0 ? v : v + begin));
-}
 
 // body(i) for i in [begin, begin + len) as steps of one exact-width vector of `lanes` (rounded
 // down to a power of two not above len): the last step starts at begin + len - width and
@@ -171,30 +151,6 @@ struct Rewriter {
 };
 
 }  // namespace
-
-const std::vector<DepthwiseEntry>& DepthwiseScheduleTable() {
-  // One vector of output columns per row step: the full register width of each target class.
-  static const std::vector<DepthwiseEntry> table = {
-      {"depthwise_conv2d_avx512", TargetClass::kAvx512, DepthwiseParams{16, 512}},
-      {"depthwise_conv2d_avx2", TargetClass::kAvx2, DepthwiseParams{8, 0}},
-      {"depthwise_conv2d_sse", TargetClass::kSse, DepthwiseParams{4, 0}},
-      {"depthwise_conv2d_neon", TargetClass::kNeon64, DepthwiseParams{4, 0}},
-      {"depthwise_conv2d_neon32", TargetClass::kNeon32, DepthwiseParams{4, 0}},
-  };
-  return table;
-}
-
-bool TryDepthwiseSchedules(const FusedGroup& group, const lower::ScheduleOptions& opts,
-                           lower::LoweredFunc* out) {
-  const char* forced = std::getenv("EMBER_SCHEDULE");
-  const bool is_forced = forced != nullptr && *forced != '\0';
-  TargetClass tc = ClassifyTarget(*opts.target);
-  for (const DepthwiseEntry& e : DepthwiseScheduleTable()) {
-    if (is_forced ? std::strcmp(forced, e.name) != 0 : e.target != tc) continue;
-    return TryDepthwiseConv2d(group, opts, e.dw, out);
-  }
-  return false;
-}
 
 bool TryDepthwiseConv2d(const FusedGroup& group, const lower::ScheduleOptions& opts,
                         const DepthwiseParams& p, lower::LoweredFunc* out) {

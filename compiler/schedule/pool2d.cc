@@ -25,6 +25,7 @@
 #include <map>
 
 #include "../ops/op_common.h"
+#include "loop_builders.h"
 #include "schedule.h"
 
 namespace ember::compiler::schedule {
@@ -52,24 +53,6 @@ Buffer MakeBuffer(const std::string& name, te::DataType dt, int64_t size, Buffer
 }
 
 bool IsF32(DLDataType t) { return t.code == kDLFloat && t.bits == 32 && t.lanes == 1; }
-
-Expr F32(double v) { return te::Const(te::Float(32), v); }
-
-// for (var = begin; var < end; ++var) body(var), nothing when the range is empty.
-Stmt Range(const std::string& name, int64_t begin, int64_t end, ForKind kind,
-           const std::function<Stmt(const Expr&)>& body) {
-  if (end <= begin) return nullptr;
-  Expr v = te::MakeVar(name);
-  return lower::For(v, end - begin, kind, body(begin == 0 ? v : v + begin));
-}
-
-Stmt SeqOf(const std::vector<Stmt>& stmts) {
-  std::vector<Stmt> kept;
-  for (const Stmt& s : stmts) {
-    if (s) kept.push_back(s);
-  }
-  return lower::Seq(kept);
-}
 
 // Number of taps k in [0, K) with lo <= start + k < hi.
 Expr TapCount(const Expr& start, int64_t K, int64_t lo, int64_t hi) {

@@ -39,8 +39,15 @@ struct Conv2dOcVecParams {
   int prefer_vector_bits = 0;
 };
 
+/*! \brief Depthwise blocking: `lanes` output columns per vector register. */
+struct DepthwiseParams {
+  int64_t lanes = 8;
+  /*! \brief > 0: SIMD width the block assumes (sets LoweredFunc::prefer_vector_bits). */
+  int prefer_vector_bits = 0;
+};
+
 /*! \brief Which kernel an entry describes; the table lists them in order of preference. */
-enum class ScheduleKind { kConv2d1x1, kConv2dWide, kConv2dOcVec };
+enum class ScheduleKind { kDepthwiseConv2d, kConv2d1x1, kConv2dWide, kConv2dOcVec };
 
 struct ScheduleEntry {
   const char* name;
@@ -48,10 +55,18 @@ struct ScheduleEntry {
   ScheduleKind kind;
   Conv2dParams conv;
   Conv2dOcVecParams conv_ocvec;
+  DepthwiseParams depthwise;
 };
 
 /*! \brief Every schedule per target; tests and benchmarks iterate it. */
 const std::vector<ScheduleEntry>& ScheduleTable();
+
+/*!
+ * \brief The entries a group is offered to on `target`, in order: the one EMBER_SCHEDULE=NAME
+ * names when that is set (tests and benchmarks run every entry on the host this way; the loop
+ * nests are portable, only the blocking differs), else the entries of the target's class.
+ */
+std::vector<const ScheduleEntry*> EntriesFor(const Target& target);
 
 /*! \brief Offers the group to the kernel of one table entry (true: *out is filled). */
 bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::ScheduleOptions& opts,
@@ -72,22 +87,6 @@ bool SchedulesDisabled();
 bool TryConv2dWide(const FusedGroup& group, const lower::ScheduleOptions& opts,
                    const Conv2dParams& p, lower::LoweredFunc* out);
 
-/*! \brief Depthwise blocking: `lanes` output columns per vector register. */
-struct DepthwiseParams {
-  int64_t lanes = 8;
-  /*! \brief > 0: SIMD width the block assumes (sets LoweredFunc::prefer_vector_bits). */
-  int prefer_vector_bits = 0;
-};
-
-struct DepthwiseEntry {
-  const char* name;
-  TargetClass target;
-  DepthwiseParams dw;
-};
-
-/*! \brief The depthwise schedule per target (names distinct from ScheduleTable's). */
-const std::vector<DepthwiseEntry>& DepthwiseScheduleTable();
-
 /*!
  * \brief Depthwise 2-D convolution (group == C == OC, weight [C, 1, KH, KW], dilation 1,
  * float32) followed by elementwise/broadcast epilogue nodes, in one pass over the output:
@@ -98,11 +97,6 @@ const std::vector<DepthwiseEntry>& DepthwiseScheduleTable();
  */
 bool TryDepthwiseConv2d(const FusedGroup& group, const lower::ScheduleOptions& opts,
                         const DepthwiseParams& p, lower::LoweredFunc* out);
-
-/*! \brief TryDepthwiseConv2d with the entry of DepthwiseScheduleTable for opts.target, or the
- * entry EMBER_SCHEDULE names (none when it names another schedule). */
-bool TryDepthwiseSchedules(const FusedGroup& group, const lower::ScheduleOptions& opts,
-                           lower::LoweredFunc* out);
 
 /*!
  * \brief MaxPool (without Indices), AveragePool (2-D, dilation 1) and GlobalMaxPool /
@@ -141,6 +135,11 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
 /*! \brief Output columns per channels-in-lanes tile for output width `ow` and block `most`: the
  * largest divisor of `ow` in [most/2, most] (no tail tile), else min(ow, most). */
 int64_t ChooseOwBlock(int64_t ow, int64_t most);
+
+/*! \brief Output channels per tile of the channels-in-lanes kernel for this shape: one or two
+ * vectors of p.lanes (also its weight packing block); 0 when the channels per group do not fill
+ * a vector. */
+int64_t OcVecOcBlock(const ConvShape& s, const Conv2dOcVecParams& p);
 
 /*! \brief Output-channel block of the packed weights the conv kernel that will take `conv` on
  * `target` reads (the packing PackConvWeights applies), or 0 when it reads OIHW weights. */

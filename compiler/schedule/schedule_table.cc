@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "conv_group.h"
 #include "schedule.h"
 
 namespace ember::compiler {
@@ -28,38 +29,65 @@ TargetClass ClassifyTarget(const Target& t) {
 }
 
 const std::vector<ScheduleEntry>& ScheduleTable() {
-  // Register blocks must fit the register file with room for the loaded and broadcast operands.
-  // Channels-in-lanes kernels come first (AVX-512: 12 columns x 2 zmm = 24 accumulators; ~10%
-  // faster on ResNet-18 than the wide kernel on the development host); the wide kernel takes the
-  // convs they refuse (output channels per group not a multiple of the vector width).
+  // Depthwise convs first (the conv kernels would take them at a fraction of the speed): one
+  // vector of output columns per row step, the full register width of each target class. Then
+  // 1x1 convs on big planes, then the channels-in-lanes kernels (AVX-512: 14 columns x 2 zmm =
+  // 28 accumulators; register blocks must fit the register file with room for the loaded and
+  // broadcast operands); the wide kernel takes the convs they refuse (output channels per group
+  // not a multiple of the vector width).
   using K = ScheduleKind;
+  using DW = DepthwiseParams;
   static const std::vector<ScheduleEntry> table = {
-      {"conv2d_1x1_avx512", TargetClass::kAvx512, K::kConv2d1x1, Conv2dParams{64, 4, 512, 16}, {}},
-      {"conv2d_1x1_avx2", TargetClass::kAvx2, K::kConv2d1x1, Conv2dParams{16, 4, 0, 8}, {}},
-      {"conv2d_1x1_sse", TargetClass::kSse, K::kConv2d1x1, Conv2dParams{8, 4}, {}},
-      {"conv2d_1x1_neon", TargetClass::kNeon64, K::kConv2d1x1, Conv2dParams{16, 4}, {}},
-      {"conv2d_1x1_neon32", TargetClass::kNeon32, K::kConv2d1x1, Conv2dParams{8, 4}, {}},
-      {"conv2d_nchw_ocvec_avx512", TargetClass::kAvx512, K::kConv2dOcVec, {}, {16, 2, 14, 512}},
-      {"conv2d_nchw_ocvec_avx2", TargetClass::kAvx2, K::kConv2dOcVec, {}, {8, 2, 6, 0}},
-      {"conv2d_nchw_ocvec_sse", TargetClass::kSse, K::kConv2dOcVec, {}, {4, 2, 6, 0}},
-      {"conv2d_nchw_ocvec_neon", TargetClass::kNeon64, K::kConv2dOcVec, {}, {4, 2, 12, 0}},
-      {"conv2d_nchw_ocvec_neon32", TargetClass::kNeon32, K::kConv2dOcVec, {}, {4, 2, 6, 0}},
+      {"depthwise_conv2d_avx512", TargetClass::kAvx512, K::kDepthwiseConv2d, {}, {}, DW{16, 512}},
+      {"depthwise_conv2d_avx2", TargetClass::kAvx2, K::kDepthwiseConv2d, {}, {}, DW{8, 0}},
+      {"depthwise_conv2d_sse", TargetClass::kSse, K::kDepthwiseConv2d, {}, {}, DW{4, 0}},
+      {"depthwise_conv2d_neon", TargetClass::kNeon64, K::kDepthwiseConv2d, {}, {}, DW{4, 0}},
+      {"depthwise_conv2d_neon32", TargetClass::kNeon32, K::kDepthwiseConv2d, {}, {}, DW{4, 0}},
+      {"conv2d_1x1_avx512",
+       TargetClass::kAvx512,
+       K::kConv2d1x1,
+       Conv2dParams{64, 4, 512, 16},
+       {},
+       {}},
+      {"conv2d_1x1_avx2", TargetClass::kAvx2, K::kConv2d1x1, Conv2dParams{16, 4, 0, 8}, {}, {}},
+      {"conv2d_1x1_sse", TargetClass::kSse, K::kConv2d1x1, Conv2dParams{8, 4}, {}, {}},
+      {"conv2d_1x1_neon", TargetClass::kNeon64, K::kConv2d1x1, Conv2dParams{16, 4}, {}, {}},
+      {"conv2d_1x1_neon32", TargetClass::kNeon32, K::kConv2d1x1, Conv2dParams{8, 4}, {}, {}},
+      {"conv2d_nchw_ocvec_avx512", TargetClass::kAvx512, K::kConv2dOcVec, {}, {16, 2, 14, 512}, {}},
+      {"conv2d_nchw_ocvec_avx2", TargetClass::kAvx2, K::kConv2dOcVec, {}, {8, 2, 6, 0}, {}},
+      {"conv2d_nchw_ocvec_sse", TargetClass::kSse, K::kConv2dOcVec, {}, {4, 2, 6, 0}, {}},
+      {"conv2d_nchw_ocvec_neon", TargetClass::kNeon64, K::kConv2dOcVec, {}, {4, 2, 12, 0}, {}},
+      {"conv2d_nchw_ocvec_neon32", TargetClass::kNeon32, K::kConv2dOcVec, {}, {4, 2, 6, 0}, {}},
       {"conv2d_nchw_wide_avx512",
        TargetClass::kAvx512,
        K::kConv2dWide,
        Conv2dParams{64, 4, 512},
+       {},
        {}},
-      {"conv2d_nchw_wide_avx2", TargetClass::kAvx2, K::kConv2dWide, Conv2dParams{16, 4}, {}},
-      {"conv2d_nchw_wide_sse", TargetClass::kSse, K::kConv2dWide, Conv2dParams{8, 4}, {}},
-      {"conv2d_nchw_wide_neon", TargetClass::kNeon64, K::kConv2dWide, Conv2dParams{16, 4}, {}},
-      {"conv2d_nchw_wide_neon32", TargetClass::kNeon32, K::kConv2dWide, Conv2dParams{8, 4}, {}},
+      {"conv2d_nchw_wide_avx2", TargetClass::kAvx2, K::kConv2dWide, Conv2dParams{16, 4}, {}, {}},
+      {"conv2d_nchw_wide_sse", TargetClass::kSse, K::kConv2dWide, Conv2dParams{8, 4}, {}, {}},
+      {"conv2d_nchw_wide_neon", TargetClass::kNeon64, K::kConv2dWide, Conv2dParams{16, 4}, {}, {}},
+      {"conv2d_nchw_wide_neon32", TargetClass::kNeon32, K::kConv2dWide, Conv2dParams{8, 4}, {}, {}},
   };
   return table;
+}
+
+std::vector<const ScheduleEntry*> EntriesFor(const Target& target) {
+  const char* forced = std::getenv("EMBER_SCHEDULE");
+  const bool is_forced = forced != nullptr && *forced != '\0';
+  const TargetClass tc = ClassifyTarget(target);
+  std::vector<const ScheduleEntry*> out;
+  for (const ScheduleEntry& e : ScheduleTable()) {
+    if (is_forced ? std::strcmp(forced, e.name) == 0 : e.target == tc) out.push_back(&e);
+  }
+  return out;
 }
 
 bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::ScheduleOptions& opts,
               lower::LoweredFunc* out) {
   switch (e.kind) {
+    case ScheduleKind::kDepthwiseConv2d:
+      return TryDepthwiseConv2d(group, opts, e.depthwise, out);
     case ScheduleKind::kConv2d1x1:
       return TryConv2d1x1(group, opts, e.conv, out);
     case ScheduleKind::kConv2dWide:
@@ -70,6 +98,34 @@ bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::Sche
   return false;
 }
 
+int64_t ConvWeightBlock(const Graph& g, const Node& conv, const Target& target) {
+  if (SchedulesDisabled()) return 0;
+  FusedGroup alone;
+  alone.graph = &g;
+  alone.nodes = {&conv};
+  for (int v : conv.inputs) {
+    if (v != kAbsentValue) alone.inputs.push_back(v);
+  }
+  alone.outputs = {conv.outputs.at(0)};
+  ConvGroup m;
+  if (!MatchConvGroup(alone, &m)) return 0;
+  // The first entry that takes the conv decides, as in TryGroupSchedules.
+  for (const ScheduleEntry* e : EntriesFor(target)) {
+    switch (e->kind) {
+      case ScheduleKind::kDepthwiseConv2d:
+        continue;  // reads OIHW weights; convs it refuses go on to the next entry
+      case ScheduleKind::kConv2d1x1:
+        if (!Conv1x1Applies(m.s, e->conv)) continue;
+        return Conv1x1OcBlock(m.s, e->conv.oc_block);
+      case ScheduleKind::kConv2dOcVec:
+        return OcVecOcBlock(m.s, e->conv_ocvec);
+      case ScheduleKind::kConv2dWide:
+        return 0;
+    }
+  }
+  return 0;
+}
+
 }  // namespace schedule
 
 namespace lower {
@@ -77,18 +133,8 @@ namespace lower {
 bool TryGroupSchedules(const FusedGroup& group, const ScheduleOptions& opts, LoweredFunc* out) {
   if (opts.target == nullptr || schedule::SchedulesDisabled()) return false;
   if (schedule::TryPool2d(group, opts, out)) return true;
-  if (schedule::TryDepthwiseSchedules(group, opts, out)) return true;
-  schedule::TargetClass tc = schedule::ClassifyTarget(*opts.target);
-  // EMBER_SCHEDULE=NAME forces one table entry whatever the target (tests and benchmarks run
-  // every entry on the host this way; the loop nests are portable, only the blocking differs).
-  const char* forced = std::getenv("EMBER_SCHEDULE");
-  for (const schedule::ScheduleEntry& e : schedule::ScheduleTable()) {
-    if (forced != nullptr && *forced != '\0') {
-      if (std::strcmp(forced, e.name) != 0) continue;
-    } else if (e.target != tc) {
-      continue;
-    }
-    if (schedule::TryEntry(e, group, opts, out)) return true;
+  for (const schedule::ScheduleEntry* e : schedule::EntriesFor(*opts.target)) {
+    if (schedule::TryEntry(*e, group, opts, out)) return true;
   }
   return false;
 }

@@ -178,22 +178,29 @@ const std::vector<DwCase>& Cases() {
   return cases;
 }
 
-TEST(Depthwise, TableNamesAreDistinctFromTheConvTable) {
-  std::set<std::string> names;
-  for (const schedule::ScheduleEntry& e : schedule::ScheduleTable()) names.insert(e.name);
-  EXPECT_FALSE(schedule::DepthwiseScheduleTable().empty());
-  for (const schedule::DepthwiseEntry& e : schedule::DepthwiseScheduleTable()) {
-    EXPECT_TRUE(names.insert(e.name).second) << e.name;
-    EXPECT_GE(e.dw.lanes, 1);
+std::vector<const schedule::ScheduleEntry*> DepthwiseEntries() {
+  std::vector<const schedule::ScheduleEntry*> out;
+  for (const schedule::ScheduleEntry& e : schedule::ScheduleTable()) {
+    if (e.kind == schedule::ScheduleKind::kDepthwiseConv2d) out.push_back(&e);
   }
+  return out;
+}
+
+TEST(Depthwise, EveryTargetClassWithSimdHasAnEntry) {
+  std::set<schedule::TargetClass> classes;
+  for (const schedule::ScheduleEntry* e : DepthwiseEntries()) {
+    EXPECT_GE(e->depthwise.lanes, 1) << e->name;
+    classes.insert(e->target);
+  }
+  EXPECT_EQ(classes.size(), 5u);  // SSE, AVX2, AVX-512, NEON 64 and 32
 }
 
 TEST(Depthwise, EveryEntryMatchesTheReference) {
   // Entries with the same parameters lower to the same loop nest on the host: run one of them.
   std::set<std::pair<int64_t, int>> seen;
-  for (const schedule::DepthwiseEntry& e : schedule::DepthwiseScheduleTable()) {
-    if (!seen.insert({e.dw.lanes, e.dw.prefer_vector_bits}).second) continue;
-    for (const DwCase& c : Cases()) CheckCase(e.name, c, true);
+  for (const schedule::ScheduleEntry* e : DepthwiseEntries()) {
+    if (!seen.insert({e->depthwise.lanes, e->depthwise.prefer_vector_bits}).second) continue;
+    for (const DwCase& c : Cases()) CheckCase(e->name, c, true);
   }
   EXPECT_GE(seen.size(), 3u);
 }
@@ -203,12 +210,12 @@ TEST(Depthwise, HostTargetPicksTheDepthwiseSchedule) {
 }
 
 TEST(Depthwise, ChannelMultiplierAndOtherSchedulesFallBack) {
-  const char* name = schedule::DepthwiseScheduleTable()[0].name;
+  const char* name = DepthwiseEntries().at(0)->name;
   // OC = 2 * C is not depthwise in this schedule's sense: another schedule computes it.
   CheckCase(name, DwCase{1, 4, 9, 9, 3, 1, 1, kBias, 2}, false);
   CheckCase("", DwCase{1, 4, 9, 9, 3, 2, 1, kRelu, 2}, false);
   // Forcing another schedule by name keeps the depthwise one out.
-  CheckCase(schedule::ScheduleTable()[0].name, DwCase{1, 8, 9, 9, 3, 1, 1, kBias}, false);
+  CheckCase("conv2d_nchw_ocvec_avx512", DwCase{1, 8, 9, 9, 3, 1, 1, kBias}, false);
 }
 
 TEST(Depthwise, CrossCompilesForAArch64AndArmv7) {

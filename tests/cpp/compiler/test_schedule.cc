@@ -55,6 +55,7 @@ Build ForEntry(const schedule::ScheduleEntry& e) {
     case schedule::ScheduleKind::kConv2dOcVec:
       return Build{e.name, "accm0_0[", 0};
     case schedule::ScheduleKind::kConv2dWide:
+    case schedule::ScheduleKind::kDepthwiseConv2d:  // test_depthwise.cc
       break;
   }
   return Build{e.name, "acc0_0[", 0};
@@ -198,7 +199,9 @@ TEST(Schedule, TableNamesAreUniqueAndCarryTheTarget) {
   std::set<std::string> names;
   for (const schedule::ScheduleEntry& e : schedule::ScheduleTable()) {
     EXPECT_TRUE(names.insert(e.name).second) << e.name;
-    if (e.kind != schedule::ScheduleKind::kConv2dOcVec) {
+    if (e.kind == schedule::ScheduleKind::kDepthwiseConv2d) {
+      EXPECT_GE(e.depthwise.lanes, 1);
+    } else if (e.kind != schedule::ScheduleKind::kConv2dOcVec) {
       EXPECT_GE(e.conv.lanes, 1);
       EXPECT_GE(e.conv.oc_block, 1);
     } else {
@@ -211,6 +214,7 @@ TEST(Schedule, TableNamesAreUniqueAndCarryTheTarget) {
 
 TEST(Schedule, EveryTableEntryMatchesTheReferenceConv) {
   for (const schedule::ScheduleEntry& e : schedule::ScheduleTable()) {
+    if (e.kind == schedule::ScheduleKind::kDepthwiseConv2d) continue;  // test_depthwise.cc
     const std::vector<ConvCase>& cases = e.kind == schedule::ScheduleKind::kConv2dWide ? WideCases()
                                          : e.kind == schedule::ScheduleKind::kConv2d1x1
                                              ? Gemm1x1Cases()
