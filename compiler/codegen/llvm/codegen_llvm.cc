@@ -886,15 +886,20 @@ struct FreeCollector {
 
 }  // namespace
 
+// Chunks of a parallel loop per task of the launch (see EmitParallelFor).
+constexpr int64_t kParallelChunksPerTask = 4;
+
 void CodeGenLLVM::EmitParallelFor(const lower::ForNode* f) {
   FreeCollector fc;
   fc.bound.insert(f->var.get());
   fc.S(f->body);
-  // Closure data: buffer base pointers, then free variables (as index-typed integers).
+  // Closure data: buffer base pointers, free variables (as index-typed integers), then the
+  // counter tasks take chunks of the loop from.
   std::vector<llvm::Type*> fields;
   for (size_t i = 0; i < fc.buffers.size(); ++i) fields.push_back(ptr_);
   for (size_t i = 0; i < fc.vars.size(); ++i) fields.push_back(index_ty_);
-  if (fields.empty()) fields.push_back(ptr_);
+  const unsigned counter_field = static_cast<unsigned>(fields.size());
+  fields.push_back(i32_);
   auto* cdata_ty = llvm::StructType::get(ctx_, fields);
   llvm::Value* cdata;
   {
@@ -909,6 +914,7 @@ void CodeGenLLVM::EmitParallelFor(const lower::ForNode* f) {
     b_.CreateStore(CastInt(v, index_ty_, true),
                    b_.CreateStructGEP(cdata_ty, cdata, fc.buffers.size() + i));
   }
+  b_.CreateStore(b_.getInt32(0), b_.CreateStructGEP(cdata_ty, cdata, counter_field));
   // The closure: int32 (int32 task_id, TVMParallelGroupEnv* penv, void* cdata).
   auto* cty = llvm::FunctionType::get(i32_, {i32_, ptr_, ptr_}, false);
   auto* closure =
@@ -938,15 +944,33 @@ void CodeGenLLVM::EmitParallelFor(const lower::ForNode* f) {
   auto* penv_ty = llvm::StructType::get(ctx_, {ptr_, i32_});
   llvm::Value* num_task = b_.CreateLoad(i32_, b_.CreateStructGEP(penv_ty, closure->getArg(1), 1));
   num_task = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, num_task, b_.getInt32(1));
+  // Tasks take chunks from a shared counter instead of a fixed 1/num_task share each: a thread
+  // that runs slow (a little core, a descheduled vCPU, another process) holds up the launch by
+  // one chunk at most.
   llvm::Value* nt = CastInt(num_task, index_ty_, true);
-  llvm::Value* task = CastInt(closure->getArg(0), index_ty_, true);
   llvm::Value* extent = llvm::ConstantInt::get(index_ty_, f->extent);
-  llvm::Value* chunk = b_.CreateSDiv(
-      b_.CreateAdd(extent, b_.CreateSub(nt, llvm::ConstantInt::get(index_ty_, 1))), nt);
-  llvm::Value* begin = b_.CreateMul(task, chunk);
+  llvm::Value* one = llvm::ConstantInt::get(index_ty_, 1);
+  llvm::Value* chunks = b_.CreateBinaryIntrinsic(
+      llvm::Intrinsic::smin, extent,
+      b_.CreateMul(nt, llvm::ConstantInt::get(index_ty_, kParallelChunksPerTask)));
+  llvm::Value* chunk = b_.CreateSDiv(b_.CreateAdd(extent, b_.CreateSub(chunks, one)), chunks);
+  llvm::Value* counter = b_.CreateStructGEP(cdata_ty, cd, counter_field);
+  auto* take = llvm::BasicBlock::Create(ctx_, "take_chunk", closure);
+  auto* run = llvm::BasicBlock::Create(ctx_, "run_chunk", closure);
+  auto* done = llvm::BasicBlock::Create(ctx_, "chunks_done", closure);
+  b_.CreateBr(take);
+  b_.SetInsertPoint(take);
+  llvm::Value* c = b_.CreateAtomicRMW(llvm::AtomicRMWInst::Add, counter, b_.getInt32(1),
+                                      llvm::MaybeAlign(4), llvm::AtomicOrdering::Monotonic);
+  c = CastInt(c, index_ty_, true);
+  b_.CreateCondBr(b_.CreateICmpSLT(c, chunks), run, done);
+  b_.SetInsertPoint(run);
+  llvm::Value* begin = b_.CreateMul(c, chunk);
   llvm::Value* end =
       b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(begin, chunk), extent);
   EmitLoop(f->var, begin, end, 0, f->body);
+  b_.CreateBr(take);
+  b_.SetInsertPoint(done);
   b_.CreateRet(b_.getInt32(0));
   func_ = saved_func;
   vars_ = saved_vars;
