@@ -9,7 +9,9 @@
 // pack_conv_weights.cc), otherwise packed by the kernel into a workspace on every call. Padded
 // convolutions read a zero-padded copy of the image; unpadded ones read the input directly. The
 // result is written in [N][OC/oc_block][OH][OW][oc_block] blocks, which the group's epilogue (bias,
-// activation, residual; lowered by the default schedule) reads back into NCHW.
+// activation, residual) reads back into NCHW one block row at a time (BlockedEpilogue), or, for
+// epilogues that read the conv result elsewhere than at the element they write, as the default
+// schedule lowers it.
 #include <ember/compiler/target.h>
 #include <ember/compiler/transform.h>
 
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "conv_group.h"
+#include "loop_builders.h"
 #include "schedule.h"
 #include "tuning.h"
 
@@ -98,19 +101,29 @@ struct TileGrid {
   int64_t tiles_per_row, width, ow0;
 };
 
-// Copies image n into a zero-padded [C][PH][PW] plane set.
+// Copies image n into a zero-padded [C][PH][PW] plane set: border columns and rows are zero
+// stores, interior rows a contiguous copy (no per-element bounds check).
 Stmt PadImage(const ConvShape& s, const Buffer& x, const Buffer& padded, const Expr& n, int64_t ph,
               int64_t pw, const lower::ScheduleOptions& opts) {
-  Expr c = te::MakeVar("c"), y = te::MakeVar("y"), xx = te::MakeVar("x");
-  Expr sy = y - s.pad_t, sx = xx - s.pad_l;
-  Expr inside = (sy >= 0) && (sy < s.h) && (sx >= 0) && (sx < s.w);
-  Expr src = ((n * s.c + c) * s.h + sy) * s.w + sx;
-  Stmt copy = lower::Store(padded, (c * ph + y) * pw + xx,
-                           te::Select(inside, BufferLoad(x, src), te::Const(te::Float(32), 0)));
-  copy = lower::For(xx, pw, ForKind::kVectorized, copy);
-  copy = lower::For(y, ph, ForKind::kSerial, copy);
+  Expr c = te::MakeVar("c"), y = te::MakeVar("y");
+  Expr sy = y - s.pad_t;
+  Expr dst_row = (c * ph + y) * pw;
+  auto zeros = [&](const std::string& name, int64_t begin, int64_t end) {
+    return Range(name, begin, end, ForKind::kVectorized,
+                 [&](const Expr& xx) { return lower::Store(padded, dst_row + xx, F32(0)); });
+  };
+  const int64_t copy_end = std::min(pw, s.pad_l + s.w);
+  Stmt inside = SeqOf({zeros("xl", 0, s.pad_l),
+                       Range("x", s.pad_l, copy_end, ForKind::kVectorized,
+                             [&](const Expr& xx) {
+                               Expr src = ((n * s.c + c) * s.h + sy) * s.w + (xx - s.pad_l);
+                               return lower::Store(padded, dst_row + xx, BufferLoad(x, src));
+                             }),
+                       zeros("xr", copy_end, pw)});
+  Stmt row = lower::If((sy >= 0) && (sy < s.h), inside, zeros("xz", 0, pw));
+  row = lower::For(y, ph, ForKind::kSerial, row);
   bool par = opts.parallel && s.c * ph * pw >= opts.parallel_min_work && s.c > 1;
-  return lower::For(c, s.c, par ? ForKind::kParallel : ForKind::kSerial, copy);
+  return lower::For(c, s.c, par ? ForKind::kParallel : ForKind::kSerial, row);
 }
 
 // Packs OIHW weights into [OC/ocb][ICg][KH][KW][ocb] (when emberc did not at compile time).
@@ -123,6 +136,24 @@ Stmt PackWeights(const ConvShape& s, int64_t ocb, const Buffer& w, const Buffer&
   st = lower::For(r, red, ForKind::kSerial, st);
   bool par = opts.parallel && s.oc * red >= opts.parallel_min_work && s.oc / ocb > 1;
   return lower::For(ob, s.oc / ocb, par ? ForKind::kParallel : ForKind::kSerial, st);
+}
+
+// The group's output from the blocked result, one (channel block, output row) per task: the
+// task's slice of the result (OW x ocb floats) stays in L1 while each channel's output row is
+// written contiguously, instead of a gather from across the whole result per output element.
+Stmt BlockedEpilogue(const ConvShape& s, int64_t ocb, const Buffer& result, const Buffer& out,
+                     const ConvEpilogueAt& at, const Expr& n, const lower::ScheduleOptions& opts) {
+  const int64_t ocbs = s.oc / ocb;
+  Expr t = te::MakeVar("t"), v = te::MakeVar("v"), ow = te::MakeVar("ow");
+  Expr ob = te::FloorDiv(t, Expr(s.oh)), oh = te::FloorMod(t, Expr(s.oh));
+  Expr oc = ob * ocb + v;
+  Expr acc = BufferLoad(result, (((n * ocbs + ob) * s.oh + oh) * s.ow + ow) * ocb + v);
+  Stmt st = lower::Store(out, ((n * s.oc + oc) * s.oh + oh) * s.ow + ow, at({n, oc, oh, ow}, acc));
+  st = lower::For(ow, s.ow, ForKind::kVectorized, st);
+  st = lower::For(v, ocb, ForKind::kSerial, st);
+  const int64_t tasks = ocbs * s.oh;
+  bool par = opts.parallel && tasks > 1 && s.oc * s.oh * s.ow >= opts.parallel_min_work;
+  return lower::For(t, tasks, par ? ForKind::kParallel : ForKind::kSerial, st);
 }
 
 }  // namespace
@@ -167,8 +198,16 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
     return (((i[0] * ocbs + te::FloorDiv(i[1], Expr(ocb))) * s.oh + i[2]) * s.ow + i[3]) * ocb +
            te::FloorMod(i[1], Expr(ocb));
   };
-  if (!LowerConvEpilogue(group, m, s.n * s.oc * s.oh * s.ow, blocked, opts, &f, &result, &xb,
-                         &wb)) {
+  // The epilogue as an expression per element runs in the cache-friendly order of
+  // BlockedEpilogue; the default lowering (output order, a gather per element) is the fallback.
+  ConvEpilogueAt at;
+  const bool own_epilogue = BuildConvEpilogueAt(group, m, &f, &xb, &wb, &at);
+  if (own_epilogue) {
+    result = NewFloatBuffer(m.conv->name + "_result_ws", s.n * s.oc * s.oh * s.ow,
+                            BufferScope::kWorkspace);
+    f.workspaces.push_back(result);
+  } else if (!LowerConvEpilogue(group, m, s.n * s.oc * s.oh * s.ow, blocked, opts, &f, &result, &xb,
+                                &wb)) {
     return false;
   }
   std::vector<Stmt> body;
@@ -249,8 +288,10 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
     image.push_back(lower::For(ob, ocbs, par ? ForKind::kParallel : ForKind::kSerial,
                                over_parts(lower::Seq(per_part))));
   }
+  if (own_epilogue)
+    image.push_back(BlockedEpilogue(s, ocb, result, f.args.back().buffer, at, n, opts));
   body.push_back(lower::For(n, s.n, ForKind::kSerial, lower::Seq(image)));
-  body.push_back(f.body);
+  if (!own_epilogue) body.push_back(f.body);
   f.body = lower::Seq(body);
   f.prefer_vector_bits = p.prefer_vector_bits;
   *out = std::move(f);
