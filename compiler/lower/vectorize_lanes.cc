@@ -124,11 +124,16 @@ class LaneVectorizer {
 
   Expr Visit(const Expr& e) {
     if (!e.defined()) return e;
-    if (e.kind() == ExprKind::kCall) return Call(e);
-    if (!Occurs(e, var_)) return e;  // the same in every lane
     switch (e.kind()) {
+      case ExprKind::kIntImm:
+      case ExprKind::kFloatImm:
+        return e;
+      case ExprKind::kVar:
+        return e.get() == var_ ? Expr() : e;  // var as a value would need a lane ramp
       case ExprKind::kBufferLoad:
-        return Load(e.as<BufferLoadNode>());
+        return Load(e, e.as<BufferLoadNode>());
+      case ExprKind::kCall:
+        return Call(e);
       case ExprKind::kBinary: {
         auto* b = e.as<te::BinaryNode>();
         Expr x = Visit(b->a), y = Visit(b->b);
@@ -143,6 +148,9 @@ class LaneVectorizer {
         auto* s = e.as<te::SelectNode>();
         Expr c = Visit(s->cond), t = Visit(s->true_value), f = Visit(s->false_value);
         if (!c.defined() || !t.defined() || !f.defined()) return Expr();
+        if (c.dtype().lanes == 1 && t.dtype().lanes == 1 && f.dtype().lanes == 1) {
+          return te::Select(c, t, f);
+        }
         return te::Select(Widen(c), Widen(t), Widen(f));
       }
       case ExprKind::kCast: {
@@ -151,7 +159,7 @@ class LaneVectorizer {
         if (!x.defined()) return Expr();
         return te::Cast(te::WithLanes(e.dtype(), x.dtype().lanes), x);
       }
-      default:  // var itself as a value, te nodes
+      default:  // te nodes
         return Expr();
     }
   }
@@ -170,7 +178,9 @@ class LaneVectorizer {
     VisitLoads(e, [&](const BufferLoadNode* l) { vector = vector || l->dtype.lanes != 1; });
     return vector;
   }
-  Expr Load(const BufferLoadNode* l) {
+  // Loads that var does not reach (and vector leaves such as an accumulator) stay as they are.
+  Expr Load(const Expr& e, const BufferLoadNode* l) {
+    if (!Occurs(l->index, var_)) return e;
     int64_t c;
     if (l->dtype.lanes != 1 || !LinearCoeff(l->index, var_, &c) || c != 1) return Expr();
     return VectorLoad(l->buffer, Substitute(l->index, {{var_, base_}}), lanes_);

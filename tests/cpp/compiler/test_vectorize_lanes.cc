@@ -91,6 +91,22 @@ TEST(VectorizeLanes, RefusesOtherStridesCallsAndTheVariableAsValue) {
   EXPECT_FALSE(
       lower::VectorizeLanes(te::Exp(lower::BufferLoad(x, q)), q.get(), Expr(0), 4).defined());
   EXPECT_FALSE(lower::VectorizeLanes(te::Cast(te::Float(32), q), q.get(), Expr(0), 4).defined());
+  // An intrinsic on a vector accumulator, however deep, and the var as a value.
+  auto acc = std::make_shared<lower::BufferNode>();
+  acc->name = "acc";
+  acc->dtype = te::WithLanes(te::Float(32), 4);
+  acc->size = 1;
+  acc->scope = lower::BufferScope::kLocal;
+  Expr sig = te::Sigmoid(lower::BufferLoad(acc, Expr(0))) * 2.0 + lower::BufferLoad(x, q);
+  EXPECT_FALSE(lower::VectorizeLanes(sig, q.get(), Expr(0), 4).defined());
+  EXPECT_FALSE(lower::VectorizeLanes(lower::BufferLoad(x, q) + te::Cast(te::Float(32), q), q.get(),
+                                     Expr(0), 4)
+                   .defined());
+  // An intrinsic on a value the same in every lane is kept.
+  Expr kept = te::Exp(lower::BufferLoad(x, Expr(3))) + lower::BufferLoad(x, q);
+  Expr v = lower::VectorizeLanes(kept, q.get(), Expr(0), 4);
+  ASSERT_TRUE(v.defined());
+  EXPECT_EQ(v.dtype().lanes, 4);
   // One lane: plain substitution.
   Expr one = lower::VectorizeLanes(lower::BufferLoad(x, q * 2), q.get(), Expr(5), 1);
   ASSERT_TRUE(one.defined());
