@@ -16,6 +16,7 @@
 
 #include "conv_group.h"
 #include "schedule.h"
+#include "tuning.h"
 
 namespace ember::compiler::schedule {
 namespace {
@@ -140,7 +141,8 @@ bool TryConv2d1x1(const FusedGroup& group, const lower::ScheduleOptions& opts,
       !EpilogueLanes(ctx, Expr(0), Expr(0), simd, BufferLoad(probe, 0)).defined()) {
     return false;  // the channels-in-lanes kernel applies such epilogues in a pass of their own
   }
-  const int64_t plane = s.oh * s.ow, width = p.lanes;
+  const int64_t plane = s.oh * s.ow;
+  const int64_t width = simd > 1 ? TunedConv2d1x1Width(group, opts, ocb, simd, p.lanes) : p.lanes;
   const int64_t full = plane / width, tail = plane % width, ocbs = s.oc / ocb;
   // The tail tile takes its positions one scalar column each.
   auto tile_loop = [&](int64_t q_tiles, int64_t cols, int lanes, int64_t q_base,

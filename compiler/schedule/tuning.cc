@@ -189,6 +189,31 @@ Conv2dParams TunedConv2dWideParams(const FusedGroup& group, const lower::Schedul
   return out;
 }
 
+// ---- conv2d_1x1: `width` plane positions x ocb channels of accumulators ----
+
+int64_t TunedConv2d1x1Width(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                            int64_t ocb, int64_t simd_lanes, int64_t table_width) {
+  ConvGroup m;
+  if (opts.target == nullptr || simd_lanes < 1 || !MatchConvGroup(group, &m)) return table_width;
+  const ConvShape& s = m.s;
+  // Accumulators (width / simd_lanes x ocb registers) from half to all of the register budget.
+  const int64_t budget = VectorRegisters(ClassifyTarget(*opts.target)) - 4;
+  auto candidates = [&] {
+    std::vector<ParamSet> out{{{"width", table_width}}};
+    for (int64_t vectors = budget / ocb; vectors >= 1 && 2 * vectors * ocb >= budget; --vectors) {
+      const int64_t width = vectors * simd_lanes;
+      if (width != table_width && s.oh * s.ow >= width) out.push_back({{"width", width}});
+    }
+    return out;
+  };
+  std::string key = ConvWorkloadKey("conv2d_1x1", s, *opts.target, " ocb" + std::to_string(ocb));
+  ParamSet p = TunedParams(opts, key, {{"width", table_width}}, candidates);
+  const int64_t width = p["width"];
+  constexpr int64_t kMaxWidth = 512;
+  if (width < simd_lanes || width > kMaxWidth || width % simd_lanes != 0) return table_width;
+  return width;
+}
+
 // ---- conv2d_nchw_ocvec: ow_block columns x oc_vectors vectors of accumulators ----
 
 int64_t CacheRowChunk(const ConvShape& s, const Target& t) {

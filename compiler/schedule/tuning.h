@@ -72,6 +72,11 @@ int VectorRegisters(TargetClass tc);
 Conv2dParams TunedConv2dWideParams(const FusedGroup& group, const lower::ScheduleOptions& opts,
                                    const Conv2dParams& table);
 
+/*! \brief conv2d_1x1's hook: plane positions per register tile (a multiple of simd_lanes) for a
+ * tile of `ocb` output channels, from the log, else `table_width`. */
+int64_t TunedConv2d1x1Width(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                            int64_t ocb, int64_t simd_lanes, int64_t table_width);
+
 /*! \brief conv2d_nchw_ocvec's tunable blocking. */
 struct OcVecBlocking {
   /*! \brief Output columns per register tile (the schedule rounds it to fit the width). */

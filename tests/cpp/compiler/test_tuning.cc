@@ -167,18 +167,21 @@ TEST(TuningCache, SizesFromSysfsTextAndTable) {
 
 // ---- the hook in a schedule ----
 
+// A k x k conv (stride 1, same padding) + Relu on a 10 x 9 plane.
 struct ConvKernel {
   KernelGraph kg;
   int y = -1;
+  int64_t k = 3;
   static constexpr int64_t kC = 8, kH = 10, kW = 9, kOC = 8;
-  ConvKernel() {
+  explicit ConvKernel(int64_t kernel = 3) : k(kernel) {
+    const int64_t pad = k / 2;
     int x = kg.Input("x", {1, kC, kH, kW});
-    int w = kg.Input("w", {kOC, kC, 3, 3});
+    int w = kg.Input("w", {kOC, kC, k, k});
     int b = kg.Input("b", {kOC});
-    AttrMap attrs{{"kernel_shape", std::vector<int64_t>{3, 3}},
+    AttrMap attrs{{"kernel_shape", std::vector<int64_t>{k, k}},
                   {"strides", std::vector<int64_t>{1, 1}},
                   {"dilations", std::vector<int64_t>{1, 1}},
-                  {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                  {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
                   {"group", int64_t{1}}};
     TensorType ot{{1, kOC, kH, kW}, kFloat32};
     int c = kg.Add("Conv", {x, w, b}, {ot}, attrs)[0];
@@ -202,7 +205,8 @@ std::string BuildAndCheck(const ConvKernel& ck, const TuningLog* log) {
     ADD_FAILURE() << "no kernel";
     return loops;
   }
-  HostArray x({1, CK::kC, CK::kH, CK::kW}, kFloat32), w({CK::kOC, CK::kC, 3, 3}, kFloat32),
+  const int64_t k = ck.k, pad = k / 2;
+  HostArray x({1, CK::kC, CK::kH, CK::kW}, kFloat32), w({CK::kOC, CK::kC, k, k}, kFloat32),
       b({CK::kOC}, kFloat32), out({1, CK::kOC, CK::kH, CK::kW}, kFloat32);
   x.FillRandom(1);
   w.FillRandom(2);
@@ -214,12 +218,12 @@ std::string BuildAndCheck(const ConvKernel& ck, const TuningLog* log) {
       for (int64_t j = 0; j < CK::kW; ++j) {
         double acc = b.data<float>()[o];
         for (int64_t c = 0; c < CK::kC; ++c)
-          for (int64_t kh = 0; kh < 3; ++kh)
-            for (int64_t kw = 0; kw < 3; ++kw) {
-              int64_t ih = i + kh - 1, iw = j + kw - 1;
+          for (int64_t kh = 0; kh < k; ++kh)
+            for (int64_t kw = 0; kw < k; ++kw) {
+              int64_t ih = i + kh - pad, iw = j + kw - pad;
               if (ih < 0 || ih >= CK::kH || iw < 0 || iw >= CK::kW) continue;
               acc += double{x.data<float>()[(c * CK::kH + ih) * CK::kW + iw]} *
-                     w.data<float>()[((o * CK::kC + c) * 3 + kh) * 3 + kw];
+                     w.data<float>()[((o * CK::kC + c) * k + kh) * k + kw];
             }
         acc = std::max(acc, 0.0);
         float got = out.data<float>()[(o * CK::kH + i) * CK::kW + j];
@@ -366,6 +370,31 @@ TEST(TuningHook, OcVecCandidatesAndRowChunksAreCorrect) {
     BuildAndCheck(ck, &log);
     EXPECT_EQ(log.used().size(), 1u);
   }
+}
+
+// The 1x1 kernel's tile width: described per workload, taken from a log, every candidate right.
+TEST(TuningHook, OneByOneTileWidthFromTheLog) {
+  ScopedEnv force("EMBER_SCHEDULE", "conv2d_1x1_avx2");
+  ConvKernel ck(1);
+  schedule::TuningTask t = Describe(ck);
+  EXPECT_NE(t.key.find("conv2d_1x1 f32 n1 c8 h10 w9 oc8 o10x9 k1x1 s1x1 p0x0 g1 ocb4 target="),
+            std::string::npos)
+      << t.key;
+  EXPECT_EQ(t.defaults, (ParamSet{{"width", 16}}));  // the AVX2 entry: 2 vectors of 8
+  ASSERT_GE(t.candidates.size(), 2u);
+  for (const ParamSet& p : t.candidates) {
+    SCOPED_TRACE(schedule::ParamSetToString(p));
+    TuningLog log;
+    log.Put(TuningRecord{t.key, p, 1.0, "test"});
+    std::string loops = BuildAndCheck(ck, &log);
+    // The last accumulator of channel 0: one per vector of 8 positions.
+    std::string last = "accgm0_" + std::to_string(p.at("width") / 8 - 1) + "[";
+    EXPECT_NE(loops.find(last), std::string::npos);
+    EXPECT_EQ(log.used().size(), 1u);
+  }
+  TuningLog absurd;
+  absurd.Put(TuningRecord{t.key, {{"width", 12}}, 1.0, "test"});  // not a multiple of 8
+  EXPECT_NE(BuildAndCheck(ck, &absurd).find("accgm0_1["), std::string::npos);
 }
 
 // ---- --tune end to end ----
