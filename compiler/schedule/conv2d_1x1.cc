@@ -90,22 +90,6 @@ Stmt MakeTile(const GemmContext& c, const std::string& tag, const Expr& oc0, con
   return lower::Seq(tile);
 }
 
-// Applying the epilogue at (n, oc, 0, q), q = oh * OW + ow, addresses every operand right when
-// each reads the whole output plane or none of it (no broadcast along one spatial axis only).
-bool EpilogueReadsPlaneFlat(const ConvEpilogueAt& at, int64_t ow) {
-  Expr h = te::MakeVar("h"), w = te::MakeVar("w");
-  Expr e = at({te::MakeVar("n"), te::MakeVar("c"), h, w}, te::Const(te::Float(32), 0));
-  bool flat = true;
-  lower::VisitLoads(e, [&](const lower::BufferLoadNode* l) {
-    int64_t ch, cw;
-    if (!lower::LinearCoeff(l->index, h.get(), &ch) ||
-        !lower::LinearCoeff(l->index, w.get(), &cw) || (cw != 0 && cw != 1) || ch != cw * ow) {
-      flat = false;
-    }
-  });
-  return flat;
-}
-
 }  // namespace
 
 int64_t Conv1x1OcBlock(const ConvShape& s, int64_t most) {

@@ -138,21 +138,44 @@ Stmt PackWeights(const ConvShape& s, int64_t ocb, const Buffer& w, const Buffer&
   return lower::For(ob, s.oc / ocb, par ? ForKind::kParallel : ForKind::kSerial, st);
 }
 
-// The group's output from the blocked result, one (channel block, output row) per task: the
-// task's slice of the result (OW x ocb floats) stays in L1 while each channel's output row is
-// written contiguously, instead of a gather from across the whole result per output element.
+// Bytes of the blocked result one epilogue task reads (its rows of one channel block): kept in
+// L1 while the task writes each channel's rows.
+constexpr int64_t kEpilogueSliceBytes = 16 * 1024;
+
+// The group's output from the blocked result, one (channel block, chunk of output rows) per
+// task: the task's slice of the result stays in L1 while each channel's rows are written
+// contiguously, instead of a gather from across the whole result per output element. When the
+// epilogue reads every operand plane-flat (EpilogueReadsPlaneFlat), a task's rows are one loop
+// over flat positions (long enough to vectorise on small planes); otherwise one loop per row.
 Stmt BlockedEpilogue(const ConvShape& s, int64_t ocb, const Buffer& result, const Buffer& out,
                      const ConvEpilogueAt& at, const Expr& n, const lower::ScheduleOptions& opts) {
-  const int64_t ocbs = s.oc / ocb;
-  Expr t = te::MakeVar("t"), v = te::MakeVar("v"), ow = te::MakeVar("ow");
-  Expr ob = te::FloorDiv(t, Expr(s.oh)), oh = te::FloorMod(t, Expr(s.oh));
+  const int64_t ocbs = s.oc / ocb, plane = s.oh * s.ow;
+  const bool flat = EpilogueReadsPlaneFlat(at, s.ow);
+  int64_t rows = 1;
+  if (flat) {
+    rows = std::max<int64_t>(1, std::min(s.oh, kEpilogueSliceBytes / (s.ow * ocb * 4)));
+    while (s.oh % rows != 0) --rows;
+  }
+  const int64_t chunks = s.oh / rows;
+  Expr t = te::MakeVar("t"), v = te::MakeVar("v");
+  Expr ob = te::FloorDiv(t, Expr(chunks)), oh0 = te::FloorMod(t, Expr(chunks)) * rows;
   Expr oc = ob * ocb + v;
-  Expr acc = BufferLoad(result, (((n * ocbs + ob) * s.oh + oh) * s.ow + ow) * ocb + v);
-  Stmt st = lower::Store(out, ((n * s.oc + oc) * s.oh + oh) * s.ow + ow, at({n, oc, oh, ow}, acc));
-  st = lower::For(ow, s.ow, ForKind::kVectorized, st);
+  Stmt st;
+  if (flat) {
+    Expr q = te::MakeVar("q");  // flat position within the task's rows
+    Expr pos = oh0 * s.ow + q;
+    Expr acc = BufferLoad(result, ((n * ocbs + ob) * plane + pos) * ocb + v);
+    st = lower::Store(out, (n * s.oc + oc) * plane + pos, at({n, oc, Expr(0), pos}, acc));
+    st = lower::For(q, rows * s.ow, ForKind::kVectorized, st);
+  } else {
+    Expr ow = te::MakeVar("ow");
+    Expr acc = BufferLoad(result, (((n * ocbs + ob) * s.oh + oh0) * s.ow + ow) * ocb + v);
+    st = lower::Store(out, ((n * s.oc + oc) * s.oh + oh0) * s.ow + ow, at({n, oc, oh0, ow}, acc));
+    st = lower::For(ow, s.ow, ForKind::kVectorized, st);
+  }
   st = lower::For(v, ocb, ForKind::kSerial, st);
-  const int64_t tasks = ocbs * s.oh;
-  bool par = opts.parallel && tasks > 1 && s.oc * s.oh * s.ow >= opts.parallel_min_work;
+  const int64_t tasks = ocbs * chunks;
+  bool par = opts.parallel && tasks > 1 && s.oc * plane >= opts.parallel_min_work;
   return lower::For(t, tasks, par ? ForKind::kParallel : ForKind::kSerial, st);
 }
 

@@ -62,6 +62,12 @@ using ConvEpilogueAt = std::function<te::Expr(const std::vector<te::Expr>& i, co
 bool BuildConvEpilogueAt(const FusedGroup& group, const ConvGroup& m, lower::LoweredFunc* f,
                          lower::Buffer* x, lower::Buffer* w, ConvEpilogueAt* at);
 
+/*! \brief True when applying `at` at (n, oc, 0, q), q = oh * OW + ow the flat plane position,
+ * reads every operand where (n, oc, oh, ow) would: each operand reads the whole output plane or
+ * none of it (no broadcast along one spatial axis only). Lets a schedule run the epilogue over
+ * flat plane positions. */
+bool EpilogueReadsPlaneFlat(const ConvEpilogueAt& at, int64_t ow);
+
 /*! \brief A float32 buffer of `size` elements in `scope`. */
 lower::Buffer NewFloatBuffer(const std::string& name, int64_t size, lower::BufferScope scope);
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -72,6 +73,18 @@ void PackWeights(HostArray* w, int64_t oc, int64_t block) {
   }
 }
 
+// Compiles the group over every node of kg with output y; *loops receives its loop IR.
+std::unique_ptr<Library> BuildGroup(const KernelGraph& kg, int y, std::string* loops) {
+  char tmpl[] = "/tmp/ember_schedule_test_XXXXXX";
+  std::string dump = mkdtemp(tmpl);
+  BuildOptions bo;
+  bo.dump_dir = dump;
+  auto lib = std::make_unique<Library>(std::vector<FusedGroup>{kg.Group("conv", {y})}, bo);
+  *loops = ReadFile(dump + "/kernels.loop.txt");
+  std::filesystem::remove_all(dump);
+  return lib;
+}
+
 // Compiles the case as `build` says, runs it and compares with a reference.
 void CheckConv(const Build& build, const ConvCase& cc) {
   const char* schedule_name = build.schedule != nullptr ? build.schedule : "default";
@@ -98,18 +111,13 @@ void CheckConv(const Build& build, const ConvCase& cc) {
   int y = kg.Add("Conv", conv_in, {TensorType{oshape, kFloat32}}, attrs)[0];
   if (cc.residual) y = kg.Add("Add", {y, r}, {TensorType{oshape, kFloat32}})[0];
   if (cc.relu) y = kg.Add("Relu", {y}, {TensorType{oshape, kFloat32}})[0];
-  char tmpl[] = "/tmp/ember_schedule_test_XXXXXX";
-  std::string dump = mkdtemp(tmpl);
-  BuildOptions bo;
-  bo.dump_dir = dump;
-  Library lib({kg.Group("conv", {y})}, bo);
+  std::string loops;
+  std::unique_ptr<Library> lib = BuildGroup(kg, y, &loops);
   // The schedule took the group: its tile accumulators appear in the loop IR.
-  std::string loops = ReadFile(dump + "/kernels.loop.txt");
   if (build.marker != nullptr) {
     EXPECT_NE(loops.find(build.marker), std::string::npos) << "schedule did not take the group";
   }
-  std::filesystem::remove_all(dump);
-  auto f = lib.Get("conv");
+  auto f = lib->Get("conv");
   ASSERT_NE(f, nullptr);
   HostArray hx({cc.n, cc.c, cc.h, cc.w}, kFloat32), hw({cc.oc, icg, cc.k, cc.k}, kFloat32),
       hb({cc.oc}, kFloat32), hr(oshape, kFloat32), out(oshape, kFloat32);
@@ -239,10 +247,11 @@ TEST(Schedule, TheOneByOneKernelReadsPackedWeights) {
   CheckConv(Build{"conv2d_1x1_avx2", "accgm0_0[", 16}, c);
 }
 
-// Epilogues the 1x1 kernel cannot apply per vector of plane positions: an operand broadcast along
-// the rows only ([1, OC, 1, W]) and an intrinsic (Sigmoid). It must leave them to another kernel,
-// and the result must stay right.
-TEST(Schedule, TheOneByOneKernelLeavesEpiloguesItCannotVectorise) {
+// Epilogues that cannot run over flat plane positions: an operand broadcast along the rows only
+// ([1, OC, 1, W]), and one the 1x1 kernel cannot vectorise (Sigmoid). The 1x1 kernel must leave
+// them to another kernel; the channels-in-lanes kernel takes them (its epilogue then runs row by
+// row, or per element). The result must stay right either way.
+TEST(Schedule, EpiloguesThatAreNotPlaneFlat) {
   const int64_t c = 8, h = 16, w = 20, oc = 16;
   const std::vector<int64_t> oshape{1, oc, h, w};
   AttrMap attrs{{"kernel_shape", std::vector<int64_t>{1, 1}},
@@ -250,50 +259,53 @@ TEST(Schedule, TheOneByOneKernelLeavesEpiloguesItCannotVectorise) {
                 {"dilations", std::vector<int64_t>{1, 1}},
                 {"pads", std::vector<int64_t>{0, 0, 0, 0}},
                 {"group", int64_t{1}}};
-  for (bool sigmoid : {false, true}) {
-    SCOPED_TRACE(sigmoid ? "sigmoid" : "row-broadcast add");
-    ScopedEnv force("EMBER_SCHEDULE", "conv2d_1x1_avx512");
-    KernelGraph kg;
-    int x = kg.Input("x", {1, c, h, w});
-    int wt = kg.Input("w", {oc, c, 1, 1});
-    int r = sigmoid ? -1 : kg.Input("r", {1, oc, 1, w});
-    int y = kg.Add("Conv", {x, wt}, {TensorType{oshape, kFloat32}}, attrs)[0];
-    y = sigmoid ? kg.Add("Sigmoid", {y}, {TensorType{oshape, kFloat32}})[0]
-                : kg.Add("Add", {y, r}, {TensorType{oshape, kFloat32}})[0];
-    char tmpl[] = "/tmp/ember_schedule_test_XXXXXX";
-    std::string dump = mkdtemp(tmpl);
-    BuildOptions bo;
-    bo.dump_dir = dump;
-    Library lib({kg.Group("conv", {y})}, bo);
-    EXPECT_EQ(ReadFile(dump + "/kernels.loop.txt").find("accgm0_0["), std::string::npos);
-    std::filesystem::remove_all(dump);
-    HostArray hx({1, c, h, w}, kFloat32), hw({oc, c, 1, 1}, kFloat32), hr({1, oc, 1, w}, kFloat32),
-        out(oshape, kFloat32);
-    hx.FillRandom(21);
-    hw.FillRandom(22);
-    hr.FillRandom(23);
-    std::vector<HostArray*> args{&hx, &hw};
-    if (!sigmoid) args.push_back(&hr);
-    args.push_back(&out);
-    ASSERT_NE(lib.Get("conv"), nullptr);
-    ASSERT_EQ(Call(lib.Get("conv"), args), 0) << TVMGetLastError();
-    int bad = 0;
-    for (int64_t o = 0; o < oc; ++o)
-      for (int64_t i = 0; i < h; ++i)
-        for (int64_t j = 0; j < w; ++j) {
-          double acc = 0;
-          for (int64_t k = 0; k < c; ++k) {
-            acc += double(hx.data<float>()[(k * h + i) * w + j]) * hw.data<float>()[o * c + k];
+  for (const char* schedule : {"conv2d_1x1_avx512", "conv2d_nchw_ocvec_avx512"})
+    for (bool sigmoid : {false, true}) {
+      const bool one_by_one = std::string(schedule) == "conv2d_1x1_avx512";
+      SCOPED_TRACE(std::string(schedule) + (sigmoid ? " sigmoid" : " row-broadcast add"));
+      ScopedEnv force("EMBER_SCHEDULE", schedule);
+      KernelGraph kg;
+      int x = kg.Input("x", {1, c, h, w});
+      int wt = kg.Input("w", {oc, c, 1, 1});
+      int r = sigmoid ? -1 : kg.Input("r", {1, oc, 1, w});
+      int y = kg.Add("Conv", {x, wt}, {TensorType{oshape, kFloat32}}, attrs)[0];
+      y = sigmoid ? kg.Add("Sigmoid", {y}, {TensorType{oshape, kFloat32}})[0]
+                  : kg.Add("Add", {y, r}, {TensorType{oshape, kFloat32}})[0];
+      std::string loops;
+      std::unique_ptr<Library> lib = BuildGroup(kg, y, &loops);
+      if (one_by_one) {
+        EXPECT_EQ(loops.find("accgm0_0["), std::string::npos);
+      } else {
+        EXPECT_NE(loops.find("accm0_0["), std::string::npos);
+      }
+      HostArray hx({1, c, h, w}, kFloat32), hw({oc, c, 1, 1}, kFloat32),
+          hr({1, oc, 1, w}, kFloat32), out(oshape, kFloat32);
+      hx.FillRandom(21);
+      hw.FillRandom(22);
+      hr.FillRandom(23);
+      std::vector<HostArray*> args{&hx, &hw};
+      if (!sigmoid) args.push_back(&hr);
+      args.push_back(&out);
+      ASSERT_NE(lib->Get("conv"), nullptr);
+      ASSERT_EQ(Call(lib->Get("conv"), args), 0) << TVMGetLastError();
+      int bad = 0;
+      for (int64_t o = 0; o < oc; ++o)
+        for (int64_t i = 0; i < h; ++i)
+          for (int64_t j = 0; j < w; ++j) {
+            double acc = 0;
+            for (int64_t k = 0; k < c; ++k) {
+              acc += double(hx.data<float>()[(k * h + i) * w + j]) * hw.data<float>()[o * c + k];
+            }
+            double want =
+                sigmoid ? 1.0 / (1.0 + std::exp(-acc)) : acc + hr.data<float>()[o * w + j];
+            float got = out.data<float>()[(o * h + i) * w + j];
+            if (std::fabs(got - want) > 1e-4 + 1e-4 * std::fabs(want) && ++bad <= 5) {
+              ADD_FAILURE() << "at (" << o << "," << i << "," << j << "): got " << got << " want "
+                            << want;
+            }
           }
-          double want = sigmoid ? 1.0 / (1.0 + std::exp(-acc)) : acc + hr.data<float>()[o * w + j];
-          float got = out.data<float>()[(o * h + i) * w + j];
-          if (std::fabs(got - want) > 1e-4 + 1e-4 * std::fabs(want) && ++bad <= 5) {
-            ADD_FAILURE() << "at (" << o << "," << i << "," << j << "): got " << got << " want "
-                          << want;
-          }
-        }
-    EXPECT_EQ(bad, 0);
-  }
+      EXPECT_EQ(bad, 0);
+    }
 }
 
 TEST(Schedule, HostTargetPicksAConvScheduleOnX86AndArm) {
