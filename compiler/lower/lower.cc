@@ -6,6 +6,7 @@
 #include <ember/compiler/ir/fused_group.h>
 #include <ember/compiler/ir/op_registry.h>
 
+#include <cctype>
 #include <functional>
 #include <map>
 #include <set>
@@ -20,6 +21,24 @@ using te::Expr;
 using te::ExprKind;
 using te::Tensor;
 using te::TensorNode;
+
+Buffer NewBuffer(const std::string& name, te::DataType dtype, int64_t size, BufferScope scope,
+                 int arg_index) {
+  auto b = std::make_shared<BufferNode>();
+  for (char c : name) b->name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (b->name.empty()) b->name = "t";
+  b->dtype = dtype;
+  b->size = size;
+  b->scope = scope;
+  b->arg_index = arg_index;
+  return b;
+}
+
+Buffer NewArgBuffer(const ArgInfo& a, int index) {
+  int64_t size = 1;
+  for (int64_t d : a.shape) size *= d;
+  return NewBuffer(a.name, ops::ExprType(a.dtype), size, BufferScope::kArg, index);
+}
 
 Expr BufferLoad(const Buffer& b, Expr index) {
   return Expr(std::make_shared<BufferLoadNode>(b, std::move(index)));
@@ -215,12 +234,8 @@ class Lowerer {
     func_.args = arg_infos;
     for (size_t i = 0; i < arg_infos.size(); ++i) {
       const Tensor& t = i < inputs.size() ? inputs[i] : outputs[i - inputs.size()];
-      auto b = std::make_shared<BufferNode>();
-      b->name = SanitizeName(arg_infos[i].name.empty() ? t->name : arg_infos[i].name);
-      b->dtype = t.dtype();
-      b->size = t.NumElements();
-      b->scope = BufferScope::kArg;
-      b->arg_index = static_cast<int>(i);
+      Buffer b = NewBuffer(arg_infos[i].name.empty() ? t->name : arg_infos[i].name, t.dtype(),
+                           t.NumElements(), BufferScope::kArg, static_cast<int>(i));
       func_.args[i].buffer = b;
       if (i < inputs.size()) {
         if (!t.is_placeholder()) throw std::runtime_error("lower: input is not a placeholder");
@@ -272,12 +287,9 @@ class Lowerer {
       bool materialise = buffers_.count(t) || t->body.kind() == ExprKind::kReduce || t->materialize;
       if (!materialise) continue;
       if (!buffers_.count(t)) {
-        auto b = std::make_shared<BufferNode>();
-        b->name = SanitizeName(t->name) + "_ws";
-        b->dtype = t->dtype;
-        b->size = 1;
-        for (int64_t d : t->shape) b->size *= d;
-        b->scope = BufferScope::kWorkspace;
+        int64_t size = 1;
+        for (int64_t d : t->shape) size *= d;
+        Buffer b = NewBuffer(t->name + "_ws", t->dtype, size, BufferScope::kWorkspace);
         buffers_[t] = b;
         func_.workspaces.push_back(b);
       }
@@ -288,12 +300,6 @@ class Lowerer {
   }
 
  private:
-  static std::string SanitizeName(const std::string& s) {
-    std::string r;
-    for (char c : s) r += (isalnum(static_cast<unsigned char>(c)) ? c : '_');
-    return r.empty() ? "t" : r;
-  }
-
   static Expr Flatten(const std::vector<int64_t>& shape, const std::vector<Expr>& idx) {
     Expr flat = 0;
     for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + idx[d];
@@ -329,11 +335,7 @@ class Lowerer {
   }
 
   Buffer NewLocal(const std::string& name, te::DataType dtype, int64_t size = 1) {
-    auto b = std::make_shared<BufferNode>();
-    b->name = name;
-    b->dtype = dtype;
-    b->size = size;
-    b->scope = BufferScope::kLocal;
+    Buffer b = lower::NewBuffer(name, dtype, size, BufferScope::kLocal);
     func_.locals.push_back(b);
     return b;
   }
@@ -359,12 +361,12 @@ class Lowerer {
       work *= std::max<int64_t>(rext, 1);
       te::DataType st = src.dtype();
       if (Stmt row = LowerReduceRowwise(t, r, src, cond, out, work)) return row;
-      Buffer acc = NewLocal(SanitizeName(t->name) + "_acc", st);
+      Buffer acc = NewLocal(t->name + "_acc", st);
       Expr accv = BufferLoad(acc, 0);
       std::vector<Stmt> init, update;
       Expr result;
       if (r->op == te::ReduceOp::kArgMax || r->op == te::ReduceOp::kArgMin) {
-        Buffer acci = NewLocal(SanitizeName(t->name) + "_idx", te::Int(64));
+        Buffer acci = NewLocal(t->name + "_idx", te::Int(64));
         bool is_max = r->op == te::ReduceOp::kArgMax;
         init.push_back(Store(acc, 0, is_max ? te::MinValue(st) : te::MaxValue(st)));
         init.push_back(Store(acci, 0, te::IntImm(te::Int(64), 0)));
@@ -437,7 +439,7 @@ class Lowerer {
     if (!LoadsVectorFriendly(src, inner.var.get(), kMaxStride)) return nullptr;
     if (cond.defined() && !LoadsVectorFriendly(cond, inner.var.get(), kMaxStride)) return nullptr;
     te::DataType st = src.dtype();
-    Buffer acc = NewLocal(SanitizeName(t->name) + "_row", st, inner.extent);
+    Buffer acc = NewLocal(t->name + "_row", st, inner.extent);
     Expr accv = BufferLoad(acc, inner.var);
     Expr init_v, combined;
     if (!ReduceCombiner(r->op, st, accv, src, &init_v, &combined)) return nullptr;

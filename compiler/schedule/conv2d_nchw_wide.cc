@@ -114,11 +114,8 @@ bool TryConv2dWide(const FusedGroup& group, const lower::ScheduleOptions& opts,
     Expr widx = (oc0 + j) * red_extent + r;
     Expr wval = BufferLoad(wb, widx);
     for (int64_t v = 0; v < lanes; ++v) {
-      auto a = std::make_shared<lower::BufferNode>();
-      a->name = "acc" + std::to_string(j) + "_" + std::to_string(v);
-      a->dtype = te::Float(32);
-      a->size = 1;
-      a->scope = BufferScope::kLocal;
+      Buffer a = NewFloatBuffer("acc" + std::to_string(j) + "_" + std::to_string(v), 1,
+                                BufferScope::kLocal);
       f.locals.push_back(a);
       acc[j][v] = a;
       init.push_back(lower::Store(a, 0, te::Const(te::Float(32), 0)));

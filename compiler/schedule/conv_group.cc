@@ -3,7 +3,6 @@
 
 #include <ember/compiler/ir/op_registry.h>
 
-#include <cctype>
 #include <map>
 #include <unordered_map>
 
@@ -98,21 +97,12 @@ bool MatchConvGroup(const FusedGroup& group, ConvGroup* m) {
 }
 
 lower::Buffer NewFloatBuffer(const std::string& name, int64_t size, lower::BufferScope scope) {
-  auto b = std::make_shared<lower::BufferNode>();
-  b->name = name;
-  b->dtype = te::Float(32);
-  b->size = size;
-  b->scope = scope;
-  return b;
+  return lower::NewBuffer(name, te::Float(32), size, scope);
 }
 
 lower::Buffer NewVectorAccumulator(const std::string& name, int64_t lanes) {
-  auto b = std::make_shared<lower::BufferNode>();
-  b->name = name;
-  b->dtype = te::WithLanes(te::Float(32), static_cast<int>(lanes));
-  b->size = 1;
-  b->scope = lower::BufferScope::kLocal;
-  return b;
+  return lower::NewBuffer(name, te::WithLanes(te::Float(32), static_cast<int>(lanes)), 1,
+                          lower::BufferScope::kLocal);
 }
 
 namespace {
@@ -299,18 +289,6 @@ struct EpilogueInliner {
   }
 };
 
-lower::Buffer ArgBuffer(const lower::ArgInfo& a, int index) {
-  auto b = std::make_shared<lower::BufferNode>();
-  for (char ch : a.name) b->name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-  if (b->name.empty()) b->name = "arg";
-  b->dtype = ops::ExprType(a.dtype);
-  b->size = 1;
-  for (int64_t d : a.shape) b->size *= d;
-  b->scope = lower::BufferScope::kArg;
-  b->arg_index = index;
-  return b;
-}
-
 }  // namespace
 
 bool BuildConvEpilogueAt(const FusedGroup& group, const ConvGroup& m, lower::LoweredFunc* f,
@@ -328,7 +306,8 @@ bool BuildConvEpilogueAt(const FusedGroup& group, const ConvGroup& m, lower::Low
     te::Tensor t = te::Placeholder(v.type.shape, ops::ExprType(v.type.dtype), v.name);
     env[vid] = t;
     lf.args.push_back(lower::ArgInfo{v.name, v.type.shape, v.type.dtype, nullptr});
-    lf.args.back().buffer = ArgBuffer(lf.args.back(), static_cast<int>(lf.args.size()) - 1);
+    lf.args.back().buffer =
+        lower::NewArgBuffer(lf.args.back(), static_cast<int>(lf.args.size()) - 1);
     inl.args[t.get()] = lf.args.back().buffer;
     if (vid == m.x_id && !xb) xb = lf.args.back().buffer;
     if (vid == m.w_id && !wb) wb = lf.args.back().buffer;
@@ -353,7 +332,7 @@ bool BuildConvEpilogueAt(const FusedGroup& group, const ConvGroup& m, lower::Low
   }
   const Value& gout = g.value(group.outputs[0]);
   lf.args.push_back(lower::ArgInfo{gout.name, gout.type.shape, gout.type.dtype, nullptr});
-  lf.args.back().buffer = ArgBuffer(lf.args.back(), static_cast<int>(lf.args.size()) - 1);
+  lf.args.back().buffer = lower::NewArgBuffer(lf.args.back(), static_cast<int>(lf.args.size()) - 1);
   if (!xb || !wb) return false;
 
   // Inline once at symbolic indices with a marker for the raw result; callers substitute.

@@ -131,11 +131,8 @@ struct Rewriter {
         auto* l = e.as<lower::BufferLoadNode>();
         Expr idx = Visit(l->index);
         if (hoist && l->buffer->scope == BufferScope::kArg && !Varies(l->index)) {
-          auto local = std::make_shared<lower::BufferNode>();
-          local->name = "epi" + std::to_string(num_hoisted++);
-          local->dtype = l->buffer->dtype;
-          local->size = 1;
-          local->scope = BufferScope::kLocal;
+          Buffer local = lower::NewBuffer("epi" + std::to_string(num_hoisted++), l->buffer->dtype,
+                                          1, BufferScope::kLocal);
           f->locals.push_back(local);
           // The load may have sat in an unselected arm: keep it inside the buffer.
           idx = te::Min(te::Max(idx, Expr(0)), Expr(l->buffer->size - 1));

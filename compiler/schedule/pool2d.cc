@@ -20,7 +20,6 @@
 #include <ember/compiler/ir/op_registry.h>
 
 #include <algorithm>
-#include <cctype>
 #include <functional>
 #include <map>
 
@@ -42,15 +41,6 @@ using te::Tensor;
 
 constexpr int64_t kLanes = 16;           // partial results of a global pool
 constexpr int64_t kMaxRowBuf = 1 << 14;  // floats of the per-row buffer (on the stack)
-
-Buffer MakeBuffer(const std::string& name, te::DataType dt, int64_t size, BufferScope scope) {
-  auto b = std::make_shared<BufferNode>();
-  for (char ch : name) b->name += (std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_');
-  b->dtype = dt;
-  b->size = size;
-  b->scope = scope;
-  return b;
-}
 
 bool IsF32(DLDataType t) { return t.code == kDLFloat && t.bits == 32 && t.lanes == 1; }
 
@@ -314,12 +304,7 @@ bool TryPool2d(const FusedGroup& group, const lower::ScheduleOptions& opts,
     }
     f.args.push_back(lower::ArgInfo{gout.name, gout.type.shape, gout.type.dtype, nullptr});
     for (size_t i = 0; i < f.args.size(); ++i) {
-      int64_t size = 1;
-      for (int64_t d : f.args[i].shape) size *= d;
-      Buffer b =
-          MakeBuffer(f.args[i].name, ops::ExprType(f.args[i].dtype), size, BufferScope::kArg);
-      const_cast<BufferNode*>(b.get())->arg_index = static_cast<int>(i);
-      f.args[i].buffer = b;
+      f.args[i].buffer = lower::NewArgBuffer(f.args[i], static_cast<int>(i));
     }
     pool_out = f.args.back().buffer;
   } else {
@@ -400,14 +385,16 @@ bool TryPool2d(const FusedGroup& group, const lower::ScheduleOptions& opts,
   Stmt pool_stmt;
   const bool global = s.kind == PoolKind::kGlobalMax || s.kind == PoolKind::kGlobalAvg;
   if (global) {
-    Buffer part = MakeBuffer(pool->name + "_part", te::Float(32), kLanes, BufferScope::kLocal);
+    Buffer part =
+        lower::NewBuffer(pool->name + "_part", te::Float(32), kLanes, BufferScope::kLocal);
     f.locals.push_back(part);
     int64_t work = s.planes * s.spatial;
     bool par = opts.parallel && work >= opts.parallel_min_work && s.planes > 1;
     pool_stmt = GlobalPool(s, xb, pool_out, part, par);
   } else {
     const int64_t jw = s.ow + (s.kw - 1) / s.s_w;
-    Buffer row = MakeBuffer(pool->name + "_row", te::Float(32), s.s_w * jw, BufferScope::kLocal);
+    Buffer row =
+        lower::NewBuffer(pool->name + "_row", te::Float(32), s.s_w * jw, BufferScope::kLocal);
     f.locals.push_back(row);
     int64_t work = s.planes * s.oh * s.ow * s.kh * s.kw;
     bool par = opts.parallel && work >= opts.parallel_min_work && s.planes > 1;

@@ -42,6 +42,11 @@ class BufferNode {
 };
 using Buffer = std::shared_ptr<const BufferNode>;
 
+/*! \brief A buffer of `size` elements of `dtype` in `scope` (`arg_index`: kArg only). The name
+ * is made an identifier (it names the buffer in the loop-IR text and in LLVM IR). */
+Buffer NewBuffer(const std::string& name, te::DataType dtype, int64_t size, BufferScope scope,
+                 int arg_index = -1);
+
 /*! \brief buffer[index] (flat element index). A load of a vector type reads that many
  * consecutive elements from `index` on (a buffer of vector type holds whole vectors). */
 class BufferLoadNode : public te::ExprNode {
@@ -121,6 +126,10 @@ struct ArgInfo {
   DLDataType dtype;  // as the graph declares it (checked against the DLTensor)
   Buffer buffer;
 };
+
+/*! \brief The kArg buffer of argument `index` described by `a` (its elements, in expression type).
+ */
+Buffer NewArgBuffer(const ArgInfo& a, int index);
 
 struct LoweredFunc {
   std::string name;

@@ -12,11 +12,12 @@ namespace {
 using te::Expr;
 
 lower::Buffer FloatBuffer(const std::string& name, int64_t size) {
-  auto b = std::make_shared<lower::BufferNode>();
-  b->name = name;
-  b->dtype = te::Float(32);
-  b->size = size;
-  return b;
+  return lower::NewBuffer(name, te::Float(32), size, lower::BufferScope::kArg);
+}
+
+// A register-tile accumulator of `lanes` floats.
+lower::Buffer VectorLocal(const std::string& name, int lanes) {
+  return lower::NewBuffer(name, te::WithLanes(te::Float(32), lanes), 1, lower::BufferScope::kLocal);
 }
 
 std::vector<const lower::BufferLoadNode*> Loads(const Expr& e) {
@@ -66,11 +67,7 @@ TEST(VectorizeLanes, UnitStrideLoadsBecomeVectorLoadsOthersStayScalar) {
 
 TEST(VectorizeLanes, VectorLeavesAreKeptAndBroadcastLaneValuesAbsorbed) {
   lower::Buffer r = FloatBuffer("r", 64);
-  auto acc = std::make_shared<lower::BufferNode>();
-  acc->name = "acc";
-  acc->dtype = te::WithLanes(te::Float(32), 4);
-  acc->size = 1;
-  acc->scope = lower::BufferScope::kLocal;
+  lower::Buffer acc = VectorLocal("acc", 4);
   Expr q = te::MakeVar("q");
   // acc + r[q]: te broadcasts r[q] against the vector; lane k must read r[base + k].
   Expr e = lower::BufferLoad(acc, Expr(0)) + lower::BufferLoad(r, q);
@@ -92,11 +89,7 @@ TEST(VectorizeLanes, RefusesOtherStridesCallsAndTheVariableAsValue) {
       lower::VectorizeLanes(te::Exp(lower::BufferLoad(x, q)), q.get(), Expr(0), 4).defined());
   EXPECT_FALSE(lower::VectorizeLanes(te::Cast(te::Float(32), q), q.get(), Expr(0), 4).defined());
   // An intrinsic on a vector accumulator, however deep, and the var as a value.
-  auto acc = std::make_shared<lower::BufferNode>();
-  acc->name = "acc";
-  acc->dtype = te::WithLanes(te::Float(32), 4);
-  acc->size = 1;
-  acc->scope = lower::BufferScope::kLocal;
+  lower::Buffer acc = VectorLocal("acc", 4);
   Expr sig = te::Sigmoid(lower::BufferLoad(acc, Expr(0))) * 2.0 + lower::BufferLoad(x, q);
   EXPECT_FALSE(lower::VectorizeLanes(sig, q.get(), Expr(0), 4).defined());
   EXPECT_FALSE(lower::VectorizeLanes(lower::BufferLoad(x, q) + te::Cast(te::Float(32), q), q.get(),
