@@ -14,6 +14,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -111,6 +112,9 @@ struct HostArray {
                       nullptr,
                       0};
   }
+  // Not copyable: the DLTensor points at this object's own bytes.
+  HostArray(const HostArray&) = delete;
+  HostArray& operator=(const HostArray&) = delete;
   int64_t size() const {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
@@ -174,6 +178,54 @@ inline std::string ReadFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+/*! \brief Compiles one group named "conv" over every node of kg with output y; *loops receives
+ * its loop IR (to check which schedule took it). */
+inline std::unique_ptr<Library> BuildKernelWithLoops(const KernelGraph& kg, int y,
+                                                     std::string* loops) {
+  char tmpl[] = "/tmp/ember_schedule_test_XXXXXX";
+  std::string dump = mkdtemp(tmpl);
+  BuildOptions bo;
+  bo.dump_dir = dump;
+  auto lib = std::make_unique<Library>(std::vector<FusedGroup>{kg.Group("conv", {y})}, bo);
+  *loops = ReadFile(dump + "/kernels.loop.txt");
+  std::filesystem::remove_all(dump);
+  return lib;
+}
+
+/*! \brief Conv geometry of the reference below (square kernel, symmetric pads). */
+struct ConvDims {
+  int64_t c, h, w, oc, k, stride, pad, group;
+};
+
+/*! \brief Direct conv of NCHW x with OIHW w at output (n, o, i, j), zero padding, no bias. */
+inline double ReferenceConvAt(HostArray& x, HostArray& w, const ConvDims& d, int64_t n, int64_t o,
+                              int64_t i, int64_t j) {
+  const int64_t icg = d.c / d.group, g = o / (d.oc / d.group);
+  double acc = 0.0;
+  for (int64_t ic = 0; ic < icg; ++ic)
+    for (int64_t kh = 0; kh < d.k; ++kh)
+      for (int64_t kw = 0; kw < d.k; ++kw) {
+        const int64_t ih = i * d.stride + kh - d.pad, iw = j * d.stride + kw - d.pad;
+        if (ih < 0 || ih >= d.h || iw < 0 || iw >= d.w) continue;
+        acc += double{x.data<float>()[((n * d.c + g * icg + ic) * d.h + ih) * d.w + iw]} *
+               w.data<float>()[((o * icg + ic) * d.k + kh) * d.k + kw];
+      }
+  return acc;
+}
+
+/*! \brief OIHW weights as PackConvWeights stores them: [O/B][I/X][H][W][X][B] (X = ic_block). */
+inline void PackWeightsLikeEmberc(HostArray* w, int64_t block, int64_t ic_block) {
+  const int64_t oc = w->shape[0], ic = w->shape[1], taps = w->shape[2] * w->shape[3];
+  std::vector<float> src(w->data<float>(), w->data<float>() + w->size());
+  for (int64_t o = 0; o < oc; ++o)
+    for (int64_t i = 0; i < ic; ++i)
+      for (int64_t t = 0; t < taps; ++t) {
+        const int64_t outer = ((o / block) * (ic / ic_block) + i / ic_block) * taps + t;
+        w->data<float>()[(outer * ic_block + i % ic_block) * block + o % block] =
+            src[(o * ic + i) * taps + t];
+      }
 }
 
 }  // namespace ember::compiler::testing

@@ -62,29 +62,6 @@ Build ForEntry(const schedule::ScheduleEntry& e) {
   return Build{e.name, "acc0_0[", 0};
 }
 
-// OIHW weights in PackConvWeights' blocked order [O/B][I][H][W][B].
-void PackWeights(HostArray* w, int64_t oc, int64_t block) {
-  const int64_t per_oc = w->size() / oc;
-  std::vector<float> src(w->data<float>(), w->data<float>() + w->size());
-  for (int64_t o = 0; o < oc; ++o) {
-    for (int64_t r = 0; r < per_oc; ++r) {
-      w->data<float>()[((o / block) * per_oc + r) * block + o % block] = src[o * per_oc + r];
-    }
-  }
-}
-
-// Compiles the group over every node of kg with output y; *loops receives its loop IR.
-std::unique_ptr<Library> BuildGroup(const KernelGraph& kg, int y, std::string* loops) {
-  char tmpl[] = "/tmp/ember_schedule_test_XXXXXX";
-  std::string dump = mkdtemp(tmpl);
-  BuildOptions bo;
-  bo.dump_dir = dump;
-  auto lib = std::make_unique<Library>(std::vector<FusedGroup>{kg.Group("conv", {y})}, bo);
-  *loops = ReadFile(dump + "/kernels.loop.txt");
-  std::filesystem::remove_all(dump);
-  return lib;
-}
-
 // Compiles the case as `build` says, runs it and compares with a reference.
 void CheckConv(const Build& build, const ConvCase& cc) {
   const char* schedule_name = build.schedule != nullptr ? build.schedule : "default";
@@ -94,7 +71,7 @@ void CheckConv(const Build& build, const ConvCase& cc) {
   ScopedEnv disable("EMBER_DISABLE_SCHEDULES", build.schedule != nullptr ? "0" : "1");
   const int64_t oh = (cc.h + 2 * cc.pad - cc.k) / cc.stride + 1;
   const int64_t ow = (cc.w + 2 * cc.pad - cc.k) / cc.stride + 1;
-  const int64_t icg = cc.c / cc.group, ocg = cc.oc / cc.group;
+  const int64_t icg = cc.c / cc.group;
   std::vector<int64_t> oshape{cc.n, cc.oc, oh, ow};
   KernelGraph kg;
   int x = kg.Input("x", {cc.n, cc.c, cc.h, cc.w});
@@ -112,7 +89,7 @@ void CheckConv(const Build& build, const ConvCase& cc) {
   if (cc.residual) y = kg.Add("Add", {y, r}, {TensorType{oshape, kFloat32}})[0];
   if (cc.relu) y = kg.Add("Relu", {y}, {TensorType{oshape, kFloat32}})[0];
   std::string loops;
-  std::unique_ptr<Library> lib = BuildGroup(kg, y, &loops);
+  std::unique_ptr<Library> lib = testing::BuildKernelWithLoops(kg, y, &loops);
   // The schedule took the group: its tile accumulators appear in the loop IR.
   if (build.marker != nullptr) {
     EXPECT_NE(loops.find(build.marker), std::string::npos) << "schedule did not take the group";
@@ -127,28 +104,20 @@ void CheckConv(const Build& build, const ConvCase& cc) {
   hr.FillRandom(14);
   HostArray hw_call(hw.shape, kFloat32);
   std::copy(hw.bytes.begin(), hw.bytes.end(), hw_call.bytes.begin());
-  if (build.packed_block > 1) PackWeights(&hw_call, cc.oc, build.packed_block);
+  if (build.packed_block > 1) testing::PackWeightsLikeEmberc(&hw_call, build.packed_block, 1);
   std::vector<HostArray*> call_args{&hx, &hw_call};
   if (cc.bias) call_args.push_back(&hb);
   if (cc.residual) call_args.push_back(&hr);
   call_args.push_back(&out);
   ASSERT_EQ(Call(f, call_args), 0) << TVMGetLastError();
+  const testing::ConvDims dims{cc.c, cc.h, cc.w, cc.oc, cc.k, cc.stride, cc.pad, cc.group};
   int bad = 0;
   for (int64_t n = 0; n < cc.n; ++n)
     for (int64_t o = 0; o < cc.oc; ++o)
       for (int64_t i = 0; i < oh; ++i)
         for (int64_t j = 0; j < ow; ++j) {
-          double acc = cc.bias ? hb.data<float>()[o] : 0.0;
-          int64_t g = o / ocg;
-          for (int64_t ic = 0; ic < icg; ++ic)
-            for (int64_t kh = 0; kh < cc.k; ++kh)
-              for (int64_t kw = 0; kw < cc.k; ++kw) {
-                int64_t ih = i * cc.stride + kh - cc.pad, iw = j * cc.stride + kw - cc.pad;
-                if (ih < 0 || ih >= cc.h || iw < 0 || iw >= cc.w) continue;
-                acc +=
-                    double{hx.data<float>()[((n * cc.c + g * icg + ic) * cc.h + ih) * cc.w + iw]} *
-                    hw.data<float>()[((o * icg + ic) * cc.k + kh) * cc.k + kw];
-              }
+          double acc = (cc.bias ? hb.data<float>()[o] : 0.0) +
+                       testing::ReferenceConvAt(hx, hw, dims, n, o, i, j);
           int64_t idx = ((n * cc.oc + o) * oh + i) * ow + j;
           if (cc.residual) acc += hr.data<float>()[idx];
           if (cc.relu) acc = std::max(acc, 0.0);
@@ -272,7 +241,7 @@ TEST(Schedule, EpiloguesThatAreNotPlaneFlat) {
       y = sigmoid ? kg.Add("Sigmoid", {y}, {TensorType{oshape, kFloat32}})[0]
                   : kg.Add("Add", {y, r}, {TensorType{oshape, kFloat32}})[0];
       std::string loops;
-      std::unique_ptr<Library> lib = BuildGroup(kg, y, &loops);
+      std::unique_ptr<Library> lib = testing::BuildKernelWithLoops(kg, y, &loops);
       if (one_by_one) {
         EXPECT_EQ(loops.find("accgm0_0["), std::string::npos);
       } else {
