@@ -1,5 +1,6 @@
 // Shape rules, fusion patterns and attribute defaults of every operator the graph side knows.
 // Rules read the canonical form (ember/compiler/ir/canonical_ops.h): constant inputs are attrs.
+#include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/op_registry.h>
 
 #include <cmath>
@@ -55,9 +56,53 @@ int64_t WindowOut(int64_t in, int64_t k, int64_t stride, int64_t dil, int64_t pb
   return out;
 }
 
+// Block of the layout attribute `key` (absent: NCHW); throws naming the node when malformed.
+int64_t LayoutAttrBlock(const Node& n, const char* key) {
+  const std::string layout = n.GetString(key, "NCHW");
+  const int64_t block = LayoutBlock(layout);
+  if (block < 0) NodeError(n, std::string(key) + " must be NCHW or NCHW<x>c, got " + layout);
+  return block;
+}
+
+// The NCHW type of a tensor stored in `layout`, checked against that layout.
+TensorType Unblocked(const Node& n, const TensorType& t, int64_t block) {
+  if (block == 0) return t;
+  if (t.ndim() != 5 || t.shape[4] != block) {
+    NodeError(n, "expected a [N][C/" + std::to_string(block) + "][H][W][" + std::to_string(block) +
+                     "] tensor, got " + t.ToString());
+  }
+  return TensorType{UnblockedShape(t.shape), t.dtype};
+}
+
+// A 4-D type stored in `layout` (channels must fill whole blocks).
+TensorType Blocked(const Node& n, const TensorType& t, int64_t block) {
+  if (block == 0) return t;
+  if (t.ndim() != 4 || t.shape[1] % block != 0) {
+    NodeError(n, "cannot store " + t.ToString() + " in " + LayoutName(block) +
+                     " (channels must be a multiple of " + std::to_string(block) + ")");
+  }
+  return TensorType{BlockedShape(t.shape, block), t.dtype};
+}
+
+Types LayoutTransformRule(const Node& n, const Types& in) {
+  const int64_t src = LayoutAttrBlock(n, kSrcLayoutAttr), dst = LayoutAttrBlock(n, kDstLayoutAttr);
+  if ((src == 0) == (dst == 0)) {
+    NodeError(n, "converts between NCHW and NCHW<x>c only, got " + LayoutName(src) + " -> " +
+                     LayoutName(dst));
+  }
+  TensorType x = Unblocked(n, in[0], src);
+  if (x.ndim() != 4) NodeError(n, "expected a 4-D NCHW tensor, got " + x.ToString());
+  return {Blocked(n, x, dst)};
+}
+
 Types ConvRule(const Node& n, const Types& in) {
-  const TensorType& x = in[0];
+  const int64_t in_block = LayoutAttrBlock(n, kDataLayoutAttr);
+  const int64_t out_block = LayoutAttrBlock(n, kOutLayoutAttr);
+  const TensorType x = Unblocked(n, in[0], in_block);
   const TensorType& w = in[1];
+  if ((in_block != 0 || out_block != 0) && w.ndim() != 4) {
+    NodeError(n, "a channel-blocked Conv is 2-D, got W " + w.ToString());
+  }
   if (x.ndim() < 3 || w.ndim() != x.ndim()) {
     NodeError(n,
               "expected X and W of equal rank >= 3, got " + x.ToString() + " and " + w.ToString());
@@ -76,7 +121,7 @@ Types ConvRule(const Node& n, const Types& in) {
     if (o <= 0) NodeError(n, "kernel larger than padded input " + x.ToString());
     out.push_back(o);
   }
-  return {TensorType{out, x.dtype}};
+  return {Blocked(n, TensorType{out, x.dtype}, out_block)};
 }
 
 Types ConvTransposeRule(const Node& n, const Types& in) {
@@ -330,6 +375,7 @@ const bool kRegistered = [] {
   Op("Where", OpPattern::kBroadcast, WhereRule, 3, 3);
   Op("Conv", OpPattern::kOutEWiseFusable, ConvRule, 2, 3);
   OpRegistry::Global()->Mutable("Conv").set_attr_default("group", int64_t{1});
+  Op("LayoutTransform", OpPattern::kInjective, LayoutTransformRule, 1, 1);
   Op("ConvTranspose", OpPattern::kOutEWiseFusable, ConvTransposeRule, 2, 3);
   OpRegistry::Global()->Mutable("ConvTranspose").set_attr_default("group", int64_t{1});
   Op("MaxPool", OpPattern::kOutEWiseFusable, PoolRule, 1, 1);

@@ -1,7 +1,9 @@
 // Compute rules of Conv, ConvTranspose, pooling, Gemm and MatMul. Attributes follow the
 // canonical form (canonical_ops.h): pads/strides/dilations/kernel_shape are always present.
+#include <ember/compiler/ir/layout.h>
 #include <ember/compiler/transform.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "op_common.h"
@@ -34,18 +36,24 @@ Window ReadWindow(const Node& n, size_t spatial, const std::vector<int64_t>& ker
 }
 
 // Where weight element `wi` (OIHW) sits when PackConvWeights stored the constant blocked as
-// [O/B][I][H][W][B] under its OIHW shape: the blocked flat position, split on the OIHW shape.
+// [O/B][I/X][H][W][X][B] (X = 1 without kPackedWeightIcBlockAttr) under its OIHW shape: the
+// blocked flat position, split on the OIHW shape.
 std::vector<Expr> PackedWeightIndex(const Node& n, const std::vector<int64_t>& shape,
                                     const std::vector<Expr>& wi) {
   const int64_t block = n.GetInt(kPackedWeightBlockAttr, 0);
   if (block <= 1) return wi;
-  Expr inner = 0;  // position inside one output channel's weights
-  int64_t per_oc = 1;
-  for (size_t d = 1; d < shape.size(); ++d) {
-    inner = inner * shape[d] + wi[d];
-    per_oc *= shape[d];
+  const int64_t ic_block = std::max<int64_t>(1, n.GetInt(kPackedWeightIcBlockAttr, 1));
+  Expr taps = 0;  // position inside one (output, input) channel pair's kernel
+  int64_t per_pair = 1;
+  for (size_t d = 2; d < shape.size(); ++d) {
+    taps = taps * shape[d] + wi[d];
+    per_pair *= shape[d];
   }
-  Expr flat = (te::FloorDiv(wi[0], Expr(block)) * per_oc + inner) * block +
+  Expr outer = (te::FloorDiv(wi[0], Expr(block)) * (shape[1] / ic_block) +
+                te::FloorDiv(wi[1], Expr(ic_block))) *
+                   per_pair +
+               taps;
+  Expr flat = (outer * ic_block + te::FloorMod(wi[1], Expr(ic_block))) * block +
               te::FloorMod(wi[0], Expr(block));
   std::vector<Expr> idx(shape.size());
   for (size_t d = shape.size() - 1; d > 0; --d) {
@@ -56,10 +64,20 @@ std::vector<Expr> PackedWeightIndex(const Node& n, const std::vector<int64_t>& s
   return idx;
 }
 
-Tensor Conv(const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& out) {
-  const Tensor& x = In(n, in, 0);
-  const Tensor& w = In(n, in, 1);
-  Tensor bias = in.size() > 2 ? in[2] : Tensor();
+// The NCHW view of a tensor stored in NCHW[block]c (block 0: the tensor itself).
+Tensor UnblockedView(const Tensor& t, int64_t block, const std::string& name) {
+  if (block == 0) return t;
+  return te::Compute(
+      UnblockedShape(t.shape()),
+      [&](const std::vector<Expr>& i) {
+        return t(
+            {i[0], te::FloorDiv(i[1], Expr(block)), i[2], i[3], te::FloorMod(i[1], Expr(block))});
+      },
+      name);
+}
+
+Tensor ConvNchw(const Node& n, const Tensor& x, const Tensor& w, const Tensor& bias,
+                const std::vector<int64_t>& oshape) {
   size_t spatial = static_cast<size_t>(x.ndim() - 2);
   std::vector<int64_t> kdef(w.shape().begin() + 2, w.shape().end());
   Window win = ReadWindow(n, spatial, kdef);
@@ -78,7 +96,6 @@ Tensor Conv(const Node& n, const std::vector<Tensor>& in, const std::vector<Tens
     rk.push_back(te::ReduceAxis(w.shape()[2 + d], "rk" + std::to_string(d)));
     axes.push_back(rk.back());
   }
-  const std::vector<int64_t>& oshape = out.at(0).shape;
   // Padding is materialised once so the reduction's inner loop reads without bounds checks.
   bool padded = false;
   std::vector<int64_t> pshape = x.shape();
@@ -122,6 +139,23 @@ Tensor Conv(const Node& n, const std::vector<Tensor>& in, const std::vector<Tens
   if (!bias.defined()) return conv;
   return te::Compute(
       oshape, [&](const std::vector<Expr>& i) { return conv(i) + bias({i[1]}); }, n.name + "_out");
+}
+
+// Conv in any pair of data/output layouts (ember/compiler/ir/layout.h): the NCHW reference over
+// views of the blocked tensors.
+Tensor Conv(const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& out) {
+  const int64_t in_block = LayoutBlock(n.GetString(kDataLayoutAttr, "NCHW"));
+  const int64_t out_block = LayoutBlock(n.GetString(kOutLayoutAttr, "NCHW"));
+  Tensor x = UnblockedView(In(n, in, 0), in_block, n.name + "_nchw_in");
+  Tensor bias = in.size() > 2 ? in[2] : Tensor();
+  if (out_block == 0) return ConvNchw(n, x, In(n, in, 1), bias, out.at(0).shape);
+  Tensor conv = ConvNchw(n, x, In(n, in, 1), bias, UnblockedShape(out.at(0).shape));
+  return te::Compute(
+      out.at(0).shape,
+      [&](const std::vector<Expr>& i) {
+        return conv({i[0], i[1] * out_block + i[4], i[2], i[3]});
+      },
+      n.name + "_blocked");
 }
 
 Tensor ConvTranspose(const Node& n, const std::vector<Tensor>& in,

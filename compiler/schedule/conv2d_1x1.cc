@@ -107,7 +107,7 @@ bool Conv1x1Applies(const ConvShape& s, const Conv2dParams& p) {
 bool TryConv2d1x1(const FusedGroup& group, const lower::ScheduleOptions& opts,
                   const Conv2dParams& p, lower::LoweredFunc* out) {
   ConvGroup m;
-  if (!MatchConvGroup(group, &m) || !Conv1x1Applies(m.s, p)) return false;
+  if (!MatchConvGroup(group, &m) || !IsNchw(m.s) || !Conv1x1Applies(m.s, p)) return false;
   const ConvShape& s = m.s;
   const int64_t ocb = Conv1x1OcBlock(s, p.oc_block);
   const int64_t packed_block = m.conv->GetInt(kPackedWeightBlockAttr, 0);

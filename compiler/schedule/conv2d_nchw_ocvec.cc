@@ -12,6 +12,12 @@
 // activation, residual) reads back into NCHW one block row at a time (BlockedEpilogue), or, for
 // epilogues that read the conv result elsewhere than at the element they write, as the default
 // schedule lowers it.
+//
+// NCHW[x]c (ember/compiler/ir/layout.h): a blocked input is read (and padded) in its layout, a
+// pixel's x channels apart by one element and pixels by x; with weights packed with input
+// channels blocked too (kPackedWeightIcBlockAttr) the reduction steps through one pixel's
+// channels innermost. A blocked output (x = the vector width) takes each finished vector with the
+// epilogue applied in registers straight into the output: no result workspace, no epilogue pass.
 #include <ember/compiler/target.h>
 #include <ember/compiler/transform.h>
 
@@ -39,14 +45,43 @@ struct TileContext {
   int64_t ocb;            // output channels per tile
   int lanes;              // channels per SIMD vector (ocb is a multiple)
   int64_t icc;            // input channels per reduction chunk (divides s.icg)
+  int64_t chunks;         // reduction chunks (s.icg / icc)
   Buffer in;              // padded image or the input argument
   Expr in_base;           // element offset of image n in `in`
   int64_t in_h, in_w;     // plane size of `in`
-  Buffer weights;         // packed [OC/ocb][ICg][KH][KW][ocb]
-  Buffer result;          // [N][OC/ocb][OH][OW][ocb]
+  Buffer weights;         // packed [OC/ocb][ICg/wx][KH][KW][wx][ocb]
+  int64_t wx;             // input channels per weight block (1, or the input's block)
+  Buffer result;          // [N][OC/ocb][OH][OW][ocb], or the blocked output (see `at`)
   Expr n;                 // image
   lower::LoweredFunc* f;  // receives the accumulator locals
+  // Blocked output only: the group's epilogue, applied to each vector before its final store.
+  const ConvEpilogueAt* at = nullptr;
 };
+
+// Channels per pixel in the input's layout: 1 for NCHW, the block for NCHW[x]c.
+int64_t InputUnit(const ConvShape& s) { return std::max<int64_t>(1, s.in_block); }
+
+// Element offset in `result` of tile vector `vec` (channels ob * ocb + vec * lanes on) at
+// (oh, ow): the kernel's private blocking, or the NCHW[lanes]c output itself.
+Expr ResultOffset(const TileContext& c, const Expr& ob, int64_t vec, const Expr& oh,
+                  const Expr& ow) {
+  const ConvShape& s = c.s;
+  if (s.out_block != 0) {
+    Expr cb = ob * (c.ocb / c.lanes) + vec;
+    return (((c.n * (s.oc / c.lanes) + cb) * s.oh + oh) * s.ow + ow) * c.lanes;
+  }
+  return (((c.n * (s.oc / c.ocb) + ob) * s.oh + oh) * s.ow + ow) * c.ocb + vec * c.lanes;
+}
+
+// The value a finished accumulator vector stores: itself, or with the epilogue applied (blocked
+// output; lane k is channel (ob * ocb / lanes + vec) * lanes + k).
+Expr Finished(const TileContext& c, const Expr& ob, int64_t vec, const Expr& oh, const Expr& ow,
+              const Expr& acc) {
+  if (c.at == nullptr) return acc;
+  Expr lane = te::MakeVar("lane");
+  Expr cb = ob * (c.ocb / c.lanes) + vec;
+  return lower::VectorizeLanes((*c.at)({c.n, cb, oh, ow, lane}, acc), lane.get(), Expr(0), c.lanes);
+}
 
 // One tile: `rows` output rows from oh times `width` columns from ow0, channels
 // [ob*ocb, ob*ocb + ocb), input channels of reduction chunk `chunk` (partial sums of earlier
@@ -55,42 +90,72 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
               int64_t rows, const Expr& ow0, int64_t width, const Expr& chunk) {
   const ConvShape& s = c.s;
   Expr ic_v = te::MakeVar("ic"), kh_v = te::MakeVar("kh"), kw_v = te::MakeVar("kw");
-  Expr ic = chunk * c.icc + (c.icc > 1 ? ic_v : Expr(0));
+  Expr ici_v = te::MakeVar("ici");
+  const int64_t unit = InputUnit(s);
+  // With weights blocked like the input, the innermost loop steps through one pixel's channels:
+  // the broadcasts stay on the tile's cache lines and the weights are read contiguously.
+  const bool split = c.wx > 1 && c.icc % c.wx == 0;
+  const int64_t ic_outer = split ? c.icc / unit : c.icc;
+  Expr ic = chunk * c.icc + (ic_outer > 1 ? (split ? ic_v * unit : ic_v) : Expr(0));
+  if (split) ic = ic + ici_v;
   Expr kh = s.kh > 1 ? kh_v : Expr(0);
   Expr kw = s.kw > 1 ? kw_v : Expr(0);
   Expr ic_in = s.group > 1 ? te::FloorDiv(ob * c.ocb, Expr(s.ocg)) * s.icg + ic : ic;
-  Expr row = c.in_base + (ic_in * c.in_h + oh * s.s_h + kh) * c.in_w + kw;
+  // NCHW[x]c input: pixel offsets scale by x and the channel splits into block and lane.
+  Expr in_plane = split      ? chunk * (c.icc / unit) + (ic_outer > 1 ? ic_v : Expr(0))
+                  : unit > 1 ? te::FloorDiv(ic_in, Expr(unit))
+                             : ic_in;
+  Expr pixel = (in_plane * c.in_h + oh * s.s_h + kh) * c.in_w + kw;
+  Expr row = split      ? c.in_base + pixel * unit + ici_v
+             : unit > 1 ? c.in_base + pixel * unit + te::FloorMod(ic_in, Expr(unit))
+                        : c.in_base + pixel;
   Expr w_base = (((ob * s.icg + ic) * s.kh + kh) * s.kw + kw) * c.ocb;
-  std::vector<Stmt> init, resume, update, store;
+  if (c.wx > 1) {
+    Expr w_plane = split ? in_plane : te::FloorDiv(ic, Expr(c.wx));
+    Expr w_lane = split ? ici_v : te::FloorMod(ic, Expr(c.wx));
+    w_base =
+        (((((ob * (s.icg / c.wx) + w_plane) * s.kh + kh) * s.kw + kw) * c.wx) + w_lane) * c.ocb;
+  }
+  std::vector<Stmt> init, resume, update, partial, store;
   for (int64_t rr = 0; rr < rows; ++rr) {
     for (int64_t r = 0; r < width; ++r) {
-      Expr x = BufferLoad(c.in, row + rr * s.s_h * c.in_w + (ow0 + r) * s.s_w);
+      Expr step = rr * s.s_h * c.in_w + (ow0 + r) * s.s_w;
+      Expr x = BufferLoad(c.in, row + (unit > 1 ? step * unit : step));
       for (int64_t v = 0; v < c.ocb; v += c.lanes) {
         Buffer a = NewVectorAccumulator(
             "acc" + tag + std::to_string(rr * width + r) + "_" + std::to_string(v / c.lanes),
             c.lanes);
         c.f->locals.push_back(a);
-        Expr dst = ((((c.n * (s.oc / c.ocb) + ob) * s.oh + oh + rr) * s.ow + ow0 + r) * c.ocb) + v;
+        Expr dst = ResultOffset(c, ob, v / c.lanes, oh + rr, ow0 + r);
         init.push_back(lower::Store(a, 0, te::Const(a->dtype, 0)));
         resume.push_back(lower::Store(a, 0, lower::VectorLoad(c.result, dst, c.lanes)));
         // The input value is broadcast against a vector of packed weights.
         update.push_back(lower::Store(
             a, 0, BufferLoad(a, 0) + x * lower::VectorLoad(c.weights, w_base + v, c.lanes)));
-        store.push_back(lower::Store(c.result, dst, BufferLoad(a, 0)));
+        partial.push_back(lower::Store(c.result, dst, BufferLoad(a, 0)));
+        store.push_back(lower::Store(
+            c.result, dst, Finished(c, ob, v / c.lanes, oh + rr, ow0 + r, BufferLoad(a, 0))));
       }
     }
   }
-  Stmt red = lower::KeepScalarFor(kw_v, s.kw, lower::Seq(update));
+  Stmt red = lower::Seq(update);
+  if (split) red = lower::KeepScalarFor(ici_v, unit, red);
+  red = lower::KeepScalarFor(kw_v, s.kw, red);
   red = lower::KeepScalarFor(kh_v, s.kh, red);
-  red = lower::KeepScalarFor(ic_v, c.icc, red);
+  red = lower::KeepScalarFor(ic_v, ic_outer, red);
   std::vector<Stmt> tile;
-  if (c.icc == s.icg) {
+  if (c.chunks == 1) {
     tile = init;
   } else {
     tile.push_back(lower::If(chunk == Expr(0), lower::Seq(init), lower::Seq(resume)));
   }
   tile.push_back(red);
-  tile.insert(tile.end(), store.begin(), store.end());
+  if (c.at != nullptr && c.chunks > 1) {
+    // Earlier chunks leave raw partial sums in the output; the last one applies the epilogue.
+    tile.push_back(lower::If(chunk == Expr(c.chunks - 1), lower::Seq(store), lower::Seq(partial)));
+  } else {
+    tile.insert(tile.end(), store.begin(), store.end());
+  }
   return lower::Seq(tile);
 }
 
@@ -101,29 +166,32 @@ struct TileGrid {
   int64_t tiles_per_row, width, ow0;
 };
 
-// Copies image n into a zero-padded [C][PH][PW] plane set: border columns and rows are zero
-// stores, interior rows a contiguous copy (no per-element bounds check).
+// Copies image n into a zero-padded [C][PH][PW] plane set ([C/x][PH][PW][x] for NCHW[x]c
+// input): border columns and rows are zero stores, interior rows a contiguous copy (no
+// per-element bounds check).
 Stmt PadImage(const ConvShape& s, const Buffer& x, const Buffer& padded, const Expr& n, int64_t ph,
               int64_t pw, const lower::ScheduleOptions& opts) {
+  const int64_t unit = InputUnit(s), planes = s.c / unit;
   Expr c = te::MakeVar("c"), y = te::MakeVar("y");
   Expr sy = y - s.pad_t;
-  Expr dst_row = (c * ph + y) * pw;
+  Expr dst_row = (c * ph + y) * pw * unit;
   auto zeros = [&](const std::string& name, int64_t begin, int64_t end) {
-    return Range(name, begin, end, ForKind::kVectorized,
+    return Range(name, begin * unit, end * unit, ForKind::kVectorized,
                  [&](const Expr& xx) { return lower::Store(padded, dst_row + xx, F32(0)); });
   };
   const int64_t copy_end = std::min(pw, s.pad_l + s.w);
-  Stmt inside = SeqOf({zeros("xl", 0, s.pad_l),
-                       Range("x", s.pad_l, copy_end, ForKind::kVectorized,
-                             [&](const Expr& xx) {
-                               Expr src = ((n * s.c + c) * s.h + sy) * s.w + (xx - s.pad_l);
-                               return lower::Store(padded, dst_row + xx, BufferLoad(x, src));
-                             }),
-                       zeros("xr", copy_end, pw)});
+  Stmt inside =
+      SeqOf({zeros("xl", 0, s.pad_l),
+             Range("x", s.pad_l * unit, copy_end * unit, ForKind::kVectorized,
+                   [&](const Expr& xx) {
+                     Expr src = ((n * planes + c) * s.h + sy) * s.w * unit + (xx - s.pad_l * unit);
+                     return lower::Store(padded, dst_row + xx, BufferLoad(x, src));
+                   }),
+             zeros("xr", copy_end, pw)});
   Stmt row = lower::If((sy >= 0) && (sy < s.h), inside, zeros("xz", 0, pw));
   row = lower::For(y, ph, ForKind::kSerial, row);
-  bool par = opts.parallel && s.c * ph * pw >= opts.parallel_min_work && s.c > 1;
-  return lower::For(c, s.c, par ? ForKind::kParallel : ForKind::kSerial, row);
+  bool par = opts.parallel && s.c * ph * pw >= opts.parallel_min_work && planes > 1;
+  return lower::For(c, planes, par ? ForKind::kParallel : ForKind::kSerial, row);
 }
 
 // Packs OIHW weights into [OC/ocb][ICg][KH][KW][ocb] (when emberc did not at compile time).
@@ -179,7 +247,26 @@ Stmt BlockedEpilogue(const ConvShape& s, int64_t ocb, const Buffer& result, cons
   return lower::For(t, tasks, par ? ForKind::kParallel : ForKind::kSerial, st);
 }
 
+// True when the epilogue applies to a vector of `lanes` channels of one NCHW[lanes]c block at
+// once (VectorizeLanes refuses intrinsics on lane-dependent values, for one).
+bool EpilogueVectorizes(const ConvEpilogueAt& at, int64_t lanes) {
+  Expr lane = te::MakeVar("lane");
+  Expr acc = te::MakeVar("acc", te::WithLanes(te::Float(32), static_cast<int>(lanes)));
+  Expr e = at({te::MakeVar("n"), te::MakeVar("cb"), te::MakeVar("h"), te::MakeVar("w"), lane}, acc);
+  return lower::VectorizeLanes(e, lane.get(), Expr(0), static_cast<int>(lanes)).defined();
+}
+
 }  // namespace
+
+Conv2dOcVecParams BlockedOcVecParams(const Conv2dOcVecParams& p, const ConvShape& s) {
+  if (s.out_block < kMinLayoutBlock || s.out_block >= p.lanes || p.lanes % s.out_block != 0) {
+    return p;
+  }
+  Conv2dOcVecParams narrow = p;
+  narrow.lanes = s.out_block;
+  if (p.prefer_vector_bits > 0) narrow.prefer_vector_bits = static_cast<int>(s.out_block * 32);
+  return narrow;
+}
 
 int64_t OcVecOcBlock(const ConvShape& s, const Conv2dOcVecParams& p) {
   if (p.lanes <= 0 || s.ocg % p.lanes != 0) return 0;
@@ -195,12 +282,15 @@ int64_t ChooseOwBlock(int64_t ow, int64_t most) {
 }
 
 bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
-                    const Conv2dOcVecParams& p, lower::LoweredFunc* out) {
+                    const Conv2dOcVecParams& entry, lower::LoweredFunc* out) {
   ConvGroup m;
   if (!MatchConvGroup(group, &m)) return false;
   const ConvShape& s = m.s;
+  const Conv2dOcVecParams p = BlockedOcVecParams(entry, s);
   const int64_t ocb = OcVecOcBlock(s, p);
   if (ocb == 0) return false;
+  // NCHW[x]c output: one vector is one block of the output, so x must be the vector width.
+  if (s.out_block != 0 && s.out_block != p.lanes) return false;
   const OcVecBlocking blocking =
       TunedConv2dOcVecBlocking(group, opts, ocb / p.lanes, p.lanes, p.ow_block);
   const int64_t owb = ChooseOwBlock(s.ow, blocking.ow_block);
@@ -213,6 +303,9 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   const int64_t packed_block = m.conv->GetInt(kPackedWeightBlockAttr, 0);
   if (packed_block != 0 && packed_block != ocb) return false;  // the default schedule reads it
   const bool prepacked = packed_block == ocb;
+  const int64_t wx =
+      prepacked ? std::max<int64_t>(1, m.conv->GetInt(kPackedWeightIcBlockAttr, 1)) : 1;
+  if (wx > 1 && wx != InputUnit(s)) return false;
 
   lower::LoweredFunc f;
   Buffer result, xb, wb;
@@ -225,7 +318,12 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   // BlockedEpilogue; the default lowering (output order, a gather per element) is the fallback.
   ConvEpilogueAt at;
   const bool own_epilogue = BuildConvEpilogueAt(group, m, &f, &xb, &wb, &at);
-  if (own_epilogue) {
+  const bool blocked_out = s.out_block != 0;
+  if (blocked_out) {
+    // The tiles store straight into the output with the epilogue in registers.
+    if (!own_epilogue || !EpilogueVectorizes(at, p.lanes)) return false;
+    result = f.args.back().buffer;
+  } else if (own_epilogue) {
     result = NewFloatBuffer(m.conv->name + "_result_ws", s.n * s.oc * s.oh * s.ow,
                             BufferScope::kWorkspace);
     f.workspaces.push_back(result);
@@ -252,14 +350,17 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
                   ocb,
                   static_cast<int>(p.lanes),
                   blocking.ic_chunk,
+                  chunks,
                   padded_input ? padded : xb,
                   padded_input ? Expr(0) : n * (s.c * s.h * s.w),
                   padded_input ? ph : s.h,
                   padded_input ? pw : s.w,
                   weights,
+                  wx,
                   result,
                   n,
-                  &f};
+                  &f,
+                  blocked_out ? &at : nullptr};
   std::vector<Stmt> image;
   if (padded_input) image.push_back(PadImage(s, xb, padded, n, ph, pw, opts));
   // Narrow outputs take several rows per tile, so each weight load feeds more FMAs.
@@ -311,7 +412,7 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
     image.push_back(lower::For(ob, ocbs, par ? ForKind::kParallel : ForKind::kSerial,
                                over_parts(lower::Seq(per_part))));
   }
-  if (own_epilogue)
+  if (own_epilogue && !blocked_out)
     image.push_back(BlockedEpilogue(s, ocb, result, f.args.back().buffer, at, n, opts));
   body.push_back(lower::For(n, s.n, ForKind::kSerial, lower::Seq(image)));
   if (!own_epilogue) body.push_back(f.body);

@@ -26,7 +26,9 @@ using te::Expr;
 bool TryConv2dWide(const FusedGroup& group, const lower::ScheduleOptions& opts,
                    const Conv2dParams& table_params, lower::LoweredFunc* out) {
   ConvGroup m;
-  if (!MatchConvGroup(group, &m) || m.conv->HasAttr(kPackedWeightBlockAttr)) return false;
+  if (!MatchConvGroup(group, &m) || !IsNchw(m.s) || m.conv->HasAttr(kPackedWeightBlockAttr)) {
+    return false;
+  }
   const Conv2dParams p = TunedConv2dWideParams(group, opts, table_params);
   const ConvShape& s = m.s;
   const Node* conv = m.conv;

@@ -1,6 +1,7 @@
 // Matching of conv + epilogue groups and lowering of their epilogue (see conv_group.h).
 #include "conv_group.h"
 
+#include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/op_registry.h>
 
 #include <map>
@@ -38,10 +39,21 @@ const Node* FindSingleConv(const FusedGroup& group) {
   return conv;
 }
 
+// The NCHW shape of a value stored in `block` (0: NCHW); empty when it is not stored so.
+std::vector<int64_t> NchwShape(const TensorType& t, int64_t block) {
+  if (block < 0) return {};
+  if (block == 0) return t.shape;
+  if (t.shape.size() != 5 || t.shape[4] != block) return {};
+  return UnblockedShape(t.shape);
+}
+
 bool ReadGeometry(const Node& conv, const Graph& g, ConvShape* s) {
-  const TensorType& xt = g.value(conv.inputs[0]).type;
+  const int64_t in_block = LayoutBlock(conv.GetString(kDataLayoutAttr, "NCHW"));
+  const int64_t out_block = LayoutBlock(conv.GetString(kOutLayoutAttr, "NCHW"));
+  const TensorType& x = g.value(conv.inputs[0]).type;
   const TensorType& wt = g.value(conv.inputs[1]).type;
-  const TensorType& ot = g.value(conv.outputs[0]).type;
+  const TensorType& o = g.value(conv.outputs[0]).type;
+  const TensorType xt{NchwShape(x, in_block), x.dtype}, ot{NchwShape(o, out_block), o.dtype};
   if (xt.shape.size() != 4 || wt.shape.size() != 4 || ot.shape.size() != 4) return false;
   if (!IsF32(xt.dtype) || !IsF32(wt.dtype) || !IsF32(ot.dtype)) return false;
   std::vector<int64_t> dil = conv.GetInts("dilations", {1, 1});
@@ -57,7 +69,8 @@ bool ReadGeometry(const Node& conv, const Graph& g, ConvShape* s) {
                  wt.shape[3], strides[0],
                  strides[1],  pads[0],
                  pads[1],     conv.GetInt("group", 1),
-                 0,           0};
+                 0,           0,
+                 in_block,    out_block};
   if (s->group <= 0 || s->c % s->group != 0 || s->oc % s->group != 0) return false;
   s->icg = s->c / s->group;
   s->ocg = s->oc / s->group;
@@ -103,6 +116,10 @@ lower::Buffer NewFloatBuffer(const std::string& name, int64_t size, lower::Buffe
 lower::Buffer NewVectorAccumulator(const std::string& name, int64_t lanes) {
   return lower::NewBuffer(name, te::WithLanes(te::Float(32), static_cast<int>(lanes)), 1,
                           lower::BufferScope::kLocal);
+}
+
+te::Expr OutputChannel(const ConvShape& s, const std::vector<te::Expr>& i) {
+  return s.out_block == 0 ? i[1] : i[1] * s.out_block + i[4];
 }
 
 namespace {
@@ -168,7 +185,7 @@ bool LowerConvEpilogue(const FusedGroup& group, const ConvGroup& m, int64_t resu
       g.value(conv.outputs[0]).type.shape,
       [&](const std::vector<te::Expr>& i) {
         te::Expr v = raw(index(i));
-        if (bias.defined()) v = v + bias(i[1]);
+        if (bias.defined()) v = v + bias(OutputChannel(m.s, i));
         return v;
       },
       conv.name + "_out");
@@ -319,7 +336,7 @@ bool BuildConvEpilogueAt(const FusedGroup& group, const ConvGroup& m, lower::Low
       oshape,
       [&](const std::vector<te::Expr>& i) {
         te::Expr v = raw(i);
-        if (bias.defined()) v = v + bias(i[1]);
+        if (bias.defined()) v = v + bias(OutputChannel(m.s, i));
         return v;
       },
       conv.name + "_out");

@@ -20,7 +20,12 @@ struct ConvShape {
   int64_t s_h, s_w;         // strides
   int64_t pad_t, pad_l;     // leading pads
   int64_t group, icg, ocg;  // channels per group
+  // Channel blocks of the input and output layouts (0: NCHW; see ember/compiler/ir/layout.h).
+  int64_t in_block = 0, out_block = 0;
 };
+
+/*! \brief True when the conv reads and writes NCHW (kernels other than channels-in-lanes). */
+inline bool IsNchw(const ConvShape& s) { return s.in_block == 0 && s.out_block == 0; }
 
 /*! \brief One float32 Conv (dilation 1, strides <= 4) whose data, weight and bias are group
  * inputs, followed by elementwise/broadcast nodes, with one group output of the conv's shape. */
@@ -29,6 +34,9 @@ struct ConvGroup {
   int x_id = -1, w_id = -1, bias_id = -1;  // value ids; bias_id < 0 without bias
   ConvShape s;
 };
+
+/*! \brief The output channel of element i of the conv's output (in its layout). */
+te::Expr OutputChannel(const ConvShape& s, const std::vector<te::Expr>& i);
 
 /*! \brief Fills *m and returns true when the group has the form above. */
 bool MatchConvGroup(const FusedGroup& group, ConvGroup* m);

@@ -153,6 +153,7 @@ bool TryDepthwiseConv2d(const FusedGroup& group, const lower::ScheduleOptions& o
                         const DepthwiseParams& p, lower::LoweredFunc* out) {
   ConvGroup m;
   if (!MatchConvGroup(group, &m)) return false;
+  if (!IsNchw(m.s)) return TryDepthwiseConv2dNchwc(group, opts, p, out);
   const ConvShape& s = m.s;
   if (s.group != s.c || s.oc != s.c || s.icg != 1 || s.ocg != 1) return false;
   const int64_t taps = s.kh * s.kw;

@@ -99,6 +99,15 @@ bool TryDepthwiseConv2d(const FusedGroup& group, const lower::ScheduleOptions& o
                         const DepthwiseParams& p, lower::LoweredFunc* out);
 
 /*!
+ * \brief Depthwise 2-D convolution in NCHW[x]c, x = p.lanes (weights packed [C/x][KH][KW][x]),
+ * followed by elementwise/broadcast epilogue nodes: one pixel's channels per vector, tiles of
+ * output pixels in registers, see depthwise_conv2d_nchwc.cc. TryDepthwiseConv2d hands blocked
+ * groups to it. Returns false (and leaves *out alone) when the group does not fit.
+ */
+bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                             const DepthwiseParams& p, lower::LoweredFunc* out);
+
+/*!
  * \brief MaxPool (without Indices), AveragePool (2-D, dilation 1) and GlobalMaxPool /
  * GlobalAveragePool on float32, first in the group and followed only by elementwise/broadcast
  * nodes: parallel over planes, rows reduced through a stride-phase-split row buffer so every
@@ -126,7 +135,8 @@ bool TryConv2d1x1(const FusedGroup& group, const lower::ScheduleOptions& opts,
 
 /*!
  * \brief 2-D convolution (dilation 1, float32, output channels per group a multiple of
- * p.lanes) with output channels in the SIMD lanes: see conv2d_nchw_ocvec.cc. Returns false (and
+ * p.lanes) with output channels in the SIMD lanes, NCHW or NCHW[x]c in and out: see
+ * conv2d_nchw_ocvec.cc. Returns false (and
  * leaves *out alone) when the group does not fit.
  */
 bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
@@ -136,14 +146,31 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
  * largest divisor of `ow` in [most/2, most] (no tail tile), else min(ow, most). */
 int64_t ChooseOwBlock(int64_t ow, int64_t most);
 
+/*! \brief Narrowest channel block of the NCHW[x]c layout: one SSE / NEON vector of floats. */
+constexpr int64_t kMinLayoutBlock = 4;
+
+/*! \brief A table entry's channels-in-lanes parameters for a conv of this shape: for an
+ * NCHW[x]c output narrower than the entry's vectors (channels that do not fill them), vectors of
+ * x floats with the same register block; otherwise p itself. */
+Conv2dOcVecParams BlockedOcVecParams(const Conv2dOcVecParams& p, const ConvShape& s);
+
 /*! \brief Output channels per tile of the channels-in-lanes kernel for this shape: one or two
  * vectors of p.lanes (also its weight packing block); 0 when the channels per group do not fill
  * a vector. */
 int64_t OcVecOcBlock(const ConvShape& s, const Conv2dOcVecParams& p);
 
+/*! \brief Channel block x of the NCHW[x]c layout the conv's kernel on `target` reads and writes
+ * (the channels-in-lanes kernel's vector width), or 0 when the conv stays NCHW (schedules
+ * disabled, grouped, or channels that do not fill a vector). */
+int64_t ConvLayoutBlock(const Graph& g, const Node& conv, const Target& target);
+
 /*! \brief Output-channel block of the packed weights the conv kernel that will take `conv` on
  * `target` reads (the packing PackConvWeights applies), or 0 when it reads OIHW weights. */
 int64_t ConvWeightBlock(const Graph& g, const Node& conv, const Target& target);
+
+/*! \brief Input-channel block of that packing (kPackedWeightIcBlockAttr): the input's block for
+ * an ungrouped conv reading NCHW[x]c data, else 0. */
+int64_t ConvWeightIcBlock(const Graph& g, const Node& conv);
 
 }  // namespace ember::compiler::schedule
 

@@ -98,8 +98,10 @@ bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::Sche
   return false;
 }
 
-int64_t ConvWeightBlock(const Graph& g, const Node& conv, const Target& target) {
-  if (SchedulesDisabled()) return 0;
+namespace {
+
+// The conv as a group of its own (how the schedules would see it without an epilogue).
+bool MatchLoneConv(const Graph& g, const Node& conv, ConvGroup* m) {
   FusedGroup alone;
   alone.graph = &g;
   alone.nodes = {&conv};
@@ -107,8 +109,51 @@ int64_t ConvWeightBlock(const Graph& g, const Node& conv, const Target& target) 
     if (v != kAbsentValue) alone.inputs.push_back(v);
   }
   alone.outputs = {conv.outputs.at(0)};
+  return MatchConvGroup(alone, m);
+}
+
+// The first channels-in-lanes entry for the target (the kernel of NCHW[x]c convs), or null.
+const ScheduleEntry* OcVecEntry(const Target& target) {
+  for (const ScheduleEntry* e : EntriesFor(target)) {
+    if (e->kind == ScheduleKind::kConv2dOcVec) return e;
+  }
+  return nullptr;
+}
+
+bool IsDepthwise(const ConvShape& s) {
+  return s.group == s.c && s.oc == s.c && s.icg == 1 && s.ocg == 1;
+}
+
+}  // namespace
+
+int64_t ConvLayoutBlock(const Graph& g, const Node& conv, const Target& target) {
   ConvGroup m;
-  if (!MatchConvGroup(alone, &m)) return 0;
+  if (SchedulesDisabled() || !MatchLoneConv(g, conv, &m) || !IsNchw(m.s)) return 0;
+  const ScheduleEntry* e = OcVecEntry(target);
+  if (e == nullptr) return 0;
+  if (!IsDepthwise(m.s) && m.s.group != 1) return 0;
+  // The widest vector (the target's, halved down to 4 floats) the output channels fill.
+  for (int64_t block = e->conv_ocvec.lanes; block >= kMinLayoutBlock; block /= 2) {
+    if (m.s.oc % block == 0) return block;
+  }
+  return 0;
+}
+
+int64_t ConvWeightIcBlock(const Graph& g, const Node& conv) {
+  ConvGroup m;
+  if (!MatchLoneConv(g, conv, &m) || m.s.group != 1) return 0;
+  return m.s.in_block;
+}
+
+int64_t ConvWeightBlock(const Graph& g, const Node& conv, const Target& target) {
+  ConvGroup m;
+  if (SchedulesDisabled() || !MatchLoneConv(g, conv, &m)) return 0;
+  if (!IsNchw(m.s)) {
+    // Blocked depthwise weights: [C/x][1][KH][KW][x]; other blocked convs: the ocvec packing.
+    if (IsDepthwise(m.s)) return m.s.out_block;
+    const ScheduleEntry* e = OcVecEntry(target);
+    return e == nullptr ? 0 : OcVecOcBlock(m.s, BlockedOcVecParams(e->conv_ocvec, m.s));
+  }
   // The first entry that takes the conv decides, as in TryGroupSchedules.
   for (const ScheduleEntry* e : EntriesFor(target)) {
     switch (e->kind) {

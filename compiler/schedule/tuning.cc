@@ -1,6 +1,8 @@
 // The tuning hook, workload keys and cache sizes (see tuning.h).
 #include "tuning.h"
 
+#include <ember/compiler/ir/layout.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -120,7 +122,9 @@ std::string ConvWorkloadKey(const char* family, const ConvShape& s, const Target
   std::ostringstream os;
   os << family << " f32 n" << s.n << " c" << s.c << " h" << s.h << " w" << s.w << " oc" << s.oc
      << " o" << s.oh << "x" << s.ow << " k" << s.kh << "x" << s.kw << " s" << s.s_h << "x" << s.s_w
-     << " p" << s.pad_t << "x" << s.pad_l << " g" << s.group << extra << WorkloadTarget(t);
+     << " p" << s.pad_t << "x" << s.pad_l << " g" << s.group << extra;
+  if (!IsNchw(s)) os << " " << LayoutName(s.in_block) << "-" << LayoutName(s.out_block);
+  os << WorkloadTarget(t);
   return os.str();
 }
 

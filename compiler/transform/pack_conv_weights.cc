@@ -3,6 +3,7 @@
 #include <ember/compiler/target.h>
 #include <ember/compiler/transform.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "../schedule/schedule.h"
@@ -11,17 +12,20 @@ namespace ember {
 namespace compiler {
 namespace {
 
-// OIHW -> [OC/block][IC/group][KH][KW][block]; the element count and declared shape stay.
-HostTensorPtr PackOIHW(const HostTensor& w, int64_t block) {
+// OIHW -> [OC/block][IC/ic_block][KH][KW][ic_block][block] (ic_block 1: [OC/block][IC][KH][KW]
+// [block]); the element count and declared shape stay.
+HostTensorPtr PackOIHW(const HostTensor& w, int64_t block, int64_t ic_block) {
   const std::vector<int64_t>& shape = w.type.shape;
-  const int64_t oc = shape[0];
-  const int64_t per_oc = w.NumElements() / oc;
+  const int64_t oc = shape[0], ic = shape[1], taps = shape[2] * shape[3];
   auto packed = std::make_shared<HostTensor>(w.type);
   const float* src = w.Data<float>();
   float* dst = packed->Data<float>();
   for (int64_t o = 0; o < oc; ++o) {
-    for (int64_t r = 0; r < per_oc; ++r) {
-      dst[((o / block) * per_oc + r) * block + o % block] = src[o * per_oc + r];
+    for (int64_t i = 0; i < ic; ++i) {
+      for (int64_t t = 0; t < taps; ++t) {
+        const int64_t outer = ((o / block) * (ic / ic_block) + i / ic_block) * taps + t;
+        dst[(outer * ic_block + i % ic_block) * block + o % block] = src[(o * ic + i) * taps + t];
+      }
     }
   }
   return packed;
@@ -36,9 +40,11 @@ void PackConvWeights(Graph* graph, const Target& target) {
     if (!w.is_constant() || w.type.dtype != kFloat32 || w.type.shape.size() != 4) continue;
     int64_t block = schedule::ConvWeightBlock(*graph, n, target);
     if (block <= 1) continue;
-    HostTensorPtr packed = PackOIHW(*w.constant, block);
+    const int64_t ic_block = schedule::ConvWeightIcBlock(*graph, n);
+    HostTensorPtr packed = PackOIHW(*w.constant, block, std::max<int64_t>(1, ic_block));
     n.inputs[1] = graph->AddConstant(graph->UniqueName(w.name + "_packed"), packed);
     n.attrs[kPackedWeightBlockAttr] = block;
+    if (ic_block > 1) n.attrs[kPackedWeightIcBlockAttr] = ic_block;
   }
 }
 

@@ -30,9 +30,17 @@ void FoldConstants(Graph* graph);
 void Simplify(Graph* graph);
 /*! \brief BatchNormalization folded into the Conv/Gemm before it, else turned into Mul + Add. */
 void FoldBatchNorm(Graph* graph);
+/*! \brief Conv chains in NCHW[x]c where the target's conv kernel works blocked (x its vector
+ *  width), elementwise nodes between them too; LayoutTransform nodes where a chain meets a reader
+ *  of NCHW or a graph output (see ember/compiler/ir/layout.h). */
+void AlterConvLayout(Graph* graph, const Target& target);
 /*! \brief Conv attribute set by PackConvWeights: the weight constant holds its data as
  *  [OC/B][IC/group][KH][KW][B] (B = the attribute's value) under its declared OIHW shape. */
 constexpr const char* kPackedWeightBlockAttr = "ember_packed_weight_block";
+/*! \brief Set by PackConvWeights next to kPackedWeightBlockAttr for convs reading NCHW[X]c data
+ *  (X = the value): the input channels are blocked too, [OC/B][I/X][KH][KW][X][B], so that a
+ *  kernel stepping through the X channels of one pixel reads its weights contiguously. */
+constexpr const char* kPackedWeightIcBlockAttr = "ember_packed_weight_ic_block";
 /*! \brief Repacks constant Conv weights into the blocked layout the target's conv schedule reads
  *  (see kPackedWeightBlockAttr), so kernels do not repack them on every call. */
 void PackConvWeights(Graph* graph, const Target& target);

@@ -1,0 +1,144 @@
+// AlterConvLayout: conv chains in NCHW[x]c (see ember/compiler/ir/layout.h), with layout
+// transforms only where the chain meets an op that reads NCHW.
+//
+// Walking the nodes in order, a conv whose kernel works blocked (schedule::ConvLayoutBlock) and
+// an elementwise node reading a blocked value are rewritten to produce a new, blocked value; the
+// original value is then produced from it by a LayoutTransform, so readers that need NCHW (and
+// graph outputs, whose names users see) keep reading it. Blocked readers take the blocked value
+// directly, and an NCHW value a blocked node reads is transformed once. Transforms nobody reads
+// are dropped at the end.
+#include <ember/compiler/ir/layout.h>
+#include <ember/compiler/ir/op_registry.h>
+#include <ember/compiler/transform.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include "../schedule/schedule.h"
+
+namespace ember {
+namespace compiler {
+namespace {
+
+bool IsScalarConstant(const Value& v) { return v.is_constant() && v.type.NumElements() == 1; }
+
+class LayoutRewriter {
+ public:
+  LayoutRewriter(Graph* g, const Target& target) : g_(g), target_(target) {}
+
+  void Run() {
+    std::vector<Node> nodes = std::move(g_->nodes());
+    g_->nodes().clear();
+    for (Node& n : nodes) {
+      const int64_t block =
+          n.op == "Conv" ? schedule::ConvLayoutBlock(*g_, n, target_) : ElementwiseBlock(n);
+      if (block == 0) {
+        g_->nodes().push_back(std::move(n));
+      } else if (n.op == "Conv") {
+        RewriteConv(std::move(n), block);
+      } else {
+        RewriteElementwise(std::move(n), block);
+      }
+    }
+    EliminateDeadCode(g_);
+  }
+
+ private:
+  // The block an elementwise node can run in: that of its first input a blocked node wrote, when
+  // every other input is a scalar constant or a tensor of the output's shape; else 0.
+  int64_t ElementwiseBlock(const Node& n) const {
+    const OpDef* def = OpRegistry::Global()->Find(n.op);
+    if (def == nullptr || def->Pattern(n) > OpPattern::kBroadcast || n.outputs.size() != 1) {
+      return 0;
+    }
+    const TensorType& out = g_->value(n.outputs[0]).type;
+    if (out.ndim() != 4 || out.dtype.code != kDLFloat) return 0;
+    int64_t block = 0;
+    for (int in : n.inputs) {
+      if (in == kAbsentValue || IsScalarConstant(g_->value(in))) continue;
+      if (g_->value(in).type != out) return 0;
+      if (block == 0) block = NativeBlock(in);
+    }
+    return block;
+  }
+
+  // A conv reads its input in the block its producer wrote, else in its own output's block when
+  // the channels fill it, else in NCHW; a depthwise conv (the only grouped conv blocked) reads
+  // its output's block.
+  void RewriteConv(Node n, int64_t block) {
+    const int64_t channels = g_->value(n.inputs[0]).type.shape[1];
+    int64_t in_block = n.GetInt("group", 1) > 1 ? block : NativeBlock(n.inputs[0]);
+    if (in_block == 0 && channels % block == 0) in_block = block;
+    if (in_block != 0) n.inputs[0] = BlockedValue(n.inputs[0], in_block);
+    n.attrs[kDataLayoutAttr] = LayoutName(in_block);
+    n.attrs[kOutLayoutAttr] = LayoutName(block);
+    EmitBlocked(std::move(n), block);
+  }
+
+  void RewriteElementwise(Node n, int64_t block) {
+    for (int& in : n.inputs) {
+      if (in != kAbsentValue && !IsScalarConstant(g_->value(in))) in = BlockedValue(in, block);
+    }
+    EmitBlocked(std::move(n), block);
+  }
+
+  // Emits n writing a new blocked value, then the transform that rebuilds the NCHW original.
+  void EmitBlocked(Node n, int64_t block) {
+    const int nchw = n.outputs[0];
+    const int blocked = NewBlockedValue(nchw, block);
+    n.outputs[0] = blocked;
+    const std::string name = n.name;
+    g_->nodes().push_back(std::move(n));
+    Transform(name + "_to_nchw", blocked, nchw, block, 0);
+    native_block_[nchw] = block;
+  }
+
+  // The block a blocked node wrote `nchw` in, or 0.
+  int64_t NativeBlock(int nchw) const {
+    auto it = native_block_.find(nchw);
+    return it == native_block_.end() ? 0 : it->second;
+  }
+
+  // `nchw` in NCHW[block]c: the value already made, else a new transform's output.
+  int BlockedValue(int nchw, int64_t block) {
+    auto it = blocked_.find({nchw, block});
+    if (it != blocked_.end()) return it->second;
+    const int blocked = NewBlockedValue(nchw, block);
+    Transform(g_->value(nchw).name + "_to_" + LayoutName(block), nchw, blocked, 0, block);
+    return blocked;
+  }
+
+  int NewBlockedValue(int nchw, int64_t block) {
+    const Value& v = g_->value(nchw);
+    const int blocked = g_->AddValue(g_->UniqueName(v.name + "_" + LayoutName(block)),
+                                     TensorType{BlockedShape(v.type.shape, block), v.type.dtype});
+    blocked_[{nchw, block}] = blocked;
+    return blocked;
+  }
+
+  void Transform(const std::string& name, int src, int dst, int64_t src_block, int64_t dst_block) {
+    Node t{"LayoutTransform", name, {}, {src}, {dst}};
+    t.attrs[kSrcLayoutAttr] = LayoutName(src_block);
+    t.attrs[kDstLayoutAttr] = LayoutName(dst_block);
+    g_->nodes().push_back(std::move(t));
+  }
+
+  Graph* g_;
+  const Target& target_;
+  std::map<std::pair<int, int64_t>, int> blocked_;  // (NCHW value, block) -> blocked value
+  std::map<int, int64_t> native_block_;  // NCHW value -> block its (blocked) producer wrote
+};
+
+}  // namespace
+
+void AlterConvLayout(Graph* graph, const Target& target) {
+  // EMBER_KEEP_NCHW=1 compiles every conv in NCHW (to compare the layouts side by side).
+  const char* keep = std::getenv("EMBER_KEEP_NCHW");
+  if (keep != nullptr && *keep != '\0' && std::strcmp(keep, "0") != 0) return;
+  LayoutRewriter(graph, target).Run();
+}
+
+}  // namespace compiler
+}  // namespace ember

@@ -1,0 +1,306 @@
+// NCHW[x]c: the alter-layout pass (which convs and elementwise nodes it blocks, where it puts
+// transforms) and the blocked kernels (channels-in-lanes and depthwise, forced per table entry)
+// against a reference conv on the NCHW data, over blocks 4/8/16, NCHW or blocked input, strides,
+// pads, reduction chunks and fused epilogues (bias, residual Add, Relu).
+#include <ember/compiler/ir/layout.h>
+#include <ember/compiler/ir/op_registry.h>
+#include <ember/compiler/target.h>
+#include <ember/compiler/transform.h>
+#include <ember/runtime/c_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "../../../compiler/schedule/schedule.h"
+#include "kernel_test_util.h"
+
+namespace ember::compiler {
+namespace {
+
+using testing::Call;
+using testing::HostArray;
+using testing::KernelGraph;
+using testing::Library;
+using testing::ScopedEnv;
+
+struct BlockedCase {
+  int64_t n, c, h, w, oc, k, stride, pad, group;
+  bool bias, relu, residual;
+  int64_t in_block, out_block;
+};
+
+std::string CaseName(const BlockedCase& c) {
+  std::ostringstream os;
+  os << "n" << c.n << "c" << c.c << "h" << c.h << "w" << c.w << "oc" << c.oc << "k" << c.k << "s"
+     << c.stride << "p" << c.pad << "g" << c.group << (c.bias ? "b" : "") << (c.relu ? "r" : "")
+     << (c.residual ? "a" : "") << " " << LayoutName(c.in_block) << "->" << LayoutName(c.out_block);
+  return os.str();
+}
+
+// NCHW data in NCHW[block]c order (block 0: a copy). *out has the blocked shape (HostArray is
+// not copyable: its DLTensor points at its own bytes).
+void ToBlocked(HostArray& nchw, int64_t block, HostArray* out) {
+  const std::vector<int64_t>& s = nchw.shape;
+  const int64_t plane = s[2] * s[3];
+  for (int64_t i = 0; i < nchw.size(); ++i) {
+    const int64_t p = i % plane, c = (i / plane) % s[1], n = i / (plane * s[1]);
+    const int64_t dst =
+        block == 0 ? i : ((n * (s[1] / block) + c / block) * plane + p) * block + c % block;
+    out->data<float>()[dst] = nchw.data<float>()[i];
+  }
+}
+
+// Output channels per tile of the channels-in-lanes kernel (its packing block) for this case.
+int64_t OcVecPacking(const BlockedCase& c, const schedule::Conv2dOcVecParams& p) {
+  const int64_t lanes = std::min(p.lanes, c.out_block);
+  return p.oc_vectors >= 2 && (c.oc / c.group) % (2 * lanes) == 0 ? 2 * lanes : lanes;
+}
+
+// Compiles the blocked conv group with `schedule` forced (null: default schedule, OIHW weights),
+// checks that the kernel's accumulators (`marker`) appear in its loop IR, runs it and compares
+// with a direct conv on the NCHW data.
+void CheckBlockedConv(const char* schedule, const char* marker, int64_t packed_block,
+                      int64_t packed_ic_block, const BlockedCase& bc) {
+  SCOPED_TRACE(std::string(schedule != nullptr ? schedule : "default") + " " + CaseName(bc) +
+               " packed " + std::to_string(packed_block) + "/" + std::to_string(packed_ic_block));
+  ScopedEnv force("EMBER_SCHEDULE", schedule != nullptr ? schedule : "");
+  ScopedEnv disable("EMBER_DISABLE_SCHEDULES", schedule != nullptr ? "0" : "1");
+  const int64_t oh = (bc.h + 2 * bc.pad - bc.k) / bc.stride + 1;
+  const int64_t ow = (bc.w + 2 * bc.pad - bc.k) / bc.stride + 1;
+  const int64_t icg = bc.c / bc.group;
+  const std::vector<int64_t> xshape{bc.n, bc.c, bc.h, bc.w}, oshape{bc.n, bc.oc, oh, ow};
+  const std::vector<int64_t> oblocked = BlockedShape(oshape, bc.out_block);
+  KernelGraph kg;
+  int x = kg.Input("x", BlockedShape(xshape, bc.in_block));
+  int w = kg.Input("w", {bc.oc, icg, bc.k, bc.k});
+  std::vector<int> conv_in{x, w};
+  if (bc.bias) conv_in.push_back(kg.Input("b", {bc.oc}));
+  int r = bc.residual ? kg.Input("r", oblocked) : -1;
+  AttrMap attrs{{"kernel_shape", std::vector<int64_t>{bc.k, bc.k}},
+                {"strides", std::vector<int64_t>{bc.stride, bc.stride}},
+                {"dilations", std::vector<int64_t>{1, 1}},
+                {"pads", std::vector<int64_t>{bc.pad, bc.pad, bc.pad, bc.pad}},
+                {"group", bc.group},
+                {kDataLayoutAttr, LayoutName(bc.in_block)},
+                {kOutLayoutAttr, LayoutName(bc.out_block)}};
+  if (packed_block > 1) attrs[kPackedWeightBlockAttr] = packed_block;
+  if (packed_ic_block > 1) attrs[kPackedWeightIcBlockAttr] = packed_ic_block;
+  int y = kg.Add("Conv", conv_in, {TensorType{oblocked, kFloat32}}, attrs)[0];
+  if (bc.residual) y = kg.Add("Add", {y, r}, {TensorType{oblocked, kFloat32}})[0];
+  if (bc.relu) y = kg.Add("Relu", {y}, {TensorType{oblocked, kFloat32}})[0];
+  std::string loops;
+  std::unique_ptr<Library> lib = testing::BuildKernelWithLoops(kg, y, &loops);
+  if (marker != nullptr) {
+    EXPECT_NE(loops.find(marker), std::string::npos) << "schedule did not take the group";
+  }
+  auto f = lib->Get("conv");
+  ASSERT_NE(f, nullptr);
+  HostArray hx(xshape, kFloat32), hw({bc.oc, icg, bc.k, bc.k}, kFloat32), hb({bc.oc}, kFloat32),
+      hr(oshape, kFloat32), out(oblocked, kFloat32);
+  hx.FillRandom(21);
+  hw.FillRandom(22);
+  hb.FillRandom(23);
+  hr.FillRandom(24);
+  HostArray bx(BlockedShape(xshape, bc.in_block), kFloat32), br(oblocked, kFloat32);
+  ToBlocked(hx, bc.in_block, &bx);
+  ToBlocked(hr, bc.out_block, &br);
+  HostArray hw_call(hw.shape, kFloat32);
+  hw_call.bytes = hw.bytes;
+  if (packed_block > 1) {
+    testing::PackWeightsLikeEmberc(&hw_call, packed_block, std::max<int64_t>(1, packed_ic_block));
+  }
+  std::vector<HostArray*> args{&bx, &hw_call};
+  if (bc.bias) args.push_back(&hb);
+  if (bc.residual) args.push_back(&br);
+  args.push_back(&out);
+  ASSERT_EQ(Call(f, args), 0) << TVMGetLastError();
+  const testing::ConvDims dims{bc.c, bc.h, bc.w, bc.oc, bc.k, bc.stride, bc.pad, bc.group};
+  int bad = 0;
+  for (int64_t n = 0; n < bc.n; ++n)
+    for (int64_t o = 0; o < bc.oc; ++o)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double acc = (bc.bias ? hb.data<float>()[o] : 0.0) +
+                       testing::ReferenceConvAt(hx, hw, dims, n, o, i, j);
+          const int64_t nchw = ((n * bc.oc + o) * oh + i) * ow + j;
+          if (bc.residual) acc += hr.data<float>()[nchw];
+          if (bc.relu) acc = std::max(acc, 0.0);
+          const int64_t b = bc.out_block;
+          const float got =
+              out.data<float>()[(((n * (bc.oc / b) + o / b) * oh + i) * ow + j) * b + o % b];
+          if (std::fabs(got - acc) > 1e-4 + 1e-4 * std::fabs(acc) && ++bad <= 5) {
+            ADD_FAILURE() << "out[" << n << "," << o << "," << i << "," << j << "] = " << got
+                          << ", expected " << acc;
+          }
+        }
+  EXPECT_EQ(bad, 0);
+}
+
+const schedule::ScheduleEntry& Entry(const char* name) {
+  for (const schedule::ScheduleEntry& e : schedule::ScheduleTable()) {
+    if (std::string(e.name) == name) return e;
+  }
+  throw std::runtime_error(std::string("no schedule entry ") + name);
+}
+
+TEST(BlockedLayout, ChannelsInLanesKernelMatchesTheReference) {
+  const std::vector<BlockedCase> cases = {
+      {1, 3, 15, 15, 32, 7, 2, 3, 1, true, true, false, 0, 16},    // stem: NCHW in
+      {1, 32, 12, 13, 32, 3, 1, 1, 1, true, true, true, 16, 16},   // residual, tail columns
+      {2, 16, 9, 9, 48, 3, 2, 1, 1, false, false, false, 16, 16},  // stride 2, 3 vectors
+      {1, 16, 7, 5, 16, 3, 1, 1, 1, true, true, false, 16, 16},    // narrow: multi-row tiles
+      {1, 256, 7, 7, 32, 3, 1, 1, 1, true, false, true, 16, 16},   // reduction in chunks
+      {1, 32, 14, 14, 24, 1, 1, 0, 1, true, false, true, 16, 8},   // 1x1 into a narrow block
+      {1, 24, 10, 10, 64, 1, 1, 0, 1, true, true, false, 8, 16},   // narrow block in
+      {1, 12, 6, 6, 12, 3, 1, 1, 1, true, true, true, 4, 4},       // 4-wide blocks
+      {1, 24, 11, 11, 32, 3, 2, 0, 1, false, true, false, 0, 16},  // NCHW in, no padding
+  };
+  for (const char* name : {"conv2d_nchw_ocvec_avx512", "conv2d_nchw_ocvec_avx2"}) {
+    const schedule::ScheduleEntry& e = Entry(name);
+    for (const BlockedCase& c : cases) {
+      if (c.out_block > e.conv_ocvec.lanes) continue;  // the kernel takes blocks it can fill
+      // As PackConvWeights packs them (input channels blocked like the data), and without.
+      CheckBlockedConv(name, "accm0_0[", OcVecPacking(c, e.conv_ocvec), c.in_block, c);
+      if (c.in_block > 0) CheckBlockedConv(name, "accm0_0[", OcVecPacking(c, e.conv_ocvec), 0, c);
+    }
+  }
+}
+
+TEST(BlockedLayout, DepthwiseKernelMatchesTheReference) {
+  const std::vector<BlockedCase> cases = {
+      {1, 32, 12, 13, 32, 3, 1, 1, 32, true, true, false, 16, 16},  // odd width
+      {2, 16, 11, 11, 16, 3, 2, 1, 16, true, false, true, 16, 16},  // stride 2, residual
+      {1, 16, 9, 9, 16, 5, 1, 2, 16, false, true, false, 16, 16},   // 5x5
+      {1, 24, 8, 8, 24, 3, 1, 1, 24, true, true, false, 8, 8},      // narrow block
+      {1, 16, 4, 3, 16, 3, 1, 0, 16, true, false, false, 16, 16},   // no interior columns
+  };
+  for (const char* name : {"depthwise_conv2d_avx512", "depthwise_conv2d_avx2"}) {
+    for (const BlockedCase& c : cases) {
+      if (c.out_block > Entry(name).depthwise.lanes) continue;
+      CheckBlockedConv(name, "wvec0[", c.out_block, 0, c);
+    }
+  }
+}
+
+TEST(BlockedLayout, DefaultScheduleComputesBlockedConvs) {
+  CheckBlockedConv(nullptr, nullptr, 0, 0, {1, 16, 6, 7, 32, 3, 1, 1, 1, true, true, true, 16, 16});
+  CheckBlockedConv(nullptr, nullptr, 0, 0, {1, 3, 8, 8, 8, 3, 2, 1, 1, false, false, false, 0, 8});
+  CheckBlockedConv(nullptr, nullptr, 0, 0, {1, 8, 5, 5, 8, 3, 1, 1, 8, true, true, false, 8, 8});
+  // Weights packed for the blocked kernel, read by the reference.
+  CheckBlockedConv(nullptr, nullptr, 32, 16,
+                   {1, 32, 5, 6, 64, 3, 1, 1, 1, true, true, false, 16, 16});
+}
+
+// ---- the pass ----
+
+// x -> Conv(16->32) -> Relu -> Conv(32->32) -> Add(relu) -> MaxPool -> y, on a host target.
+struct Chain {
+  KernelGraph kg;
+  int y = -1;
+  Chain() {
+    const TensorType t{{1, 32, 8, 8}, kFloat32};
+    int x = kg.Input("x", {1, 16, 8, 8});
+    AttrMap conv{{"kernel_shape", std::vector<int64_t>{3, 3}},
+                 {"strides", std::vector<int64_t>{1, 1}},
+                 {"dilations", std::vector<int64_t>{1, 1}},
+                 {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                 {"group", int64_t{1}}};
+    int w1 = kg.graph.AddConstant(
+        "w1", std::make_shared<HostTensor>(TensorType{{32, 16, 3, 3}, kFloat32}));
+    int w2 = kg.graph.AddConstant(
+        "w2", std::make_shared<HostTensor>(TensorType{{32, 32, 3, 3}, kFloat32}));
+    int a = kg.Add("Conv", {x, w1}, {t}, conv)[0];
+    int r = kg.Add("Relu", {a}, {t})[0];
+    int b = kg.Add("Conv", {r, w2}, {t}, conv)[0];
+    int s = kg.Add("Add", {b, r}, {t})[0];
+    y = kg.Add("MaxPool", {s}, {TensorType{{1, 32, 4, 4}, kFloat32}},
+               {{"kernel_shape", std::vector<int64_t>{2, 2}},
+                {"strides", std::vector<int64_t>{2, 2}},
+                {"dilations", std::vector<int64_t>{1, 1}},
+                {"pads", std::vector<int64_t>{0, 0, 0, 0}}})[0];
+    kg.graph.outputs().push_back(y);
+  }
+};
+
+std::vector<const Node*> NodesOf(const Graph& g, const std::string& op) {
+  std::vector<const Node*> out;
+  for (const Node& n : g.nodes()) {
+    if (n.op == op) out.push_back(&n);
+  }
+  return out;
+}
+
+TEST(BlockedLayout, PassBlocksTheConvChainWithTransformsAtItsEdges) {
+  ScopedEnv force("EMBER_SCHEDULE", "conv2d_nchw_ocvec_avx512");
+  Chain c;
+  AlterConvLayout(&c.kg.graph, Target::Host());
+  const Graph& g = c.kg.graph;
+  std::vector<const Node*> convs = NodesOf(g, "Conv"), transforms = NodesOf(g, "LayoutTransform");
+  ASSERT_EQ(convs.size(), 2u);
+  for (const Node* n : convs) {
+    EXPECT_EQ(n->GetString(kDataLayoutAttr), "NCHW16c");
+    EXPECT_EQ(n->GetString(kOutLayoutAttr), "NCHW16c");
+    EXPECT_EQ(g.value(n->outputs[0]).type.shape, (std::vector<int64_t>{1, 2, 8, 8, 16}));
+  }
+  // Relu and Add run blocked; the graph input is blocked once, the Add's result is unblocked
+  // once for MaxPool; the conv output the Add reads is not unblocked at all.
+  ASSERT_EQ(transforms.size(), 2u);
+  EXPECT_EQ(transforms[0]->GetString(kDstLayoutAttr), "NCHW16c");
+  EXPECT_EQ(transforms[1]->GetString(kDstLayoutAttr), "NCHW");
+  EXPECT_EQ(g.value(NodesOf(g, "Add")[0]->outputs[0]).type.ndim(), 5);
+  EXPECT_EQ(g.value(NodesOf(g, "Relu")[0]->outputs[0]).type.ndim(), 5);
+  // Users see the same output: its value, name and NCHW shape are unchanged.
+  EXPECT_EQ(g.outputs(), std::vector<int>{c.y});
+  EXPECT_EQ(g.value(c.y).type.shape, (std::vector<int64_t>{1, 32, 4, 4}));
+}
+
+TEST(BlockedLayout, PassLeavesConvsItCannotBlockInNchw) {
+  {
+    ScopedEnv disable("EMBER_DISABLE_SCHEDULES", "1");
+    Chain c;
+    AlterConvLayout(&c.kg.graph, Target::Host());
+    EXPECT_TRUE(NodesOf(c.kg.graph, "LayoutTransform").empty());
+  }
+  {
+    ScopedEnv keep("EMBER_KEEP_NCHW", "1");
+    Chain c;
+    AlterConvLayout(&c.kg.graph, Target::Host());
+    EXPECT_TRUE(NodesOf(c.kg.graph, "LayoutTransform").empty());
+  }
+  {
+    // A target without a channels-in-lanes kernel (forced wide kernel) keeps NCHW.
+    ScopedEnv force("EMBER_SCHEDULE", "conv2d_nchw_wide_avx512");
+    Chain c;
+    AlterConvLayout(&c.kg.graph, Target::Host());
+    EXPECT_TRUE(NodesOf(c.kg.graph, "LayoutTransform").empty());
+  }
+}
+
+TEST(BlockedLayout, ShapeRulesNameTheNodeAndTheLayout) {
+  KernelGraph kg;
+  int x = kg.Input("x", {1, 12, 4, 4});
+  Node t{"LayoutTransform",
+         "to_blocked",
+         {{kSrcLayoutAttr, std::string("NCHW")}, {kDstLayoutAttr, std::string("NCHW8c")}},
+         {x},
+         {}};
+  const OpDef* def = OpRegistry::Global()->Find("LayoutTransform");
+  ASSERT_NE(def, nullptr);
+  try {
+    def->infer_type()(t, {kg.graph.value(x).type});
+    FAIL() << "12 channels cannot fill blocks of 8";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("to_blocked"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("NCHW8c"), std::string::npos) << e.what();
+  }
+  t.attrs[kDstLayoutAttr] = std::string("NCHWxc");
+  EXPECT_THROW(def->infer_type()(t, {kg.graph.value(x).type}), CompileError);
+  EXPECT_EQ(LayoutBlock("NCHW16c"), 16);
+  EXPECT_EQ(LayoutBlock("NCHW"), 0);
+  EXPECT_EQ(LayoutBlock("NHWC"), -1);
+  EXPECT_EQ(LayoutBlock("NCHW0c"), -1);
+}
+
+}  // namespace
+}  // namespace ember::compiler
