@@ -138,7 +138,10 @@ Types ConvTransposeRule(const Node& n, const Types& in) {
 }
 
 Types PoolRule(const Node& n, const Types& in) {
-  const TensorType& x = in[0];
+  // A blocked MaxPool (NCHW[x]c in and out) has one output.
+  const int64_t block = LayoutAttrBlock(n, kDataLayoutAttr);
+  if (block != 0 && n.outputs.size() > 1) NodeError(n, "a channel-blocked MaxPool has no Indices");
+  const TensorType x = Unblocked(n, in[0], block);
   int64_t sp = x.ndim() - 2;
   auto k = n.GetInts("kernel_shape"), s = n.GetInts("strides"), d = n.GetInts("dilations"),
        p = n.GetInts("pads");
@@ -147,7 +150,7 @@ Types PoolRule(const Node& n, const Types& in) {
   for (int64_t i = 0; i < sp; ++i) {
     out.push_back(WindowOut(x.shape[2 + i], k[i], s[i], d[i], p[i], p[sp + i], ceil_mode));
   }
-  Types t{TensorType{out, x.dtype}};
+  Types t{Blocked(n, TensorType{out, x.dtype}, block)};
   if (n.outputs.size() > 1) t.push_back(TensorType{out, kInt64});
   return t;
 }

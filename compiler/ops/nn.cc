@@ -76,6 +76,16 @@ Tensor UnblockedView(const Tensor& t, int64_t block, const std::string& name) {
       name);
 }
 
+// An NCHW tensor as NCHW[block]c.
+Tensor BlockedView(const Tensor& t, int64_t block, const std::string& name) {
+  return te::Compute(
+      BlockedShape(t.shape(), block),
+      [&](const std::vector<Expr>& i) {
+        return t({i[0], i[1] * block + i[4], i[2], i[3]});
+      },
+      name);
+}
+
 Tensor ConvNchw(const Node& n, const Tensor& x, const Tensor& w, const Tensor& bias,
                 const std::vector<int64_t>& oshape) {
   size_t spatial = static_cast<size_t>(x.ndim() - 2);
@@ -149,13 +159,8 @@ Tensor Conv(const Node& n, const std::vector<Tensor>& in, const std::vector<Tens
   Tensor x = UnblockedView(In(n, in, 0), in_block, n.name + "_nchw_in");
   Tensor bias = in.size() > 2 ? in[2] : Tensor();
   if (out_block == 0) return ConvNchw(n, x, In(n, in, 1), bias, out.at(0).shape);
-  Tensor conv = ConvNchw(n, x, In(n, in, 1), bias, UnblockedShape(out.at(0).shape));
-  return te::Compute(
-      out.at(0).shape,
-      [&](const std::vector<Expr>& i) {
-        return conv({i[0], i[1] * out_block + i[4], i[2], i[3]});
-      },
-      n.name + "_blocked");
+  return BlockedView(ConvNchw(n, x, In(n, in, 1), bias, UnblockedShape(out.at(0).shape)), out_block,
+                     n.name + "_blocked");
 }
 
 Tensor ConvTranspose(const Node& n, const std::vector<Tensor>& in,
@@ -420,6 +425,16 @@ Tensor MatMul(const Node& n, const std::vector<Tensor>& in, const std::vector<Te
       n.name + "_out");
 }
 
+// MaxPool in NCHW, or in NCHW[x]c (data_layout; no Indices then): the NCHW rule over views.
+std::vector<Tensor> MaxPoolInLayout(const Node& n, const std::vector<Tensor>& in,
+                                    const std::vector<TensorType>& out) {
+  const int64_t block = LayoutBlock(n.GetString(kDataLayoutAttr, "NCHW"));
+  if (block == 0) return MaxPoolWithIndices(n, in, out);
+  Tensor x = UnblockedView(In(n, in, 0), block, n.name + "_nchw_in");
+  std::vector<TensorType> nchw_out{TensorType{UnblockedShape(out.at(0).shape), out.at(0).dtype}};
+  return {BlockedView(Pool(n, {x}, nchw_out, true), block, n.name + "_blocked")};
+}
+
 const bool kRegistered = [] {
   auto reg = [](const char* op, FCompute fn) { OpRegistry::Global()->Mutable(op).set_compute(fn); };
   reg("Conv", [](const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& o) {
@@ -430,7 +445,7 @@ const bool kRegistered = [] {
         return std::vector<Tensor>{ConvTranspose(n, in, o)};
       });
   reg("MaxPool", [](const Node& n, const std::vector<Tensor>& in,
-                    const std::vector<TensorType>& o) { return MaxPoolWithIndices(n, in, o); });
+                    const std::vector<TensorType>& o) { return MaxPoolInLayout(n, in, o); });
   reg("AveragePool",
       [](const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& o) {
         return std::vector<Tensor>{Pool(n, in, o, false)};

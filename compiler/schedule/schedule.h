@@ -118,6 +118,13 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
 bool TryPool2d(const FusedGroup& group, const lower::ScheduleOptions& opts,
                lower::LoweredFunc* out);
 
+/*!
+ * \brief A MaxPool (2-D, dilation 1, no Indices) in NCHW[x]c alone in its group: a vector max over
+ * each window's taps per output pixel (pool2d_nchwc.cc). TryPool2d hands blocked pools to it.
+ */
+bool TryMaxPool2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                       lower::LoweredFunc* out);
+
 /*! \brief True when conv2d_1x1.cc takes a conv of this shape: 1x1, stride 1, no padding, and
  * a plane of at least 4 * p.lanes positions. */
 bool Conv1x1Applies(const ConvShape& s, const Conv2dParams& p);

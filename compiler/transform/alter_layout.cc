@@ -1,12 +1,12 @@
 // AlterConvLayout: conv chains in NCHW[x]c (see ember/compiler/ir/layout.h), with layout
 // transforms only where the chain meets an op that reads NCHW.
 //
-// Walking the nodes in order, a conv whose kernel works blocked (schedule::ConvLayoutBlock) and
-// an elementwise node reading a blocked value are rewritten to produce a new, blocked value; the
-// original value is then produced from it by a LayoutTransform, so readers that need NCHW (and
-// graph outputs, whose names users see) keep reading it. Blocked readers take the blocked value
-// directly, and an NCHW value a blocked node reads is transformed once. Transforms nobody reads
-// are dropped at the end.
+// Walking the nodes in order, a conv whose kernel works blocked (schedule::ConvLayoutBlock), and
+// an elementwise node or a MaxPool reading a blocked value, are rewritten to produce a new,
+// blocked value; the original value is then produced from it by a LayoutTransform, so readers
+// that need NCHW (and graph outputs, whose names users see) keep reading it. Blocked readers
+// take the blocked value directly, and an NCHW value a blocked node reads is transformed once.
+// Transforms nobody reads are dropped at the end.
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/op_registry.h>
 #include <ember/compiler/transform.h>
@@ -32,12 +32,17 @@ class LayoutRewriter {
     std::vector<Node> nodes = std::move(g_->nodes());
     g_->nodes().clear();
     for (Node& n : nodes) {
-      const int64_t block =
-          n.op == "Conv" ? schedule::ConvLayoutBlock(*g_, n, target_) : ElementwiseBlock(n);
+      const int64_t block = n.op == "Conv"      ? schedule::ConvLayoutBlock(*g_, n, target_)
+                            : n.op == "MaxPool" ? MaxPoolBlock(n)
+                                                : ElementwiseBlock(n);
       if (block == 0) {
         g_->nodes().push_back(std::move(n));
       } else if (n.op == "Conv") {
         RewriteConv(std::move(n), block);
+      } else if (n.op == "MaxPool") {
+        n.inputs[0] = BlockedValue(n.inputs[0], block);
+        n.attrs[kDataLayoutAttr] = LayoutName(block);
+        EmitBlocked(std::move(n), block);
       } else {
         RewriteElementwise(std::move(n), block);
       }
@@ -62,6 +67,13 @@ class LayoutRewriter {
       if (block == 0) block = NativeBlock(in);
     }
     return block;
+  }
+
+  // A 2-D MaxPool without Indices runs in the block its input was written in (0: NCHW).
+  int64_t MaxPoolBlock(const Node& n) const {
+    if (n.outputs.size() != 1 || g_->value(n.inputs[0]).type.ndim() != 4) return 0;
+    if (n.GetInts("dilations", {1, 1}) != std::vector<int64_t>{1, 1}) return 0;
+    return NativeBlock(n.inputs[0]);
   }
 
   // A conv reads its input in the block its producer wrote, else in its own output's block when

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "../../../compiler/schedule/schedule.h"
@@ -192,6 +193,87 @@ TEST(BlockedLayout, DefaultScheduleComputesBlockedConvs) {
                    {1, 32, 5, 6, 64, 3, 1, 1, 1, true, true, false, 16, 16});
 }
 
+// ---- MaxPool ----
+
+struct PoolCase {
+  int64_t n, c, h, w, k, stride, pad, block;
+  bool ceil_mode;
+};
+
+// The blocked MaxPool kernel (and, with schedules disabled, the default schedule) against a
+// direct max over each window of the NCHW data.
+void CheckBlockedMaxPool(const PoolCase& pc, bool schedules) {
+  SCOPED_TRACE("maxpool c" + std::to_string(pc.c) + " " + std::to_string(pc.h) + "x" +
+               std::to_string(pc.w) + " k" + std::to_string(pc.k) + " s" +
+               std::to_string(pc.stride) + " p" + std::to_string(pc.pad) + " block " +
+               std::to_string(pc.block) + (pc.ceil_mode ? " ceil" : "") +
+               (schedules ? "" : " default schedule"));
+  ScopedEnv disable("EMBER_DISABLE_SCHEDULES", schedules ? "0" : "1");
+  auto out_dim = [&](int64_t in) {
+    const int64_t span = in + 2 * pc.pad - pc.k;
+    int64_t o = (pc.ceil_mode ? (span + pc.stride - 1) / pc.stride : span / pc.stride) + 1;
+    if (pc.ceil_mode && (o - 1) * pc.stride >= in + pc.pad) --o;
+    return o;
+  };
+  const int64_t oh = out_dim(pc.h), ow = out_dim(pc.w);
+  const std::vector<int64_t> xshape{pc.n, pc.c, pc.h, pc.w}, oshape{pc.n, pc.c, oh, ow};
+  KernelGraph kg;
+  int x = kg.Input("x", BlockedShape(xshape, pc.block));
+  int y = kg.Add("MaxPool", {x}, {TensorType{BlockedShape(oshape, pc.block), kFloat32}},
+                 {{"kernel_shape", std::vector<int64_t>{pc.k, pc.k}},
+                  {"strides", std::vector<int64_t>{pc.stride, pc.stride}},
+                  {"dilations", std::vector<int64_t>{1, 1}},
+                  {"pads", std::vector<int64_t>{pc.pad, pc.pad, pc.pad, pc.pad}},
+                  {"ceil_mode", int64_t{pc.ceil_mode}},
+                  {kDataLayoutAttr, LayoutName(pc.block)}})[0];
+  std::string loops;
+  std::unique_ptr<Library> lib = testing::BuildKernelWithLoops(kg, y, &loops);
+  if (schedules) {
+    EXPECT_NE(loops.find("acc[0] = max("), std::string::npos) << "the pool schedule did not run";
+  }
+  auto f = lib->Get("conv");
+  ASSERT_NE(f, nullptr);
+  HostArray hx(xshape, kFloat32), bx(BlockedShape(xshape, pc.block), kFloat32),
+      out(BlockedShape(oshape, pc.block), kFloat32);
+  hx.FillRandom(31);
+  ToBlocked(hx, pc.block, &bx);
+  ASSERT_EQ(Call(f, {&bx, &out}), 0) << TVMGetLastError();
+  int bad = 0;
+  for (int64_t n = 0; n < pc.n; ++n)
+    for (int64_t c = 0; c < pc.c; ++c)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          float want = -std::numeric_limits<float>::infinity();
+          for (int64_t kh = 0; kh < pc.k; ++kh)
+            for (int64_t kw = 0; kw < pc.k; ++kw) {
+              const int64_t ih = i * pc.stride + kh - pc.pad, iw = j * pc.stride + kw - pc.pad;
+              if (ih < 0 || ih >= pc.h || iw < 0 || iw >= pc.w) continue;
+              want = std::max(want, hx.data<float>()[((n * pc.c + c) * pc.h + ih) * pc.w + iw]);
+            }
+          const int64_t b = pc.block;
+          const float got =
+              out.data<float>()[(((n * (pc.c / b) + c / b) * oh + i) * ow + j) * b + c % b];
+          if (got != want && ++bad <= 5) {
+            ADD_FAILURE() << "out[" << n << "," << c << "," << i << "," << j << "] = " << got
+                          << ", expected " << want;
+          }
+        }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(BlockedLayout, MaxPoolKernelMatchesTheReference) {
+  const std::vector<PoolCase> cases = {
+      {1, 32, 9, 9, 3, 2, 1, 16, false},  // ResNet's stem pool
+      {2, 16, 8, 7, 2, 2, 0, 16, false},  // batch 2, odd width
+      {1, 8, 5, 5, 3, 1, 1, 8, false},    // narrow block, stride 1
+      {1, 16, 6, 6, 3, 2, 0, 4, true},    // ceil_mode: the last window hangs over
+  };
+  for (const PoolCase& c : cases) {
+    CheckBlockedMaxPool(c, true);
+    CheckBlockedMaxPool(c, false);
+  }
+}
+
 // ---- the pass ----
 
 // x -> Conv(16->32) -> Relu -> Conv(32->32) -> Add(relu) -> MaxPool -> y, on a host target.
@@ -243,13 +325,14 @@ TEST(BlockedLayout, PassBlocksTheConvChainWithTransformsAtItsEdges) {
     EXPECT_EQ(n->GetString(kOutLayoutAttr), "NCHW16c");
     EXPECT_EQ(g.value(n->outputs[0]).type.shape, (std::vector<int64_t>{1, 2, 8, 8, 16}));
   }
-  // Relu and Add run blocked; the graph input is blocked once, the Add's result is unblocked
-  // once for MaxPool; the conv output the Add reads is not unblocked at all.
+  // Relu, Add and MaxPool run blocked; the graph input is blocked once and the MaxPool's result
+  // unblocked once for the graph output; no conv output is unblocked at all.
   ASSERT_EQ(transforms.size(), 2u);
   EXPECT_EQ(transforms[0]->GetString(kDstLayoutAttr), "NCHW16c");
   EXPECT_EQ(transforms[1]->GetString(kDstLayoutAttr), "NCHW");
   EXPECT_EQ(g.value(NodesOf(g, "Add")[0]->outputs[0]).type.ndim(), 5);
   EXPECT_EQ(g.value(NodesOf(g, "Relu")[0]->outputs[0]).type.ndim(), 5);
+  EXPECT_EQ(g.value(NodesOf(g, "MaxPool")[0]->outputs[0]).type.ndim(), 5);
   // Users see the same output: its value, name and NCHW shape are unchanged.
   EXPECT_EQ(g.outputs(), std::vector<int>{c.y});
   EXPECT_EQ(g.value(c.y).type.shape, (std::vector<int64_t>{1, 32, 4, 4}));

@@ -1,0 +1,69 @@
+// MaxPool in NCHW[x]c: one pixel's x channels are one vector, so the window's maximum is a
+// vector max over its taps (taps in the padding skipped), one store per output pixel. One
+// parallel task is (image, channel block, output row).
+#include <ember/compiler/ir/layout.h>
+
+#include <limits>
+
+#include "conv_group.h"
+#include "loop_builders.h"
+#include "schedule.h"
+
+namespace ember::compiler::schedule {
+
+bool TryMaxPool2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                       lower::LoweredFunc* out) {
+  if (group.nodes.size() != 1 || group.outputs.size() != 1 || group.inputs.size() != 1) {
+    return false;
+  }
+  const Node& pool = *group.nodes[0];
+  const Graph& g = *group.graph;
+  const int64_t block = LayoutBlock(pool.GetString(kDataLayoutAttr, "NCHW"));
+  if (pool.op != "MaxPool" || block < 1 || pool.outputs.size() != 1) return false;
+  const TensorType& xt = g.value(pool.inputs[0]).type;
+  const TensorType& ot = g.value(pool.outputs[0]).type;
+  if (xt.shape.size() != 5 || ot.shape.size() != 5 || xt.dtype != kFloat32) return false;
+  const std::vector<int64_t> k = pool.GetInts("kernel_shape"), st = pool.GetInts("strides"),
+                             dil = pool.GetInts("dilations"), pads = pool.GetInts("pads");
+  if (k.size() != 2 || st.size() != 2 || pads.size() != 4 || dil != std::vector<int64_t>{1, 1}) {
+    return false;
+  }
+  const int64_t planes = xt.shape[0] * xt.shape[1], h = xt.shape[2], w = xt.shape[3];
+  const int64_t oh = ot.shape[2], ow = ot.shape[3];
+  const int lanes = static_cast<int>(block);
+
+  lower::LoweredFunc f;
+  f.name = group.func_name;
+  for (int vid : {pool.inputs[0], pool.outputs[0]}) {
+    const Value& v = g.value(vid);
+    f.args.push_back(lower::ArgInfo{v.name, v.type.shape, v.type.dtype, nullptr});
+    f.args.back().buffer = lower::NewArgBuffer(f.args.back(), static_cast<int>(f.args.size()) - 1);
+  }
+  const lower::Buffer x = f.args[0].buffer, y = f.args[1].buffer;
+  lower::Buffer acc = NewVectorAccumulator("acc", block);
+  f.locals.push_back(acc);
+
+  te::Expr t = te::MakeVar("t"), ox = te::MakeVar("ox");
+  te::Expr plane = te::FloorDiv(t, te::Expr(oh)), oy = te::FloorMod(t, te::Expr(oh));
+  std::vector<lower::Stmt> pixel{
+      lower::Store(acc, 0, te::Const(acc->dtype, -std::numeric_limits<float>::infinity()))};
+  for (int64_t kh = 0; kh < k[0]; ++kh) {
+    for (int64_t kw = 0; kw < k[1]; ++kw) {
+      te::Expr iy = oy * st[0] + (kh - pads[0]), ix = ox * st[1] + (kw - pads[1]);
+      te::Expr in = lower::VectorLoad(x, ((plane * h + iy) * w + ix) * block, lanes);
+      pixel.push_back(lower::If((iy >= 0) && (iy < h) && (ix >= 0) && (ix < w),
+                                lower::Store(acc, 0, te::Max(lower::BufferLoad(acc, 0), in))));
+    }
+  }
+  pixel.push_back(
+      lower::Store(y, ((plane * oh + oy) * ow + ox) * block, lower::BufferLoad(acc, 0)));
+  lower::Stmt row = lower::KeepScalarFor(ox, ow, lower::Seq(pixel));
+  const int64_t tasks = planes * oh;
+  const bool par = opts.parallel && tasks > 1 &&
+                   planes * oh * ow * block * k[0] * k[1] >= opts.parallel_min_work;
+  f.body = lower::For(t, tasks, par ? lower::ForKind::kParallel : lower::ForKind::kSerial, row);
+  *out = std::move(f);
+  return true;
+}
+
+}  // namespace ember::compiler::schedule
