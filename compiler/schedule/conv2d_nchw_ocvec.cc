@@ -78,9 +78,7 @@ Expr ResultOffset(const TileContext& c, const Expr& ob, int64_t vec, const Expr&
 Expr Finished(const TileContext& c, const Expr& ob, int64_t vec, const Expr& oh, const Expr& ow,
               const Expr& acc) {
   if (c.at == nullptr) return acc;
-  Expr lane = te::MakeVar("lane");
-  Expr cb = ob * (c.ocb / c.lanes) + vec;
-  return lower::VectorizeLanes((*c.at)({c.n, cb, oh, ow, lane}, acc), lane.get(), Expr(0), c.lanes);
+  return EpilogueOnBlockVector(*c.at, c.n, ob * (c.ocb / c.lanes) + vec, oh, ow, acc, c.lanes);
 }
 
 // One tile: `rows` output rows from oh times `width` columns from ow0, channels
@@ -247,15 +245,6 @@ Stmt BlockedEpilogue(const ConvShape& s, int64_t ocb, const Buffer& result, cons
   return lower::For(t, tasks, par ? ForKind::kParallel : ForKind::kSerial, st);
 }
 
-// True when the epilogue applies to a vector of `lanes` channels of one NCHW[lanes]c block at
-// once (VectorizeLanes refuses intrinsics on lane-dependent values, for one).
-bool EpilogueVectorizes(const ConvEpilogueAt& at, int64_t lanes) {
-  Expr lane = te::MakeVar("lane");
-  Expr acc = te::MakeVar("acc", te::WithLanes(te::Float(32), static_cast<int>(lanes)));
-  Expr e = at({te::MakeVar("n"), te::MakeVar("cb"), te::MakeVar("h"), te::MakeVar("w"), lane}, acc);
-  return lower::VectorizeLanes(e, lane.get(), Expr(0), static_cast<int>(lanes)).defined();
-}
-
 }  // namespace
 
 Conv2dOcVecParams BlockedOcVecParams(const Conv2dOcVecParams& p, const ConvShape& s) {
@@ -321,7 +310,7 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   const bool blocked_out = s.out_block != 0;
   if (blocked_out) {
     // The tiles store straight into the output with the epilogue in registers.
-    if (!own_epilogue || !EpilogueVectorizes(at, p.lanes)) return false;
+    if (!own_epilogue || !EpilogueVectorizes(at, static_cast<int>(p.lanes))) return false;
     result = f.args.back().buffer;
   } else if (own_epilogue) {
     result = NewFloatBuffer(m.conv->name + "_result_ws", s.n * s.oc * s.oh * s.ow,

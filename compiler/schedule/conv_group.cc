@@ -109,6 +109,20 @@ bool MatchConvGroup(const FusedGroup& group, ConvGroup* m) {
   return true;
 }
 
+te::Expr EpilogueOnBlockVector(const ConvEpilogueAt& at, const te::Expr& n, const te::Expr& cb,
+                               const te::Expr& oh, const te::Expr& ow, const te::Expr& acc,
+                               int lanes) {
+  te::Expr lane = te::MakeVar("lane");
+  return lower::VectorizeLanes(at({n, cb, oh, ow, lane}, acc), lane.get(), te::Expr(0), lanes);
+}
+
+bool EpilogueVectorizes(const ConvEpilogueAt& at, int lanes) {
+  te::Expr acc = te::MakeVar("acc", te::WithLanes(te::Float(32), lanes));
+  return EpilogueOnBlockVector(at, te::MakeVar("n"), te::MakeVar("cb"), te::MakeVar("h"),
+                               te::MakeVar("w"), acc, lanes)
+      .defined();
+}
+
 lower::Buffer NewFloatBuffer(const std::string& name, int64_t size, lower::BufferScope scope) {
   return lower::NewBuffer(name, te::Float(32), size, scope);
 }

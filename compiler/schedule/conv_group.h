@@ -76,6 +76,16 @@ bool BuildConvEpilogueAt(const FusedGroup& group, const ConvGroup& m, lower::Low
  * flat plane positions. */
 bool EpilogueReadsPlaneFlat(const ConvEpilogueAt& at, int64_t ow);
 
+/*! \brief `at` applied to a vector `acc` of `lanes` channels of one NCHW[lanes]c block at
+ * (n, cb, oh, ow), lane k being channel cb * lanes + k; undefined when the epilogue does not
+ * vectorize (VectorizeLanes refuses intrinsics on lane-dependent values, for one). */
+te::Expr EpilogueOnBlockVector(const ConvEpilogueAt& at, const te::Expr& n, const te::Expr& cb,
+                               const te::Expr& oh, const te::Expr& ow, const te::Expr& acc,
+                               int lanes);
+
+/*! \brief True when EpilogueOnBlockVector is defined for this epilogue. */
+bool EpilogueVectorizes(const ConvEpilogueAt& at, int lanes);
+
 /*! \brief A float32 buffer of `size` elements in `scope`. */
 lower::Buffer NewFloatBuffer(const std::string& name, int64_t size, lower::BufferScope scope);
 

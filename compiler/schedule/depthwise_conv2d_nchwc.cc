@@ -63,9 +63,7 @@ Stmt Pixels(const RowContext& c, const std::string& tag, const Expr& ow0, int64_
   }
   for (int64_t t = 0; t < count; ++t) {
     Expr ow = ow0 + t;
-    Expr lane = te::MakeVar("lane");
-    Expr value = lower::VectorizeLanes(c.at({c.n, c.cb, c.oh, ow, lane}, BufferLoad(acc[t], 0)),
-                                       lane.get(), Expr(0), c.lanes);
+    Expr value = EpilogueOnBlockVector(c.at, c.n, c.cb, c.oh, ow, BufferLoad(acc[t], 0), c.lanes);
     body.push_back(lower::Store(c.out, ((image * s.oh + c.oh) * s.ow + ow) * c.lanes, value));
   }
   return lower::Seq(body);
@@ -117,13 +115,7 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
   ConvEpilogueAt at;
   if (!BuildConvEpilogueAt(group, m, &f, &xb, &wb, &at)) return false;
   const int lanes = static_cast<int>(block);
-  {
-    Expr lane = te::MakeVar("lane");
-    Expr probe = te::MakeVar("acc", te::WithLanes(te::Float(32), lanes));
-    Expr e =
-        at({te::MakeVar("n"), te::MakeVar("cb"), te::MakeVar("h"), te::MakeVar("w"), lane}, probe);
-    if (!lower::VectorizeLanes(e, lane.get(), Expr(0), lanes).defined()) return false;
-  }
+  if (!EpilogueVectorizes(at, lanes)) return false;
 
   // One task per (image, channel block, output row).
   const int64_t blocks = s.c / block;
