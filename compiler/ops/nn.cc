@@ -64,28 +64,6 @@ std::vector<Expr> PackedWeightIndex(const Node& n, const std::vector<int64_t>& s
   return idx;
 }
 
-// The NCHW view of a tensor stored in NCHW[block]c (block 0: the tensor itself).
-Tensor UnblockedView(const Tensor& t, int64_t block, const std::string& name) {
-  if (block == 0) return t;
-  return te::Compute(
-      UnblockedShape(t.shape()),
-      [&](const std::vector<Expr>& i) {
-        return t(
-            {i[0], te::FloorDiv(i[1], Expr(block)), i[2], i[3], te::FloorMod(i[1], Expr(block))});
-      },
-      name);
-}
-
-// An NCHW tensor as NCHW[block]c.
-Tensor BlockedView(const Tensor& t, int64_t block, const std::string& name) {
-  return te::Compute(
-      BlockedShape(t.shape(), block),
-      [&](const std::vector<Expr>& i) {
-        return t({i[0], i[1] * block + i[4], i[2], i[3]});
-      },
-      name);
-}
-
 Tensor ConvNchw(const Node& n, const Tensor& x, const Tensor& w, const Tensor& bias,
                 const std::vector<int64_t>& oshape) {
   size_t spatial = static_cast<size_t>(x.ndim() - 2);

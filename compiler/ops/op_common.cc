@@ -1,5 +1,6 @@
 #include "op_common.h"
 
+#include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/tensor_type.h>
 
 namespace ember::compiler::ops {
@@ -85,6 +86,26 @@ const Tensor& In(const Node& node, const std::vector<Tensor>& inputs, size_t i) 
     Fail(node, "input " + std::to_string(i) + " is required");
   }
   return inputs[i];
+}
+
+Tensor UnblockedView(const Tensor& t, int64_t block, const std::string& name) {
+  if (block == 0) return t;
+  return te::Compute(
+      UnblockedShape(t.shape()),
+      [&](const std::vector<Expr>& i) {
+        return t(
+            {i[0], te::FloorDiv(i[1], Expr(block)), i[2], i[3], te::FloorMod(i[1], Expr(block))});
+      },
+      name);
+}
+
+Tensor BlockedView(const Tensor& t, int64_t block, const std::string& name) {
+  return te::Compute(
+      BlockedShape(t.shape(), block),
+      [&](const std::vector<Expr>& i) {
+        return t({i[0], i[1] * block + i[4], i[2], i[3]});
+      },
+      name);
 }
 
 }  // namespace ember::compiler::ops

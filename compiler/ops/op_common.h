@@ -49,6 +49,11 @@ Expr BroadcastLoad(const Tensor& t, const std::vector<Expr>& out_idx);
 /*! \brief Converts a dtype declared by the graph into the te expression dtype (bool -> i1). */
 te::DataType ExprType(DLDataType t);
 
+/*! \brief The NCHW view of a tensor stored in NCHW[block]c (block 0: the tensor itself). */
+Tensor UnblockedView(const Tensor& t, int64_t block, const std::string& name);
+/*! \brief An NCHW tensor seen as NCHW[block]c (block > 0). */
+Tensor BlockedView(const Tensor& t, int64_t block, const std::string& name);
+
 /*! \brief Reads input i as a tensor; throws when it is absent. */
 const Tensor& In(const Node& node, const std::vector<Tensor>& inputs, size_t i);
 

@@ -409,19 +409,13 @@ std::vector<Tensor> Resize(const Node& n, const std::vector<Tensor>& in,
       n.name + "_out")};
 }
 
-// NCHW <-> NCHW[x]c (the shape rule checked the layouts): a gather from the source layout.
+// NCHW <-> NCHW[x]c (the shape rule checked the layouts).
 std::vector<Tensor> LayoutTransform(const Node& n, const std::vector<Tensor>& in,
-                                    const std::vector<TensorType>& out) {
+                                    const std::vector<TensorType>&) {
   const Tensor& x = In(n, in, 0);
   const int64_t src = LayoutBlock(n.GetString(kSrcLayoutAttr));
   const int64_t dst = LayoutBlock(n.GetString(kDstLayoutAttr));
-  return {te::Compute(
-      out.at(0).shape,
-      [&](const std::vector<Expr>& i) {
-        if (dst > 0) return x({i[0], i[1] * dst + i[4], i[2], i[3]});
-        return x({i[0], te::FloorDiv(i[1], Expr(src)), i[2], i[3], te::FloorMod(i[1], Expr(src))});
-      },
-      n.name + "_out")};
+  return {dst > 0 ? BlockedView(x, dst, n.name + "_out") : UnblockedView(x, src, n.name + "_out")};
 }
 
 const bool kRegistered = [] {

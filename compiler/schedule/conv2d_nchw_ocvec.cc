@@ -99,20 +99,21 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
   Expr kh = s.kh > 1 ? kh_v : Expr(0);
   Expr kw = s.kw > 1 ? kw_v : Expr(0);
   Expr ic_in = s.group > 1 ? te::FloorDiv(ob * c.ocb, Expr(s.ocg)) * s.icg + ic : ic;
-  // NCHW[x]c input: pixel offsets scale by x and the channel splits into block and lane.
-  Expr in_plane = split      ? chunk * (c.icc / unit) + (ic_outer > 1 ? ic_v : Expr(0))
-                  : unit > 1 ? te::FloorDiv(ic_in, Expr(unit))
-                             : ic_in;
+  // NCHW[x]c input: pixel offsets scale by x and the channel splits into block and lane; weights
+  // packed with input channels blocked (wx > 1: then wx == x and group == 1) split it alike.
+  Expr in_plane = ic_in, lane;
+  if (split) {
+    in_plane = chunk * (c.icc / unit) + (ic_outer > 1 ? ic_v : Expr(0));
+    lane = ici_v;
+  } else if (unit > 1) {
+    in_plane = te::FloorDiv(ic_in, Expr(unit));
+    lane = te::FloorMod(ic_in, Expr(unit));
+  }
   Expr pixel = (in_plane * c.in_h + oh * s.s_h + kh) * c.in_w + kw;
-  Expr row = split      ? c.in_base + pixel * unit + ici_v
-             : unit > 1 ? c.in_base + pixel * unit + te::FloorMod(ic_in, Expr(unit))
-                        : c.in_base + pixel;
+  Expr row = lane.defined() ? c.in_base + pixel * unit + lane : c.in_base + pixel;
   Expr w_base = (((ob * s.icg + ic) * s.kh + kh) * s.kw + kw) * c.ocb;
   if (c.wx > 1) {
-    Expr w_plane = split ? in_plane : te::FloorDiv(ic, Expr(c.wx));
-    Expr w_lane = split ? ici_v : te::FloorMod(ic, Expr(c.wx));
-    w_base =
-        (((((ob * (s.icg / c.wx) + w_plane) * s.kh + kh) * s.kw + kw) * c.wx) + w_lane) * c.ocb;
+    w_base = (((((ob * (s.icg / c.wx) + in_plane) * s.kh + kh) * s.kw + kw) * c.wx) + lane) * c.ocb;
   }
   std::vector<Stmt> init, resume, update, partial, store;
   for (int64_t rr = 0; rr < rows; ++rr) {
