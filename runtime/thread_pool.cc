@@ -3,8 +3,9 @@
 //
 // One process-wide pool of N threads: the launching thread runs task 0 and N - 1 workers run the
 // rest. Each worker owns a cache line with a state word: a launch fills the shared Job, then posts
-// it to each worker it needs. A worker spins on its word for SpinMicros(), then parks on it with a
-// futex, so back-to-back launches never enter the kernel and an idle process uses no CPU. When
+// it to each worker it needs. A worker spins on its word (up to milliseconds during a model run,
+// microseconds otherwise: see KeepSpinning), then parks on it with a futex, so a run's launches
+// never enter the kernel and an idle process uses no CPU. When
 // the launcher is done with task 0 it takes back the posts no worker picked up yet and runs those
 // tasks itself, so a sleeping or descheduled worker (a loaded machine) delays nobody. It waits
 // for the rest the same spin-then-park way on `remaining_`.
@@ -38,7 +39,7 @@ namespace {
 
 using sync::FutexWait;
 using sync::FutexWake;
-using sync::SpinFor;
+using sync::SpinUntil;
 
 constexpr size_t kCacheLine = 64;
 constexpr int kNoFailure = -1;
@@ -46,9 +47,6 @@ constexpr const char* kSysfsCpuDir = "/sys/devices/system/cpu";
 
 // True while this thread runs a task; a launch from here runs serially.
 thread_local bool tls_in_task = false;
-
-// How long waiting threads spin before parking; read on every wait so changes apply at once.
-std::atomic<uint64_t> g_spin_ns{static_cast<uint64_t>(kDefaultSpinMicros) * 1000};
 
 [[noreturn]] void ThrowInvalid(const std::string& msg) { throw Error(msg); }
 
@@ -66,6 +64,48 @@ bool ParseInt(const char* text, int lo, int hi, int* out) {
   if (errno != 0 || *end != '\0' || value < lo || value > hi) return false;
   *out = static_cast<int>(value);
   return true;
+}
+
+void WarnIgnoredEnv(const char* name, const char* value, int lo, int hi) {
+  EMBER_LOG_WARNING << "thread pool: ignoring " << name << "=\"" << value
+                    << "\": expected an integer in [" << lo << ", " << hi << "]";
+}
+
+// The spin time in environment variable `name` when it holds a valid one, else `fallback`.
+uint64_t SpinNanosFromEnv(const char* name, int fallback_micros) {
+  const char* value = std::getenv(name);
+  int micros = fallback_micros;
+  if (value != nullptr && !ParseInt(value, 0, kMaxSpinMicros, &micros)) {
+    WarnIgnoredEnv(name, value, 0, kMaxSpinMicros);
+    micros = fallback_micros;
+  }
+  return static_cast<uint64_t>(micros) * 1000;
+}
+
+// How long waiting threads spin before parking outside / during a run, the runs in progress and
+// when the last one ended (see threading.h). Read on every wait, so changes apply at once.
+std::atomic<uint64_t> g_spin_ns{SpinNanosFromEnv("EMBER_THREAD_SPIN_US", kDefaultSpinMicros)};
+std::atomic<uint64_t> g_run_spin_ns{
+    SpinNanosFromEnv("EMBER_THREAD_RUN_SPIN_US", kDefaultRunSpinMicros)};
+std::atomic<int> g_runs_in_progress{0};
+std::atomic<uint64_t> g_last_run_end_ns{0};
+
+// Whether a wait that began at start_ns goes on spinning at now_ns.
+bool KeepSpinning(uint64_t start_ns, uint64_t now_ns) {
+  if (g_runs_in_progress.load(std::memory_order_relaxed) > 0) {
+    return now_ns - start_ns < g_run_spin_ns.load(std::memory_order_relaxed);
+  }
+  // A run that ended during the wait leaves the idle spin time from its end.
+  const uint64_t from = std::max(start_ns, g_last_run_end_ns.load(std::memory_order_relaxed));
+  return from >= now_ns || now_ns - from < g_spin_ns.load(std::memory_order_relaxed);
+}
+
+void StoreSpinMicros(int micros, std::atomic<uint64_t>* spin_ns) {
+  if (micros < 0 || micros > kMaxSpinMicros) {
+    ThrowInvalid("thread pool: spin time must be in [0, " + std::to_string(kMaxSpinMicros) +
+                 "] microseconds, got " + std::to_string(micros));
+  }
+  spin_ns->store(static_cast<uint64_t>(micros) * 1000, std::memory_order_relaxed);
 }
 
 // "0-3,6" for {0,1,2,3,6}.
@@ -241,7 +281,7 @@ int Barrier(Job* job, int task_id) {
   auto passed = [&] {
     return job->barrier_generation.load(std::memory_order_acquire) != generation;
   };
-  if (SpinFor(g_spin_ns.load(std::memory_order_relaxed), passed)) return 0;
+  if (SpinUntil(passed, KeepSpinning)) return 0;
   job->barrier_waiters.fetch_add(1, std::memory_order_seq_cst);
   while (job->barrier_generation.load(std::memory_order_seq_cst) == generation) {
     FutexWait(&job->barrier_generation, generation);
@@ -331,7 +371,7 @@ class ThreadPool {
   // Waits for the workers that took their task; they are running, so this is usually short.
   void WaitForWorkers() {
     auto done = [this] { return remaining_.load(std::memory_order_acquire) == 0; };
-    if (SpinFor(g_spin_ns.load(std::memory_order_relaxed), done)) return;
+    if (SpinUntil(done, KeepSpinning)) return;
     launcher_parked_.store(1, std::memory_order_seq_cst);
     for (uint32_t left; (left = remaining_.load(std::memory_order_seq_cst)) != 0;) {
       FutexWait(&remaining_, left);
@@ -344,7 +384,7 @@ class ThreadPool {
     PinThisThread();
     auto has_post = [&w] { return w.state.load(std::memory_order_acquire) != kIdle; };
     for (;;) {
-      if (!SpinFor(g_spin_ns.load(std::memory_order_relaxed), has_post)) {
+      if (!SpinUntil(has_post, KeepSpinning)) {
         w.parked.store(1, std::memory_order_seq_cst);
         while (w.state.load(std::memory_order_seq_cst) == kIdle) FutexWait(&w.state, kIdle);
         w.parked.store(0, std::memory_order_relaxed);
@@ -417,10 +457,7 @@ PoolState& State() {
 
 void WarnEnvOnce(const char* name, const char* value) {
   static std::once_flag once;
-  std::call_once(once, [&] {
-    EMBER_LOG_WARNING << "thread pool: ignoring " << name << "=\"" << value
-                      << "\": expected an integer in [1, " << kMaxThreads << "]";
-  });
+  std::call_once(once, [&] { WarnIgnoredEnv(name, value, 1, kMaxThreads); });
 }
 
 // Caller holds config_mu.
@@ -455,7 +492,8 @@ std::string DescribeLocked(PoolState& s) {
                     " (" + s.source + "), affinity " + ModeName(s.mode) + " -> cpus " +
                     FormatCpuList(CoresOf(topo, s.mode));
   if (!topo.has_frequencies) out += " (no cpufreq data: big = little = all)";
-  out += ", spin " + std::to_string(SpinMicros()) + " us";
+  out += ", spin " + std::to_string(SpinMicros()) + " us (" + std::to_string(RunSpinMicros()) +
+         " us during a run)";
   return out;
 }
 
@@ -595,15 +633,22 @@ AffinityMode GetAffinityMode() {
   return s.mode;
 }
 
-void SetSpinMicros(int micros) {
-  if (micros < 0 || micros > kMaxSpinMicros) {
-    ThrowInvalid("thread pool: spin time must be in [0, " + std::to_string(kMaxSpinMicros) +
-                 "] microseconds, got " + std::to_string(micros));
-  }
-  g_spin_ns.store(static_cast<uint64_t>(micros) * 1000, std::memory_order_relaxed);
-}
+void SetSpinMicros(int micros) { StoreSpinMicros(micros, &g_spin_ns); }
 
 int SpinMicros() { return static_cast<int>(g_spin_ns.load(std::memory_order_relaxed) / 1000); }
+
+void SetRunSpinMicros(int micros) { StoreSpinMicros(micros, &g_run_spin_ns); }
+
+int RunSpinMicros() {
+  return static_cast<int>(g_run_spin_ns.load(std::memory_order_relaxed) / 1000);
+}
+
+RunScope::RunScope() { g_runs_in_progress.fetch_add(1, std::memory_order_relaxed); }
+
+RunScope::~RunScope() {
+  g_last_run_end_ns.store(sync::NowNanos(), std::memory_order_relaxed);
+  g_runs_in_progress.fetch_sub(1, std::memory_order_relaxed);
+}
 
 std::string Describe() {
   PoolState& s = State();

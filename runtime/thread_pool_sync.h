@@ -45,16 +45,19 @@ inline uint64_t NowNanos() {
 /*! Reading the clock costs ~20 ns, a pause ~10-40 ns: look at the clock every 32 pauses. */
 constexpr uint32_t kSpinClockMask = 31;
 
-/*! Spins until ready() or until budget_ns passed; returns whether ready() became true. */
-template <typename Ready>
-inline bool SpinFor(uint64_t budget_ns, Ready ready) {
+/*!
+ * Spins until ready() or until keep_spinning(start_ns, now_ns) says to stop; returns whether
+ * ready() became true. The budget is a callable so it may change during the wait.
+ */
+template <typename Ready, typename KeepSpinning>
+inline bool SpinUntil(Ready ready, KeepSpinning keep_spinning) {
   if (ready()) return true;
-  if (budget_ns == 0) return false;
   const uint64_t start = NowNanos();
+  if (!keep_spinning(start, start)) return false;
   for (uint32_t i = 1;; ++i) {
     CpuRelax();
     if (ready()) return true;
-    if ((i & kSpinClockMask) == 0 && NowNanos() - start >= budget_ns) return false;
+    if ((i & kSpinClockMask) == 0 && !keep_spinning(start, NowNanos())) return false;
   }
 }
 

@@ -4,6 +4,7 @@
 #include <ember/runtime/data_type.h>
 #include <ember/runtime/logging.h>
 #include <ember/runtime/registry.h>
+#include <ember/runtime/threading.h>
 
 #include <algorithm>
 #include <cstring>
@@ -234,6 +235,7 @@ void GraphExecutor::RunOp(size_t i) {
 }
 
 void GraphExecutor::Run() {
+  threading::RunScope run;  // keeps the pool's workers spinning between the run's launches
   for (size_t i = 0; i < ops_.size(); ++i) RunOp(i);
 }
 

@@ -2,6 +2,7 @@
 #include <ember/runtime/graph_executor.h>
 #include <ember/runtime/logging.h>
 #include <ember/runtime/registry.h>
+#include <ember/runtime/threading.h>
 
 #include <algorithm>
 #include <chrono>
@@ -97,6 +98,8 @@ ProfileReport ProfileExecutor(const Module& executor, int number, int repeat, in
   auto* exec = const_cast<GraphExecutor*>(executor.as<GraphExecutor>());
   EMBER_CHECK(exec != nullptr) << "run_individual: not a GraphExecutor module";
   exec->Run();  // warm-up
+  // Each op is timed alone, but as part of a run: workers stay awake between launches.
+  threading::RunScope run;
   ProfileReport report;
   report.number = number;
   report.repeat = repeat;

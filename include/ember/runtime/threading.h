@@ -20,8 +20,12 @@
  * thread's affinity is never changed; pin it yourself if task 0 must run on a big core. A failed
  * pthread_setaffinity_np (containers, cpusets) prints one warning and the pool runs unpinned.
  *
- * Waiting. A worker that finishes spins for SpinMicros() (EMBER_THREAD_SPIN_US, default 20 us)
- * waiting for the next launch, then parks on a futex: an idle process uses no CPU.
+ * Waiting. A thread waiting for a launch or for the other tasks of one spins, then parks on a
+ * futex. While a model run is in progress (a RunScope lives: GraphExecutor::Run and the profiler
+ * hold one) it spins up to RunSpinMicros() (EMBER_THREAD_RUN_SPIN_US, default 2 ms): the gaps
+ * between a run's launches are short, and waking a parked worker costs tens of microseconds (far
+ * more on a virtual machine whose host is busy). Otherwise, and once the last run ended, it spins
+ * SpinMicros() (EMBER_THREAD_SPIN_US, default 20 us) more: an idle process uses no CPU.
  *
  * Launch rules.
  *   - Nested launches (a task calling TVMBackendParallelLaunch) run serially on the calling thread;
@@ -43,6 +47,7 @@
  *                                         runtime.config_threadpool(mode, nthreads) and
  *                                         runtime.NumThreads() (TVM's names)
  *   EMBER_THREAD_SPIN_US                  SetSpinMicros()
+ *   EMBER_THREAD_RUN_SPIN_US              SetRunSpinMicros()
  *   EMBER_VERBOSE                         Describe()
  */
 #ifndef EMBER_RUNTIME_THREADING_H_
@@ -59,8 +64,10 @@ namespace ember::runtime::threading {
 
 /*! \brief Upper bound on the pool size; larger requests are errors. */
 constexpr int kMaxThreads = 1024;
-/*! \brief Worker spin before parking when EMBER_THREAD_SPIN_US is not set. */
+/*! \brief Spin before parking outside a run when EMBER_THREAD_SPIN_US is not set. */
 constexpr int kDefaultSpinMicros = 20;
+/*! \brief Spin before parking during a run when EMBER_THREAD_RUN_SPIN_US is not set. */
+constexpr int kDefaultRunSpinMicros = 2000;
 /*! \brief Upper bound on SetSpinMicros (one second). */
 constexpr int kMaxSpinMicros = 1000000;
 
@@ -87,9 +94,28 @@ TVM_DLL void Configure(AffinityMode mode, int nthreads);
 /*! \brief The affinity mode of the pool. */
 TVM_DLL AffinityMode GetAffinityMode();
 
-/*! \brief How long an idle worker spins before parking, in microseconds (0 = park at once). */
+/*!
+ * \brief How long a waiting thread spins before parking outside a run, and after the last run
+ *        ended, in microseconds (0 = park at once).
+ */
 TVM_DLL void SetSpinMicros(int micros);
 TVM_DLL int SpinMicros();
+
+/*! \brief How long a waiting thread spins before parking while a run is in progress (us). */
+TVM_DLL void SetRunSpinMicros(int micros);
+TVM_DLL int RunSpinMicros();
+
+/*!
+ * \brief Marks a model run in progress for its lifetime: waiting threads spin RunSpinMicros()
+ *        instead of SpinMicros(). Scopes may nest and live on several threads at once.
+ */
+class TVM_DLL RunScope {
+ public:
+  RunScope();
+  ~RunScope();
+  RunScope(const RunScope&) = delete;
+  RunScope& operator=(const RunScope&) = delete;
+};
 
 /*! \brief One line describing the pool: thread count and where it came from, cores, spin. */
 TVM_DLL std::string Describe();

@@ -568,6 +568,60 @@ TEST_F(ThreadPoolTest, IdleProcessUsesAlmostNoCpuAfterLaunches) {
   EXPECT_LT(used, 0.020) << "workers keep burning CPU while idle";
 }
 
+// CPU time the process uses while the calling thread sleeps for `ms`.
+double CpuSecondsWhileSleeping(int ms) {
+  const double before = ProcessCpuSeconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  return ProcessCpuSeconds() - before;
+}
+
+// During a run the workers stay awake between launches; once it ends they park. Resource
+// assertions again: a spinning worker burns CPU while the launcher sleeps, a parked one none.
+TEST_F(ThreadPoolTest, WorkersSpinDuringARunAndParkAfterIt) {
+  threading::SetNumThreads(2);
+  threading::SetSpinMicros(0);
+  threading::SetRunSpinMicros(threading::kMaxSpinMicros);
+  double during = 0, after = 0;
+  {
+    threading::RunScope run;
+    CheckSumLaunch(0, 2);
+    during = CpuSecondsWhileSleeping(200);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  after = CpuSecondsWhileSleeping(200);
+  threading::SetSpinMicros(threading::kDefaultSpinMicros);
+  threading::SetRunSpinMicros(threading::kDefaultRunSpinMicros);
+  std::printf("CPU over 200 ms: %.1f ms during a run, %.1f ms after it\n", during * 1e3,
+              after * 1e3);
+  // A worker holding even a fifth of a core for the whole sleep is spinning, not parked.
+  EXPECT_GT(during, 0.040) << "the worker parked during the run";
+  EXPECT_LT(after, 0.020) << "the worker kept spinning after the run";
+  EXPECT_THROW(threading::SetRunSpinMicros(-1), ember::runtime::Error);
+  EXPECT_THROW(threading::SetRunSpinMicros(threading::kMaxSpinMicros + 1), ember::runtime::Error);
+}
+
+// Prints the spin times the runtime started with and exits (run in a re-executed child).
+void ReportSpinTimesAndExit() {
+  std::fprintf(stderr, "spin %d run %d\n", threading::SpinMicros(), threading::RunSpinMicros());
+  std::exit(0);
+}
+
+// The spin times are read when the runtime loads: a "threadsafe" death test re-executes this
+// binary, so the child starts with the environment set here.
+TEST(ThreadPoolEnvironment, SpinTimesComeFromTheEnvironment) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  setenv("EMBER_THREAD_SPIN_US", "7", 1);
+  setenv("EMBER_THREAD_RUN_SPIN_US", "300", 1);
+  EXPECT_EXIT(ReportSpinTimesAndExit(), ::testing::ExitedWithCode(0), "spin 7 run 300");
+  setenv("EMBER_THREAD_SPIN_US", "soon", 1);
+  setenv("EMBER_THREAD_RUN_SPIN_US", "-1", 1);
+  EXPECT_EXIT(ReportSpinTimesAndExit(), ::testing::ExitedWithCode(0),
+              "ignoring EMBER_THREAD_SPIN_US=\"soon\": expected an integer in \\[0, 1000000\\]"
+              ".*EMBER_THREAD_RUN_SPIN_US=\"-1\".*spin 20 run 2000");
+  unsetenv("EMBER_THREAD_SPIN_US");
+  unsetenv("EMBER_THREAD_RUN_SPIN_US");
+}
+
 TEST(RunOnce, RunsTheInitialiserOnceAcrossThreads) {
   void* handle = nullptr;
   std::atomic<int> calls{0};
