@@ -93,7 +93,15 @@ Stmt Run(const RowContext& c, const std::string& tag, int64_t begin, int64_t end
   return SeqOf(parts);
 }
 
+// Vector registers beyond the taps' weights: accumulators need at least one, plus the input
+// vector and a temporary.
+constexpr int64_t kWorkingRegisters = 3;
+
 }  // namespace
+
+bool DepthwiseNchwcTapsFit(const ConvShape& s, const Target& target) {
+  return s.kh * s.kw + kWorkingRegisters <= VectorRegisters(ClassifyTarget(target));
+}
 
 bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
                              const DepthwiseParams& p, lower::LoweredFunc* out) {
@@ -105,10 +113,10 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
   const int64_t block = s.out_block;
   if (block < kMinLayoutBlock || block > p.lanes || p.lanes % block != 0) return false;
   if (s.in_block != block || m.conv->GetInt(kPackedWeightBlockAttr, 0) != block) return false;
+  if (!DepthwiseNchwcTapsFit(s, *opts.target)) return false;
   const int64_t taps = s.kh * s.kw;
   const int64_t registers = VectorRegisters(ClassifyTarget(*opts.target));
-  if (taps + 3 > registers) return false;  // the weights would not stay in registers
-  const int64_t columns = std::clamp<int64_t>(registers - taps - 3, 1, 8);
+  const int64_t columns = std::clamp<int64_t>(registers - taps - kWorkingRegisters, 1, 8);
 
   lower::LoweredFunc f;
   Buffer xb, wb;

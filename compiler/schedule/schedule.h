@@ -107,6 +107,10 @@ bool TryDepthwiseConv2d(const FusedGroup& group, const lower::ScheduleOptions& o
 bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
                              const DepthwiseParams& p, lower::LoweredFunc* out);
 
+/*! \brief Whether TryDepthwiseConv2dNchwc can keep every tap's weight vector in a register on
+ * `target` (plus three working registers); convs it cannot are left in NCHW by the layout pass. */
+bool DepthwiseNchwcTapsFit(const ConvShape& s, const Target& target);
+
 /*!
  * \brief MaxPool (without Indices), AveragePool (2-D, dilation 1) and GlobalMaxPool /
  * GlobalAveragePool on float32, first in the group and followed only by elementwise/broadcast

@@ -132,6 +132,9 @@ int64_t ConvLayoutBlock(const Graph& g, const Node& conv, const Target& target) 
   const ScheduleEntry* e = OcVecEntry(target);
   if (e == nullptr) return 0;
   if (!IsDepthwise(m.s) && m.s.group != 1) return 0;
+  // A depthwise conv whose taps do not fit the registers would run blocked in the slow default
+  // schedule; in NCHW its own schedule takes it.
+  if (IsDepthwise(m.s) && !DepthwiseNchwcTapsFit(m.s, target)) return 0;
   // The widest vector (the target's, halved down to 4 floats) the output channels fill.
   for (int64_t block = e->conv_ocvec.lanes; block >= kMinLayoutBlock; block /= 2) {
     if (m.s.oc % block == 0) return block;

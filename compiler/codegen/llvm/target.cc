@@ -2,11 +2,13 @@
 #include "ember/compiler/target.h"
 
 #include <llvm/ADT/StringMap.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
 
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
@@ -42,14 +44,26 @@ bool HasFeature(const std::string& features, const std::string& f) {
   return false;
 }
 
+// Whether the target has feature `f`: named in -mattr, or implied by the CPU (-mcpu=haswell has
+// AVX2 without saying so) unless -mattr turned it off.
+bool TargetHasFeature(const Target& t, const std::string& f) {
+  if (HasFeature(t.features, f)) return true;
+  std::string err;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(t.triple, err);
+  if (target == nullptr || t.cpu.empty()) return false;
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      target->createMCSubtargetInfo(t.triple, t.cpu, t.features));
+  return sti != nullptr && sti->checkFeatures("+" + f);
+}
+
 void FillDerived(Target* t) {
   llvm::Triple triple(t->triple);
   t->pointer_bits = triple.isArch64Bit() ? 64 : 32;
   t->vector_bits = 128;
   if (triple.isX86()) {
-    if (HasFeature(t->features, "avx512f")) {
+    if (TargetHasFeature(*t, "avx512f")) {
       t->vector_bits = 512;
-    } else if (HasFeature(t->features, "avx2") || HasFeature(t->features, "avx")) {
+    } else if (TargetHasFeature(*t, "avx2") || TargetHasFeature(*t, "avx")) {
       t->vector_bits = 256;
     }
   }

@@ -360,6 +360,47 @@ TEST(BlockedLayout, PassLeavesConvsItCannotBlockInNchw) {
   }
 }
 
+// x -> depthwise Conv(k x k, 32 channels, same padding) -> y.
+struct DepthwiseConv {
+  KernelGraph kg;
+  explicit DepthwiseConv(int64_t k) {
+    const TensorType t{{1, 32, 12, 12}, kFloat32};
+    int x = kg.Input("x", {1, 32, 12, 12});
+    int w = kg.graph.AddConstant("w",
+                                 std::make_shared<HostTensor>(TensorType{{32, 1, k, k}, kFloat32}));
+    const int64_t pad = k / 2;
+    int y = kg.Add("Conv", {x, w}, {t},
+                   {{"kernel_shape", std::vector<int64_t>{k, k}},
+                    {"strides", std::vector<int64_t>{1, 1}},
+                    {"dilations", std::vector<int64_t>{1, 1}},
+                    {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+                    {"group", int64_t{32}}})[0];
+    kg.graph.outputs().push_back(y);
+  }
+};
+
+// The blocked depthwise kernel keeps a weight vector per tap in a register; where 16 registers
+// cannot hold a 5x5 kernel's (AVX2, NEON on armv7) the conv stays in NCHW for its own schedule.
+TEST(BlockedLayout, PassBlocksDepthwiseConvsOnlyWhereTheirTapsFitTheRegisters) {
+  struct Case {
+    const char* target;
+    int64_t k;
+    const char* layout;  // "" = left in NCHW
+  };
+  for (const Case& c : {Case{"llvm -mcpu=haswell", 3, "NCHW8c"}, Case{"llvm -mcpu=haswell", 5, ""},
+                        Case{"llvm -mtriple=armv7a-linux-gnueabihf -mattr=+neon", 3, "NCHW4c"},
+                        Case{"llvm -mtriple=armv7a-linux-gnueabihf -mattr=+neon", 5, ""},
+                        Case{"llvm -mtriple=aarch64-linux-gnu", 5, "NCHW4c"},
+                        Case{"llvm -mcpu=skylake-avx512", 5, "NCHW16c"}}) {
+    SCOPED_TRACE(std::string(c.target) + ", " + std::to_string(c.k) + "x" + std::to_string(c.k));
+    DepthwiseConv d(c.k);
+    AlterConvLayout(&d.kg.graph, Target::Parse(c.target));
+    const Node* conv = NodesOf(d.kg.graph, "Conv").at(0);
+    EXPECT_EQ(conv->GetString(kOutLayoutAttr, ""), c.layout);
+    EXPECT_EQ(NodesOf(d.kg.graph, "LayoutTransform").empty(), c.layout[0] == '\0');
+  }
+}
+
 TEST(BlockedLayout, ShapeRulesNameTheNodeAndTheLayout) {
   KernelGraph kg;
   int x = kg.Input("x", {1, 12, 4, 4});

@@ -75,6 +75,23 @@ TEST(Target, ParsesValidFormsAndRejectsBadOnesListingValidForms) {
   }
 }
 
+// The schedules pick their vector width from vector_bits: a CPU name implies its features.
+TEST(Target, VectorWidthFollowsTheCpuAndTheFeatures) {
+  struct Case {
+    const char* spec;
+    int bits;
+  };
+  for (const Case& c :
+       {Case{"llvm -mtriple=x86_64-linux-gnu", 128}, Case{"llvm -mcpu=x86-64", 128},
+        Case{"llvm -mcpu=haswell", 256}, Case{"llvm -mtriple=x86_64-linux-gnu -mcpu=haswell", 256},
+        Case{"llvm -mcpu=skylake-avx512", 512},
+        Case{"llvm -mcpu=skylake-avx512 -mattr=-avx512f", 256},
+        Case{"llvm -mcpu=x86-64 -mattr=+avx2", 256},
+        Case{"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72", 128}}) {
+    EXPECT_EQ(Target::Parse(c.spec).vector_bits, c.bits) << c.spec;
+  }
+}
+
 TEST(CodegenTargets, CrossLibrariesHaveTheTargetsElfMachine) {
   KernelGraph kg = SmallGraph();
   std::vector<FusedGroup> groups = {kg.Group("add_sigmoid", {kg.graph.nodes().back().outputs[0]})};
