@@ -133,6 +133,7 @@ CompileStats Compile(const CompileOptions& opt) {
       {"fold_constants", FoldConstants},
       {"simplify", Simplify},
       {"dead_code", EliminateDeadCode},
+      {"canonicalize_dense", CanonicalizeDense},
       {"alter_layout", [&target](Graph* g) { AlterConvLayout(g, target); }},
       {"pack_conv_weights", [&target](Graph* g) { PackConvWeights(g, target); }},
   };

@@ -324,8 +324,17 @@ struct EpilogueInliner {
 
 bool BuildConvEpilogueAt(const FusedGroup& group, const ConvGroup& m, lower::LoweredFunc* f,
                          lower::Buffer* x, lower::Buffer* w, ConvEpilogueAt* at) {
+  const ConvShape& s = m.s;
+  AnchorOperands ops{m.x_id, m.w_id, m.bias_id, [&s](const std::vector<te::Expr>& i) {
+                       return std::vector<te::Expr>{OutputChannel(s, i)};
+                     }};
+  return BuildEpilogueAt(group, *m.conv, ops, f, x, w, at);
+}
+
+bool BuildEpilogueAt(const FusedGroup& group, const Node& conv, const AnchorOperands& m,
+                     lower::LoweredFunc* f, lower::Buffer* x, lower::Buffer* w,
+                     ConvEpilogueAt* at) {
   const Graph& g = *group.graph;
-  const Node& conv = *m.conv;
   ops::GraphScope scope(&g);
   std::map<int, te::Tensor> env;
   lower::LoweredFunc lf;
@@ -350,7 +359,7 @@ bool BuildConvEpilogueAt(const FusedGroup& group, const ConvGroup& m, lower::Low
       oshape,
       [&](const std::vector<te::Expr>& i) {
         te::Expr v = raw(i);
-        if (bias.defined()) v = v + bias(OutputChannel(m.s, i));
+        if (bias.defined()) v = v + bias(m.bias_index(i));
         return v;
       },
       conv.name + "_out");

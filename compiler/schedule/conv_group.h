@@ -70,6 +70,21 @@ using ConvEpilogueAt = std::function<te::Expr(const std::vector<te::Expr>& i, co
 bool BuildConvEpilogueAt(const FusedGroup& group, const ConvGroup& m, lower::LoweredFunc* f,
                          lower::Buffer* x, lower::Buffer* w, ConvEpilogueAt* at);
 
+/*! \brief The operands of a group's anchor (a conv, a dense product) BuildEpilogueAt needs. */
+struct AnchorOperands {
+  int x_id = -1, w_id = -1;  // value ids of the data and the weights
+  int bias_id = -1;          // value id of the bias the anchor adds, or < 0
+  /*! \brief The bias element added at output element i (unused without a bias). */
+  std::function<std::vector<te::Expr>(const std::vector<te::Expr>& i)> bias_index;
+};
+
+/*!
+ * \brief BuildConvEpilogueAt for any anchor node: `at` maps an output element and the anchor's
+ * raw result there (no bias) to the group's output, the bias and the epilogue nodes applied.
+ */
+bool BuildEpilogueAt(const FusedGroup& group, const Node& anchor, const AnchorOperands& operands,
+                     lower::LoweredFunc* f, lower::Buffer* x, lower::Buffer* w, ConvEpilogueAt* at);
+
 /*! \brief True when applying `at` at (n, oc, 0, q), q = oh * OW + ow the flat plane position,
  * reads every operand where (n, oc, oh, ow) would: each operand reads the whole output plane or
  * none of it (no broadcast along one spatial axis only). Lets a schedule run the epilogue over

@@ -46,8 +46,18 @@ struct DepthwiseParams {
   int prefer_vector_bits = 0;
 };
 
+/*! \brief Dense product blocking: `rows` rows of A times `vectors` vectors of `lanes` output
+ * columns per register tile. */
+struct DenseParams {
+  int64_t lanes = 16;
+  int64_t rows = 6;
+  int64_t vectors = 4;
+  /*! \brief > 0: SIMD width the block assumes (sets LoweredFunc::prefer_vector_bits). */
+  int prefer_vector_bits = 0;
+};
+
 /*! \brief Which kernel an entry describes; the table lists them in order of preference. */
-enum class ScheduleKind { kDepthwiseConv2d, kConv2d1x1, kConv2dWide, kConv2dOcVec };
+enum class ScheduleKind { kDepthwiseConv2d, kConv2d1x1, kConv2dWide, kConv2dOcVec, kDense };
 
 struct ScheduleEntry {
   const char* name;
@@ -56,6 +66,7 @@ struct ScheduleEntry {
   Conv2dParams conv;
   Conv2dOcVecParams conv_ocvec;
   DepthwiseParams depthwise;
+  DenseParams dense;
 };
 
 /*! \brief Every schedule per target; tests and benchmarks iterate it. */
@@ -97,6 +108,15 @@ bool TryConv2dWide(const FusedGroup& group, const lower::ScheduleOptions& opts,
  */
 bool TryDepthwiseConv2d(const FusedGroup& group, const lower::ScheduleOptions& opts,
                         const DepthwiseParams& p, lower::LoweredFunc* out);
+
+/*!
+ * \brief A dense product (Gemm reading A[M][K] and W[K][N], transA = transB = 0, alpha = 1, bias
+ * absent or per column), first in its group and followed by elementwise/broadcast nodes: register
+ * tiles of rows x column vectors over panels of W copied contiguous, see dense.cc. Returns false
+ * (and leaves *out alone) when the group does not fit.
+ */
+bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const DenseParams& p,
+              lower::LoweredFunc* out);
 
 /*!
  * \brief Depthwise 2-D convolution in NCHW[x]c, x = p.lanes (weights packed [C/x][KH][KW][x]),

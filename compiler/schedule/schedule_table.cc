@@ -38,36 +38,75 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
   using K = ScheduleKind;
   using DW = DepthwiseParams;
   static const std::vector<ScheduleEntry> table = {
-      {"depthwise_conv2d_avx512", TargetClass::kAvx512, K::kDepthwiseConv2d, {}, {}, DW{16, 512}},
-      {"depthwise_conv2d_avx2", TargetClass::kAvx2, K::kDepthwiseConv2d, {}, {}, DW{8, 0}},
-      {"depthwise_conv2d_sse", TargetClass::kSse, K::kDepthwiseConv2d, {}, {}, DW{4, 0}},
-      {"depthwise_conv2d_neon", TargetClass::kNeon64, K::kDepthwiseConv2d, {}, {}, DW{4, 0}},
-      {"depthwise_conv2d_neon32", TargetClass::kNeon32, K::kDepthwiseConv2d, {}, {}, DW{4, 0}},
+      {"depthwise_conv2d_avx512",
+       TargetClass::kAvx512,
+       K::kDepthwiseConv2d,
+       {},
+       {},
+       DW{16, 512},
+       {}},
+      {"depthwise_conv2d_avx2", TargetClass::kAvx2, K::kDepthwiseConv2d, {}, {}, DW{8, 0}, {}},
+      {"depthwise_conv2d_sse", TargetClass::kSse, K::kDepthwiseConv2d, {}, {}, DW{4, 0}, {}},
+      {"depthwise_conv2d_neon", TargetClass::kNeon64, K::kDepthwiseConv2d, {}, {}, DW{4, 0}, {}},
+      {"depthwise_conv2d_neon32", TargetClass::kNeon32, K::kDepthwiseConv2d, {}, {}, DW{4, 0}, {}},
       {"conv2d_1x1_avx512",
        TargetClass::kAvx512,
        K::kConv2d1x1,
        Conv2dParams{64, 4, 512, 16},
        {},
+       {},
        {}},
-      {"conv2d_1x1_avx2", TargetClass::kAvx2, K::kConv2d1x1, Conv2dParams{16, 4, 0, 8}, {}, {}},
-      {"conv2d_1x1_sse", TargetClass::kSse, K::kConv2d1x1, Conv2dParams{8, 4}, {}, {}},
-      {"conv2d_1x1_neon", TargetClass::kNeon64, K::kConv2d1x1, Conv2dParams{16, 4}, {}, {}},
-      {"conv2d_1x1_neon32", TargetClass::kNeon32, K::kConv2d1x1, Conv2dParams{8, 4}, {}, {}},
-      {"conv2d_nchw_ocvec_avx512", TargetClass::kAvx512, K::kConv2dOcVec, {}, {16, 2, 14, 512}, {}},
-      {"conv2d_nchw_ocvec_avx2", TargetClass::kAvx2, K::kConv2dOcVec, {}, {8, 2, 6, 0}, {}},
-      {"conv2d_nchw_ocvec_sse", TargetClass::kSse, K::kConv2dOcVec, {}, {4, 2, 6, 0}, {}},
-      {"conv2d_nchw_ocvec_neon", TargetClass::kNeon64, K::kConv2dOcVec, {}, {4, 2, 12, 0}, {}},
-      {"conv2d_nchw_ocvec_neon32", TargetClass::kNeon32, K::kConv2dOcVec, {}, {4, 2, 6, 0}, {}},
+      {"conv2d_1x1_avx2", TargetClass::kAvx2, K::kConv2d1x1, Conv2dParams{16, 4, 0, 8}, {}, {}, {}},
+      {"conv2d_1x1_sse", TargetClass::kSse, K::kConv2d1x1, Conv2dParams{8, 4}, {}, {}, {}},
+      {"conv2d_1x1_neon", TargetClass::kNeon64, K::kConv2d1x1, Conv2dParams{16, 4}, {}, {}, {}},
+      {"conv2d_1x1_neon32", TargetClass::kNeon32, K::kConv2d1x1, Conv2dParams{8, 4}, {}, {}, {}},
+      {"conv2d_nchw_ocvec_avx512",
+       TargetClass::kAvx512,
+       K::kConv2dOcVec,
+       {},
+       {16, 2, 14, 512},
+       {},
+       {}},
+      {"conv2d_nchw_ocvec_avx2", TargetClass::kAvx2, K::kConv2dOcVec, {}, {8, 2, 6, 0}, {}, {}},
+      {"conv2d_nchw_ocvec_sse", TargetClass::kSse, K::kConv2dOcVec, {}, {4, 2, 6, 0}, {}, {}},
+      {"conv2d_nchw_ocvec_neon", TargetClass::kNeon64, K::kConv2dOcVec, {}, {4, 2, 12, 0}, {}, {}},
+      {"conv2d_nchw_ocvec_neon32", TargetClass::kNeon32, K::kConv2dOcVec, {}, {4, 2, 6, 0}, {}, {}},
       {"conv2d_nchw_wide_avx512",
        TargetClass::kAvx512,
        K::kConv2dWide,
        Conv2dParams{64, 4, 512},
        {},
+       {},
        {}},
-      {"conv2d_nchw_wide_avx2", TargetClass::kAvx2, K::kConv2dWide, Conv2dParams{16, 4}, {}, {}},
-      {"conv2d_nchw_wide_sse", TargetClass::kSse, K::kConv2dWide, Conv2dParams{8, 4}, {}, {}},
-      {"conv2d_nchw_wide_neon", TargetClass::kNeon64, K::kConv2dWide, Conv2dParams{16, 4}, {}, {}},
-      {"conv2d_nchw_wide_neon32", TargetClass::kNeon32, K::kConv2dWide, Conv2dParams{8, 4}, {}, {}},
+      {"conv2d_nchw_wide_avx2",
+       TargetClass::kAvx2,
+       K::kConv2dWide,
+       Conv2dParams{16, 4},
+       {},
+       {},
+       {}},
+      {"conv2d_nchw_wide_sse", TargetClass::kSse, K::kConv2dWide, Conv2dParams{8, 4}, {}, {}, {}},
+      {"conv2d_nchw_wide_neon",
+       TargetClass::kNeon64,
+       K::kConv2dWide,
+       Conv2dParams{16, 4},
+       {},
+       {},
+       {}},
+      {"conv2d_nchw_wide_neon32",
+       TargetClass::kNeon32,
+       K::kConv2dWide,
+       Conv2dParams{8, 4},
+       {},
+       {},
+       {}},
+      // Dense products: rows x vectors accumulators, plus the weight vectors and a broadcast,
+      // within the register file (6 x 4 + 4 + 1 of 32; 6 x 2 + 2 + 1 of 16).
+      {"dense_avx512", TargetClass::kAvx512, K::kDense, {}, {}, {}, DenseParams{16, 6, 4, 512}},
+      {"dense_avx2", TargetClass::kAvx2, K::kDense, {}, {}, {}, DenseParams{8, 6, 2, 0}},
+      {"dense_sse", TargetClass::kSse, K::kDense, {}, {}, {}, DenseParams{4, 6, 2, 0}},
+      {"dense_neon", TargetClass::kNeon64, K::kDense, {}, {}, {}, DenseParams{4, 6, 4, 0}},
+      {"dense_neon32", TargetClass::kNeon32, K::kDense, {}, {}, {}, DenseParams{4, 6, 2, 0}},
   };
   return table;
 }
@@ -94,6 +133,8 @@ bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::Sche
       return TryConv2dWide(group, opts, e.conv, out);
     case ScheduleKind::kConv2dOcVec:
       return TryConv2dOcVec(group, opts, e.conv_ocvec, out);
+    case ScheduleKind::kDense:
+      return TryDense(group, opts, e.dense, out);
   }
   return false;
 }
@@ -161,7 +202,8 @@ int64_t ConvWeightBlock(const Graph& g, const Node& conv, const Target& target) 
   for (const ScheduleEntry* e : EntriesFor(target)) {
     switch (e->kind) {
       case ScheduleKind::kDepthwiseConv2d:
-        continue;  // reads OIHW weights; convs it refuses go on to the next entry
+      case ScheduleKind::kDense:
+        continue;  // reads OIHW weights, or no conv at all
       case ScheduleKind::kConv2d1x1:
         if (!Conv1x1Applies(m.s, e->conv)) continue;
         return Conv1x1OcBlock(m.s, e->conv.oc_block);

@@ -150,6 +150,43 @@ TEST(EliminateDeadCode, DropsUnreadNodes) {
   EXPECT_EQ(g.nodes()[0].op, "Relu");
 }
 
+AttrMap GemmAttrs(int64_t trans_b) {
+  return {{"alpha", 1.0}, {"beta", 1.0}, {"transA", int64_t{0}}, {"transB", trans_b}};
+}
+
+TEST(CanonicalizeDense, ConstantWeightsAreReadAsKByN) {
+  Graph g;
+  int x = g.AddValue("x", F32({2, 3}));
+  int x3 = g.AddValue("x3", F32({4, 2, 3}));
+  g.inputs() = {x, x3};
+  // W as [N][K] = [[1, 2, 3], [4, 5, 6]] (a PyTorch Linear).
+  int w_nk = g.AddConstant("w_nk", Floats({2, 3}, {1, 2, 3, 4, 5, 6}));
+  int w_kn = g.AddConstant("w_kn", Floats({3, 2}, {1, 4, 2, 5, 3, 6}));
+  int linear = Add(g, "Gemm", {x, w_nk, g.AddConstant("b", Floats({2}, {1, 2}))}, GemmAttrs(1));
+  int dense = Add(g, "MatMul", {x, w_kn});
+  int batched = Add(g, "MatMul", {x3, w_kn});  // 3-D: stays a MatMul
+  int activations =
+      Add(g, "MatMul", {x, Add(g, "Transpose", {x}, {{"perm", std::vector<int64_t>{1, 0}}})});
+  g.outputs() = {linear, dense, batched, activations};
+  CanonicalizeDense(&g);
+  ASSERT_EQ(g.nodes().size(), 5u);
+  for (int i : {0, 1}) {
+    const Node& n = g.nodes()[i];
+    SCOPED_TRACE(n.name);
+    EXPECT_EQ(n.op, "Gemm");
+    EXPECT_EQ(n.GetInt("transB"), 0);
+    EXPECT_EQ(n.GetFloat("alpha"), 1.0);
+    const Value& w = g.value(n.inputs[1]);
+    EXPECT_EQ(w.type.shape, (std::vector<int64_t>{3, 2}));
+    EXPECT_EQ(w.constant->ToDoubleVector(), (std::vector<double>{1, 4, 2, 5, 3, 6}));
+    EXPECT_EQ(g.value(n.outputs[0]).type.shape, (std::vector<int64_t>{2, 2}));
+  }
+  EXPECT_EQ(g.nodes()[0].inputs.size(), 3u);  // the bias stays
+  EXPECT_EQ(g.nodes()[2].op, "MatMul");
+  EXPECT_EQ(g.nodes()[4].op, "MatMul");
+  EXPECT_EQ(g.UseCounts()[w_nk], 0);  // the Gemm reads a transposed copy
+}
+
 AttrMap Conv1x1() {
   return {{"kernel_shape", std::vector<int64_t>{1, 1}},
           {"strides", std::vector<int64_t>{1, 1}},

@@ -57,6 +57,7 @@ Build ForEntry(const schedule::ScheduleEntry& e) {
       return Build{e.name, "accm0_0[", 0};
     case schedule::ScheduleKind::kConv2dWide:
     case schedule::ScheduleKind::kDepthwiseConv2d:  // test_depthwise.cc
+    case schedule::ScheduleKind::kDense:            // test_dense.cc
       break;
   }
   return Build{e.name, "acc0_0[", 0};
@@ -178,6 +179,10 @@ TEST(Schedule, TableNamesAreUniqueAndCarryTheTarget) {
     EXPECT_TRUE(names.insert(e.name).second) << e.name;
     if (e.kind == schedule::ScheduleKind::kDepthwiseConv2d) {
       EXPECT_GE(e.depthwise.lanes, 1);
+    } else if (e.kind == schedule::ScheduleKind::kDense) {
+      EXPECT_GE(e.dense.lanes, 1);
+      EXPECT_GE(e.dense.rows, 1);
+      EXPECT_GE(e.dense.vectors, 1);
     } else if (e.kind != schedule::ScheduleKind::kConv2dOcVec) {
       EXPECT_GE(e.conv.lanes, 1);
       EXPECT_GE(e.conv.oc_block, 1);
@@ -191,7 +196,11 @@ TEST(Schedule, TableNamesAreUniqueAndCarryTheTarget) {
 
 TEST(Schedule, EveryTableEntryMatchesTheReferenceConv) {
   for (const schedule::ScheduleEntry& e : schedule::ScheduleTable()) {
-    if (e.kind == schedule::ScheduleKind::kDepthwiseConv2d) continue;  // test_depthwise.cc
+    // Depthwise and dense kernels have tests of their own (test_depthwise.cc, test_dense.cc).
+    if (e.kind == schedule::ScheduleKind::kDepthwiseConv2d ||
+        e.kind == schedule::ScheduleKind::kDense) {
+      continue;
+    }
     const std::vector<ConvCase>& cases = e.kind == schedule::ScheduleKind::kConv2dWide ? WideCases()
                                          : e.kind == schedule::ScheduleKind::kConv2d1x1
                                              ? Gemm1x1Cases()

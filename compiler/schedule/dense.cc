@@ -1,0 +1,240 @@
+// Dense products, Y[M][N] = A[M][K] x W[K][N] (+ bias[N]), as CanonicalizeDense leaves them (Gemm
+// with transA = transB = 0, alpha = beta = 1), followed by elementwise epilogue nodes.
+//
+// The register tile is `rows` rows of A times `vectors` SIMD vectors of output columns: each k
+// adds a broadcast A[m][k] times the tile's weight vectors W[k][n0...], so every weight load
+// feeds `rows` FMAs and every A value `vectors`. The epilogue (bias, activation, residual) is
+// applied to the accumulators before the one store.
+//
+// Columns run in panels of vectors * lanes. A task copies its panel of W (K rows of one panel
+// width, N floats apart in W) into a contiguous workspace slice first, then runs its row tiles
+// against it: read in place, a panel's rows fall on a few L1 sets whenever N * 4 bytes is a
+// multiple of 4 KiB. A single row (a GEMV) reads W in place, each weight being used once. When
+// there are fewer panels than tasks would want, the row tiles of a panel are split between tasks,
+// each with a copy of its own. The columns left over after the last full panel take vectors, then
+// single columns, reading W in place.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "conv_group.h"
+#include "schedule.h"
+
+namespace ember::compiler::schedule {
+namespace {
+
+using lower::Buffer;
+using lower::BufferLoad;
+using lower::ForKind;
+using lower::Stmt;
+using te::Expr;
+
+// Tasks a launch wants at least (two per thread on a four-core board).
+constexpr int64_t kMinTasks = 8;
+// Rows from which copying a panel pays for itself (a GEMV reads each weight once).
+constexpr int64_t kMinRowsToPack = 4;
+
+struct DenseGroup {
+  const Node* gemm = nullptr;
+  int a_id = -1, w_id = -1, bias_id = -1;
+  int64_t m = 0, k = 0, n = 0;
+  bool bias_is_row = false;  // bias shaped [1][N] rather than [N]
+};
+
+bool IsF32Matrix(const TensorType& t) { return t.dtype == kFloat32 && t.shape.size() == 2; }
+
+bool IsGroupInput(const FusedGroup& group, int vid) {
+  return std::find(group.inputs.begin(), group.inputs.end(), vid) != group.inputs.end();
+}
+
+bool MatchDenseGroup(const FusedGroup& group, DenseGroup* d) {
+  if (group.nodes.empty() || group.outputs.size() != 1) return false;
+  const Graph& g = *group.graph;
+  const Node& gemm = *group.nodes.front();
+  if (gemm.op != "Gemm" || gemm.outputs.size() != 1 || !gemm.HasInput(0) || !gemm.HasInput(1)) {
+    return false;
+  }
+  if (gemm.GetInt("transA", 0) != 0 || gemm.GetInt("transB", 0) != 0 ||
+      gemm.GetFloat("alpha", 1.0) != 1.0) {
+    return false;
+  }
+  const TensorType& a = g.value(gemm.inputs[0]).type;
+  const TensorType& w = g.value(gemm.inputs[1]).type;
+  if (!IsF32Matrix(a) || !IsF32Matrix(w) || a.shape[1] != w.shape[0]) return false;
+  if (!IsGroupInput(group, gemm.inputs[0]) || !IsGroupInput(group, gemm.inputs[1])) return false;
+  d->gemm = &gemm;
+  d->a_id = gemm.inputs[0];
+  d->w_id = gemm.inputs[1];
+  d->m = a.shape[0];
+  d->k = a.shape[1];
+  d->n = w.shape[1];
+  if (gemm.HasInput(2)) {
+    // A bias per output column; other broadcasts of C take the default schedule.
+    const TensorType& c = g.value(gemm.inputs[2]).type;
+    const bool vector = c.shape == std::vector<int64_t>{d->n};
+    const bool row = c.shape == std::vector<int64_t>{1, d->n};
+    if (gemm.GetFloat("beta", 1.0) != 1.0 || c.dtype != kFloat32 || !(vector || row) ||
+        !IsGroupInput(group, gemm.inputs[2])) {
+      return false;
+    }
+    d->bias_id = gemm.inputs[2];
+    d->bias_is_row = row;
+  }
+  const TensorType& out = g.value(group.outputs[0]).type;
+  return out.dtype == kFloat32 && out.shape == std::vector<int64_t>{d->m, d->n};
+}
+
+// Where a tile reads weight (k, j), j counted from the tile's first column: buf[base + k * stride
+// + j] (W itself: stride N; a packed panel: stride = the panel width).
+struct WeightSource {
+  Buffer buf;
+  Expr base;
+  int64_t stride;
+};
+
+struct DenseContext {
+  const DenseGroup& d;
+  Buffer a, out;
+  const ConvEpilogueAt& at;
+  lower::LoweredFunc* f;  // receives the accumulator locals
+};
+
+// The group's output at row m, columns n0 .. n0 + lanes - 1, from the accumulator vector there.
+Expr EpilogueColumns(const DenseContext& c, const Expr& m, const Expr& n0, int lanes,
+                     const Expr& acc) {
+  Expr col = te::MakeVar("col");
+  return lower::VectorizeLanes(c.at({m, col}, acc), col.get(), n0, lanes);
+}
+
+// One tile: rows [m0, m0 + rows) times `vectors` vectors of `lanes` columns from n0.
+Stmt MakeTile(const DenseContext& c, const std::string& tag, const Expr& m0, int64_t rows,
+              const Expr& n0, int64_t vectors, int lanes, const WeightSource& w) {
+  Expr k_var = te::MakeVar("k");
+  Expr k = c.d.k > 1 ? k_var : Expr(0);  // KeepScalarFor drops a loop of one step
+  std::vector<Stmt> init, update, store;
+  for (int64_t i = 0; i < rows; ++i) {
+    Expr x = BufferLoad(c.a, (m0 + i) * c.d.k + k);  // broadcast against the weight vectors
+    for (int64_t v = 0; v < vectors; ++v) {
+      Buffer acc =
+          NewVectorAccumulator("accd" + tag + std::to_string(i) + "_" + std::to_string(v), lanes);
+      c.f->locals.push_back(acc);
+      init.push_back(lower::Store(acc, 0, te::Const(acc->dtype, 0)));
+      Expr wv = lower::VectorLoad(w.buf, w.base + k * w.stride + v * lanes, lanes);
+      update.push_back(lower::Store(acc, 0, BufferLoad(acc, 0) + x * wv));
+      Expr col = n0 + v * lanes;
+      store.push_back(lower::Store(c.out, (m0 + i) * c.d.n + col,
+                                   EpilogueColumns(c, m0 + i, col, lanes, BufferLoad(acc, 0))));
+    }
+  }
+  std::vector<Stmt> tile = init;
+  tile.push_back(lower::KeepScalarFor(k_var, c.d.k, lower::Seq(update)));
+  tile.insert(tile.end(), store.begin(), store.end());
+  return lower::Seq(tile);
+}
+
+// Row tiles [first, first + count) of `rows` rows from row 0, then, when `with_tail`, the rows
+// left after the last full tile.
+Stmt RowTiles(const DenseContext& c, const std::string& tag, const Expr& first, int64_t count,
+              int64_t rows, bool with_tail, const Expr& n0, int64_t vectors, int lanes,
+              const WeightSource& w) {
+  std::vector<Stmt> out;
+  if (count > 0) {
+    Expr t = te::MakeVar("rt");
+    out.push_back(lower::For(t, count, ForKind::kSerial,
+                             MakeTile(c, tag, (first + t) * rows, rows, n0, vectors, lanes, w)));
+  }
+  const int64_t tail = c.d.m % rows;
+  if (with_tail && tail > 0) {
+    out.push_back(MakeTile(c, tag + "r", Expr(c.d.m - tail), tail, n0, vectors, lanes, w));
+  }
+  return lower::Seq(out);
+}
+
+// The largest divisor of `tiles` at most `most` (at least 1).
+int64_t DivisorAtMost(int64_t tiles, int64_t most) {
+  for (int64_t g = std::min(tiles, most); g > 1; --g) {
+    if (tiles % g == 0) return g;
+  }
+  return 1;
+}
+
+}  // namespace
+
+bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const DenseParams& p,
+              lower::LoweredFunc* out) {
+  DenseGroup d;
+  if (!MatchDenseGroup(group, &d)) return false;
+  lower::LoweredFunc f;
+  Buffer ab, wb;
+  ConvEpilogueAt at;
+  const bool row_bias = d.bias_is_row;
+  AnchorOperands operands{
+      d.a_id, d.w_id, d.bias_id, [row_bias](const std::vector<Expr>& i) {
+        return row_bias ? std::vector<Expr>{Expr(0), i[1]} : std::vector<Expr>{i[1]};
+      }};
+  if (!BuildEpilogueAt(group, *d.gemm, operands, &f, &ab, &wb, &at)) return false;
+  const int lanes = static_cast<int>(p.lanes);
+  DenseContext c{d, ab, f.args.back().buffer, at, &f};
+  Buffer probe = NewVectorAccumulator("probe", lanes);
+  if (!EpilogueColumns(c, Expr(0), Expr(0), lanes, BufferLoad(probe, 0)).defined()) return false;
+
+  const int64_t width = p.vectors * p.lanes;
+  const int64_t panels = d.n / width, row_tiles = d.m / p.rows;
+  const bool pack = d.m >= kMinRowsToPack;
+  const bool par = opts.parallel && d.m * d.n * d.k >= opts.parallel_min_work;
+  std::vector<Stmt> body;
+  if (panels > 0) {
+    // Row groups per panel: enough tasks for the pool when the panels alone are too few.
+    const int64_t groups =
+        par && panels < kMinTasks ? DivisorAtMost(row_tiles, kMinTasks / panels) : 1;
+    const int64_t per_group = row_tiles / groups;
+    Buffer packed;
+    if (pack) {
+      packed = NewFloatBuffer(d.gemm->name + "_panel_ws", panels * groups * d.k * width,
+                              lower::BufferScope::kWorkspace);
+      f.workspaces.push_back(packed);
+    }
+    Expr task = te::MakeVar("task");
+    Expr panel = te::FloorDiv(task, Expr(groups)), grp = te::FloorMod(task, Expr(groups));
+    Expr n0 = panel * width;
+    std::vector<Stmt> work;
+    WeightSource w{wb, n0, d.n};
+    if (pack) {
+      Expr kk = te::MakeVar("kk"), j = te::MakeVar("j");
+      Expr slice = task * (d.k * width);
+      work.push_back(lower::For(kk, d.k, ForKind::kSerial,
+                                lower::For(j, width, ForKind::kVectorized,
+                                           lower::Store(packed, slice + kk * width + j,
+                                                        BufferLoad(wb, kk * d.n + n0 + j)))));
+      w = WeightSource{packed, slice, width};
+    }
+    Stmt rows =
+        RowTiles(c, "m", grp * per_group, per_group, p.rows, false, n0, p.vectors, lanes, w);
+    work.push_back(rows);
+    if (d.m % p.rows > 0) {
+      work.push_back(lower::If(grp == Expr(groups - 1), RowTiles(c, "m", Expr(0), 0, p.rows, true,
+                                                                 n0, p.vectors, lanes, w)));
+    }
+    const int64_t tasks = panels * groups;
+    body.push_back(lower::For(task, tasks, par && tasks > 1 ? ForKind::kParallel : ForKind::kSerial,
+                              lower::Seq(work)));
+  }
+  // Columns after the last panel: whole vectors, then single columns, reading W in place.
+  int64_t col = panels * width;
+  const int64_t tail_vectors = (d.n - col) / p.lanes;
+  if (tail_vectors > 0) {
+    body.push_back(RowTiles(c, "v", Expr(0), row_tiles, p.rows, true, Expr(col), tail_vectors,
+                            lanes, WeightSource{wb, Expr(col), d.n}));
+    col += tail_vectors * p.lanes;
+  }
+  if (col < d.n) {
+    body.push_back(RowTiles(c, "s", Expr(0), row_tiles, p.rows, true, Expr(col), d.n - col, 1,
+                            WeightSource{wb, Expr(col), d.n}));
+  }
+  f.body = lower::Seq(body);
+  f.prefer_vector_bits = p.prefer_vector_bits;
+  *out = std::move(f);
+  return true;
+}
+
+}  // namespace ember::compiler::schedule
