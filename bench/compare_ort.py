@@ -6,7 +6,7 @@ Usage:
   bench/compare_ort.py --check-only          # compile, run once in both, compare; exit 1 on mismatch
   bench/compare_ort.py --ort-only            # ORT latencies alone (no Ember needed)
 
-For every model written by tests/models/gen_models.py (mlp, cnn, resnet18,
+For every model written by tests/models/gen_models.py (mlp, mlp_batch64, cnn, resnet18,
 mobilenetv2; or --models DIR with NAME.onnx files):
 
  1. ORT (bench/peer/ort_run.js) generates seeded inputs, saves them as .npy
@@ -47,7 +47,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PEER = os.path.join(HERE, "peer")
-DEFAULT_MODELS = ("mlp", "cnn", "resnet18", "mobilenetv2")
+DEFAULT_MODELS = ("mlp", "mlp_batch64", "cnn", "resnet18", "mobilenetv2")
 
 
 class ToolError(Exception):

@@ -4,6 +4,8 @@
 Usage:  gen_models.py OUTDIR [--only NAME]
 
   mlp          [1,784] -> Gemm 256 -> Relu -> Gemm 128 -> Relu -> Gemm 10 -> Softmax
+  mlp_batch64  [64,512] -> Gemm 1024 -> Relu -> Gemm 1024 -> Relu -> Gemm 10: dense products
+               with many rows (a batch), where a matrix-product kernel matters
   cnn          [1,3,32,32]: 3 x (Conv3x3 + Relu + MaxPool2) -> Flatten -> Gemm 64 -> Relu -> Gemm 10
   resnet18     [1,3,224,224]: ResNet-18 (conv-bn-relu stem, maxpool, 8 basic blocks with
                residual Add, GlobalAveragePool, Flatten, Gemm 1000)
@@ -164,6 +166,13 @@ def mlp():
     return net, net.softmax(net.dense(x, 10))
 
 
+def mlp_batch64():
+    net = Net("mlp_batch64", seed=105, input_shape=(64, 512))
+    x = net.relu(net.dense("input", 1024, relu_before=False))
+    x = net.relu(net.dense(x, 1024))
+    return net, net.dense(x, 10)
+
+
 def cnn():
     net = Net("cnn", seed=102, input_shape=(1, 3, 32, 32))
     x = "input"
@@ -213,7 +222,8 @@ def mobilenetv2():
     return net, net.dense(x, 1000, relu_before=False)
 
 
-MODELS = {"mlp": mlp, "cnn": cnn, "resnet18": resnet18, "mobilenetv2": mobilenetv2}
+MODELS = {"mlp": mlp, "mlp_batch64": mlp_batch64, "cnn": cnn, "resnet18": resnet18,
+          "mobilenetv2": mobilenetv2}
 
 
 def main(argv):

@@ -35,7 +35,8 @@ def digest(path):
 
 
 def test_models_are_valid_and_shaped(models):
-    expect = {"mlp": ([1, 784], [1, 10]), "cnn": ([1, 3, 32, 32], [1, 10]),
+    expect = {"mlp": ([1, 784], [1, 10]), "mlp_batch64": ([64, 512], [64, 10]),
+              "cnn": ([1, 3, 32, 32], [1, 10]),
               "resnet18": ([1, 3, 224, 224], [1, 1000]),
               "mobilenetv2": ([1, 3, 224, 224], [1, 1000])}
     for name, (in_shape, out_shape) in expect.items():
@@ -55,6 +56,7 @@ def test_topologies(models):
         g = onnx.load(os.path.join(models, name + ".onnx")).graph
         ops[name] = [n.op_type for n in g.node]
     assert ops["mlp"] == ["Gemm", "Relu", "Gemm", "Relu", "Gemm", "Softmax"]
+    assert ops["mlp_batch64"] == ["Gemm", "Relu", "Gemm", "Relu", "Gemm"]
     assert ops["cnn"].count("Conv") == 3 and ops["cnn"].count("MaxPool") == 3
     assert ops["resnet18"].count("Conv") == 20 and ops["resnet18"].count("Add") == 8
     assert ops["resnet18"].count("BatchNormalization") == 20
