@@ -11,14 +11,15 @@
 // against it: read in place, a panel's rows fall on a few L1 sets whenever N * 4 bytes is a
 // multiple of 4 KiB. A single row (a GEMV) reads W in place, each weight being used once. When
 // there are fewer panels than tasks would want, the row tiles of a panel are split between tasks,
-// each with a copy of its own. The columns left over after the last full panel take vectors, then
-// single columns, reading W in place.
+// each with a copy of its own. The columns left over after the last full panel take whole
+// vectors, then one vector each of half, a quarter, ... of the width, reading W in place.
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "conv_group.h"
 #include "schedule.h"
+#include "tuning.h"
 
 namespace ember::compiler::schedule {
 namespace {
@@ -160,7 +161,7 @@ int64_t DivisorAtMost(int64_t tiles, int64_t most) {
 
 }  // namespace
 
-bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const DenseParams& p,
+bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const DenseParams& entry,
               lower::LoweredFunc* out) {
   DenseGroup d;
   if (!MatchDenseGroup(group, &d)) return false;
@@ -173,11 +174,12 @@ bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const
         return row_bias ? std::vector<Expr>{Expr(0), i[1]} : std::vector<Expr>{i[1]};
       }};
   if (!BuildEpilogueAt(group, *d.gemm, operands, &f, &ab, &wb, &at)) return false;
-  const int lanes = static_cast<int>(p.lanes);
+  const int lanes = static_cast<int>(entry.lanes);
   DenseContext c{d, ab, f.args.back().buffer, at, &f};
   Buffer probe = NewVectorAccumulator("probe", lanes);
   if (!EpilogueColumns(c, Expr(0), Expr(0), lanes, BufferLoad(probe, 0)).defined()) return false;
 
+  const DenseParams p = TunedDenseParams(opts, d.m, d.k, d.n, entry);
   const int64_t width = p.vectors * p.lanes;
   const int64_t panels = d.n / width, row_tiles = d.m / p.rows;
   const bool pack = d.m >= kMinRowsToPack;
@@ -219,7 +221,7 @@ bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const
     body.push_back(lower::For(task, tasks, par && tasks > 1 ? ForKind::kParallel : ForKind::kSerial,
                               lower::Seq(work)));
   }
-  // Columns after the last panel: whole vectors, then single columns, reading W in place.
+  // Columns after the last panel: whole vectors, reading W in place.
   int64_t col = panels * width;
   const int64_t tail_vectors = (d.n - col) / p.lanes;
   if (tail_vectors > 0) {
@@ -227,9 +229,14 @@ bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const
                             lanes, WeightSource{wb, Expr(col), d.n}));
     col += tail_vectors * p.lanes;
   }
-  if (col < d.n) {
-    body.push_back(RowTiles(c, "s", Expr(0), row_tiles, p.rows, true, Expr(col), d.n - col, 1,
+  // Fewer columns than a vector are left: one narrower vector each of half, a quarter, ... of its
+  // width covers them (10 columns on AVX-512: 8 + 2), rather than a scalar register per column.
+  for (int64_t narrow = p.lanes / 2; narrow >= 1; narrow /= 2) {
+    if (d.n - col < narrow) continue;
+    body.push_back(RowTiles(c, "w" + std::to_string(narrow), Expr(0), row_tiles, p.rows, true,
+                            Expr(col), 1, static_cast<int>(narrow),
                             WeightSource{wb, Expr(col), d.n}));
+    col += narrow;
   }
   f.body = lower::Seq(body);
   f.prefer_vector_bits = p.prefer_vector_bits;

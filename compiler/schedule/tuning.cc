@@ -218,6 +218,50 @@ int64_t TunedConv2d1x1Width(const FusedGroup& group, const lower::ScheduleOption
   return width;
 }
 
+// ---- dense: rows x vectors accumulators ----
+
+DenseParams TunedDenseParams(const lower::ScheduleOptions& opts, int64_t m, int64_t k, int64_t n,
+                             const DenseParams& table) {
+  if (opts.target == nullptr) return table;
+  const Target& t = *opts.target;
+  const int64_t registers = VectorRegisters(ClassifyTarget(t));
+  // Accumulators, the weight vectors of one k and the broadcast of A.
+  auto fits = [&](int64_t rows, int64_t vectors) {
+    return rows >= 1 && vectors >= 1 && rows * vectors + vectors + 1 <= registers;
+  };
+  constexpr int64_t kMaxRows = 12, kMaxVectors = 4;
+  // The tuner times the first few: the tiles with the most accumulators come first (more reuse
+  // per load), wider ones (fewer broadcasts per FMA) first among equals.
+  auto candidates = [&] {
+    std::vector<std::pair<int64_t, int64_t>> tiles;  // (rows, vectors)
+    for (int64_t vectors = 1; vectors <= kMaxVectors; ++vectors) {
+      for (int64_t rows = 2; rows <= kMaxRows && rows <= m; ++rows) {
+        if (fits(rows, vectors) && 2 * rows * vectors >= registers - vectors - 1) {
+          tiles.emplace_back(rows, vectors);
+        }
+      }
+    }
+    std::stable_sort(tiles.begin(), tiles.end(), [](const auto& a, const auto& b) {
+      const int64_t acc_a = a.first * a.second, acc_b = b.first * b.second;
+      return acc_a != acc_b ? acc_a > acc_b : a.second > b.second;
+    });
+    std::vector<ParamSet> out;
+    for (const auto& [rows, vectors] : tiles) out.push_back({{"rows", rows}, {"vectors", vectors}});
+    return out;
+  };
+  std::ostringstream key;
+  key << "dense f32 m" << m << " k" << k << " n" << n << WorkloadTarget(t);
+  ParamSet p =
+      TunedParams(opts, key.str(), {{"rows", table.rows}, {"vectors", table.vectors}}, candidates);
+  DenseParams tuned = table;
+  tuned.rows = p["rows"];
+  tuned.vectors = p["vectors"];
+  if (tuned.rows > kMaxRows || tuned.vectors > kMaxVectors || !fits(tuned.rows, tuned.vectors)) {
+    return table;  // a hand-edited log must not unroll giant tiles
+  }
+  return tuned;
+}
+
 // ---- conv2d_nchw_ocvec: ow_block columns x oc_vectors vectors of accumulators ----
 
 int64_t CacheRowChunk(const ConvShape& s, const Target& t) {

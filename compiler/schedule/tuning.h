@@ -77,6 +77,14 @@ Conv2dParams TunedConv2dWideParams(const FusedGroup& group, const lower::Schedul
 int64_t TunedConv2d1x1Width(const FusedGroup& group, const lower::ScheduleOptions& opts,
                             int64_t ocb, int64_t simd_lanes, int64_t table_width);
 
+/*!
+ * \brief dense.cc's hook: rows x vectors of the register tile for an M x K x N product, from the
+ * log, else `table`. Candidates use at least half of the register file and fit it with the
+ * weight vectors and a broadcast.
+ */
+DenseParams TunedDenseParams(const lower::ScheduleOptions& opts, int64_t m, int64_t k, int64_t n,
+                             const DenseParams& table);
+
 /*! \brief conv2d_nchw_ocvec's tunable blocking. */
 struct OcVecBlocking {
   /*! \brief Output columns per register tile (the schedule rounds it to fit the width). */

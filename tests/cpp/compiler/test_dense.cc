@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 
 #include "../../../compiler/schedule/schedule.h"
+#include "../../../compiler/schedule/tuning.h"
 #include "kernel_test_util.h"
 
 namespace ember::compiler {
@@ -35,26 +37,41 @@ std::string CaseName(const DenseCase& c) {
   return os.str();
 }
 
-// Builds Gemm(A, W[, bias]) [-> Add residual] [-> Relu], runs it and compares with a reference;
-// returns the loop IR so callers can tell which kernel took the group.
-std::string CheckDense(const DenseCase& dc) {
-  SCOPED_TRACE(CaseName(dc));
+std::vector<int64_t> BiasShape(const DenseCase& dc) {
+  return dc.bias == kBias1N ? std::vector<int64_t>{1, dc.n} : std::vector<int64_t>{dc.n};
+}
+
+// Gemm(A, W[, bias]) [-> Add residual] [-> Relu] as one group.
+FusedGroup DenseGraph(const DenseCase& dc, KernelGraph* kg) {
   const std::vector<int64_t> oshape{dc.m, dc.n};
-  KernelGraph kg;
-  int a = kg.Input("a", {dc.m, dc.k});
-  int w = kg.Input("w", {dc.k, dc.n});
+  int a = kg->Input("a", {dc.m, dc.k});
+  int w = kg->Input("w", {dc.k, dc.n});
   std::vector<int> ins{a, w};
-  const std::vector<int64_t> bias_shape =
-      dc.bias == kBias1N ? std::vector<int64_t>{1, dc.n} : std::vector<int64_t>{dc.n};
-  if (dc.bias != kNoBias) ins.push_back(kg.Input("b", bias_shape));
-  int r = dc.residual ? kg.Input("r", oshape) : -1;
+  if (dc.bias != kNoBias) ins.push_back(kg->Input("b", BiasShape(dc)));
+  int r = dc.residual ? kg->Input("r", oshape) : -1;
   AttrMap attrs{{"alpha", dc.alpha}, {"beta", 1.0}, {"transA", int64_t{0}}, {"transB", int64_t{0}}};
-  int y = kg.Add("Gemm", ins, {TensorType{oshape, kFloat32}}, attrs)[0];
-  if (dc.residual) y = kg.Add("Add", {y, r}, {TensorType{oshape, kFloat32}})[0];
-  if (dc.relu) y = kg.Add("Relu", {y}, {TensorType{oshape, kFloat32}})[0];
-  std::string loops;
-  std::unique_ptr<testing::Library> lib = testing::BuildKernelWithLoops(kg, y, &loops);
-  auto f = lib->Get("conv");
+  int y = kg->Add("Gemm", ins, {TensorType{oshape, kFloat32}}, attrs)[0];
+  if (dc.residual) y = kg->Add("Add", {y, r}, {TensorType{oshape, kFloat32}})[0];
+  if (dc.relu) y = kg->Add("Relu", {y}, {TensorType{oshape, kFloat32}})[0];
+  return kg->Group("dense", {y});
+}
+
+// Builds the case (with `log`, if any), runs it and compares with a reference; returns the loop
+// IR so callers can tell which kernel took the group.
+std::string CheckDense(const DenseCase& dc, const schedule::TuningLog* log = nullptr) {
+  SCOPED_TRACE(CaseName(dc));
+  const std::vector<int64_t> oshape{dc.m, dc.n}, bias_shape = BiasShape(dc);
+  KernelGraph kg;
+  FusedGroup group = DenseGraph(dc, &kg);
+  char tmpl[] = "/tmp/ember_dense_test_XXXXXX";
+  const std::string dump = mkdtemp(tmpl);
+  BuildOptions bo;
+  bo.dump_dir = dump;
+  bo.tuning_log = log;
+  testing::Library lib({group}, bo);
+  const std::string loops = testing::ReadFile(dump + "/kernels.loop.txt");
+  std::filesystem::remove_all(dump);
+  auto f = lib.Get("dense");
   EXPECT_NE(f, nullptr);
   if (f == nullptr) return loops;
   HostArray ha({dc.m, dc.k}, kFloat32), hw({dc.k, dc.n}, kFloat32), hb(bias_shape, kFloat32),
@@ -126,6 +143,40 @@ TEST(DenseSchedule, HostScheduleAndDefaultLoweringAgree) {
     ScopedEnv disable("EMBER_DISABLE_SCHEDULES", "1");
     EXPECT_EQ(CheckDense(dc).find("accd"), std::string::npos);
   }
+}
+
+// The tuning hook names the workload, offers tiles that fit the registers, and every candidate
+// (and only a sane one) from a log is used and stays correct.
+TEST(DenseSchedule, TuningCandidatesFromTheLogAreUsedAndCorrect) {
+  ScopedEnv force("EMBER_SCHEDULE", "dense_avx2");
+  const DenseCase dc{13, 24, 40, kBiasN, false, true};
+  KernelGraph kg;
+  FusedGroup group = DenseGraph(dc, &kg);
+  Target host = Target::Host();
+  std::vector<schedule::TuningTask> tasks;
+  lower::ScheduleOptions so;
+  so.target = &host;
+  so.tuning_tasks = &tasks;
+  lower::LowerGroup(group, so);
+  ASSERT_EQ(tasks.size(), 1u);
+  const schedule::TuningTask& t = tasks[0];
+  EXPECT_EQ(t.key.rfind("dense f32 m13 k24 n40 target=", 0), 0u) << t.key;
+  EXPECT_EQ(t.defaults, (schedule::ParamSet{{"rows", 6}, {"vectors", 2}}));  // the AVX2 entry
+  ASSERT_GE(t.candidates.size(), 3u);
+  for (const schedule::ParamSet& p : t.candidates) {
+    SCOPED_TRACE(schedule::ParamSetToString(p));
+    schedule::TuningLog log;
+    log.Put(schedule::TuningRecord{t.key, p, 1.0, "test"});
+    const std::string loops = CheckDense(dc, &log);
+    // The last accumulator of a main tile: rows x vectors of them.
+    const std::string last = "accdm" + std::to_string(p.at("rows") - 1) + "_" +
+                             std::to_string(p.at("vectors") - 1) + "[";
+    EXPECT_NE(loops.find(last), std::string::npos);
+    EXPECT_EQ(log.used().size(), 1u);
+  }
+  schedule::TuningLog absurd;  // 40 x 2 accumulators cannot fit 16 registers: the table's tile
+  absurd.Put(schedule::TuningRecord{t.key, {{"rows", 40}, {"vectors", 2}}, 1.0, "test"});
+  EXPECT_NE(CheckDense(dc, &absurd).find("accdm5_1["), std::string::npos);
 }
 
 // alpha != 1 (and transposed operands, which CanonicalizeDense removes for constant weights) are
