@@ -5,7 +5,7 @@
 #   1. the host emberc and ember-run (built in $EMBER_HOST_BUILD if needed);
 #   2. per ARM target, a runtime-only cross build (toolchains/*.cmake) and its CTest suite, run
 #      through qemu (runtime tests, apps/bundle_static against ember-run);
-#   3. the MLP, the small CNN and MobileNetV2 (tests/models/gen_models.py) compiled for x86-64,
+#   3. the MLPs, the small CNN and MobileNetV2 (tests/models/gen_models.py) compiled for x86-64,
 #      aarch64 and armv7 hard-float NEON; the ARM outputs, from the cross-built ember-run under qemu, must
 #      match the x86-64 ones on the same input within rtol 1e-3 / atol 1e-4;
 #   4. the `core` ONNX conformance tier (tests/onnx/run_conformance.py) with the ARM artifacts under
@@ -109,7 +109,7 @@ cross_ctest() {
 }
 
 # --- 3. whole models: ARM outputs against x86-64 ------------------------------------------------
-MODELS=(mlp cnn mobilenetv2)
+MODELS=(mlp mlp_batch64 cnn mobilenetv2)
 prepare_models() {
   mkdir -p "$WORK/models" || return 1
   local m need=0
@@ -117,7 +117,8 @@ prepare_models() {
     [ "$WORK/models/$m.onnx" -nt "$ROOT/tests/models/gen_models.py" ] || need=1
   done
   if [ $need = 1 ]; then
-    "$PY" "$ROOT/tests/models/gen_models.py" "$WORK/models" --only mlp --only cnn --only mobilenetv2 || return 1
+    "$PY" "$ROOT/tests/models/gen_models.py" "$WORK/models" --only mlp --only mlp_batch64 \
+      --only cnn --only mobilenetv2 || return 1
   fi
   # One seeded input per model, shared by every target.
   "$PY" - "$WORK/models" "${MODELS[@]}" <<'EOF' || return 1
