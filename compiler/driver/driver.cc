@@ -136,6 +136,7 @@ CompileStats Compile(const CompileOptions& opt) {
       {"canonicalize_dense", CanonicalizeDense},
       {"alter_layout", [&target](Graph* g) { AlterConvLayout(g, target); }},
       {"pack_conv_weights", [&target](Graph* g) { PackConvWeights(g, target); }},
+      {"pack_dense_weights", [&target](Graph* g) { PackDenseWeights(g, target); }},
   };
   for (const Pass& p : passes) {
     t0 = Clock::now();

@@ -331,12 +331,28 @@ Tensor GlobalPool(const Node& n, const std::vector<Tensor>& in, bool is_max) {
       n.name + "_out");
 }
 
+// Element (row, col) of a [K][N] weight PackDenseWeights stored in panels of `width` columns:
+// [N/width][K][width], then the last N % width columns as [K][N % width] (kPackedDenseWidthAttr).
+Expr PackedDenseWeight(const Tensor& b, int64_t width, const Expr& row, const Expr& col) {
+  const int64_t k = b.shape()[0], n = b.shape()[1], full = n / width * width;
+  Expr in_panels =
+      (te::FloorDiv(col, Expr(width)) * k + row) * width + te::FloorMod(col, Expr(width));
+  Expr in_rest = full * k + row * (n - full) + (col - full);
+  Expr flat = full == n ? in_panels : te::Select(col < Expr(full), in_panels, in_rest);
+  return b({te::FloorDiv(flat, Expr(n)), te::FloorMod(flat, Expr(n))});
+}
+
 Tensor Gemm(const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& out) {
   const Tensor& a = In(n, in, 0);
   const Tensor& b = In(n, in, 1);
   Tensor c = in.size() > 2 ? in[2] : Tensor();
   bool ta = n.GetInt("transA", 0) != 0, tb = n.GetInt("transB", 0) != 0;
   double alpha = n.GetFloat("alpha", 1.0), beta = n.GetFloat("beta", 1.0);
+  const int64_t packed_width = n.GetInt(kPackedDenseWidthAttr, 0);
+  if (packed_width > 0 && (tb || b.ndim() != 2)) {
+    throw CompileError(n.Describe() + ": " + kPackedDenseWidthAttr +
+                       " needs transB = 0 and a 2-D weight");
+  }
   int64_t k = ta ? a.shape()[0] : a.shape()[1];
   IterVar rk = te::ReduceAxis(k, "rk");
   const std::vector<int64_t>& oshape = out.at(0).shape;
@@ -344,7 +360,9 @@ Tensor Gemm(const Node& n, const std::vector<Tensor>& in, const std::vector<Tens
       oshape,
       [&](const std::vector<Expr>& i) {
         Expr av = ta ? a({rk.var, i[0]}) : a({i[0], rk.var});
-        Expr bv = tb ? b({i[1], rk.var}) : b({rk.var, i[1]});
+        Expr bv = packed_width > 0 ? PackedDenseWeight(b, packed_width, rk.var, i[1])
+                  : tb             ? b({i[1], rk.var})
+                                   : b({rk.var, i[1]});
         return te::Sum(av * bv, {rk});
       },
       n.name + "_mm");

@@ -13,6 +13,8 @@
 // there are fewer panels than tasks would want, the row tiles of a panel are split between tasks,
 // each with a copy of its own. The columns left over after the last full panel take whole
 // vectors, then one vector each of half, a quarter, ... of the width, reading W in place.
+#include <ember/compiler/transform.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -40,6 +42,7 @@ struct DenseGroup {
   int a_id = -1, w_id = -1, bias_id = -1;
   int64_t m = 0, k = 0, n = 0;
   bool bias_is_row = false;  // bias shaped [1][N] rather than [N]
+  int64_t packed_width = 0;  // > 0: W stored in panels of this many columns (PackDenseWeights)
 };
 
 bool IsF32Matrix(const TensorType& t) { return t.dtype == kFloat32 && t.shape.size() == 2; }
@@ -69,6 +72,7 @@ bool MatchDenseGroup(const FusedGroup& group, DenseGroup* d) {
   d->m = a.shape[0];
   d->k = a.shape[1];
   d->n = w.shape[1];
+  d->packed_width = gemm.GetInt(kPackedDenseWidthAttr, 0);
   if (gemm.HasInput(2)) {
     // A bias per output column; other broadcasts of C take the default schedule.
     const TensorType& c = g.value(gemm.inputs[2]).type;
@@ -161,6 +165,16 @@ int64_t DivisorAtMost(int64_t tiles, int64_t most) {
 
 }  // namespace
 
+int64_t DenseWeightPanel(int64_t rows, int64_t columns, const Target& target) {
+  if (SchedulesDisabled() || rows < kMinRowsToPack) return 0;
+  for (const ScheduleEntry* e : EntriesFor(target)) {
+    if (e->kind != ScheduleKind::kDense) continue;
+    const int64_t width = e->dense.vectors * e->dense.lanes;
+    return columns >= width ? width : 0;
+  }
+  return 0;
+}
+
 bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const DenseParams& entry,
               lower::LoweredFunc* out) {
   DenseGroup d;
@@ -179,10 +193,13 @@ bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const
   Buffer probe = NewVectorAccumulator("probe", lanes);
   if (!EpilogueColumns(c, Expr(0), Expr(0), lanes, BufferLoad(probe, 0)).defined()) return false;
 
-  const DenseParams p = TunedDenseParams(opts, d.m, d.k, d.n, entry);
+  // Weights packed at compile time fix the panel width; the default lowering reads other widths.
+  const bool prepacked = d.packed_width > 0;
+  if (prepacked && d.packed_width != entry.vectors * entry.lanes) return false;
+  const DenseParams p = TunedDenseParams(opts, d.m, d.k, d.n, entry, prepacked ? entry.vectors : 0);
   const int64_t width = p.vectors * p.lanes;
   const int64_t panels = d.n / width, row_tiles = d.m / p.rows;
-  const bool pack = d.m >= kMinRowsToPack;
+  const bool pack = !prepacked && d.m >= kMinRowsToPack;
   const bool par = opts.parallel && d.m * d.n * d.k >= opts.parallel_min_work;
   std::vector<Stmt> body;
   if (panels > 0) {
@@ -200,7 +217,8 @@ bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const
     Expr panel = te::FloorDiv(task, Expr(groups)), grp = te::FloorMod(task, Expr(groups));
     Expr n0 = panel * width;
     std::vector<Stmt> work;
-    WeightSource w{wb, n0, d.n};
+    WeightSource w =
+        prepacked ? WeightSource{wb, panel * (d.k * width), width} : WeightSource{wb, n0, d.n};
     if (pack) {
       Expr kk = te::MakeVar("kk"), j = te::MakeVar("j");
       Expr slice = task * (d.k * width);
@@ -221,12 +239,18 @@ bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const
     body.push_back(lower::For(task, tasks, par && tasks > 1 ? ForKind::kParallel : ForKind::kSerial,
                               lower::Seq(work)));
   }
-  // Columns after the last panel: whole vectors, reading W in place.
-  int64_t col = panels * width;
+  // Columns after the last panel: whole vectors, reading W in place (packed: the [K][N % width]
+  // block after the panels).
+  const int64_t first_rest = panels * width;
+  auto rest_source = [&](int64_t col) {
+    return prepacked ? WeightSource{wb, Expr(first_rest * d.k + col - first_rest), d.n - first_rest}
+                     : WeightSource{wb, Expr(col), d.n};
+  };
+  int64_t col = first_rest;
   const int64_t tail_vectors = (d.n - col) / p.lanes;
   if (tail_vectors > 0) {
     body.push_back(RowTiles(c, "v", Expr(0), row_tiles, p.rows, true, Expr(col), tail_vectors,
-                            lanes, WeightSource{wb, Expr(col), d.n}));
+                            lanes, rest_source(col)));
     col += tail_vectors * p.lanes;
   }
   // Fewer columns than a vector are left: one narrower vector each of half, a quarter, ... of its
@@ -234,8 +258,7 @@ bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const
   for (int64_t narrow = p.lanes / 2; narrow >= 1; narrow /= 2) {
     if (d.n - col < narrow) continue;
     body.push_back(RowTiles(c, "w" + std::to_string(narrow), Expr(0), row_tiles, p.rows, true,
-                            Expr(col), 1, static_cast<int>(narrow),
-                            WeightSource{wb, Expr(col), d.n}));
+                            Expr(col), 1, static_cast<int>(narrow), rest_source(col)));
     col += narrow;
   }
   f.body = lower::Seq(body);

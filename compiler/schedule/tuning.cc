@@ -221,7 +221,7 @@ int64_t TunedConv2d1x1Width(const FusedGroup& group, const lower::ScheduleOption
 // ---- dense: rows x vectors accumulators ----
 
 DenseParams TunedDenseParams(const lower::ScheduleOptions& opts, int64_t m, int64_t k, int64_t n,
-                             const DenseParams& table) {
+                             const DenseParams& table, int64_t fixed_vectors) {
   if (opts.target == nullptr) return table;
   const Target& t = *opts.target;
   const int64_t registers = VectorRegisters(ClassifyTarget(t));
@@ -235,6 +235,7 @@ DenseParams TunedDenseParams(const lower::ScheduleOptions& opts, int64_t m, int6
   auto candidates = [&] {
     std::vector<std::pair<int64_t, int64_t>> tiles;  // (rows, vectors)
     for (int64_t vectors = 1; vectors <= kMaxVectors; ++vectors) {
+      if (fixed_vectors > 0 && vectors != fixed_vectors) continue;
       for (int64_t rows = 2; rows <= kMaxRows && rows <= m; ++rows) {
         if (fits(rows, vectors) && 2 * rows * vectors >= registers - vectors - 1) {
           tiles.emplace_back(rows, vectors);
@@ -256,7 +257,8 @@ DenseParams TunedDenseParams(const lower::ScheduleOptions& opts, int64_t m, int6
   DenseParams tuned = table;
   tuned.rows = p["rows"];
   tuned.vectors = p["vectors"];
-  if (tuned.rows > kMaxRows || tuned.vectors > kMaxVectors || !fits(tuned.rows, tuned.vectors)) {
+  if (tuned.rows > kMaxRows || tuned.vectors > kMaxVectors || !fits(tuned.rows, tuned.vectors) ||
+      (fixed_vectors > 0 && tuned.vectors != fixed_vectors)) {
     return table;  // a hand-edited log must not unroll giant tiles
   }
   return tuned;

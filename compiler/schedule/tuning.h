@@ -80,10 +80,11 @@ int64_t TunedConv2d1x1Width(const FusedGroup& group, const lower::ScheduleOption
 /*!
  * \brief dense.cc's hook: rows x vectors of the register tile for an M x K x N product, from the
  * log, else `table`. Candidates use at least half of the register file and fit it with the
- * weight vectors and a broadcast.
+ * weight vectors and a broadcast; with `fixed_vectors` > 0 (weights packed in panels of that many
+ * vectors) only the rows vary.
  */
 DenseParams TunedDenseParams(const lower::ScheduleOptions& opts, int64_t m, int64_t k, int64_t n,
-                             const DenseParams& table);
+                             const DenseParams& table, int64_t fixed_vectors = 0);
 
 /*! \brief conv2d_nchw_ocvec's tunable blocking. */
 struct OcVecBlocking {

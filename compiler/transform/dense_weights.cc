@@ -1,9 +1,13 @@
 // CanonicalizeDense: every dense product with a constant 2-D weight becomes a Gemm that reads the
 // weight as [K][N], the layout compiler/schedule/dense.cc streams row by row (a PyTorch Linear
-// exports Gemm with transB = 1, a Keras Dense exports MatMul).
+// exports Gemm with transB = 1, a Keras Dense exports MatMul). PackDenseWeights then stores such
+// weights in the column panels the target's dense kernel tiles (kPackedDenseWidthAttr).
+#include <ember/compiler/target.h>
 #include <ember/compiler/transform.h>
 
 #include <memory>
+
+#include "../schedule/schedule.h"
 
 namespace ember {
 namespace compiler {
@@ -19,6 +23,23 @@ HostTensorPtr Transposed(const HostTensor& w) {
     for (int64_t c = 0; c < cols; ++c) dst[c * rows + r] = src[r * cols + c];
   }
   return t;
+}
+
+// [K][N] -> panels of `width` columns [N/width][K][width], then the rest [K][N % width].
+HostTensorPtr PackPanels(const HostTensor& w, int64_t width) {
+  const int64_t k = w.type.shape[0], n = w.type.shape[1];
+  const int64_t full = n / width * width, rest = n - full;
+  auto packed = std::make_shared<HostTensor>(w.type);
+  const float* src = w.Data<float>();
+  float* dst = packed->Data<float>();
+  for (int64_t r = 0; r < k; ++r) {
+    for (int64_t c = 0; c < n; ++c) {
+      const int64_t at =
+          c < full ? ((c / width) * k + r) * width + c % width : full * k + r * rest + (c - full);
+      dst[at] = src[r * n + c];
+    }
+  }
+  return packed;
 }
 
 bool IsConstantMatrix(const Graph& g, int id) {
@@ -45,6 +66,22 @@ void CanonicalizeDense(Graph* graph) {
       n.inputs[1] = graph->AddConstant(graph->UniqueName(w.name + "_kn"), Transposed(*w.constant));
       n.attrs["transB"] = int64_t{0};
     }
+  }
+  EliminateDeadCode(graph);
+}
+
+void PackDenseWeights(Graph* graph, const Target& target) {
+  for (Node& n : graph->nodes()) {
+    if (n.op != "Gemm" || n.HasAttr(kPackedDenseWidthAttr) || n.inputs.size() < 2) continue;
+    if (n.GetInt("transA", 0) != 0 || n.GetInt("transB", 0) != 0) continue;
+    if (!IsConstantMatrix(*graph, n.inputs[1])) continue;
+    const Value& w = graph->value(n.inputs[1]);
+    const int64_t rows = graph->value(n.inputs[0]).type.shape.at(0);
+    const int64_t width = schedule::DenseWeightPanel(rows, w.type.shape[1], target);
+    if (width <= 1) continue;
+    n.inputs[1] =
+        graph->AddConstant(graph->UniqueName(w.name + "_panels"), PackPanels(*w.constant, width));
+    n.attrs[kPackedDenseWidthAttr] = width;
   }
   EliminateDeadCode(graph);
 }

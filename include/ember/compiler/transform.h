@@ -48,6 +48,13 @@ void PackConvWeights(Graph* graph, const Target& target);
  *  transB = 1 and a constant weight reads a transposed copy: dense products then read their
  *  weight as [K][N] (rows of output columns), as the dense schedule streams it. */
 void CanonicalizeDense(Graph* graph);
+/*! \brief Gemm attribute set by PackDenseWeights: the constant [K][N] weight holds its columns in
+ *  panels of P (the value) as [N/P][K][P], then the last N % P columns as [K][N % P], under its
+ *  declared [K][N] shape. */
+constexpr const char* kPackedDenseWidthAttr = "ember_packed_dense_width";
+/*! \brief Repacks the constant weights of dense products the target's dense kernel tiles (see
+ *  kPackedDenseWidthAttr), so it reads each panel contiguously without copying it per call. */
+void PackDenseWeights(Graph* graph, const Target& target);
 /*! \brief Drops nodes none of whose outputs is used. */
 void EliminateDeadCode(Graph* graph);
 

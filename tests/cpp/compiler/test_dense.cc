@@ -2,6 +2,7 @@
 // host (EMBER_SCHEDULE=NAME; the loop nests are portable) and compared with a reference over
 // shapes with and without full panels, row and column tails, a GEMV, split row tiles and fused
 // epilogues (bias [N] or [1, N], residual Add, Relu); Gemms it must not take fall back.
+#include <ember/compiler/transform.h>
 #include <ember/runtime/c_runtime_api.h>
 
 #include <algorithm>
@@ -28,7 +29,22 @@ struct DenseCase {
   int bias;
   bool residual, relu;
   double alpha = 1.0;
+  int64_t packed_width = 0;  // > 0: W handed over in panels, as PackDenseWeights stores it
 };
+
+// [K][N] -> [N/width][K][width] panels, then the last N % width columns as [K][N % width].
+std::vector<float> PackedPanels(HostArray& w, int64_t width) {
+  const int64_t k = w.shape[0], n = w.shape[1], full = n / width * width;
+  std::vector<float> out(static_cast<size_t>(k * n));
+  for (int64_t r = 0; r < k; ++r) {
+    for (int64_t c = 0; c < n; ++c) {
+      const int64_t at = c < full ? ((c / width) * k + r) * width + c % width
+                                  : full * k + r * (n - full) + (c - full);
+      out[at] = w.data<float>()[r * n + c];
+    }
+  }
+  return out;
+}
 
 std::string CaseName(const DenseCase& c) {
   std::ostringstream os;
@@ -50,6 +66,7 @@ FusedGroup DenseGraph(const DenseCase& dc, KernelGraph* kg) {
   if (dc.bias != kNoBias) ins.push_back(kg->Input("b", BiasShape(dc)));
   int r = dc.residual ? kg->Input("r", oshape) : -1;
   AttrMap attrs{{"alpha", dc.alpha}, {"beta", 1.0}, {"transA", int64_t{0}}, {"transB", int64_t{0}}};
+  if (dc.packed_width > 0) attrs[kPackedDenseWidthAttr] = dc.packed_width;
   int y = kg->Add("Gemm", ins, {TensorType{oshape, kFloat32}}, attrs)[0];
   if (dc.residual) y = kg->Add("Add", {y, r}, {TensorType{oshape, kFloat32}})[0];
   if (dc.relu) y = kg->Add("Relu", {y}, {TensorType{oshape, kFloat32}})[0];
@@ -80,7 +97,13 @@ std::string CheckDense(const DenseCase& dc, const schedule::TuningLog* log = nul
   hw.FillRandom(22);
   hb.FillRandom(23);
   hr.FillRandom(24);
-  std::vector<HostArray*> args{&ha, &hw};
+  HostArray hw_call({dc.k, dc.n}, kFloat32);
+  std::copy(hw.bytes.begin(), hw.bytes.end(), hw_call.bytes.begin());
+  if (dc.packed_width > 0) {
+    std::vector<float> packed = PackedPanels(hw, dc.packed_width);
+    std::copy(packed.begin(), packed.end(), hw_call.data<float>());
+  }
+  std::vector<HostArray*> args{&ha, &hw_call};
   if (dc.bias != kNoBias) args.push_back(&hb);
   if (dc.residual) args.push_back(&hr);
   args.push_back(&out);
@@ -177,6 +200,29 @@ TEST(DenseSchedule, TuningCandidatesFromTheLogAreUsedAndCorrect) {
   schedule::TuningLog absurd;  // 40 x 2 accumulators cannot fit 16 registers: the table's tile
   absurd.Put(schedule::TuningRecord{t.key, {{"rows", 40}, {"vectors", 2}}, 1.0, "test"});
   EXPECT_NE(CheckDense(dc, &absurd).find("accdm5_1["), std::string::npos);
+}
+
+// Weights packed at compile time: read by the kernel whose panel width they have (without a copy
+// per call), and by the default lowering when another kernel is forced or schedules are off.
+TEST(DenseSchedule, PanelPackedWeightsAreReadRightByEveryPath) {
+  for (const DenseCase& base :
+       {DenseCase{13, 20, 150, kBiasN, true, true},     // 2 panels + 22
+        DenseCase{8, 7, 64, kNoBias, false, false}}) {  // one panel, no rest
+    DenseCase dc = base;
+    dc.packed_width = 64;  // AVX-512: 4 vectors of 16
+    {
+      ScopedEnv force("EMBER_SCHEDULE", "dense_avx512");
+      const std::string loops = CheckDense(dc);
+      EXPECT_NE(loops.find("accdm5_3["), std::string::npos);
+      EXPECT_EQ(loops.find("_panel_ws"), std::string::npos) << "copied panels again";
+    }
+    {
+      ScopedEnv force("EMBER_SCHEDULE", "dense_avx2");  // panels of 16: refuses these
+      EXPECT_EQ(CheckDense(dc).find("accd"), std::string::npos);
+    }
+    ScopedEnv disable("EMBER_DISABLE_SCHEDULES", "1");
+    CheckDense(dc);
+  }
 }
 
 // alpha != 1 (and transposed operands, which CanonicalizeDense removes for constant weights) are

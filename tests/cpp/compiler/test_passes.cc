@@ -1,4 +1,5 @@
 #include <ember/compiler/ir/op_registry.h>
+#include <ember/compiler/target.h>
 #include <ember/compiler/transform.h>
 #include <gtest/gtest.h>
 
@@ -185,6 +186,38 @@ TEST(CanonicalizeDense, ConstantWeightsAreReadAsKByN) {
   EXPECT_EQ(g.nodes()[2].op, "MatMul");
   EXPECT_EQ(g.nodes()[4].op, "MatMul");
   EXPECT_EQ(g.UseCounts()[w_nk], 0);  // the Gemm reads a transposed copy
+}
+
+// PackDenseWeights on AVX-512 (panels of 64 columns): a 3 x 70 weight becomes one panel [1][3][64]
+// then the 6 columns left as [3][6]; one-row products and narrow weights stay as they are.
+TEST(PackDenseWeights, StoresPanelsForTheDenseKernel) {
+  const Target avx512 = Target::Parse("llvm -mcpu=skylake-avx512");
+  Graph g;
+  int x = g.AddValue("x", F32({8, 3}));
+  int row = g.AddValue("row", F32({1, 3}));
+  g.inputs() = {x, row};
+  std::vector<float> wv(3 * 70), narrow(3 * 40);
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = static_cast<float>(i);
+  int w = g.AddConstant("w", Floats({3, 70}, wv));
+  int wn = g.AddConstant("wn", Floats({3, 40}, narrow));
+  int packed = Add(g, "Gemm", {x, w}, GemmAttrs(0));
+  int gemv = Add(g, "Gemm", {row, w}, GemmAttrs(0));
+  int thin = Add(g, "Gemm", {x, wn}, GemmAttrs(0));
+  g.outputs() = {packed, gemv, thin};
+  PackDenseWeights(&g, avx512);
+  const Node& n = g.nodes()[0];
+  ASSERT_EQ(n.GetInt(kPackedDenseWidthAttr, 0), 64);
+  const Value& p = g.value(n.inputs[1]);
+  EXPECT_EQ(p.type.shape, (std::vector<int64_t>{3, 70}));  // the declared shape stays
+  std::vector<double> v = p.constant->ToDoubleVector();
+  // W[r][c] = 70 r + c: panel element (r, c) at r * 64 + c, the rest (r, 64 + j) at 192 + 6 r + j.
+  EXPECT_EQ(v[1 * 64 + 5], 70 + 5);
+  EXPECT_EQ(v[2 * 64 + 63], 140 + 63);
+  EXPECT_EQ(v[192 + 6 * 2 + 5], 140 + 69);
+  EXPECT_EQ(v[192 + 0], 64);
+  EXPECT_FALSE(g.nodes()[1].HasAttr(kPackedDenseWidthAttr));  // a GEMV reads W in place
+  EXPECT_EQ(g.nodes()[1].inputs[1], w);
+  EXPECT_FALSE(g.nodes()[2].HasAttr(kPackedDenseWidthAttr));  // 40 columns: no full panel
 }
 
 AttrMap Conv1x1() {
