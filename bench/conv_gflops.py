@@ -44,6 +44,7 @@ import json
 import os
 import resource
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -194,8 +195,10 @@ def profile(ember_run, art, threads, rounds):
     best, rows, totals, cpu_per_wall = {}, {}, [], []
     for _ in range(rounds):
         cpu0, wall0 = child_cpu_s(), time.monotonic()
-        out = run(ember_run + [art, "--profile", "--json", "--threads", str(threads)],
-                  "ember-run --profile")
+        # The model's outputs go to a scratch folder, not into the caller's directory.
+        with tempfile.TemporaryDirectory(prefix="conv_gflops_out_") as scratch:
+            out = run(ember_run + [art, "--profile", "--json", "--threads", str(threads),
+                                   "--output-dir", scratch], "ember-run --profile")
         cpu_per_wall.append((child_cpu_s() - cpu0) / max(time.monotonic() - wall0, 1e-9))
         rep = last_json(out, "ember-run")
         prof = rep.get("profile")

@@ -120,7 +120,10 @@ def write_artifact(folder, anchors=True):
 
 FAKE_EMBER_RUN = textwrap.dedent("""\
     import json, sys
-    assert sys.argv[2:] == ["--profile", "--json", "--threads", "1"], sys.argv
+    args = sys.argv[2:]
+    assert args[:4] == ["--profile", "--json", "--threads", "1"], sys.argv
+    # Outputs go to a scratch folder, never into the caller's current directory.
+    assert args[4] == "--output-dir" and args[5] != "." and len(args) == 6, sys.argv
     rows = [(5, "fused_conv_relu", 2.0), (6, "fused_conv", 1.0), (7, "fused_conv_1", 0.5)]
     total = sum(t for _, _, t in rows)
     print("{}")  # only the last JSON line counts
