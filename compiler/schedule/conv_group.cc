@@ -331,7 +331,7 @@ bool BuildConvEpilogueAt(const FusedGroup& group, const ConvGroup& m, lower::Low
   return BuildEpilogueAt(group, *m.conv, ops, f, x, w, at);
 }
 
-bool BuildEpilogueAt(const FusedGroup& group, const Node& conv, const AnchorOperands& m,
+bool BuildEpilogueAt(const FusedGroup& group, const Node& anchor, const AnchorOperands& m,
                      lower::LoweredFunc* f, lower::Buffer* x, lower::Buffer* w,
                      ConvEpilogueAt* at) {
   const Graph& g = *group.graph;
@@ -352,19 +352,19 @@ bool BuildEpilogueAt(const FusedGroup& group, const Node& conv, const AnchorOper
     if (vid == m.x_id && !xb) xb = lf.args.back().buffer;
     if (vid == m.w_id && !wb) wb = lf.args.back().buffer;
   }
-  const std::vector<int64_t>& oshape = g.value(conv.outputs[0]).type.shape;
-  te::Tensor raw = te::Placeholder(oshape, te::Float(32), conv.name + "_raw");
+  const std::vector<int64_t>& oshape = g.value(anchor.outputs[0]).type.shape;
+  te::Tensor raw = te::Placeholder(oshape, te::Float(32), anchor.name + "_raw");
   te::Tensor bias = m.bias_id >= 0 ? env.at(m.bias_id) : te::Tensor();
-  env[conv.outputs[0]] = te::Compute(
+  env[anchor.outputs[0]] = te::Compute(
       oshape,
       [&](const std::vector<te::Expr>& i) {
         te::Expr v = raw(i);
         if (bias.defined()) v = v + bias(m.bias_index(i));
         return v;
       },
-      conv.name + "_out");
+      anchor.name + "_out");
   for (const Node* node : group.nodes) {
-    if (node != &conv && !ComputeNode(g, *node, &env)) return false;
+    if (node != &anchor && !ComputeNode(g, *node, &env)) return false;
   }
   auto out = env.find(group.outputs[0]);
   if (out == env.end() || out->second.dtype() != te::Float(32) || out->second.shape() != oshape) {

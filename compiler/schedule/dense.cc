@@ -99,7 +99,7 @@ struct WeightSource {
 
 struct DenseContext {
   const DenseGroup& d;
-  Buffer a, out;
+  Buffer a, w, out;
   const ConvEpilogueAt& at;
   lower::LoweredFunc* f;  // receives the accumulator locals
 };
@@ -163,6 +163,71 @@ int64_t DivisorAtMost(int64_t tiles, int64_t most) {
   return 1;
 }
 
+// Every full panel of columns: a task per panel (or per group of its row tiles, when the panels
+// are too few for the pool) reads its panel packed (at compile time, or copied by the task into a
+// workspace slice of its own; a GEMV reads it in place) and runs its row tiles against it.
+Stmt PanelTasks(const DenseContext& c, const DenseParams& p, bool par) {
+  const DenseGroup& d = c.d;
+  const int64_t width = p.vectors * p.lanes, panels = d.n / width, row_tiles = d.m / p.rows;
+  const int lanes = static_cast<int>(p.lanes);
+  const bool prepacked = d.packed_width > 0, copy = !prepacked && d.m >= kMinRowsToPack;
+  const int64_t groups =
+      par && panels < kMinTasks ? DivisorAtMost(row_tiles, kMinTasks / panels) : 1;
+  const int64_t per_group = row_tiles / groups, tasks = panels * groups;
+  Expr task = te::MakeVar("task");
+  Expr panel = te::FloorDiv(task, Expr(groups)), grp = te::FloorMod(task, Expr(groups));
+  Expr n0 = panel * width;
+  std::vector<Stmt> work;
+  WeightSource w =
+      prepacked ? WeightSource{c.w, panel * (d.k * width), width} : WeightSource{c.w, n0, d.n};
+  if (copy) {
+    Buffer slices = NewFloatBuffer(d.gemm->name + "_panel_ws", tasks * d.k * width,
+                                   lower::BufferScope::kWorkspace);
+    c.f->workspaces.push_back(slices);
+    Expr kk = te::MakeVar("kk"), j = te::MakeVar("j");
+    Expr slice = task * (d.k * width);
+    work.push_back(lower::For(kk, d.k, ForKind::kSerial,
+                              lower::For(j, width, ForKind::kVectorized,
+                                         lower::Store(slices, slice + kk * width + j,
+                                                      BufferLoad(c.w, kk * d.n + n0 + j)))));
+    w = WeightSource{slices, slice, width};
+  }
+  work.push_back(
+      RowTiles(c, "m", grp * per_group, per_group, p.rows, false, n0, p.vectors, lanes, w));
+  if (d.m % p.rows > 0) {  // the last group takes the rows after the last full tile
+    work.push_back(lower::If(grp == Expr(groups - 1),
+                             RowTiles(c, "m", Expr(0), 0, p.rows, true, n0, p.vectors, lanes, w)));
+  }
+  return lower::For(task, tasks, par && tasks > 1 ? ForKind::kParallel : ForKind::kSerial,
+                    lower::Seq(work));
+}
+
+// The columns after the last full panel, reading W in place (packed: the [K][N % width] block
+// after the panels): whole vectors, then one narrower vector each of half, a quarter, ... of the
+// width (10 columns on AVX-512: 8 + 2) rather than a scalar register per column.
+void RestColumns(const DenseContext& c, const DenseParams& p, std::vector<Stmt>* body) {
+  const DenseGroup& d = c.d;
+  const int64_t first = d.n / (p.vectors * p.lanes) * (p.vectors * p.lanes);
+  const int64_t row_tiles = d.m / p.rows;
+  auto source = [&](int64_t col) {
+    return d.packed_width > 0 ? WeightSource{c.w, Expr(first * d.k + col - first), d.n - first}
+                              : WeightSource{c.w, Expr(col), d.n};
+  };
+  int64_t col = first;
+  const int64_t vectors = (d.n - col) / p.lanes;
+  if (vectors > 0) {
+    body->push_back(RowTiles(c, "v", Expr(0), row_tiles, p.rows, true, Expr(col), vectors,
+                             static_cast<int>(p.lanes), source(col)));
+    col += vectors * p.lanes;
+  }
+  for (int64_t narrow = p.lanes / 2; narrow >= 1; narrow /= 2) {
+    if (d.n - col < narrow) continue;
+    body->push_back(RowTiles(c, "w" + std::to_string(narrow), Expr(0), row_tiles, p.rows, true,
+                             Expr(col), 1, static_cast<int>(narrow), source(col)));
+    col += narrow;
+  }
+}
+
 }  // namespace
 
 int64_t DenseWeightPanel(int64_t rows, int64_t columns, const Target& target) {
@@ -188,79 +253,20 @@ bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const
         return row_bias ? std::vector<Expr>{Expr(0), i[1]} : std::vector<Expr>{i[1]};
       }};
   if (!BuildEpilogueAt(group, *d.gemm, operands, &f, &ab, &wb, &at)) return false;
-  const int lanes = static_cast<int>(entry.lanes);
-  DenseContext c{d, ab, f.args.back().buffer, at, &f};
-  Buffer probe = NewVectorAccumulator("probe", lanes);
-  if (!EpilogueColumns(c, Expr(0), Expr(0), lanes, BufferLoad(probe, 0)).defined()) return false;
-
+  DenseContext c{d, ab, wb, f.args.back().buffer, at, &f};
+  Buffer probe = NewVectorAccumulator("probe", entry.lanes);
+  if (!EpilogueColumns(c, Expr(0), Expr(0), static_cast<int>(entry.lanes), BufferLoad(probe, 0))
+           .defined()) {
+    return false;
+  }
   // Weights packed at compile time fix the panel width; the default lowering reads other widths.
   const bool prepacked = d.packed_width > 0;
   if (prepacked && d.packed_width != entry.vectors * entry.lanes) return false;
   const DenseParams p = TunedDenseParams(opts, d.m, d.k, d.n, entry, prepacked ? entry.vectors : 0);
-  const int64_t width = p.vectors * p.lanes;
-  const int64_t panels = d.n / width, row_tiles = d.m / p.rows;
-  const bool pack = !prepacked && d.m >= kMinRowsToPack;
   const bool par = opts.parallel && d.m * d.n * d.k >= opts.parallel_min_work;
   std::vector<Stmt> body;
-  if (panels > 0) {
-    // Row groups per panel: enough tasks for the pool when the panels alone are too few.
-    const int64_t groups =
-        par && panels < kMinTasks ? DivisorAtMost(row_tiles, kMinTasks / panels) : 1;
-    const int64_t per_group = row_tiles / groups;
-    Buffer packed;
-    if (pack) {
-      packed = NewFloatBuffer(d.gemm->name + "_panel_ws", panels * groups * d.k * width,
-                              lower::BufferScope::kWorkspace);
-      f.workspaces.push_back(packed);
-    }
-    Expr task = te::MakeVar("task");
-    Expr panel = te::FloorDiv(task, Expr(groups)), grp = te::FloorMod(task, Expr(groups));
-    Expr n0 = panel * width;
-    std::vector<Stmt> work;
-    WeightSource w =
-        prepacked ? WeightSource{wb, panel * (d.k * width), width} : WeightSource{wb, n0, d.n};
-    if (pack) {
-      Expr kk = te::MakeVar("kk"), j = te::MakeVar("j");
-      Expr slice = task * (d.k * width);
-      work.push_back(lower::For(kk, d.k, ForKind::kSerial,
-                                lower::For(j, width, ForKind::kVectorized,
-                                           lower::Store(packed, slice + kk * width + j,
-                                                        BufferLoad(wb, kk * d.n + n0 + j)))));
-      w = WeightSource{packed, slice, width};
-    }
-    Stmt rows =
-        RowTiles(c, "m", grp * per_group, per_group, p.rows, false, n0, p.vectors, lanes, w);
-    work.push_back(rows);
-    if (d.m % p.rows > 0) {
-      work.push_back(lower::If(grp == Expr(groups - 1), RowTiles(c, "m", Expr(0), 0, p.rows, true,
-                                                                 n0, p.vectors, lanes, w)));
-    }
-    const int64_t tasks = panels * groups;
-    body.push_back(lower::For(task, tasks, par && tasks > 1 ? ForKind::kParallel : ForKind::kSerial,
-                              lower::Seq(work)));
-  }
-  // Columns after the last panel: whole vectors, reading W in place (packed: the [K][N % width]
-  // block after the panels).
-  const int64_t first_rest = panels * width;
-  auto rest_source = [&](int64_t col) {
-    return prepacked ? WeightSource{wb, Expr(first_rest * d.k + col - first_rest), d.n - first_rest}
-                     : WeightSource{wb, Expr(col), d.n};
-  };
-  int64_t col = first_rest;
-  const int64_t tail_vectors = (d.n - col) / p.lanes;
-  if (tail_vectors > 0) {
-    body.push_back(RowTiles(c, "v", Expr(0), row_tiles, p.rows, true, Expr(col), tail_vectors,
-                            lanes, rest_source(col)));
-    col += tail_vectors * p.lanes;
-  }
-  // Fewer columns than a vector are left: one narrower vector each of half, a quarter, ... of its
-  // width covers them (10 columns on AVX-512: 8 + 2), rather than a scalar register per column.
-  for (int64_t narrow = p.lanes / 2; narrow >= 1; narrow /= 2) {
-    if (d.n - col < narrow) continue;
-    body.push_back(RowTiles(c, "w" + std::to_string(narrow), Expr(0), row_tiles, p.rows, true,
-                            Expr(col), 1, static_cast<int>(narrow), rest_source(col)));
-    col += narrow;
-  }
+  if (d.n >= p.vectors * p.lanes) body.push_back(PanelTasks(c, p, par));
+  RestColumns(c, p, &body);
   f.body = lower::Seq(body);
   f.prefer_vector_bits = p.prefer_vector_bits;
   *out = std::move(f);
