@@ -33,7 +33,7 @@ stage "Python tests"
 EMBER_LIBRARY_PATH="$PWD/build/lib" "$py" -m pytest -q -p no:cacheprovider tests/python tests/models
 stage_done
 
-stage "whole models (MLP, CNN, ResNet-18, MobileNetV2) against ONNX Runtime"
+stage "whole models (MLP, batch-64 MLP, CNN, ResNet-18, MobileNetV2) against ONNX Runtime"
 "$py" bench/compare_ort.py --check-only --work build/compare-ort
 stage_done
 
