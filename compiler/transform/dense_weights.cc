@@ -1,6 +1,7 @@
 // CanonicalizeDense: every dense product with a constant 2-D weight becomes a Gemm that reads the
 // weight as [K][N], the layout compiler/schedule/dense.cc streams row by row (a PyTorch Linear
-// exports Gemm with transB = 1, a Keras Dense exports MatMul). PackDenseWeights then stores such
+// exports Gemm with transB = 1, a Keras Dense exports MatMul; a MatMul of an [..., K] input, as in
+// a transformer, becomes Reshape - Gemm - Reshape). PackDenseWeights then stores such
 // weights in the column panels the target's dense kernel tiles (kPackedDenseWidthAttr).
 #include <ember/compiler/target.h>
 #include <ember/compiler/transform.h>
@@ -47,25 +48,64 @@ bool IsConstantMatrix(const Graph& g, int id) {
   return v.is_constant() && v.type.dtype == kFloat32 && v.type.shape.size() == 2;
 }
 
+// n as a Gemm reading its constant weight as [K][N] (n: a MatMul or Gemm with a 2-D input).
+void AsGemmKN(Graph* graph, Node* n) {
+  if (n->op == "MatMul") {
+    n->op = "Gemm";
+    n->attrs["alpha"] = 1.0;
+    n->attrs["beta"] = 1.0;
+    n->attrs["transA"] = int64_t{0};
+    n->attrs["transB"] = int64_t{0};
+  } else if (n->GetInt("transB", 0) != 0) {
+    const Value& w = graph->value(n->inputs[1]);
+    n->inputs[1] = graph->AddConstant(graph->UniqueName(w.name + "_kn"), Transposed(*w.constant));
+    n->attrs["transB"] = int64_t{0};
+  }
+}
+
+// A MatMul of an [..., K] input and a constant [K][N] weight as Reshape to [rows][K], the Gemm,
+// and Reshape back to [..., N] (a transformer's projections: every leading index is a row).
+void EmitBatchedAsGemm(Graph* graph, Node n) {
+  const TensorType a = graph->value(n.inputs[0]).type, y = graph->value(n.outputs[0]).type;
+  const int64_t k = a.shape.back(), cols = y.shape.back();
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < a.shape.size(); ++d) rows *= a.shape[d];
+  const int a2 =
+      graph->AddValue(graph->UniqueName(n.name + "_rows_in"), TensorType{{rows, k}, a.dtype});
+  const int y2 =
+      graph->AddValue(graph->UniqueName(n.name + "_rows_out"), TensorType{{rows, cols}, y.dtype});
+  graph->nodes().push_back(Node{"Reshape",
+                                n.name + "_rows",
+                                {{"__out_shape", std::vector<int64_t>{rows, k}}},
+                                {n.inputs[0]},
+                                {a2}});
+  const int y_nd = n.outputs[0];
+  Node gemm = std::move(n);
+  gemm.inputs[0] = a2;
+  gemm.outputs = {y2};
+  AsGemmKN(graph, &gemm);
+  const std::string name = gemm.name;
+  graph->nodes().push_back(std::move(gemm));
+  graph->nodes().push_back(
+      Node{"Reshape", name + "_unrows", {{"__out_shape", y.shape}}, {y2}, {y_nd}});
+}
+
 }  // namespace
 
 void CanonicalizeDense(Graph* graph) {
-  for (Node& n : graph->nodes()) {
-    const bool matmul = n.op == "MatMul";
-    if (!matmul && n.op != "Gemm") continue;
-    if (n.inputs.size() < 2 || !IsConstantMatrix(*graph, n.inputs[1])) continue;
-    if (graph->value(n.inputs[0]).type.shape.size() != 2) continue;
-    if (matmul) {
-      n.op = "Gemm";
-      n.attrs["alpha"] = 1.0;
-      n.attrs["beta"] = 1.0;
-      n.attrs["transA"] = int64_t{0};
-      n.attrs["transB"] = int64_t{0};
-    } else if (n.GetInt("transB", 0) != 0) {
-      const Value& w = graph->value(n.inputs[1]);
-      n.inputs[1] = graph->AddConstant(graph->UniqueName(w.name + "_kn"), Transposed(*w.constant));
-      n.attrs["transB"] = int64_t{0};
+  std::vector<Node> nodes = std::move(graph->nodes());
+  graph->nodes().clear();
+  for (Node& n : nodes) {
+    const bool dense = (n.op == "MatMul" || n.op == "Gemm") && n.inputs.size() >= 2 &&
+                       IsConstantMatrix(*graph, n.inputs[1]);
+    const size_t rank = dense ? graph->value(n.inputs[0]).type.shape.size() : 0;
+    if (dense && rank == 2) {
+      AsGemmKN(graph, &n);
+    } else if (dense && rank > 2 && n.op == "MatMul") {
+      EmitBatchedAsGemm(graph, std::move(n));
+      continue;
     }
+    graph->nodes().push_back(std::move(n));
   }
   EliminateDeadCode(graph);
 }

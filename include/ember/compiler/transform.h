@@ -44,9 +44,9 @@ constexpr const char* kPackedWeightIcBlockAttr = "ember_packed_weight_ic_block";
 /*! \brief Repacks constant Conv weights into the blocked layout the target's conv schedule reads
  *  (see kPackedWeightBlockAttr), so kernels do not repack them on every call. */
 void PackConvWeights(Graph* graph, const Target& target);
-/*! \brief MatMul with a 2-D input and a constant 2-D weight becomes Gemm, and a Gemm with
- *  transB = 1 and a constant weight reads a transposed copy: dense products then read their
- *  weight as [K][N] (rows of output columns), as the dense schedule streams it. */
+/*! \brief MatMul with a constant 2-D weight becomes Gemm (through Reshapes to and from rows for
+ *  inputs of rank > 2), and a Gemm with transB = 1 and a constant weight reads a transposed copy:
+ *  dense products then read their weight as [K][N], as the dense schedule streams it. */
 void CanonicalizeDense(Graph* graph);
 /*! \brief Gemm attribute set by PackDenseWeights: the constant [K][N] weight holds its columns in
  *  panels of P (the value) as [N/P][K][P], then the last N % P columns as [K][N % P], under its

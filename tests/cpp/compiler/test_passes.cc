@@ -165,13 +165,13 @@ TEST(CanonicalizeDense, ConstantWeightsAreReadAsKByN) {
   int w_kn = g.AddConstant("w_kn", Floats({3, 2}, {1, 4, 2, 5, 3, 6}));
   int linear = Add(g, "Gemm", {x, w_nk, g.AddConstant("b", Floats({2}, {1, 2}))}, GemmAttrs(1));
   int dense = Add(g, "MatMul", {x, w_kn});
-  int batched = Add(g, "MatMul", {x3, w_kn});  // 3-D: stays a MatMul
+  int batched = Add(g, "MatMul", {x3, w_kn});  // 3-D: the 8 rows through one Gemm
   int activations =
       Add(g, "MatMul", {x, Add(g, "Transpose", {x}, {{"perm", std::vector<int64_t>{1, 0}}})});
   g.outputs() = {linear, dense, batched, activations};
   CanonicalizeDense(&g);
-  ASSERT_EQ(g.nodes().size(), 5u);
-  for (int i : {0, 1}) {
+  ASSERT_EQ(g.nodes().size(), 7u);
+  for (int i : {0, 1, 3}) {
     const Node& n = g.nodes()[i];
     SCOPED_TRACE(n.name);
     EXPECT_EQ(n.op, "Gemm");
@@ -180,12 +180,22 @@ TEST(CanonicalizeDense, ConstantWeightsAreReadAsKByN) {
     const Value& w = g.value(n.inputs[1]);
     EXPECT_EQ(w.type.shape, (std::vector<int64_t>{3, 2}));
     EXPECT_EQ(w.constant->ToDoubleVector(), (std::vector<double>{1, 4, 2, 5, 3, 6}));
-    EXPECT_EQ(g.value(n.outputs[0]).type.shape, (std::vector<int64_t>{2, 2}));
   }
+  EXPECT_EQ(g.value(g.nodes()[0].outputs[0]).type.shape, (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(g.nodes()[0].inputs.size(), 3u);  // the bias stays
-  EXPECT_EQ(g.nodes()[2].op, "MatMul");
-  EXPECT_EQ(g.nodes()[4].op, "MatMul");
-  EXPECT_EQ(g.UseCounts()[w_nk], 0);  // the Gemm reads a transposed copy
+  // [4][2][3] -> Reshape [8][3] -> Gemm [8][2] -> Reshape [4][2][2], the MatMul's own output.
+  const Node &rows = g.nodes()[2], &unrows = g.nodes()[4];
+  EXPECT_EQ(rows.op, "Reshape");
+  EXPECT_EQ(rows.inputs[0], x3);
+  EXPECT_EQ(g.value(rows.outputs[0]).type.shape, (std::vector<int64_t>{8, 3}));
+  EXPECT_EQ(g.nodes()[3].inputs[0], rows.outputs[0]);
+  EXPECT_EQ(g.value(g.nodes()[3].outputs[0]).type.shape, (std::vector<int64_t>{8, 2}));
+  EXPECT_EQ(unrows.op, "Reshape");
+  EXPECT_EQ(unrows.inputs[0], g.nodes()[3].outputs[0]);
+  EXPECT_EQ(unrows.outputs[0], batched);
+  EXPECT_EQ(unrows.GetInts("__out_shape"), (std::vector<int64_t>{4, 2, 2}));
+  EXPECT_EQ(g.nodes()[6].op, "MatMul");  // two activations: left alone
+  EXPECT_EQ(g.UseCounts()[w_nk], 0);     // the Gemm reads a transposed copy
 }
 
 // PackDenseWeights on AVX-512 (panels of 64 columns): a 3 x 70 weight becomes one panel [1][3][64]

@@ -146,6 +146,33 @@ TEST_F(CompileAndRun, GemmSoftmaxAndShapeMathOutputs) {
   ExpectNear(Values(gmod.GetFunction("get_output")(2)), x);
 }
 
+// A transformer-style projection: [2][9][40] x constant [40][70] + bias -> Relu. emberc turns it
+// into Reshape - Gemm over 18 rows (weights packed in panels where the host's dense kernel tiles
+// them) - Reshape, with the bias and Relu after.
+TEST_F(CompileAndRun, BatchedMatMulWithConstantWeight) {
+  constexpr int64_t kB = 2, kS = 9, kK = 40, kN = 70;
+  OnnxBuilder b;
+  b.Input("x", {kB, kS, kK}).Output("y", {kB, kS, kN});
+  std::vector<float> w = Ramp(kK * kN, 0.05f, -0.1f), bias = Ramp(kN, 0.1f, -0.3f);
+  b.FloatInit("w", {kK, kN}, w).FloatInit("bias", {kN}, bias);
+  b.Node("MatMul", "proj", {"x", "w"}, {"m"});
+  b.Node("Add", "add", {"m", "bias"}, {"a"});
+  b.Node("Relu", "relu", {"a"}, {"y"});
+  std::vector<float> x = Ramp(kB * kS * kK, 0.3f, -0.9f);
+  rt::Module gmod = Build(b.Bytes());
+  gmod.GetFunction("set_input")("x", Floats({kB, kS, kK}, x));
+  gmod.GetFunction("run")();
+  std::vector<float> want;
+  for (int64_t r = 0; r < kB * kS; ++r) {
+    for (int64_t c = 0; c < kN; ++c) {
+      double acc = bias[c];
+      for (int64_t k = 0; k < kK; ++k) acc += double{x[r * kK + k]} * w[k * kN + c];
+      want.push_back(static_cast<float>(std::max(acc, 0.0)));
+    }
+  }
+  ExpectNear(Values(gmod.GetFunction("get_output")(0)), want);
+}
+
 TEST_F(CompileAndRun, ErrorsNameTheProblem) {
   ember::compiler::CompileOptions opt;
   opt.model_path = (dir_ / "missing.onnx").string();
