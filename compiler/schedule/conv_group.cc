@@ -14,13 +14,6 @@ namespace {
 
 bool IsF32(DLDataType t) { return t.code == kDLFloat && t.bits == 32 && t.lanes == 1; }
 
-bool IsGroupInput(const FusedGroup& group, int vid) {
-  for (int v : group.inputs) {
-    if (v == vid) return true;
-  }
-  return false;
-}
-
 // The conv node, when every other node is elementwise/broadcast with a compute rule.
 const Node* FindSingleConv(const FusedGroup& group) {
   const Node* conv = nullptr;
@@ -82,6 +75,13 @@ bool ReadGeometry(const Node& conv, const Graph& g, ConvShape* s) {
 }
 
 }  // namespace
+
+bool IsGroupInput(const FusedGroup& group, int vid) {
+  for (int v : group.inputs) {
+    if (v == vid) return true;
+  }
+  return false;
+}
 
 bool MatchConvGroup(const FusedGroup& group, ConvGroup* m) {
   const Graph& g = *group.graph;

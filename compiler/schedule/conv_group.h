@@ -38,6 +38,9 @@ struct ConvGroup {
 /*! \brief The output channel of element i of the conv's output (in its layout). */
 te::Expr OutputChannel(const ConvShape& s, const std::vector<te::Expr>& i);
 
+/*! \brief True when value `vid` is one of the group's inputs (read, not computed, inside it). */
+bool IsGroupInput(const FusedGroup& group, int vid);
+
 /*! \brief Fills *m and returns true when the group has the form above. */
 bool MatchConvGroup(const FusedGroup& group, ConvGroup* m);
 

@@ -47,10 +47,6 @@ struct DenseGroup {
 
 bool IsF32Matrix(const TensorType& t) { return t.dtype == kFloat32 && t.shape.size() == 2; }
 
-bool IsGroupInput(const FusedGroup& group, int vid) {
-  return std::find(group.inputs.begin(), group.inputs.end(), vid) != group.inputs.end();
-}
-
 bool MatchDenseGroup(const FusedGroup& group, DenseGroup* d) {
   if (group.nodes.empty() || group.outputs.size() != 1) return false;
   const Graph& g = *group.graph;
@@ -231,13 +227,10 @@ void RestColumns(const DenseContext& c, const DenseParams& p, std::vector<Stmt>*
 }  // namespace
 
 int64_t DenseWeightPanel(int64_t rows, int64_t columns, const Target& target) {
-  if (SchedulesDisabled() || rows < kMinRowsToPack) return 0;
-  for (const ScheduleEntry* e : EntriesFor(target)) {
-    if (e->kind != ScheduleKind::kDense) continue;
-    const int64_t width = e->dense.vectors * e->dense.lanes;
-    return columns >= width ? width : 0;
-  }
-  return 0;
+  const ScheduleEntry* e = FirstEntryOf(target, ScheduleKind::kDense);
+  if (SchedulesDisabled() || rows < kMinRowsToPack || e == nullptr) return 0;
+  const int64_t width = e->dense.vectors * e->dense.lanes;
+  return columns >= width ? width : 0;
 }
 
 bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const DenseParams& entry,

@@ -79,6 +79,9 @@ const std::vector<ScheduleEntry>& ScheduleTable();
  */
 std::vector<const ScheduleEntry*> EntriesFor(const Target& target);
 
+/*! \brief The first of EntriesFor(target) of `kind`, or null. */
+const ScheduleEntry* FirstEntryOf(const Target& target, ScheduleKind kind);
+
 /*! \brief Offers the group to the kernel of one table entry (true: *out is filled). */
 bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::ScheduleOptions& opts,
               lower::LoweredFunc* out);

@@ -122,6 +122,13 @@ std::vector<const ScheduleEntry*> EntriesFor(const Target& target) {
   return out;
 }
 
+const ScheduleEntry* FirstEntryOf(const Target& target, ScheduleKind kind) {
+  for (const ScheduleEntry* e : EntriesFor(target)) {
+    if (e->kind == kind) return e;
+  }
+  return nullptr;
+}
+
 bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::ScheduleOptions& opts,
               lower::LoweredFunc* out) {
   switch (e.kind) {
@@ -155,10 +162,7 @@ bool MatchLoneConv(const Graph& g, const Node& conv, ConvGroup* m) {
 
 // The first channels-in-lanes entry for the target (the kernel of NCHW[x]c convs), or null.
 const ScheduleEntry* OcVecEntry(const Target& target) {
-  for (const ScheduleEntry* e : EntriesFor(target)) {
-    if (e->kind == ScheduleKind::kConv2dOcVec) return e;
-  }
-  return nullptr;
+  return FirstEntryOf(target, ScheduleKind::kConv2dOcVec);
 }
 
 bool IsDepthwise(const ConvShape& s) {

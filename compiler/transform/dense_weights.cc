@@ -7,6 +7,7 @@
 #include <ember/compiler/transform.h>
 
 #include <memory>
+#include <vector>
 
 #include "../schedule/schedule.h"
 
@@ -14,16 +15,14 @@ namespace ember {
 namespace compiler {
 namespace {
 
-// [N][K] -> [K][N].
-HostTensorPtr Transposed(const HostTensor& w) {
-  const int64_t rows = w.type.shape[0], cols = w.type.shape[1];
-  auto t = std::make_shared<HostTensor>(TensorType{{cols, rows}, w.type.dtype});
-  const float* src = w.Data<float>();
-  float* dst = t->Data<float>();
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) dst[c * rows + r] = src[r * cols + c];
-  }
-  return t;
+// The constant [N][K] weight as [K][N], by the host evaluator's Transpose; null when it declines
+// (a weight beyond its folding limit).
+HostTensorPtr Transposed(const Value& w) {
+  const Node transpose{"Transpose", w.name + "_kn", {{"perm", std::vector<int64_t>{1, 0}}}, {}, {}};
+  const TensorType kn{{w.type.shape[1], w.type.shape[0]}, w.type.dtype};
+  std::vector<HostTensorPtr> out;
+  if (!HostEvaluate(transpose, {w.constant}, {kn}, &out)) return nullptr;
+  return out.at(0);
 }
 
 // [K][N] -> panels of `width` columns [N/width][K][width], then the rest [K][N % width].
@@ -58,7 +57,9 @@ void AsGemmKN(Graph* graph, Node* n) {
     n->attrs["transB"] = int64_t{0};
   } else if (n->GetInt("transB", 0) != 0) {
     const Value& w = graph->value(n->inputs[1]);
-    n->inputs[1] = graph->AddConstant(graph->UniqueName(w.name + "_kn"), Transposed(*w.constant));
+    HostTensorPtr kn = Transposed(w);
+    if (kn == nullptr) return;  // stays transB = 1, for the default lowering
+    n->inputs[1] = graph->AddConstant(graph->UniqueName(w.name + "_kn"), kn);
     n->attrs["transB"] = int64_t{0};
   }
 }

@@ -44,28 +44,31 @@ bool HasFeature(const std::string& features, const std::string& f) {
   return false;
 }
 
-// Whether the target has feature `f`: named in -mattr, or implied by the CPU (-mcpu=haswell has
-// AVX2 without saying so) unless -mattr turned it off.
-bool TargetHasFeature(const Target& t, const std::string& f) {
-  if (HasFeature(t.features, f)) return true;
+// LLVM's view of the target's CPU with its -mattr applied; null without a CPU name.
+std::unique_ptr<llvm::MCSubtargetInfo> CpuSubtarget(const Target& t) {
   std::string err;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(t.triple, err);
-  if (target == nullptr || t.cpu.empty()) return false;
-  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+  if (target == nullptr || t.cpu.empty()) return nullptr;
+  return std::unique_ptr<llvm::MCSubtargetInfo>(
       target->createMCSubtargetInfo(t.triple, t.cpu, t.features));
-  return sti != nullptr && sti->checkFeatures("+" + f);
 }
 
 void FillDerived(Target* t) {
   llvm::Triple triple(t->triple);
   t->pointer_bits = triple.isArch64Bit() ? 64 : 32;
   t->vector_bits = 128;
-  if (triple.isX86()) {
-    if (TargetHasFeature(*t, "avx512f")) {
-      t->vector_bits = 512;
-    } else if (TargetHasFeature(*t, "avx2") || TargetHasFeature(*t, "avx")) {
-      t->vector_bits = 256;
-    }
+  if (!triple.isX86()) return;
+  // A feature named in -mattr, or implied by the CPU (-mcpu=haswell has AVX2 without saying so)
+  // unless -mattr turned it off.
+  const std::unique_ptr<llvm::MCSubtargetInfo> cpu = CpuSubtarget(*t);
+  auto has = [&](const char* f) {
+    return HasFeature(t->features, f) ||
+           (cpu != nullptr && cpu->checkFeatures(std::string("+") + f));
+  };
+  if (has("avx512f")) {
+    t->vector_bits = 512;
+  } else if (has("avx2") || has("avx")) {
+    t->vector_bits = 256;
   }
 }
 
