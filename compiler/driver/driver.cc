@@ -135,6 +135,7 @@ CompileStats Compile(const CompileOptions& opt) {
       {"dead_code", EliminateDeadCode},
       {"canonicalize_dense", CanonicalizeDense},
       {"alter_layout", [&target](Graph* g) { AlterConvLayout(g, target); }},
+      {"winograd_weights", [&target](Graph* g) { WinogradConvWeights(g, target); }},
       {"pack_conv_weights", [&target](Graph* g) { PackConvWeights(g, target); }},
       {"pack_dense_weights", [&target](Graph* g) { PackDenseWeights(g, target); }},
   };

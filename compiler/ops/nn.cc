@@ -1,6 +1,7 @@
 // Compute rules of Conv, ConvTranspose, pooling, Gemm and MatMul. Attributes follow the
 // canonical form (canonical_ops.h): pads/strides/dilations/kernel_shape are always present.
 #include <ember/compiler/ir/layout.h>
+#include <ember/compiler/ir/winograd.h>
 #include <ember/compiler/transform.h>
 
 #include <algorithm>
@@ -64,11 +65,57 @@ std::vector<Expr> PackedWeightIndex(const Node& n, const std::vector<int64_t>& s
   return idx;
 }
 
+// Weight element wi (OIHW) of a conv whose constant holds the Winograd-transformed kernels
+// (kWinogradTileAttr): g = R U R^T from the transformed kernel U stored as [a^2][O/B][I][B].
+// Only a conv no Winograd kernel took reads it so (and host evaluation): 9 loads per element.
+Expr WinogradWeight(const Node& n, const Tensor& w, const std::vector<Expr>& wi) {
+  const WinogradTransform* t = FindWinogradTransform(n.GetInt(kWinogradTileAttr, 0));
+  const int64_t block = n.GetInt(kWinogradBlockAttr, 0);
+  const int64_t oc = w.shape()[0], ic = w.shape()[1];
+  if (t == nullptr || block <= 0 || oc % block != 0 || w.shape()[2] != t->alpha) {
+    Fail(n, "Winograd weights of tile " + std::to_string(n.GetInt(kWinogradTileAttr, 0)) +
+                " do not match their shape");
+  }
+  const int64_t a = t->alpha;
+  Expr sum;
+  for (int64_t p = 0; p < a; ++p) {
+    for (int64_t q = 0; q < a; ++q) {
+      // R[kh][p] * R[kw][q] as expressions of the kernel position (R has 3 rows).
+      Expr rp = te::Const(te::Float(32), 0), rq = te::Const(te::Float(32), 0);
+      bool used = false;
+      for (int64_t k = 0; k < 3; ++k) {
+        if (t->recover[k * a + p] != 0) {
+          rp = te::Select(wi[2] == Expr(k), te::Const(te::Float(32), t->recover[k * a + p]), rp);
+          used = true;
+        }
+      }
+      bool used_q = false;
+      for (int64_t k = 0; k < 3; ++k) {
+        if (t->recover[k * a + q] != 0) {
+          rq = te::Select(wi[3] == Expr(k), te::Const(te::Float(32), t->recover[k * a + q]), rq);
+          used_q = true;
+        }
+      }
+      if (!used || !used_q) continue;
+      Expr flat =
+          (((p * a + q) * (oc / block) + te::FloorDiv(wi[0], Expr(block))) * ic + wi[1]) * block +
+          te::FloorMod(wi[0], Expr(block));
+      Expr u = w({te::FloorDiv(flat, Expr(ic * a * a)),
+                  te::FloorMod(te::FloorDiv(flat, Expr(a * a)), Expr(ic)),
+                  te::FloorMod(te::FloorDiv(flat, Expr(a)), Expr(a)), te::FloorMod(flat, Expr(a))});
+      Expr term = rp * rq * u;
+      sum = sum.defined() ? sum + term : term;
+    }
+  }
+  return sum;
+}
+
 Tensor ConvNchw(const Node& n, const Tensor& x, const Tensor& w, const Tensor& bias,
                 const std::vector<int64_t>& oshape) {
   size_t spatial = static_cast<size_t>(x.ndim() - 2);
   std::vector<int64_t> kdef(w.shape().begin() + 2, w.shape().end());
   Window win = ReadWindow(n, spatial, kdef);
+  const bool winograd = n.HasAttr(kWinogradTileAttr);
   int64_t group = n.GetInt("group", 1);
   int64_t cin = x.shape()[1];
   int64_t cout = w.shape()[0];
@@ -81,7 +128,7 @@ Tensor ConvNchw(const Node& n, const Tensor& x, const Tensor& w, const Tensor& b
   axes.push_back(rc);
   std::vector<IterVar> rk;
   for (size_t d = 0; d < spatial; ++d) {
-    rk.push_back(te::ReduceAxis(w.shape()[2 + d], "rk" + std::to_string(d)));
+    rk.push_back(te::ReduceAxis(win.kernel[d], "rk" + std::to_string(d)));
     axes.push_back(rk.back());
   }
   // Padding is materialised once so the reduction's inner loop reads without bounds checks.
@@ -89,7 +136,7 @@ Tensor ConvNchw(const Node& n, const Tensor& x, const Tensor& w, const Tensor& b
   std::vector<int64_t> pshape = x.shape();
   for (size_t d = 0; d < spatial; ++d) {
     int64_t need =
-        (oshape[2 + d] - 1) * win.strides[d] + (w.shape()[2 + d] - 1) * win.dilations[d] + 1;
+        (oshape[2 + d] - 1) * win.strides[d] + (win.kernel[d] - 1) * win.dilations[d] + 1;
     pshape[2 + d] = std::max(x.shape()[2 + d] + win.pads[d], need);
     if (win.pads[d] > 0 || pshape[2 + d] > x.shape()[2 + d]) padded = true;
   }
@@ -121,7 +168,8 @@ Tensor ConvNchw(const Node& n, const Tensor& x, const Tensor& w, const Tensor& b
           xi.push_back(i[2 + d] * win.strides[d] + rk[d].var * win.dilations[d]);
           wi.push_back(rk[d].var);
         }
-        return te::Sum(xp(xi) * w(PackedWeightIndex(n, w.shape(), wi)), axes);
+        Expr weight = winograd ? WinogradWeight(n, w, wi) : w(PackedWeightIndex(n, w.shape(), wi));
+        return te::Sum(xp(xi) * weight, axes);
       },
       n.name + "_conv");
   if (!bias.defined()) return conv;

@@ -165,34 +165,6 @@ struct TileGrid {
   int64_t tiles_per_row, width, ow0;
 };
 
-// Copies image n into a zero-padded [C][PH][PW] plane set ([C/x][PH][PW][x] for NCHW[x]c
-// input): border columns and rows are zero stores, interior rows a contiguous copy (no
-// per-element bounds check).
-Stmt PadImage(const ConvShape& s, const Buffer& x, const Buffer& padded, const Expr& n, int64_t ph,
-              int64_t pw, const lower::ScheduleOptions& opts) {
-  const int64_t unit = InputUnit(s), planes = s.c / unit;
-  Expr c = te::MakeVar("c"), y = te::MakeVar("y");
-  Expr sy = y - s.pad_t;
-  Expr dst_row = (c * ph + y) * pw * unit;
-  auto zeros = [&](const std::string& name, int64_t begin, int64_t end) {
-    return Range(name, begin * unit, end * unit, ForKind::kVectorized,
-                 [&](const Expr& xx) { return lower::Store(padded, dst_row + xx, F32(0)); });
-  };
-  const int64_t copy_end = std::min(pw, s.pad_l + s.w);
-  Stmt inside =
-      SeqOf({zeros("xl", 0, s.pad_l),
-             Range("x", s.pad_l * unit, copy_end * unit, ForKind::kVectorized,
-                   [&](const Expr& xx) {
-                     Expr src = ((n * planes + c) * s.h + sy) * s.w * unit + (xx - s.pad_l * unit);
-                     return lower::Store(padded, dst_row + xx, BufferLoad(x, src));
-                   }),
-             zeros("xr", copy_end, pw)});
-  Stmt row = lower::If((sy >= 0) && (sy < s.h), inside, zeros("xz", 0, pw));
-  row = lower::For(y, ph, ForKind::kSerial, row);
-  bool par = opts.parallel && s.c * ph * pw >= opts.parallel_min_work && planes > 1;
-  return lower::For(c, planes, par ? ForKind::kParallel : ForKind::kSerial, row);
-}
-
 // Packs OIHW weights into [OC/ocb][ICg][KH][KW][ocb] (when emberc did not at compile time).
 Stmt PackWeights(const ConvShape& s, int64_t ocb, const Buffer& w, const Buffer& packed,
                  const lower::ScheduleOptions& opts) {
@@ -274,7 +246,7 @@ int64_t ChooseOwBlock(int64_t ow, int64_t most) {
 bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
                     const Conv2dOcVecParams& entry, lower::LoweredFunc* out) {
   ConvGroup m;
-  if (!MatchConvGroup(group, &m)) return false;
+  if (!MatchConvGroup(group, &m)) return TryConv2dWinograd(group, opts, entry, out);
   const ConvShape& s = m.s;
   const Conv2dOcVecParams p = BlockedOcVecParams(entry, s);
   const int64_t ocb = OcVecOcBlock(s, p);
@@ -352,7 +324,7 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
                   &f,
                   blocked_out ? &at : nullptr};
   std::vector<Stmt> image;
-  if (padded_input) image.push_back(PadImage(s, xb, padded, n, ph, pw, opts));
+  if (padded_input) image.push_back(PadConvInput(s, xb, padded, n, ph, pw, opts));
   // Narrow outputs take several rows per tile, so each weight load feeds more FMAs.
   const int64_t tile_rows =
       owb == s.ow ? std::max<int64_t>(1, std::min(s.oh, blocking.ow_block / s.ow)) : 1;

@@ -3,11 +3,13 @@
 
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/op_registry.h>
+#include <ember/compiler/transform.h>
 
 #include <map>
 #include <unordered_map>
 
 #include "../ops/op_common.h"
+#include "loop_builders.h"
 
 namespace ember::compiler::schedule {
 namespace {
@@ -49,17 +51,20 @@ bool ReadGeometry(const Node& conv, const Graph& g, ConvShape* s) {
   const TensorType xt{NchwShape(x, in_block), x.dtype}, ot{NchwShape(o, out_block), o.dtype};
   if (xt.shape.size() != 4 || wt.shape.size() != 4 || ot.shape.size() != 4) return false;
   if (!IsF32(xt.dtype) || !IsF32(wt.dtype) || !IsF32(ot.dtype)) return false;
+  // kernel_shape, not W's spatial dims: Winograd weights hold transformed kernels.
+  const std::vector<int64_t> kernel = conv.GetInts("kernel_shape", {wt.shape[2], wt.shape[3]});
   std::vector<int64_t> dil = conv.GetInts("dilations", {1, 1});
   std::vector<int64_t> strides = conv.GetInts("strides", {1, 1});
   std::vector<int64_t> pads = conv.GetInts("pads", {0, 0, 0, 0});
-  if (dil.size() != 2 || dil[0] != 1 || dil[1] != 1 || strides.size() != 2 || pads.size() != 4) {
+  if (dil.size() != 2 || dil[0] != 1 || dil[1] != 1 || strides.size() != 2 || pads.size() != 4 ||
+      kernel.size() != 2) {
     return false;
   }
   *s = ConvShape{xt.shape[0], xt.shape[1],
                  xt.shape[2], xt.shape[3],
                  ot.shape[1], ot.shape[2],
-                 ot.shape[3], wt.shape[2],
-                 wt.shape[3], strides[0],
+                 ot.shape[3], kernel[0],
+                 kernel[1],   strides[0],
                  strides[1],  pads[0],
                  pads[1],     conv.GetInt("group", 1),
                  0,           0,
@@ -83,7 +88,9 @@ bool IsGroupInput(const FusedGroup& group, int vid) {
   return false;
 }
 
-bool MatchConvGroup(const FusedGroup& group, ConvGroup* m) {
+namespace {
+
+bool MatchAnyConvGroup(const FusedGroup& group, ConvGroup* m) {
   const Graph& g = *group.graph;
   const Node* conv = FindSingleConv(group);
   if (conv == nullptr || group.outputs.size() != 1 || conv->outputs.size() != 1) return false;
@@ -107,6 +114,16 @@ bool MatchConvGroup(const FusedGroup& group, ConvGroup* m) {
   m->bias_id = has_bias ? conv->inputs[2] : -1;
   m->s = s;
   return true;
+}
+
+}  // namespace
+
+bool MatchConvGroup(const FusedGroup& group, ConvGroup* m) {
+  return MatchAnyConvGroup(group, m) && !m->conv->HasAttr(kWinogradTileAttr);
+}
+
+bool MatchWinogradConvGroup(const FusedGroup& group, ConvGroup* m) {
+  return MatchAnyConvGroup(group, m) && m->conv->HasAttr(kWinogradTileAttr);
 }
 
 te::Expr EpilogueOnBlockVector(const ConvEpilogueAt& at, const te::Expr& n, const te::Expr& cb,
@@ -412,6 +429,33 @@ bool EpilogueReadsPlaneFlat(const ConvEpilogueAt& at, int64_t ow) {
     }
   });
   return flat;
+}
+
+lower::Stmt PadConvInput(const ConvShape& s, const lower::Buffer& x, const lower::Buffer& padded,
+                         const te::Expr& n, int64_t ph, int64_t pw,
+                         const lower::ScheduleOptions& opts) {
+  const int64_t unit = std::max<int64_t>(1, s.in_block), planes = s.c / unit;
+  te::Expr c = te::MakeVar("c"), y = te::MakeVar("y");
+  te::Expr sy = y - s.pad_t;
+  te::Expr dst_row = (c * ph + y) * pw * unit;
+  auto zeros = [&](const std::string& name, int64_t begin, int64_t end) {
+    return Range(name, begin * unit, end * unit, lower::ForKind::kVectorized,
+                 [&](const te::Expr& xx) { return lower::Store(padded, dst_row + xx, F32(0)); });
+  };
+  const int64_t copy_end = std::min(pw, s.pad_l + s.w);
+  lower::Stmt inside =
+      SeqOf({zeros("xl", 0, s.pad_l),
+             Range("x", s.pad_l * unit, copy_end * unit, lower::ForKind::kVectorized,
+                   [&](const te::Expr& xx) {
+                     te::Expr src =
+                         ((n * planes + c) * s.h + sy) * s.w * unit + (xx - s.pad_l * unit);
+                     return lower::Store(padded, dst_row + xx, lower::BufferLoad(x, src));
+                   }),
+             zeros("xr", copy_end, pw)});
+  lower::Stmt row = lower::If((sy >= 0) && (sy < s.h), inside, zeros("xz", 0, pw));
+  row = lower::For(y, ph, lower::ForKind::kSerial, row);
+  bool par = opts.parallel && s.c * ph * pw >= opts.parallel_min_work && planes > 1;
+  return lower::For(c, planes, par ? lower::ForKind::kParallel : lower::ForKind::kSerial, row);
 }
 
 }  // namespace ember::compiler::schedule

@@ -41,8 +41,11 @@ te::Expr OutputChannel(const ConvShape& s, const std::vector<te::Expr>& i);
 /*! \brief True when value `vid` is one of the group's inputs (read, not computed, inside it). */
 bool IsGroupInput(const FusedGroup& group, int vid);
 
-/*! \brief Fills *m and returns true when the group has the form above. */
+/*! \brief Fills *m and returns true when the group has the form above and its conv reads plain
+ * (OIHW or blocked) weights, not Winograd-transformed ones (kWinogradTileAttr). */
 bool MatchConvGroup(const FusedGroup& group, ConvGroup* m);
+/*! \brief MatchConvGroup for the convs with Winograd-transformed weights only. */
+bool MatchWinogradConvGroup(const FusedGroup& group, ConvGroup* m);
 
 /*! \brief Index of the conv's raw result (no bias) for output element (n, oc, oh, ow). */
 using ConvResultIndex = std::function<te::Expr(const std::vector<te::Expr>& i)>;
@@ -110,6 +113,14 @@ lower::Buffer NewFloatBuffer(const std::string& name, int64_t size, lower::Buffe
 /*! \brief A register-tile accumulator: one local of `lanes` float32 values (a SIMD register when
  * lanes is the target's vector width; a scalar when 1). */
 lower::Buffer NewVectorAccumulator(const std::string& name, int64_t lanes);
+
+/*! \brief Copies image n of the conv's input `x` into a zero-padded [C][PH][PW] plane set
+ * ([C/x][PH][PW][x] for NCHW[x]c input; rows and columns past the input's end padding are zeros
+ * too): border columns and rows are zero stores, interior rows a contiguous copy (no per-element
+ * bounds check). Parallel over planes when worth it. */
+lower::Stmt PadConvInput(const ConvShape& s, const lower::Buffer& x, const lower::Buffer& padded,
+                         const te::Expr& n, int64_t ph, int64_t pw,
+                         const lower::ScheduleOptions& opts);
 
 }  // namespace ember::compiler::schedule
 

@@ -176,6 +176,25 @@ bool TryConv2d1x1(const FusedGroup& group, const lower::ScheduleOptions& opts,
 bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
                     const Conv2dOcVecParams& p, lower::LoweredFunc* out);
 
+/*!
+ * \brief A 3 x 3 stride-1 conv in NCHW[x]c whose weights WinogradConvWeights transformed
+ * (kWinogradTileAttr), followed by elementwise/broadcast epilogue nodes, as Winograd F(m x m,
+ * 3 x 3) with p's register blocking: see conv2d_winograd.cc. TryConv2dOcVec hands such groups to
+ * it. Returns false (and leaves *out alone) when the group does not fit.
+ */
+bool TryConv2dWinograd(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                       const Conv2dOcVecParams& p, lower::LoweredFunc* out);
+
+/*! \brief Output tile m of the Winograd kernel for a conv of this shape under the
+ * channels-in-lanes entry p (4 or 2), or 0 when the direct kernel should run it: not 3 x 3
+ * stride 1 ungrouped NCHW[x]c, too few channels, or a plane the tiles would cover wastefully. */
+int64_t WinogradTileFor(const ConvShape& s, const Conv2dOcVecParams& p);
+
+/*! \brief WinogradTileFor of a graph's conv on `target` (0 when schedules are disabled or no
+ * channels-in-lanes entry exists); *block receives the output-channel block of the transformed
+ * weights' layout. */
+int64_t ConvWinogradTile(const Graph& g, const Node& conv, const Target& target, int64_t* block);
+
 /*! \brief Output columns per channels-in-lanes tile for output width `ow` and block `most`: the
  * largest divisor of `ow` in [most/2, most] (no tail tile), else min(ow, most). */
 int64_t ChooseOwBlock(int64_t ow, int64_t most);

@@ -187,6 +187,16 @@ int64_t ConvLayoutBlock(const Graph& g, const Node& conv, const Target& target) 
   return 0;
 }
 
+int64_t ConvWinogradTile(const Graph& g, const Node& conv, const Target& target, int64_t* block) {
+  ConvGroup m;
+  if (SchedulesDisabled() || !MatchLoneConv(g, conv, &m)) return 0;
+  const ScheduleEntry* e = OcVecEntry(target);
+  if (e == nullptr) return 0;
+  const int64_t tile = WinogradTileFor(m.s, e->conv_ocvec);
+  if (tile != 0) *block = OcVecOcBlock(m.s, BlockedOcVecParams(e->conv_ocvec, m.s));
+  return tile;
+}
+
 int64_t ConvWeightIcBlock(const Graph& g, const Node& conv) {
   ConvGroup m;
   if (!MatchLoneConv(g, conv, &m) || m.s.group != 1) return 0;

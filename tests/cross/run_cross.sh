@@ -109,7 +109,7 @@ cross_ctest() {
 }
 
 # --- 3. whole models: ARM outputs against x86-64 ------------------------------------------------
-MODELS=(mlp mlp_batch64 cnn mobilenetv2)
+MODELS=(mlp mlp_batch64 cnn mobilenetv2 resnet18)
 prepare_models() {
   mkdir -p "$WORK/models" || return 1
   local m need=0
@@ -118,7 +118,7 @@ prepare_models() {
   done
   if [ $need = 1 ]; then
     "$PY" "$ROOT/tests/models/gen_models.py" "$WORK/models" --only mlp --only mlp_batch64 \
-      --only cnn --only mobilenetv2 || return 1
+      --only cnn --only mobilenetv2 --only resnet18 || return 1
   fi
   # One seeded input per model, shared by every target.
   "$PY" - "$WORK/models" "${MODELS[@]}" <<'EOF' || return 1

@@ -44,6 +44,15 @@ constexpr const char* kPackedWeightIcBlockAttr = "ember_packed_weight_ic_block";
 /*! \brief Repacks constant Conv weights into the blocked layout the target's conv schedule reads
  *  (see kPackedWeightBlockAttr), so kernels do not repack them on every call. */
 void PackConvWeights(Graph* graph, const Target& target);
+/*! \brief Conv attributes set by WinogradConvWeights: the conv runs as F(m x m, 3 x 3) (m = the
+ *  tile attribute's value, see ember/compiler/ir/winograd.h) and its weight constant holds
+ *  U = G g G^T of every (output, input) channel pair as [alpha^2][OC/B][IC][B] (B = the block
+ *  attribute's value), under the declared shape [OC][IC][alpha][alpha]. */
+constexpr const char* kWinogradTileAttr = "ember_winograd_tile";
+constexpr const char* kWinogradBlockAttr = "ember_winograd_block";
+/*! \brief Transforms, once at compile time, the constant weights of the 3 x 3 convs the target's
+ *  Winograd kernel takes (see kWinogradTileAttr and compiler/schedule/conv2d_winograd.cc). */
+void WinogradConvWeights(Graph* graph, const Target& target);
 /*! \brief MatMul with a constant 2-D weight becomes Gemm (through Reshapes to and from rows for
  *  inputs of rank > 2), and a Gemm with transB = 1 and a constant weight reads a transposed copy:
  *  dense products then read their weight as [K][N], as the dense schedule streams it. */

@@ -4,6 +4,7 @@
 // pads, reduction chunks and fused epilogues (bias, residual Add, Relu).
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/op_registry.h>
+#include <ember/compiler/ir/winograd.h>
 #include <ember/compiler/target.h>
 #include <ember/compiler/transform.h>
 #include <ember/runtime/c_runtime_api.h>
@@ -58,13 +59,42 @@ int64_t OcVecPacking(const BlockedCase& c, const schedule::Conv2dOcVecParams& p)
   return p.oc_vectors >= 2 && (c.oc / c.group) % (2 * lanes) == 0 ? 2 * lanes : lanes;
 }
 
-// Compiles the blocked conv group with `schedule` forced (null: default schedule, OIHW weights),
-// checks that the kernel's accumulators (`marker`) appear in its loop IR, runs it and compares
-// with a direct conv on the NCHW data.
-void CheckBlockedConv(const char* schedule, const char* marker, int64_t packed_block,
-                      int64_t packed_ic_block, const BlockedCase& bc) {
+// Weights as emberc stores them for the conv: plain OIHW, packed blocks (PackConvWeights) or
+// Winograd-transformed (WinogradConvWeights: then `block` is kWinogradBlockAttr).
+struct WeightForm {
+  int64_t block = 0, ic_block = 0;
+  int64_t winograd_tile = 0;
+};
+
+// OIHW 3 x 3 weights transformed as WinogradConvWeights stores them: U = G g G^T per channel
+// pair, [alpha^2][OC/block][IC][block]; *u has the declared shape [OC][IC][alpha][alpha].
+void TransformLikeEmberc(HostArray& w, int64_t tile, int64_t block, HostArray* u) {
+  const WinogradTransform& t = *FindWinogradTransform(tile);
+  const int64_t oc = w.shape[0], ic = w.shape[1], a = t.alpha;
+  for (int64_t o = 0; o < oc; ++o)
+    for (int64_t i = 0; i < ic; ++i)
+      for (int64_t p = 0; p < a; ++p)
+        for (int64_t q = 0; q < a; ++q) {
+          double sum = 0;  // (G g G^T)[p][q]
+          for (int64_t kh = 0; kh < 3; ++kh)
+            for (int64_t kw = 0; kw < 3; ++kw) {
+              sum += t.g[p * 3 + kh] * t.g[q * 3 + kw] *
+                     w.data<float>()[((o * ic + i) * 3 + kh) * 3 + kw];
+            }
+          u->data<float>()[(((p * a + q) * (oc / block) + o / block) * ic + i) * block +
+                           o % block] = static_cast<float>(sum);
+        }
+}
+
+// Compiles the blocked conv group with `schedule` forced (null: default schedule), its weights
+// in `form`, checks that the kernel's marker (an accumulator or local name) appears in its loop
+// IR, runs it and compares with a direct conv on the NCHW data.
+void CheckBlockedConv(const char* schedule, const char* marker, const WeightForm& form,
+                      const BlockedCase& bc) {
+  const int64_t packed_block = form.block, packed_ic_block = form.ic_block;
   SCOPED_TRACE(std::string(schedule != nullptr ? schedule : "default") + " " + CaseName(bc) +
-               " packed " + std::to_string(packed_block) + "/" + std::to_string(packed_ic_block));
+               " packed " + std::to_string(packed_block) + "/" + std::to_string(packed_ic_block) +
+               " winograd " + std::to_string(form.winograd_tile));
   ScopedEnv force("EMBER_SCHEDULE", schedule != nullptr ? schedule : "");
   ScopedEnv disable("EMBER_DISABLE_SCHEDULES", schedule != nullptr ? "0" : "1");
   const int64_t oh = (bc.h + 2 * bc.pad - bc.k) / bc.stride + 1;
@@ -74,7 +104,11 @@ void CheckBlockedConv(const char* schedule, const char* marker, int64_t packed_b
   const std::vector<int64_t> oblocked = BlockedShape(oshape, bc.out_block);
   KernelGraph kg;
   int x = kg.Input("x", BlockedShape(xshape, bc.in_block));
-  int w = kg.Input("w", {bc.oc, icg, bc.k, bc.k});
+  const int64_t alpha = form.winograd_tile + 2;
+  const std::vector<int64_t> wshape = form.winograd_tile > 0
+                                          ? std::vector<int64_t>{bc.oc, icg, alpha, alpha}
+                                          : std::vector<int64_t>{bc.oc, icg, bc.k, bc.k};
+  int w = kg.Input("w", wshape);
   std::vector<int> conv_in{x, w};
   if (bc.bias) conv_in.push_back(kg.Input("b", {bc.oc}));
   int r = bc.residual ? kg.Input("r", oblocked) : -1;
@@ -85,8 +119,13 @@ void CheckBlockedConv(const char* schedule, const char* marker, int64_t packed_b
                 {"group", bc.group},
                 {kDataLayoutAttr, LayoutName(bc.in_block)},
                 {kOutLayoutAttr, LayoutName(bc.out_block)}};
-  if (packed_block > 1) attrs[kPackedWeightBlockAttr] = packed_block;
-  if (packed_ic_block > 1) attrs[kPackedWeightIcBlockAttr] = packed_ic_block;
+  if (form.winograd_tile > 0) {
+    attrs[kWinogradTileAttr] = form.winograd_tile;
+    attrs[kWinogradBlockAttr] = packed_block;
+  } else if (packed_block > 1) {
+    attrs[kPackedWeightBlockAttr] = packed_block;
+    if (packed_ic_block > 1) attrs[kPackedWeightIcBlockAttr] = packed_ic_block;
+  }
   int y = kg.Add("Conv", conv_in, {TensorType{oblocked, kFloat32}}, attrs)[0];
   if (bc.residual) y = kg.Add("Add", {y, r}, {TensorType{oblocked, kFloat32}})[0];
   if (bc.relu) y = kg.Add("Relu", {y}, {TensorType{oblocked, kFloat32}})[0];
@@ -106,9 +145,13 @@ void CheckBlockedConv(const char* schedule, const char* marker, int64_t packed_b
   HostArray bx(BlockedShape(xshape, bc.in_block), kFloat32), br(oblocked, kFloat32);
   ToBlocked(hx, bc.in_block, &bx);
   ToBlocked(hr, bc.out_block, &br);
-  HostArray hw_call(hw.shape, kFloat32);
-  hw_call.bytes = hw.bytes;
-  if (packed_block > 1) {
+  HostArray hw_call(wshape, kFloat32);
+  if (form.winograd_tile > 0) {
+    TransformLikeEmberc(hw, form.winograd_tile, packed_block, &hw_call);
+  } else {
+    hw_call.bytes = hw.bytes;
+  }
+  if (form.winograd_tile == 0 && packed_block > 1) {
     testing::PackWeightsLikeEmberc(&hw_call, packed_block, std::max<int64_t>(1, packed_ic_block));
   }
   std::vector<HostArray*> args{&bx, &hw_call};
@@ -162,8 +205,9 @@ TEST(BlockedLayout, ChannelsInLanesKernelMatchesTheReference) {
     for (const BlockedCase& c : cases) {
       if (c.out_block > e.conv_ocvec.lanes) continue;  // the kernel takes blocks it can fill
       // As PackConvWeights packs them (input channels blocked like the data), and without.
-      CheckBlockedConv(name, "accm0_0[", OcVecPacking(c, e.conv_ocvec), c.in_block, c);
-      if (c.in_block > 0) CheckBlockedConv(name, "accm0_0[", OcVecPacking(c, e.conv_ocvec), 0, c);
+      const int64_t block = OcVecPacking(c, e.conv_ocvec);
+      CheckBlockedConv(name, "accm0_0[", {block, c.in_block}, c);
+      if (c.in_block > 0) CheckBlockedConv(name, "accm0_0[", {block, 0}, c);
     }
   }
 }
@@ -179,18 +223,49 @@ TEST(BlockedLayout, DepthwiseKernelMatchesTheReference) {
   for (const char* name : {"depthwise_conv2d_avx512", "depthwise_conv2d_avx2"}) {
     for (const BlockedCase& c : cases) {
       if (c.out_block > Entry(name).depthwise.lanes) continue;
-      CheckBlockedConv(name, "wvec0[", c.out_block, 0, c);
+      CheckBlockedConv(name, "wvec0[", {c.out_block, 0}, c);
     }
   }
 }
 
 TEST(BlockedLayout, DefaultScheduleComputesBlockedConvs) {
-  CheckBlockedConv(nullptr, nullptr, 0, 0, {1, 16, 6, 7, 32, 3, 1, 1, 1, true, true, true, 16, 16});
-  CheckBlockedConv(nullptr, nullptr, 0, 0, {1, 3, 8, 8, 8, 3, 2, 1, 1, false, false, false, 0, 8});
-  CheckBlockedConv(nullptr, nullptr, 0, 0, {1, 8, 5, 5, 8, 3, 1, 1, 8, true, true, false, 8, 8});
+  CheckBlockedConv(nullptr, nullptr, {}, {1, 16, 6, 7, 32, 3, 1, 1, 1, true, true, true, 16, 16});
+  CheckBlockedConv(nullptr, nullptr, {}, {1, 3, 8, 8, 8, 3, 2, 1, 1, false, false, false, 0, 8});
+  CheckBlockedConv(nullptr, nullptr, {}, {1, 8, 5, 5, 8, 3, 1, 1, 8, true, true, false, 8, 8});
   // Weights packed for the blocked kernel, read by the reference.
-  CheckBlockedConv(nullptr, nullptr, 32, 16,
+  CheckBlockedConv(nullptr, nullptr, {32, 16},
                    {1, 32, 5, 6, 64, 3, 1, 1, 1, true, true, false, 16, 16});
+  // Winograd-transformed weights, the kernel recovered from them (g = R U R^T).
+  for (int64_t tile : {2, 4}) {
+    CheckBlockedConv(nullptr, nullptr, {32, 0, tile},
+                     {1, 32, 5, 6, 64, 3, 1, 1, 1, true, true, true, 16, 16});
+  }
+}
+
+// Winograd F(2x2) and F(4x4) through the channels-in-lanes entries' blockings (the loop nests
+// are portable): tiles past the output's edge, several register tiles plus a partial one,
+// batches, no padding, blocks of different widths in and out, epilogues.
+TEST(BlockedLayout, WinogradKernelMatchesTheReference) {
+  const std::vector<BlockedCase> cases = {
+      {1, 32, 8, 8, 32, 3, 1, 1, 1, true, true, false, 16, 16},     // one tile row per 4
+      {2, 32, 12, 12, 64, 3, 1, 1, 1, true, true, true, 16, 16},    // batch, residual
+      {1, 32, 10, 9, 32, 3, 1, 1, 1, false, false, false, 16, 16},  // ragged tiles
+      {1, 16, 30, 30, 32, 3, 1, 1, 1, true, false, true, 16, 16},   // 64 tiles: partial
+      {1, 48, 10, 10, 32, 3, 1, 0, 1, true, true, false, 16, 16},   // unpadded
+      {1, 32, 8, 8, 32, 3, 1, 1, 1, true, true, true, 8, 16},       // narrower block in
+      {1, 8, 6, 6, 8, 3, 1, 1, 1, true, true, true, 4, 4},          // 4-wide blocks
+      {1, 16, 7, 7, 16, 3, 1, 2, 1, true, false, false, 16, 16},    // pads 2
+  };
+  for (const char* name : {"conv2d_nchw_ocvec_avx512", "conv2d_nchw_ocvec_avx2",
+                           "conv2d_nchw_ocvec_neon", "conv2d_nchw_ocvec_neon32"}) {
+    const schedule::ScheduleEntry& e = Entry(name);
+    for (const BlockedCase& c : cases) {
+      if (c.out_block > e.conv_ocvec.lanes) continue;  // the kernel takes blocks it can fill
+      for (int64_t tile : {2, 4}) {
+        CheckBlockedConv(name, "win0[", {OcVecPacking(c, e.conv_ocvec), 0, tile}, c);
+      }
+    }
+  }
 }
 
 // ---- MaxPool ----

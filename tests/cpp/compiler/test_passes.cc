@@ -1,9 +1,12 @@
 #include <ember/compiler/ir/op_registry.h>
+#include <ember/compiler/ir/winograd.h>
 #include <ember/compiler/target.h>
 #include <ember/compiler/transform.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+
+#include "kernel_test_util.h"
 
 namespace ember {
 namespace compiler {
@@ -236,6 +239,86 @@ AttrMap Conv1x1() {
           {"dilations", std::vector<int64_t>{1, 1}},
           {"pads", std::vector<int64_t>{0, 0, 0, 0}},
           {"group", int64_t{1}}};
+}
+
+AttrMap Conv3x3(int64_t stride) {
+  return {{"kernel_shape", std::vector<int64_t>{3, 3}},
+          {"strides", std::vector<int64_t>{stride, stride}},
+          {"dilations", std::vector<int64_t>{1, 1}},
+          {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+          {"group", int64_t{1}}};
+}
+
+// A 3 x 3 conv of `c` channels on a `size` x `size` plane (weights w[i] = (i % 1000) / 1000) as a
+// graph output; *weight receives the weight's value id.
+int AddConv3x3(Graph& g, int64_t c, int64_t size, int64_t stride, int* weight) {
+  int x = g.AddValue(g.UniqueName("x"), F32({1, c, size, size}));
+  g.inputs().push_back(x);
+  std::vector<float> wv(c * c * 9);
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = static_cast<float>(i % 1000) / 1000;
+  *weight = g.AddConstant(g.UniqueName("w"), Floats({c, c, 3, 3}, wv));
+  int y = Add(g, "Conv", {x, *weight}, Conv3x3(stride));
+  g.outputs().push_back(y);
+  return y;
+}
+
+// WinogradConvWeights on AVX-512 after the layout pass: F(4x4) where 4 x 4 tiles cover the
+// plane exactly, F(2x2) where they would not (14 x 14), the direct kernel for 7 x 7 planes,
+// strides and narrow convs; transformed weights laid out [36][OC/32][IC][32], values G g G^T.
+TEST(WinogradConvWeights, TransformsThe3x3ConvsTheKernelTakes) {
+  const Target avx512 = Target::Parse("llvm -mcpu=skylake-avx512");
+  Graph g;
+  int w56, w14, w7, ws, wn;  // only w56 is read back
+  AddConv3x3(g, 64, 56, 1, &w56);
+  AddConv3x3(g, 64, 14, 1, &w14);
+  AddConv3x3(g, 64, 7, 1, &w7);
+  AddConv3x3(g, 64, 28, 2, &ws);
+  AddConv3x3(g, 16, 28, 1, &wn);
+  AlterConvLayout(&g, avx512);
+  WinogradConvWeights(&g, avx512);
+  PackConvWeights(&g, avx512);
+  std::vector<const Node*> convs;
+  for (const Node& n : g.nodes()) {
+    if (n.op == "Conv") convs.push_back(&n);
+  }
+  ASSERT_EQ(convs.size(), 5u);
+  EXPECT_EQ(convs[0]->GetInt(kWinogradTileAttr, 0), 4);
+  EXPECT_EQ(convs[0]->GetInt(kWinogradBlockAttr, 0), 32);
+  EXPECT_FALSE(convs[0]->HasAttr(kPackedWeightBlockAttr));  // PackConvWeights left it alone
+  EXPECT_EQ(convs[1]->GetInt(kWinogradTileAttr, 0), 2);
+  for (size_t i = 2; i < convs.size(); ++i) {
+    EXPECT_FALSE(convs[i]->HasAttr(kWinogradTileAttr)) << i;
+  }
+  EXPECT_TRUE(convs[2]->HasAttr(kPackedWeightBlockAttr));  // packed for the direct kernel
+  const Value& u = g.value(convs[0]->inputs[1]);
+  ASSERT_EQ(u.type.shape, (std::vector<int64_t>{64, 64, 6, 6}));
+  // Channel pair (o, i) = (37, 5): U = G g G^T, stored at [xi][o / 32][i][o % 32].
+  const WinogradTransform& t = *FindWinogradTransform(4);
+  std::vector<double> w = g.value(w56).constant->ToDoubleVector();
+  std::vector<double> v = u.constant->ToDoubleVector();
+  const int64_t o = 37, i = 5;
+  for (int64_t p = 0; p < 6; ++p) {
+    for (int64_t q = 0; q < 6; ++q) {
+      double want = 0;
+      for (int64_t kh = 0; kh < 3; ++kh) {
+        for (int64_t kw = 0; kw < 3; ++kw) {
+          want += t.g[p * 3 + kh] * t.g[q * 3 + kw] * w[((o * 64 + i) * 3 + kh) * 3 + kw];
+        }
+      }
+      const double got = v[(((p * 6 + q) * 2 + o / 32) * 64 + i) * 32 + o % 32];
+      EXPECT_NEAR(got, want, 1e-5 * (1 + std::fabs(want))) << p << "," << q;
+    }
+  }
+}
+
+TEST(WinogradConvWeights, NothingWithSchedulesDisabled) {
+  testing::ScopedEnv disable("EMBER_DISABLE_SCHEDULES", "1");
+  Graph g;
+  int w;
+  AddConv3x3(g, 64, 56, 1, &w);
+  WinogradConvWeights(&g, Target::Parse("llvm -mcpu=skylake-avx512"));
+  EXPECT_FALSE(g.nodes()[0].HasAttr(kWinogradTileAttr));
+  EXPECT_EQ(g.nodes()[0].inputs[1], w);
 }
 
 TEST(FuseOps, ConvEpilogueBiasReluResidual) {
