@@ -9,7 +9,8 @@
 // Columns run in panels of vectors * lanes. A task copies its panel of W (K rows of one panel
 // width, N floats apart in W) into a contiguous workspace slice first, then runs its row tiles
 // against it: read in place, a panel's rows fall on a few L1 sets whenever N * 4 bytes is a
-// multiple of 4 KiB. A single row (a GEMV) reads W in place, each weight being used once. When
+// multiple of 4 KiB. A single row (a GEMV) reads a W that is not constant in place, each weight
+// being used once (constant weights are packed at compile time for every row count). When
 // there are fewer panels than tasks would want, the row tiles of a panel are split between tasks,
 // each with a copy of its own. The columns left over after the last full panel take whole
 // vectors, then one vector each of half, a quarter, ... of the width, reading W in place.
@@ -161,7 +162,8 @@ int64_t DivisorAtMost(int64_t tiles, int64_t most) {
 
 // Every full panel of columns: a task per panel (or per group of its row tiles, when the panels
 // are too few for the pool) reads its panel packed (at compile time, or copied by the task into a
-// workspace slice of its own; a GEMV reads it in place) and runs its row tiles against it.
+// workspace slice of its own; a GEMV of a W that is not constant reads it in place) and runs its
+// row tiles against it.
 Stmt PanelTasks(const DenseContext& c, const DenseParams& p, bool par) {
   const DenseGroup& d = c.d;
   const int64_t width = p.vectors * p.lanes, panels = d.n / width, row_tiles = d.m / p.rows;
@@ -226,9 +228,9 @@ void RestColumns(const DenseContext& c, const DenseParams& p, std::vector<Stmt>*
 
 }  // namespace
 
-int64_t DenseWeightPanel(int64_t rows, int64_t columns, const Target& target) {
+int64_t DenseWeightPanel(int64_t columns, const Target& target) {
   const ScheduleEntry* e = FirstEntryOf(target, ScheduleKind::kDense);
-  if (SchedulesDisabled() || rows < kMinRowsToPack || e == nullptr) return 0;
+  if (SchedulesDisabled() || e == nullptr) return 0;
   const int64_t width = e->dense.vectors * e->dense.lanes;
   return columns >= width ? width : 0;
 }

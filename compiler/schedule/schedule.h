@@ -222,10 +222,11 @@ int64_t ConvLayoutBlock(const Graph& g, const Node& conv, const Target& target);
 int64_t ConvWeightBlock(const Graph& g, const Node& conv, const Target& target);
 
 /*! \brief Panel width (columns) in which PackDenseWeights stores the [K][N] weight of a dense
- * product of `rows` rows on `target`: that of the target's dense kernel, or 0 when nothing would
- * read panels (schedules disabled, no dense entry, fewer columns than a panel, or too few rows:
- * a GEMV reads the weight in place). */
-int64_t DenseWeightPanel(int64_t rows, int64_t columns, const Target& target);
+ * product on `target`: that of the target's dense kernel, or 0 when nothing would read panels
+ * (schedules disabled, no dense entry, fewer columns than a panel). A GEMV reads them too: a
+ * panel is one sequential stream, where W's rows are N floats apart (a cold weight streams from
+ * memory; the hardware prefetchers follow a sequential stream). */
+int64_t DenseWeightPanel(int64_t columns, const Target& target);
 
 /*! \brief Input-channel block of that packing (kPackedWeightIcBlockAttr): the input's block for
  * an ungrouped conv reading NCHW[x]c data, else 0. */

@@ -117,8 +117,7 @@ void PackDenseWeights(Graph* graph, const Target& target) {
     if (n.GetInt("transA", 0) != 0 || n.GetInt("transB", 0) != 0) continue;
     if (!IsConstantMatrix(*graph, n.inputs[1])) continue;
     const Value& w = graph->value(n.inputs[1]);
-    const int64_t rows = graph->value(n.inputs[0]).type.shape.at(0);
-    const int64_t width = schedule::DenseWeightPanel(rows, w.type.shape[1], target);
+    const int64_t width = schedule::DenseWeightPanel(w.type.shape[1], target);
     if (width <= 1) continue;
     n.inputs[1] =
         graph->AddConstant(graph->UniqueName(w.name + "_panels"), PackPanels(*w.constant, width));

@@ -130,7 +130,7 @@ std::string CheckDense(const DenseCase& dc, const schedule::TuningLog* log = nul
 
 const std::vector<DenseCase>& Cases() {
   static const std::vector<DenseCase> cases = {
-      {1, 37, 70, kBiasN, false, true},  // a GEMV: W read in place; panel, vector and column tails
+      {1, 37, 70, kBiasN, false, true},    // a GEMV of a W handed over unpacked: read in place
       {7, 64, 130, kBias1N, true, false},  // a row tail; [1, N] bias; residual
       {13, 5, 64, kNoBias, false, true},   // short reduction; whole panels on AVX-512
       {64, 33, 256, kBiasN, false, true},  // few panels: row tiles split between tasks
@@ -207,13 +207,14 @@ TEST(DenseSchedule, TuningCandidatesFromTheLogAreUsedAndCorrect) {
 TEST(DenseSchedule, PanelPackedWeightsAreReadRightByEveryPath) {
   for (const DenseCase& base :
        {DenseCase{13, 20, 150, kBiasN, true, true},     // 2 panels + 22
-        DenseCase{8, 7, 64, kNoBias, false, false}}) {  // one panel, no rest
+        DenseCase{8, 7, 64, kNoBias, false, false},     // one panel, no rest
+        DenseCase{1, 37, 150, kBiasN, false, true}}) {  // a GEMV streams the panels too
     DenseCase dc = base;
     dc.packed_width = 64;  // AVX-512: 4 vectors of 16
     {
       ScopedEnv force("EMBER_SCHEDULE", "dense_avx512");
       const std::string loops = CheckDense(dc);
-      EXPECT_NE(loops.find("accdm5_3["), std::string::npos);
+      EXPECT_NE(loops.find(dc.m >= 6 ? "accdm5_3[" : "accdmr0_3["), std::string::npos);
       EXPECT_EQ(loops.find("_panel_ws"), std::string::npos) << "copied panels again";
     }
     {
