@@ -232,7 +232,19 @@ Conv2dOcVecParams BlockedOcVecParams(const Conv2dOcVecParams& p, const ConvShape
 
 int64_t OcVecOcBlock(const ConvShape& s, const Conv2dOcVecParams& p) {
   if (p.lanes <= 0 || s.ocg % p.lanes != 0) return 0;
-  return (p.oc_vectors >= 2 && s.ocg % (2 * p.lanes) == 0) ? 2 * p.lanes : p.lanes;
+  if (p.oc_vectors < 2) return p.lanes;
+  // Two vectors, else three (24 channels in 8-wide blocks, 144 in 16-wide: a one-vector tile
+  // loads a weight vector and a broadcast per pixel for every FMA pair).
+  for (int64_t vectors : {int64_t{2}, int64_t{3}}) {
+    if (s.ocg % (vectors * p.lanes) == 0) return vectors * p.lanes;
+  }
+  return p.lanes;
+}
+
+int64_t OcVecOwBlock(const Conv2dOcVecParams& p, int64_t vectors) {
+  // The entry's width is for its oc_vectors; three vectors keep about as many accumulators.
+  return vectors > p.oc_vectors ? std::max<int64_t>(1, p.ow_block * p.oc_vectors / vectors)
+                                : p.ow_block;
 }
 
 int64_t ChooseOwBlock(int64_t ow, int64_t most) {
@@ -253,8 +265,9 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   if (ocb == 0) return false;
   // NCHW[x]c output: one vector is one block of the output, so x must be the vector width.
   if (s.out_block != 0 && s.out_block != p.lanes) return false;
+  const int64_t vectors = ocb / p.lanes;
   const OcVecBlocking blocking =
-      TunedConv2dOcVecBlocking(group, opts, ocb / p.lanes, p.lanes, p.ow_block);
+      TunedConv2dOcVecBlocking(group, opts, vectors, p.lanes, OcVecOwBlock(p, vectors));
   const int64_t owb = ChooseOwBlock(s.ow, blocking.ow_block);
   const int64_t rows = blocking.row_chunk;  // divides s.oh
 

@@ -207,10 +207,14 @@ constexpr int64_t kMinLayoutBlock = 4;
  * x floats with the same register block; otherwise p itself. */
 Conv2dOcVecParams BlockedOcVecParams(const Conv2dOcVecParams& p, const ConvShape& s);
 
-/*! \brief Output channels per tile of the channels-in-lanes kernel for this shape: one or two
- * vectors of p.lanes (also its weight packing block); 0 when the channels per group do not fill
- * a vector. */
+/*! \brief Output channels per tile of the channels-in-lanes kernel for this shape: one, two or
+ * three vectors of p.lanes (also its weight packing block); 0 when the channels per group do not
+ * fill a vector. */
 int64_t OcVecOcBlock(const ConvShape& s, const Conv2dOcVecParams& p);
+
+/*! \brief Output columns per channels-in-lanes tile of `vectors` vectors before tuning: the
+ * entry's ow_block, scaled down for more vectors than the entry's oc_vectors. */
+int64_t OcVecOwBlock(const Conv2dOcVecParams& p, int64_t vectors);
 
 /*! \brief Channel block x of the NCHW[x]c layout the conv's kernel on `target` reads and writes
  * (the channels-in-lanes kernel's vector width), or 0 when the conv stays NCHW (schedules

@@ -55,8 +55,10 @@ void ToBlocked(HostArray& nchw, int64_t block, HostArray* out) {
 
 // Output channels per tile of the channels-in-lanes kernel (its packing block) for this case.
 int64_t OcVecPacking(const BlockedCase& c, const schedule::Conv2dOcVecParams& p) {
-  const int64_t lanes = std::min(p.lanes, c.out_block);
-  return p.oc_vectors >= 2 && (c.oc / c.group) % (2 * lanes) == 0 ? 2 * lanes : lanes;
+  const int64_t lanes = std::min(p.lanes, c.out_block), ocg = c.oc / c.group;
+  if (p.oc_vectors < 2) return lanes;
+  if (ocg % (2 * lanes) == 0) return 2 * lanes;
+  return ocg % (3 * lanes) == 0 ? 3 * lanes : lanes;  // three vectors: 48 in 16s, 24 in 8s
 }
 
 // Weights as emberc stores them for the conv: plain OIHW, packed blocks (PackConvWeights) or
@@ -197,7 +199,8 @@ TEST(BlockedLayout, ChannelsInLanesKernelMatchesTheReference) {
       {1, 256, 7, 7, 32, 3, 1, 1, 1, true, false, true, 16, 16},   // reduction in chunks
       {1, 32, 14, 14, 24, 1, 1, 0, 1, true, false, true, 16, 8},   // 1x1 into a narrow block
       {1, 24, 10, 10, 64, 1, 1, 0, 1, true, true, false, 8, 16},   // narrow block in
-      {1, 12, 6, 6, 12, 3, 1, 1, 1, true, true, true, 4, 4},       // 4-wide blocks
+      {1, 12, 6, 6, 12, 3, 1, 1, 1, true, true, true, 4, 4},       // 4-wide blocks, 3 vectors
+      {1, 16, 8, 8, 24, 1, 1, 0, 1, true, false, true, 16, 8},     // 24 in 8s: 3 vectors
       {1, 24, 11, 11, 32, 3, 2, 0, 1, false, true, false, 0, 16},  // NCHW in, no padding
   };
   for (const char* name : {"conv2d_nchw_ocvec_avx512", "conv2d_nchw_ocvec_avx2"}) {
@@ -206,8 +209,11 @@ TEST(BlockedLayout, ChannelsInLanesKernelMatchesTheReference) {
       if (c.out_block > e.conv_ocvec.lanes) continue;  // the kernel takes blocks it can fill
       // As PackConvWeights packs them (input channels blocked like the data), and without.
       const int64_t block = OcVecPacking(c, e.conv_ocvec);
-      CheckBlockedConv(name, "accm0_0[", {block, c.in_block}, c);
-      if (c.in_block > 0) CheckBlockedConv(name, "accm0_0[", {block, 0}, c);
+      // A three-vector tile has a third accumulator per column.
+      const bool three = block == 3 * std::min(e.conv_ocvec.lanes, c.out_block);
+      const char* marker = three ? "accm0_2[" : "accm0_0[";
+      CheckBlockedConv(name, marker, {block, c.in_block}, c);
+      if (c.in_block > 0) CheckBlockedConv(name, marker, {block, 0}, c);
     }
   }
 }
