@@ -50,6 +50,11 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
          << "\n";
       break;
     }
+    case StmtKind::kPrefetch: {
+      auto* p = static_cast<const PrefetchNode*>(s.get());
+      os << pad << "prefetch " << p->buffer->name << "[" << ExprText(p->index) << "]\n";
+      break;
+    }
     case StmtKind::kIf: {
       auto* p = static_cast<const IfNode*>(s.get());
       os << pad << "if " << ExprText(p->cond) << ":\n";

@@ -69,6 +69,13 @@ Stmt KeepScalarFor(Expr var, int64_t extent, Stmt body) {
   return n;
 }
 
+Stmt Prefetch(Buffer buffer, Expr index) {
+  auto n = std::make_shared<PrefetchNode>();
+  n->buffer = std::move(buffer);
+  n->index = std::move(index);
+  return n;
+}
+
 Stmt Store(Buffer buffer, Expr index, Expr value) {
   auto n = std::make_shared<StoreNode>();
   n->buffer = std::move(buffer);
@@ -489,6 +496,10 @@ class Lowerer {
         case StmtKind::kStore: {
           auto* p = static_cast<const StoreNode*>(st.get());
           return Store(p->buffer, rw.Visit(p->index), rw.Visit(p->value));
+        }
+        case StmtKind::kPrefetch: {
+          auto* p = static_cast<const PrefetchNode*>(st.get());
+          return Prefetch(p->buffer, rw.Visit(p->index));
         }
         case StmtKind::kIf: {
           auto* p = static_cast<const IfNode*>(st.get());

@@ -56,6 +56,8 @@ struct TileContext {
   lower::LoweredFunc* f;  // receives the accumulator locals
   // Blocked output only: the group's epilogue, applied to each vector before its final store.
   const ConvEpilogueAt* at = nullptr;
+  // > 0: each reduction step also prefetches the weights this many floats ahead.
+  int64_t prefetch_ahead = 0;
 };
 
 // Channels per pixel in the input's layout: 1 for NCHW, the block for NCHW[x]c.
@@ -135,6 +137,12 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
         store.push_back(lower::Store(
             c.result, dst, Finished(c, ob, v / c.lanes, oh + rr, ow0 + r, BufferLoad(a, 0))));
       }
+    }
+  }
+  if (c.prefetch_ahead > 0) {
+    constexpr int64_t kLineFloats = 16;  // 64-byte cache lines
+    for (int64_t v = 0; v < c.ocb; v += kLineFloats) {
+      update.push_back(lower::Prefetch(c.weights, w_base + v + c.prefetch_ahead));
     }
   }
   Stmt red = lower::Seq(update);
@@ -374,6 +382,10 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
     // Small planes: one task per channel block runs all its row groups and the leftover rows,
     // so the block's weights (often larger than L2 in total) are fetched once, not twice; with
     // a chunked reduction, each chunk's weights stay in L1 across the row groups.
+    // Every row group streams the chunk's weights from L1; the first would wait for them from
+    // memory (a small plane does little work per weight), so each step fetches the same weights
+    // of the next chunk (the next channel block's first, after the last chunk) meanwhile.
+    ctx.prefetch_ahead = ctx.icc * s.kh * s.kw * ocb;
     Expr ob = te::MakeVar("ob"), grp = te::MakeVar("g");
     std::vector<Stmt> per_part{
         lower::For(grp, groups, ForKind::kSerial,

@@ -721,6 +721,14 @@ void CodeGenLLVM::EmitStmt(const Stmt& s) {
       b_.CreateStore(v, ElementPtr(buf, st->index, false));
       break;
     }
+    case StmtKind::kPrefetch: {
+      auto* p = static_cast<const lower::PrefetchNode*>(s.get());
+      llvm::Value* addr = ElementPtr(p->buffer.get(), p->index, true);
+      // llvm.prefetch(address, read, locality 2 (keep in the outer caches), data cache)
+      b_.CreateIntrinsic(llvm::Intrinsic::prefetch, {addr->getType()},
+                         {addr, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
+      break;
+    }
     case StmtKind::kIf: {
       auto* p = static_cast<const lower::IfNode*>(s.get());
       llvm::Value* c = Emit(p->cond);
@@ -868,6 +876,12 @@ struct FreeCollector {
         Buf(p->buffer.get());
         E(p->index);
         E(p->value);
+        break;
+      }
+      case StmtKind::kPrefetch: {
+        auto* p = static_cast<const lower::PrefetchNode*>(s.get());
+        Buf(p->buffer.get());
+        E(p->index);
         break;
       }
       case StmtKind::kIf: {

@@ -61,7 +61,7 @@ te::Expr BufferLoad(const Buffer& b, te::Expr index);
 /*! \brief buffer[index .. index + lanes) as one vector (a plain load when lanes is 1). */
 te::Expr VectorLoad(const Buffer& b, te::Expr index, int lanes);
 
-enum class StmtKind { kFor, kStore, kIf, kSeq };
+enum class StmtKind { kFor, kStore, kIf, kSeq, kPrefetch };
 enum class ForKind { kSerial, kParallel, kVectorized, kUnrolled };
 
 class StmtNode {
@@ -96,6 +96,15 @@ class StoreNode : public StmtNode {
   te::Expr value;
 };
 
+/*! \brief A hint that buffer[index] will be read soon: its cache line is fetched towards L2
+ * without waiting for it (an address past the buffer is clamped; a prefetch never faults). */
+class PrefetchNode : public StmtNode {
+ public:
+  PrefetchNode() : StmtNode(StmtKind::kPrefetch) {}
+  Buffer buffer;
+  te::Expr index;
+};
+
 class IfNode : public StmtNode {
  public:
   IfNode() : StmtNode(StmtKind::kIf) {}
@@ -117,6 +126,7 @@ Stmt For(te::Expr var, int64_t extent, ForKind kind, Stmt body);
 Stmt KeepScalarFor(te::Expr var, int64_t extent, Stmt body);
 Stmt Store(Buffer buffer, te::Expr index, te::Expr value);
 Stmt If(te::Expr cond, Stmt then_case, Stmt else_case = nullptr);
+Stmt Prefetch(Buffer buffer, te::Expr index);
 Stmt Seq(std::vector<Stmt> stmts);
 
 /*! \brief One argument of the packed function: a DLTensor with a static shape and dtype. */

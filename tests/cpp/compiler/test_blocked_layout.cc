@@ -218,6 +218,13 @@ TEST(BlockedLayout, ChannelsInLanesKernelMatchesTheReference) {
   }
 }
 
+// Small planes: every reduction step prefetches the next chunk's weights (past the last channel
+// block's, the clamped end of the buffer) while the row groups reuse this chunk's from L1.
+TEST(BlockedLayout, SmallPlanesPrefetchTheNextChunksWeights) {
+  const BlockedCase c{1, 256, 7, 7, 64, 3, 1, 1, 1, true, false, true, 16, 16};
+  CheckBlockedConv("conv2d_nchw_ocvec_avx512", "prefetch ", {32, 16}, c);
+}
+
 TEST(BlockedLayout, DepthwiseKernelMatchesTheReference) {
   const std::vector<BlockedCase> cases = {
       {1, 32, 12, 13, 32, 3, 1, 1, 32, true, true, false, 16, 16},  // odd width
