@@ -5,6 +5,9 @@
 #include <ember/compiler/target.h>
 #include <ember/compiler/transform.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "../schedule/schedule.h"
 
 namespace ember {
@@ -32,6 +35,10 @@ HostTensorPtr TransformWeights(const HostTensor& w, const WinogradTransform& t, 
 }  // namespace
 
 void WinogradConvWeights(Graph* graph, const Target& target) {
+  // EMBER_NO_WINOGRAD=1 keeps every conv direct: params.bin stays the model's size (transformed
+  // weights are (m + 2)^2 / 9 times larger), and the two can be compared side by side.
+  const char* off = std::getenv("EMBER_NO_WINOGRAD");
+  if (off != nullptr && *off != '\0' && std::strcmp(off, "0") != 0) return;
   for (Node& n : graph->nodes()) {
     if (n.op != "Conv" || n.HasAttr(kWinogradTileAttr) || n.HasAttr(kPackedWeightBlockAttr) ||
         !n.HasInput(1)) {

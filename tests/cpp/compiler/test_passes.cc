@@ -310,14 +310,19 @@ TEST(WinogradConvWeights, TransformsThe3x3ConvsTheKernelTakes) {
   }
 }
 
-TEST(WinogradConvWeights, NothingWithSchedulesDisabled) {
-  testing::ScopedEnv disable("EMBER_DISABLE_SCHEDULES", "1");
-  Graph g;
-  int w;
-  AddConv3x3(g, 64, 56, 1, &w);
-  WinogradConvWeights(&g, Target::Parse("llvm -mcpu=skylake-avx512"));
-  EXPECT_FALSE(g.nodes()[0].HasAttr(kWinogradTileAttr));
-  EXPECT_EQ(g.nodes()[0].inputs[1], w);
+TEST(WinogradConvWeights, NothingWithSchedulesDisabledOrWinogradOff) {
+  const Target avx512 = Target::Parse("llvm -mcpu=skylake-avx512");
+  for (const char* env : {"EMBER_DISABLE_SCHEDULES", "EMBER_NO_WINOGRAD"}) {
+    testing::ScopedEnv off(env, "1");
+    Graph g;
+    int w;
+    AddConv3x3(g, 64, 56, 1, &w);
+    AlterConvLayout(&g, avx512);
+    WinogradConvWeights(&g, avx512);
+    for (const Node& n : g.nodes()) {
+      EXPECT_FALSE(n.HasAttr(kWinogradTileAttr)) << env << " " << n.name;
+    }
+  }
 }
 
 TEST(FuseOps, ConvEpilogueBiasReluResidual) {
