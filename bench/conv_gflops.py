@@ -27,8 +27,10 @@ Steps:
     times min(T, CPUs) for T threads; or --peak-gflops X (the whole figure
     for the run's thread count).
 
-Prints the top K convolutions by time with their FLOPs, time, GFLOP/s and share
-of the peak; --json FILE writes the same as JSON ("-": to stdout, no table).
+Prints the top K convolutions by time with their algorithm (direct, or Winograd
+F(mxm) as graph.json's `winograd_tile` attr says: its GFLOP/s are effective
+figures, direct FLOPs over time), FLOPs, time, GFLOP/s and share of the peak;
+--json FILE writes the same as JSON ("-": to stdout, no table).
 
 Tools: build/bin/emberc, build/bin/ember-run and build/bin/bench_peak under the
 project root; $EMBERC / $EMBER_RUN / $BENCH_PEAK or --emberc / --ember-run /
@@ -173,6 +175,7 @@ def read_graph(art):
         attrs = node.get("attrs") or {}
         anchored += "anchor" in attrs
         kernels[nid] = {"name": node.get("name"), "anchor": attrs.get("anchor"),
+                        "winograd_tile": int(attrs.get("winograd_tile", 0)),
                         "output_shape": shapes[row_ptr[nid]]}
     if kernels and not anchored:
         raise MatchError("%s has no 'anchor' attrs on its tvm_op nodes, so its kernels cannot "
@@ -260,6 +263,7 @@ def conv_rows(kernels, layers, best_us, rows, peak):
         out.append({"node_id": nid, "kernel": k["name"], "conv": anchor,
                     "input_shape": info["input_shape"], "weight_shape": info["weight_shape"],
                     "output_shape": y, "group": info["group"], "strides": info["strides"],
+                    "winograd_tile": k["winograd_tile"],
                     "flops": flops, "time_us": t, "profile_percent": rows[nid].get("percent"),
                     "gflops": gflops, "percent_of_peak": 100.0 * gflops / peak})
     out.sort(key=lambda r: -r["time_us"])
@@ -283,11 +287,17 @@ def print_table(result):
               "the kernel times (wall clock) include that wait; scaled by it (an estimate), the "
               "GFLOP/s below would be %s" % (share, result["threads"], ", ".join(
                   "%.1f" % (r["gflops"] * result["threads"] / share) for r in result["top"])))
-    print("| # | conv | kernel | input | weight | stride | MFLOP | us | GFLOP/s | % peak |")
-    print("|---:|---|---|---|---|---:|---:|---:|---:|---:|")
+    if any(r["winograd_tile"] for r in result["top"]):
+        print("note: Winograd F(mxm) convs do fewer multiplications than the direct FLOPs counted "
+              "here, so their GFLOP/s are effective figures and may exceed the peak")
+    print("| # | conv | kernel | algorithm | input | weight | stride | MFLOP | us | GFLOP/s "
+          "| % peak |")
+    print("|---:|---|---|---|---|---|---:|---:|---:|---:|---:|")
     for i, r in enumerate(result["top"]):
-        print("| %d | %s | %s | %s | %s%s | %s | %.1f | %.1f | %.1f | %.1f |" % (
-            i + 1, r["conv"], r["kernel"], dims(r["input_shape"]), dims(r["weight_shape"]),
+        algo = ("Winograd F(%dx%d)" % (r["winograd_tile"], r["winograd_tile"])
+                if r["winograd_tile"] else "direct")
+        print("| %d | %s | %s | %s | %s | %s%s | %s | %.1f | %.1f | %.1f | %.1f |" % (
+            i + 1, r["conv"], r["kernel"], algo, dims(r["input_shape"]), dims(r["weight_shape"]),
             " g%d" % r["group"] if r["group"] != 1 else "", dims(r["strides"]),
             r["flops"] / 1e6, r["time_us"], r["gflops"], r["percent_of_peak"]))
 

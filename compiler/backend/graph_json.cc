@@ -1,5 +1,6 @@
 // BuildGraphArtifact: graph.json (TVM graph executor format) and the params list.
 #include <ember/compiler/backend.h>
+#include <ember/compiler/transform.h>
 #include <ember/runtime/ndarray.h>
 
 #include <cstring>
@@ -83,7 +84,12 @@ GraphArtifact BuildGraphArtifact(const Graph& graph, const std::vector<FusedGrou
     // The source node behind the kernel (its Conv/MatMul/pool/reduction), so tools can map
     // profile rows back to the model (bench/conv_gflops.py). Runtimes skip unknown attrs.
     if (g.anchor >= 0) {
-      nodes << ", \"anchor\": " << JsonString(g.nodes[static_cast<size_t>(g.anchor)]->name);
+      const Node& anchor = *g.nodes[static_cast<size_t>(g.anchor)];
+      nodes << ", \"anchor\": " << JsonString(anchor.name);
+      // A Winograd conv does fewer multiplications than its direct FLOP count says.
+      if (anchor.HasAttr(kWinogradTileAttr)) {
+        nodes << ", \"winograd_tile\": \"" << anchor.GetInt(kWinogradTileAttr, 0) << "\"";
+      }
     }
     nodes << "}, \"inputs\": [";
     std::vector<int> r;

@@ -96,16 +96,18 @@ def test_rejects_a_group_that_does_not_divide_the_channels():
 
 def write_artifact(folder, anchors=True):
     """graph.json of three kernels for the tiny model (a conv+relu, two convs); no lib.so."""
-    def op(name, inputs, anchor):
+    def op(name, inputs, anchor, winograd_tile=None):
         attrs = {"func_name": name, "num_inputs": str(len(inputs)), "num_outputs": "1",
                  "flatten_data": "0"}
         if anchors:
             attrs["anchor"] = anchor
+        if winograd_tile:
+            attrs["winograd_tile"] = winograd_tile
         return {"op": "tvm_op", "name": name, "attrs": attrs,
                 "inputs": [[i, 0, 0] for i in inputs]}
     nodes = [{"op": "null", "name": n, "inputs": []}
              for n in ("x", "w_stem", "b_stem", "w_g", "w_dw")]
-    nodes += [op("fused_conv_relu", [0, 1, 2], "stem"), op("fused_conv", [5, 3], "Conv_1"),
+    nodes += [op("fused_conv_relu", [0, 1, 2], "stem", "2"), op("fused_conv", [5, 3], "Conv_1"),
               op("fused_conv_1", [6, 4], "Conv_2")]
     shapes = [[2, 3, 10, 12], [8, 3, 3, 3], [8], [6, 4, 1, 3], [6, 1, 3, 3], [2, 8, 10, 12],
               [2, 6, 5, 5], [2, 6, 5, 5]]
@@ -177,6 +179,7 @@ def test_report_from_a_profile(fakes):
                                                   "fused_conv_1"]
     stem = res["top"][0]
     assert stem["flops"] == STEM_FLOPS and stem["time_us"] == 2.0
+    assert stem["winograd_tile"] == 2 and res["top"][1]["winograd_tile"] == 0
     assert stem["gflops"] == pytest.approx(STEM_FLOPS / 2000.0)  # FLOP per us / 1e3
     assert stem["percent_of_peak"] == pytest.approx(100 * STEM_FLOPS / 2000.0 / 80.0)
     assert res["conv_flops"] == STEM_FLOPS + GROUP_FLOPS + DEPTHWISE_FLOPS
@@ -191,10 +194,12 @@ def test_table_and_given_peak(fakes):
     lines = proc.stdout.splitlines()
     assert "peak 10.0 GFLOP/s (--peak-gflops)" in lines[0]
     rows = [l for l in lines if l.startswith("| 1 ") or l.startswith("| 3 ")]
-    # stem: 0.10368 MFLOP in 2 us = 51.84 GFLOP/s = 518.4% of a 10 GFLOP/s peak.
-    assert rows[0] == ("| 1 | stem | fused_conv_relu | 2x3x10x12 | 8x3x3x3 | 1x1 | 0.1 | 2.0 | "
-                       "51.8 | 518.4 |")
-    assert rows[1].startswith("| 3 | Conv_2 | fused_conv_1 | 2x6x5x5 | 6x1x3x3 g6 | 1x1 |")
+    # stem: 0.10368 MFLOP in 2 us = 51.84 GFLOP/s = 518.4% of a 10 GFLOP/s peak; graph.json
+    # says it runs as Winograd F(2x2), so the table says so and that the figure is effective.
+    assert rows[0] == ("| 1 | stem | fused_conv_relu | Winograd F(2x2) | 2x3x10x12 | 8x3x3x3 | "
+                       "1x1 | 0.1 | 2.0 | 51.8 | 518.4 |")
+    assert rows[1].startswith("| 3 | Conv_2 | fused_conv_1 | direct | 2x6x5x5 | 6x1x3x3 g6 | 1x1 |")
+    assert any(l.startswith("note: Winograd") for l in lines)
 
 
 def test_graph_without_anchors_is_refused(fakes):
