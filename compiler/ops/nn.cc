@@ -36,6 +36,17 @@ Window ReadWindow(const Node& n, size_t spatial, const std::vector<int64_t>& ker
   return w;
 }
 
+// Flat element `flat` of a tensor of `shape` as one index per axis.
+std::vector<Expr> SplitFlat(Expr flat, const std::vector<int64_t>& shape) {
+  std::vector<Expr> idx(shape.size());
+  for (size_t d = shape.size() - 1; d > 0; --d) {
+    idx[d] = te::FloorMod(flat, Expr(shape[d]));
+    flat = te::FloorDiv(flat, Expr(shape[d]));
+  }
+  idx[0] = flat;
+  return idx;
+}
+
 // Where weight element `wi` (OIHW) sits when PackConvWeights stored the constant blocked as
 // [O/B][I/X][H][W][X][B] (X = 1 without kPackedWeightIcBlockAttr) under its OIHW shape: the
 // blocked flat position, split on the OIHW shape.
@@ -56,54 +67,46 @@ std::vector<Expr> PackedWeightIndex(const Node& n, const std::vector<int64_t>& s
                taps;
   Expr flat = (outer * ic_block + te::FloorMod(wi[1], Expr(ic_block))) * block +
               te::FloorMod(wi[0], Expr(block));
-  std::vector<Expr> idx(shape.size());
-  for (size_t d = shape.size() - 1; d > 0; --d) {
-    idx[d] = te::FloorMod(flat, Expr(shape[d]));
-    flat = te::FloorDiv(flat, Expr(shape[d]));
+  return SplitFlat(flat, shape);
+}
+
+// R[k][col] of the transform's recovery matrix for kernel row or column k (an expression in
+// 0..2); undefined when that column of R is zero.
+Expr RecoveryCoeff(const WinogradTransform& t, const Expr& k, int64_t col) {
+  Expr c;
+  for (int64_t r = 0; r < 3; ++r) {
+    const double v = t.recover[r * t.alpha + col];
+    if (v == 0) continue;
+    c = te::Select(k == Expr(r), te::Const(te::Float(32), v),
+                   c.defined() ? c : te::Const(te::Float(32), 0));
   }
-  idx[0] = flat;
-  return idx;
+  return c;
 }
 
 // Weight element wi (OIHW) of a conv whose constant holds the Winograd-transformed kernels
 // (kWinogradTileAttr): g = R U R^T from the transformed kernel U stored as [a^2][O/B][I][B].
 // Only a conv no Winograd kernel took reads it so (and host evaluation): 9 loads per element.
 Expr WinogradWeight(const Node& n, const Tensor& w, const std::vector<Expr>& wi) {
-  const WinogradTransform* t = FindWinogradTransform(n.GetInt(kWinogradTileAttr, 0));
-  const int64_t block = n.GetInt(kWinogradBlockAttr, 0);
+  const int64_t tile = n.GetInt(kWinogradTileAttr, 0), block = n.GetInt(kWinogradBlockAttr, 0);
+  const WinogradTransform* t = FindWinogradTransform(tile);
   const int64_t oc = w.shape()[0], ic = w.shape()[1];
-  if (t == nullptr || block <= 0 || oc % block != 0 || w.shape()[2] != t->alpha) {
-    Fail(n, "Winograd weights of tile " + std::to_string(n.GetInt(kWinogradTileAttr, 0)) +
-                " do not match their shape");
+  if (t == nullptr || block <= 0 || oc % block != 0 || w.shape()[2] != t->alpha ||
+      w.shape()[3] != t->alpha) {
+    Fail(n, "Winograd weights: expected " + std::string(kWinogradTileAttr) + " 2 or 4, " +
+                kWinogradBlockAttr + " dividing the output channels and W [OC][IC][tile + 2]" +
+                "[tile + 2], got tile " + std::to_string(tile) + ", block " +
+                std::to_string(block) + ", W " + ShapeToString(w.shape()));
   }
   const int64_t a = t->alpha;
   Expr sum;
   for (int64_t p = 0; p < a; ++p) {
     for (int64_t q = 0; q < a; ++q) {
-      // R[kh][p] * R[kw][q] as expressions of the kernel position (R has 3 rows).
-      Expr rp = te::Const(te::Float(32), 0), rq = te::Const(te::Float(32), 0);
-      bool used = false;
-      for (int64_t k = 0; k < 3; ++k) {
-        if (t->recover[k * a + p] != 0) {
-          rp = te::Select(wi[2] == Expr(k), te::Const(te::Float(32), t->recover[k * a + p]), rp);
-          used = true;
-        }
-      }
-      bool used_q = false;
-      for (int64_t k = 0; k < 3; ++k) {
-        if (t->recover[k * a + q] != 0) {
-          rq = te::Select(wi[3] == Expr(k), te::Const(te::Float(32), t->recover[k * a + q]), rq);
-          used_q = true;
-        }
-      }
-      if (!used || !used_q) continue;
+      Expr rp = RecoveryCoeff(*t, wi[2], p), rq = RecoveryCoeff(*t, wi[3], q);
+      if (!rp.defined() || !rq.defined()) continue;
       Expr flat =
           (((p * a + q) * (oc / block) + te::FloorDiv(wi[0], Expr(block))) * ic + wi[1]) * block +
           te::FloorMod(wi[0], Expr(block));
-      Expr u = w({te::FloorDiv(flat, Expr(ic * a * a)),
-                  te::FloorMod(te::FloorDiv(flat, Expr(a * a)), Expr(ic)),
-                  te::FloorMod(te::FloorDiv(flat, Expr(a)), Expr(a)), te::FloorMod(flat, Expr(a))});
-      Expr term = rp * rq * u;
+      Expr term = rp * rq * w(SplitFlat(flat, w.shape()));
       sum = sum.defined() ? sum + term : term;
     }
   }

@@ -514,5 +514,32 @@ TEST(BlockedLayout, ShapeRulesNameTheNodeAndTheLayout) {
   EXPECT_EQ(LayoutBlock("NCHW0c"), -1);
 }
 
+// A Conv whose Winograd attributes do not match its weights is refused by name when lowered.
+TEST(BlockedLayout, MalformedWinogradWeightsNameTheNode) {
+  ScopedEnv disable("EMBER_DISABLE_SCHEDULES", "1");
+  KernelGraph kg;
+  int x = kg.Input("x", {1, 1, 6, 6, 16});
+  int w = kg.Input("w", {16, 16, 6, 6});
+  AttrMap attrs{{"kernel_shape", std::vector<int64_t>{3, 3}},
+                {"strides", std::vector<int64_t>{1, 1}},
+                {"dilations", std::vector<int64_t>{1, 1}},
+                {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                {"group", int64_t{1}},
+                {kDataLayoutAttr, std::string("NCHW16c")},
+                {kOutLayoutAttr, std::string("NCHW16c")},
+                {kWinogradTileAttr, int64_t{3}},
+                {kWinogradBlockAttr, int64_t{16}}};
+  int y = kg.Add("Conv", {x, w}, {TensorType{{1, 1, 6, 6, 16}, kFloat32}}, attrs)[0];
+  lower::ScheduleOptions opts;
+  try {
+    lower::LowerGroup(kg.Group("conv", {y}), opts);
+    FAIL() << "tile 3 has no transform";
+  } catch (const CompileError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("Conv_0"), std::string::npos) << what;
+    EXPECT_NE(what.find("got tile 3"), std::string::npos) << what;
+  }
+}
+
 }  // namespace
 }  // namespace ember::compiler
