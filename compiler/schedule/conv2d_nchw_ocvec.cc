@@ -139,12 +139,7 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
       }
     }
   }
-  if (c.prefetch_ahead > 0) {
-    constexpr int64_t kLineFloats = 16;  // 64-byte cache lines
-    for (int64_t v = 0; v < c.ocb; v += kLineFloats) {
-      update.push_back(lower::Prefetch(c.weights, w_base + v + c.prefetch_ahead));
-    }
-  }
+  if (c.prefetch_ahead > 0) PrefetchFloats(c.weights, w_base + c.prefetch_ahead, c.ocb, &update);
   Stmt red = lower::Seq(update);
   if (split) red = lower::KeepScalarFor(ici_v, unit, red);
   red = lower::KeepScalarFor(kw_v, s.kw, red);

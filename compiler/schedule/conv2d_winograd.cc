@@ -155,10 +155,7 @@ Stmt ProductTile(const ConvShape& s, const Plan& p, const Buffer& v, const Buffe
   }
   // The task's later register tiles find its weights in cache; the first would wait for them
   // from memory: every step fetches the next task's (the next block of U in task order).
-  constexpr int64_t kLineFloats = 16;  // 64-byte cache lines
-  for (int64_t k = 0; k < p.ocb; k += kLineFloats) {
-    update.push_back(lower::Prefetch(u, w_base + k + s.c * p.ocb));
-  }
+  PrefetchFloats(u, w_base + s.c * p.ocb, p.ocb, &update);
   Stmt red = lower::KeepScalarFor(ci, p.xin, lower::Seq(update));
   red = lower::KeepScalarFor(cb_var, cbs, red);
   std::vector<Stmt> tile = init;

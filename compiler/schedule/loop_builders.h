@@ -32,6 +32,14 @@ inline lower::Stmt Range(const std::string& name, int64_t begin, int64_t end, lo
   return lower::For(v, end - begin, kind, body(begin == 0 ? v : v + begin));
 }
 
+/*! \brief Prefetches of the `floats` float32 elements of `b` from `first` on, one per 64-byte
+ * cache line, appended to *out. */
+inline void PrefetchFloats(const lower::Buffer& b, const te::Expr& first, int64_t floats,
+                           std::vector<lower::Stmt>* out) {
+  constexpr int64_t kLineFloats = 16;
+  for (int64_t v = 0; v < floats; v += kLineFloats) out->push_back(lower::Prefetch(b, first + v));
+}
+
 }  // namespace ember::compiler::schedule
 
 #endif  // EMBER_COMPILER_SCHEDULE_LOOP_BUILDERS_H_
