@@ -1,7 +1,8 @@
 // 3 x 3 stride-1 convolution in NCHW[x]c as Winograd F(m x m, 3 x 3)
 // (ember/compiler/ir/winograd.h).
 //
-// Four steps per image, each a parallel loop:
+// Four steps per image, each a parallel loop (steps 2-4 band by band, a band being the tile rows
+// whose V and M fit L2):
 //  1. the input is copied zero-padded to whole tiles (PadConvInput);
 //  2. input transform: every tile's alpha x alpha pixels of one channel block (one vector each,
 //     channels in the lanes) become V = B^T d B, stored as V[alpha^2][C/x][tiles][x];
@@ -99,19 +100,23 @@ Stmt TwoSided(const std::vector<double>& l, int64_t r, int64_t n, const std::vec
 
 struct Plan {
   const WinogradTransform* t;
-  int64_t th, tw, tiles;  // tiles per column, per row, in all
-  int64_t ph, pw;         // padded plane
-  int64_t xin, lanes;     // channel blocks of the input and the output (vector widths)
-  int64_t ocb;            // output channels per weight block
-  int64_t rows;           // tiles per register tile of the products
+  int64_t th, tw;      // tiles per column, per row
+  int64_t band;        // tile rows per band (the steps run band by band; divides th)
+  int64_t tiles;       // tiles per band: band * tw
+  int64_t ph, pw;      // padded plane
+  int64_t xin, lanes;  // channel blocks of the input and the output (vector widths)
+  int64_t ocb;         // output channels per weight block
+  int64_t rows;        // tiles per register tile of the products
 };
 
-// Step 2 for one channel block and tile row: V[xi][cb][t][:] = (B^T d B)[xi].
+// Step 2 for one channel block and tile row of the band from tile row band0: V[xi][cb][t][:] =
+// (B^T d B)[xi], t counting the band's tiles.
 Stmt InputTransform(const ConvShape& s, const Plan& p, const Buffer& padded, const Buffer& v,
-                    lower::LoweredFunc* f) {
+                    const Expr& band0, lower::LoweredFunc* f) {
   const int64_t a = p.t->alpha, cbs = s.c / p.xin;
   Expr task = te::MakeVar("it"), tx = te::MakeVar("tx");
-  Expr cb = te::FloorDiv(task, Expr(p.th)), ty = te::FloorMod(task, Expr(p.th));
+  Expr cb = te::FloorDiv(task, Expr(p.band)), row = te::FloorMod(task, Expr(p.band));
+  Expr ty = band0 + row;
   std::vector<Expr> d;
   for (int64_t i = 0; i < a; ++i) {
     for (int64_t j = 0; j < a; ++j) {
@@ -120,12 +125,12 @@ Stmt InputTransform(const ConvShape& s, const Plan& p, const Buffer& padded, con
     }
   }
   std::vector<Buffer> tmp = VectorLocals(f, "win", a * a, p.xin);
-  Expr tile = ty * p.tw + tx;
+  Expr tile = row * p.tw + tx;
   Stmt body = TwoSided(p.t->bt, a, a, d, tmp, [&](int64_t xi, const Expr& value) {
     return lower::Store(v, ((xi * cbs + cb) * p.tiles + tile) * p.xin, value);
   });
   body = lower::For(tx, p.tw, ForKind::kSerial, body);
-  const int64_t tasks = cbs * p.th;
+  const int64_t tasks = cbs * p.band;
   return lower::For(task, tasks, tasks > 1 ? ForKind::kParallel : ForKind::kSerial, body);
 }
 
@@ -180,13 +185,15 @@ Stmt Products(const ConvShape& s, const Plan& p, const Buffer& v, const Buffer& 
   return lower::For(task, a2 * obs, ForKind::kParallel, SeqOf(body));
 }
 
-// Step 4 for one output channel vector and tile row, the epilogue applied before each store.
+// Step 4 for one output channel vector and tile row of the band from tile row band0, the
+// epilogue applied before each store.
 Stmt OutputTransform(const ConvShape& s, const Plan& p, const Buffer& m, const Buffer& out,
-                     const ConvEpilogueAt& at, const Expr& n, lower::LoweredFunc* f) {
+                     const ConvEpilogueAt& at, const Expr& n, const Expr& band0,
+                     lower::LoweredFunc* f) {
   const int64_t a = p.t->alpha, mt = p.t->m, cvs = s.oc / p.lanes;
   Expr task = te::MakeVar("ot"), tx = te::MakeVar("tx");
-  Expr cv = te::FloorDiv(task, Expr(p.th)), ty = te::FloorMod(task, Expr(p.th));
-  Expr tile = ty * p.tw + tx;
+  Expr cv = te::FloorDiv(task, Expr(p.band)), row = te::FloorMod(task, Expr(p.band));
+  Expr ty = band0 + row, tile = row * p.tw + tx;
   std::vector<Expr> mv;
   for (int64_t xi = 0; xi < a * a; ++xi) {
     mv.push_back(lower::VectorLoad(m, ((xi * cvs + cv) * p.tiles + tile) * p.lanes,
@@ -202,7 +209,7 @@ Stmt OutputTransform(const ConvShape& s, const Plan& p, const Buffer& m, const B
     return ragged ? lower::If(oh < Expr(s.oh) && ow < Expr(s.ow), st) : st;
   });
   body = lower::For(tx, p.tw, ForKind::kSerial, body);
-  const int64_t tasks = cvs * p.th;
+  const int64_t tasks = cvs * p.band;
   return lower::For(task, tasks, tasks > 1 ? ForKind::kParallel : ForKind::kSerial, body);
 }
 
@@ -241,7 +248,14 @@ bool TryConv2dWinograd(const FusedGroup& group, const lower::ScheduleOptions& op
   const int64_t a = p.t->alpha, mt = p.t->m;
   p.th = CeilDiv(s.oh, mt);
   p.tw = CeilDiv(s.ow, mt);
-  p.tiles = p.th * p.tw;
+  // Bands of tile rows whose V and M fit L2 (a large image would otherwise need workspaces of
+  // hundreds of MB): the largest divisor of the tile rows within it, at least one row.
+  const int64_t row_bytes = a * a * (s.c + s.oc) * p.tw * int64_t{4};
+  const int64_t budget_bytes =
+      opts.target != nullptr ? TargetCacheSizes(*opts.target).l2 : int64_t{1} << 20;
+  p.band = p.th;
+  while (p.band > 1 && (p.th % p.band != 0 || p.band * row_bytes > budget_bytes)) --p.band;
+  p.tiles = p.band * p.tw;
   p.ph = p.th * mt + 2;
   p.pw = p.tw * mt + 2;
   p.xin = s.in_block;
@@ -269,12 +283,15 @@ bool TryConv2dWinograd(const FusedGroup& group, const lower::ScheduleOptions& op
   f.workspaces.push_back(padded);
   f.workspaces.push_back(v);
   f.workspaces.push_back(m);
-  Expr n = te::MakeVar("n");
-  std::vector<Stmt> image{PadConvInput(s, xb, padded, n, p.ph, p.pw, opts),
-                          InputTransform(s, p, padded, v, &f), Products(s, p, v, wb, m, &f),
-                          OutputTransform(s, p, m, f.args.back().buffer, at, n, &f)};
-  // The padded copy and V hold one image (n is outermost).
-  f.body = lower::For(n, s.n, ForKind::kSerial, lower::Seq(image));
+  Expr n = te::MakeVar("n"), band = te::MakeVar("band");
+  const int64_t bands = p.th / p.band;
+  Expr band0 = bands > 1 ? band * p.band : Expr(0);
+  Stmt steps = lower::Seq({InputTransform(s, p, padded, v, band0, &f), Products(s, p, v, wb, m, &f),
+                           OutputTransform(s, p, m, f.args.back().buffer, at, n, band0, &f)});
+  if (bands > 1) steps = lower::For(band, bands, ForKind::kSerial, steps);
+  // The padded copy holds one image, V and M one band of its tiles.
+  f.body = lower::For(n, s.n, ForKind::kSerial,
+                      lower::Seq({PadConvInput(s, xb, padded, n, p.ph, p.pw, opts), steps}));
   f.prefer_vector_bits = params.prefer_vector_bits;
   *out = std::move(f);
   return true;

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "../../../compiler/schedule/schedule.h"
+#include "../../../compiler/schedule/tuning.h"
 #include "kernel_test_util.h"
 
 namespace ember::compiler {
@@ -268,6 +269,7 @@ TEST(BlockedLayout, WinogradKernelMatchesTheReference) {
       {1, 32, 8, 8, 32, 3, 1, 1, 1, true, true, true, 8, 16},       // narrower block in
       {1, 8, 6, 6, 8, 3, 1, 1, 1, true, true, true, 4, 4},          // 4-wide blocks
       {1, 16, 7, 7, 16, 3, 1, 2, 1, true, false, false, 16, 16},    // pads 2
+      {1, 32, 88, 88, 32, 3, 1, 1, 1, true, true, true, 16, 16},    // bands of tile rows
   };
   for (const char* name : {"conv2d_nchw_ocvec_avx512", "conv2d_nchw_ocvec_avx2",
                            "conv2d_nchw_ocvec_neon", "conv2d_nchw_ocvec_neon32"}) {
@@ -512,6 +514,16 @@ TEST(BlockedLayout, ShapeRulesNameTheNodeAndTheLayout) {
   EXPECT_EQ(LayoutBlock("NCHW"), 0);
   EXPECT_EQ(LayoutBlock("NHWC"), -1);
   EXPECT_EQ(LayoutBlock("NCHW0c"), -1);
+}
+
+// Steps 2-4 of the Winograd kernel run band by band when a whole image's V and M (alpha^2 x
+// channels in and out x tiles floats) exceed L2: workspaces stay bounded for large images.
+TEST(BlockedLayout, WinogradRunsLargePlanesInBands) {
+  const BlockedCase c{1, 32, 88, 88, 32, 3, 1, 1, 1, true, true, true, 16, 16};
+  const int64_t tiles = 22 * 22, vm_bytes = 36 * (32 + 32) * tiles * 4;  // F(4x4): 4.5 MB
+  const bool banded = vm_bytes > schedule::TargetCacheSizes(Target::Host()).l2;
+  CheckBlockedConv("conv2d_nchw_ocvec_avx512", banded ? "for band in [0, " : "win0[", {32, 0, 4},
+                   c);
 }
 
 // A Conv whose Winograd attributes do not match its weights is refused by name when lowered.
