@@ -42,11 +42,11 @@ constexpr double kMinTileUse = 0.85;
 // Channels below which the products are too short to pay for the transforms.
 constexpr int64_t kMinChannels = 32;
 
-// sum_k coeff[k * stride] * terms[k]: zero coefficients skipped, +-1 without a multiplication.
-Expr Combine(const double* coeff, int64_t stride, const std::vector<Expr>& terms) {
+// sum_k coeff[k] * terms[k]: zero coefficients skipped, +-1 without a multiplication.
+Expr Combine(const double* coeff, const std::vector<Expr>& terms) {
   Expr sum;
   for (size_t k = 0; k < terms.size(); ++k) {
-    const double c = coeff[k * stride];
+    const double c = coeff[k];
     if (c == 0) continue;
     Expr term = terms[k];
     if (c == -1 && !sum.defined()) {
@@ -59,7 +59,7 @@ Expr Combine(const double* coeff, int64_t stride, const std::vector<Expr>& terms
   return sum.defined() ? sum : F32(0);
 }
 
-// A vector local per element of a rows x cols matrix (mem2reg keeps them in registers).
+// `count` vector locals named name0, name1, ... (mem2reg keeps them in registers).
 std::vector<Buffer> VectorLocals(lower::LoweredFunc* f, const std::string& name, int64_t count,
                                  int64_t lanes) {
   std::vector<Buffer> out;
@@ -87,13 +87,13 @@ Stmt TwoSided(const std::vector<double>& l, int64_t r, int64_t n, const std::vec
     for (int64_t j = 0; j < n; ++j) {
       std::vector<Expr> column;
       for (int64_t k = 0; k < n; ++k) column.push_back(x[k * n + j]);
-      body.push_back(lower::Store(tmp[i * n + j], 0, Combine(&l[i * n], 1, column)));
+      body.push_back(lower::Store(tmp[i * n + j], 0, Combine(&l[i * n], column)));
     }
   }
   std::vector<Expr> t = Loads(tmp);
   for (int64_t i = 0; i < r; ++i) {
     std::vector<Expr> row(t.begin() + i * n, t.begin() + (i + 1) * n);
-    for (int64_t j = 0; j < r; ++j) body.push_back(emit(i * r + j, Combine(&l[j * n], 1, row)));
+    for (int64_t j = 0; j < r; ++j) body.push_back(emit(i * r + j, Combine(&l[j * n], row)));
   }
   return lower::Seq(body);
 }
