@@ -143,30 +143,22 @@ Stmt ProductTile(const ConvShape& s, const Plan& p, const Buffer& v, const Buffe
   Expr cb_var = te::MakeVar("cb"), ci = te::MakeVar("ci");
   Expr cb = cbs > 1 ? cb_var : Expr(0);
   Expr w_base = ((xi * (s.oc / p.ocb) + ob) * s.c + cb * p.xin + ci) * p.ocb;
-  std::vector<Stmt> init, update, store;
-  for (int64_t r = 0; r < rows; ++r) {
-    Expr x = BufferLoad(v, ((xi * cbs + cb) * p.tiles + t0 + r) * p.xin + ci);
-    for (int64_t k = 0; k < vectors; ++k) {
-      Buffer acc =
-          NewVectorAccumulator("acc" + tag + std::to_string(r) + "_" + std::to_string(k), p.lanes);
-      f->locals.push_back(acc);
-      init.push_back(lower::Store(acc, 0, te::Const(acc->dtype, 0)));
-      Expr w = lower::VectorLoad(u, w_base + k * p.lanes, static_cast<int>(p.lanes));
-      update.push_back(lower::Store(acc, 0, BufferLoad(acc, 0) + x * w));
-      Expr ocv = ob * vectors + k;  // output channel vector
-      store.push_back(lower::Store(m, ((xi * (s.oc / p.lanes) + ocv) * p.tiles + t0 + r) * p.lanes,
-                                   BufferLoad(acc, 0)));
-    }
-  }
+  BroadcastTile tile(
+      "acc" + tag, rows, vectors, static_cast<int>(p.lanes),
+      [&](int64_t r) { return BufferLoad(v, ((xi * cbs + cb) * p.tiles + t0 + r) * p.xin + ci); },
+      [&](int64_t k) {
+        return lower::VectorLoad(u, w_base + k * p.lanes, static_cast<int>(p.lanes));
+      },
+      [&](int64_t r, int64_t k, const Expr& acc) {
+        Expr ocv = ob * vectors + k;  // output channel vector
+        return lower::Store(m, ((xi * (s.oc / p.lanes) + ocv) * p.tiles + t0 + r) * p.lanes, acc);
+      },
+      f);
   // The task's later register tiles find its weights in cache; the first would wait for them
   // from memory: every step fetches the next task's (the next block of U in task order).
-  PrefetchFloats(u, w_base + s.c * p.ocb, p.ocb, &update);
-  Stmt red = lower::KeepScalarFor(ci, p.xin, lower::Seq(update));
-  red = lower::KeepScalarFor(cb_var, cbs, red);
-  std::vector<Stmt> tile = init;
-  tile.push_back(red);
-  tile.insert(tile.end(), store.begin(), store.end());
-  return lower::Seq(tile);
+  PrefetchFloats(u, w_base + s.c * p.ocb, p.ocb, &tile.update);
+  Stmt red = lower::KeepScalarFor(ci, p.xin, lower::Seq(tile.update));
+  return tile.With(lower::KeepScalarFor(cb_var, cbs, red));
 }
 
 // Step 3: one task per (xi, weight block), its tiles in register tiles of p.rows.
@@ -215,14 +207,19 @@ Stmt OutputTransform(const ConvShape& s, const Plan& p, const Buffer& m, const B
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The output-channel block of the products when the kernel can run this conv under entry p (3 x 3
+// stride 1 ungrouped, input in whole channel blocks, output blocked by the vector width), else 0.
+int64_t KernelWeightBlock(const ConvShape& s, const Conv2dOcVecParams& p) {
+  if (s.kh != 3 || s.kw != 3 || s.s_h != 1 || s.s_w != 1 || s.group != 1) return 0;
+  if (s.in_block < 1 || s.c % s.in_block != 0 || s.out_block != p.lanes) return 0;
+  return OcVecOcBlock(s, p);
+}
+
 }  // namespace
 
 int64_t WinogradTileFor(const ConvShape& s, const Conv2dOcVecParams& entry) {
-  if (s.kh != 3 || s.kw != 3 || s.s_h != 1 || s.s_w != 1 || s.group != 1) return 0;
-  if (s.in_block < kMinLayoutBlock || s.out_block < kMinLayoutBlock) return 0;
-  if (s.c < kMinChannels || s.oc < kMinChannels || s.c % s.in_block != 0) return 0;
-  const Conv2dOcVecParams p = BlockedOcVecParams(entry, s);
-  if (s.out_block != p.lanes || OcVecOcBlock(s, p) == 0) return 0;
+  if (s.in_block < kMinLayoutBlock || s.c < kMinChannels || s.oc < kMinChannels) return 0;
+  if (KernelWeightBlock(s, BlockedOcVecParams(entry, s)) == 0) return 0;
   // The largest tile whose padded tiles stay within kMinTileUse of the output.
   for (int64_t m : {4, 2}) {
     const double covered = static_cast<double>(CeilDiv(s.oh, m) * CeilDiv(s.ow, m) * m * m);
@@ -239,12 +236,10 @@ bool TryConv2dWinograd(const FusedGroup& group, const lower::ScheduleOptions& op
   const Conv2dOcVecParams params = BlockedOcVecParams(entry, s);
   Plan p;
   p.t = FindWinogradTransform(cg.conv->GetInt(kWinogradTileAttr, 0));
-  if (p.t == nullptr || s.kh != 3 || s.kw != 3 || s.s_h != 1 || s.s_w != 1 || s.group != 1 ||
-      s.in_block < 1 || s.out_block != params.lanes || s.c % s.in_block != 0) {
+  p.ocb = KernelWeightBlock(s, params);
+  if (p.t == nullptr || p.ocb == 0 || cg.conv->GetInt(kWinogradBlockAttr, 0) != p.ocb) {
     return false;
   }
-  p.ocb = OcVecOcBlock(s, params);
-  if (p.ocb == 0 || cg.conv->GetInt(kWinogradBlockAttr, 0) != p.ocb) return false;
   const int64_t a = p.t->alpha, mt = p.t->m;
   p.th = CeilDiv(s.oh, mt);
   p.tw = CeilDiv(s.ow, mt);
@@ -263,8 +258,7 @@ bool TryConv2dWinograd(const FusedGroup& group, const lower::ScheduleOptions& op
   // Register tiles as the direct kernel's: the accumulators fill the register file but for the
   // weight vectors, the broadcast and a spare.
   const int64_t vectors = p.ocb / p.lanes;
-  const int64_t budget =
-      opts.target != nullptr ? VectorRegisters(ClassifyTarget(*opts.target)) - 4 : 12;
+  const int64_t budget = opts.target != nullptr ? AccumulatorRegisters(*opts.target) : 12;
   p.rows = std::min(p.tiles, std::max<int64_t>(1, budget / vectors));
 
   lower::LoweredFunc f;

@@ -79,17 +79,6 @@ bool ReadGeometry(const Node& conv, const Graph& g, ConvShape* s) {
   return s->oh > 0 && s->ow > 0 && s->kh > 0 && s->kw > 0;
 }
 
-}  // namespace
-
-bool IsGroupInput(const FusedGroup& group, int vid) {
-  for (int v : group.inputs) {
-    if (v == vid) return true;
-  }
-  return false;
-}
-
-namespace {
-
 bool MatchAnyConvGroup(const FusedGroup& group, ConvGroup* m) {
   const Graph& g = *group.graph;
   const Node* conv = FindSingleConv(group);
@@ -117,6 +106,13 @@ bool MatchAnyConvGroup(const FusedGroup& group, ConvGroup* m) {
 }
 
 }  // namespace
+
+bool IsGroupInput(const FusedGroup& group, int vid) {
+  for (int v : group.inputs) {
+    if (v == vid) return true;
+  }
+  return false;
+}
 
 bool MatchConvGroup(const FusedGroup& group, ConvGroup* m) {
   return MatchAnyConvGroup(group, m) && !m->conv->HasAttr(kWinogradTileAttr);
@@ -147,6 +143,31 @@ lower::Buffer NewFloatBuffer(const std::string& name, int64_t size, lower::Buffe
 lower::Buffer NewVectorAccumulator(const std::string& name, int64_t lanes) {
   return lower::NewBuffer(name, te::WithLanes(te::Float(32), static_cast<int>(lanes)), 1,
                           lower::BufferScope::kLocal);
+}
+
+BroadcastTile::BroadcastTile(
+    const std::string& prefix, int64_t rows, int64_t vectors, int lanes,
+    const std::function<te::Expr(int64_t r)>& x, const std::function<te::Expr(int64_t v)>& w,
+    const std::function<lower::Stmt(int64_t r, int64_t v, const te::Expr& acc)>& store_at,
+    lower::LoweredFunc* f) {
+  for (int64_t r = 0; r < rows; ++r) {
+    te::Expr xr = x(r);  // broadcast against the tile's weight vectors
+    for (int64_t v = 0; v < vectors; ++v) {
+      lower::Buffer acc =
+          NewVectorAccumulator(prefix + std::to_string(r) + "_" + std::to_string(v), lanes);
+      f->locals.push_back(acc);
+      init.push_back(lower::Store(acc, 0, te::Const(acc->dtype, 0)));
+      update.push_back(lower::Store(acc, 0, lower::BufferLoad(acc, 0) + xr * w(v)));
+      store.push_back(store_at(r, v, lower::BufferLoad(acc, 0)));
+    }
+  }
+}
+
+lower::Stmt BroadcastTile::With(const lower::Stmt& reduction) const {
+  std::vector<lower::Stmt> tile = init;
+  tile.push_back(reduction);
+  tile.insert(tile.end(), store.begin(), store.end());
+  return lower::Seq(tile);
 }
 
 te::Expr OutputChannel(const ConvShape& s, const std::vector<te::Expr>& i) {

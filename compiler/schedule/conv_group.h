@@ -114,6 +114,22 @@ lower::Buffer NewFloatBuffer(const std::string& name, int64_t size, lower::Buffe
  * lanes is the target's vector width; a scalar when 1). */
 lower::Buffer NewVectorAccumulator(const std::string& name, int64_t lanes);
 
+/*! \brief The statements of a register tile of rows x vectors accumulators of `lanes` floats
+ * (locals PREFIX<r>_<v>, added to f->locals), each reduction step adding a broadcast value times
+ * a weight vector: `init` zeroes them, `update` is one step acc[r][v] += x(r) * w(v), `store`
+ * holds store(r, v, acc) for each once reduced. */
+struct BroadcastTile {
+  BroadcastTile(const std::string& prefix, int64_t rows, int64_t vectors, int lanes,
+                const std::function<te::Expr(int64_t r)>& x,
+                const std::function<te::Expr(int64_t v)>& w,
+                const std::function<lower::Stmt(int64_t r, int64_t v, const te::Expr& acc)>& store,
+                lower::LoweredFunc* f);
+  /*! \brief init, then `reduction` (loops around `update`), then the stores. */
+  lower::Stmt With(const lower::Stmt& reduction) const;
+
+  std::vector<lower::Stmt> init, update, store;
+};
+
 /*! \brief Copies image n of the conv's input `x` into a zero-padded [C][PH][PW] plane set
  * ([C/x][PH][PW][x] for NCHW[x]c input; rows and columns past the input's end padding are zeros
  * too): border columns and rows are zero stores, interior rows a contiguous copy (no per-element

@@ -113,25 +113,17 @@ Stmt MakeTile(const DenseContext& c, const std::string& tag, const Expr& m0, int
               const Expr& n0, int64_t vectors, int lanes, const WeightSource& w) {
   Expr k_var = te::MakeVar("k");
   Expr k = c.d.k > 1 ? k_var : Expr(0);  // KeepScalarFor drops a loop of one step
-  std::vector<Stmt> init, update, store;
-  for (int64_t i = 0; i < rows; ++i) {
-    Expr x = BufferLoad(c.a, (m0 + i) * c.d.k + k);  // broadcast against the weight vectors
-    for (int64_t v = 0; v < vectors; ++v) {
-      Buffer acc =
-          NewVectorAccumulator("accd" + tag + std::to_string(i) + "_" + std::to_string(v), lanes);
-      c.f->locals.push_back(acc);
-      init.push_back(lower::Store(acc, 0, te::Const(acc->dtype, 0)));
-      Expr wv = lower::VectorLoad(w.buf, w.base + k * w.stride + v * lanes, lanes);
-      update.push_back(lower::Store(acc, 0, BufferLoad(acc, 0) + x * wv));
-      Expr col = n0 + v * lanes;
-      store.push_back(lower::Store(c.out, (m0 + i) * c.d.n + col,
-                                   EpilogueColumns(c, m0 + i, col, lanes, BufferLoad(acc, 0))));
-    }
-  }
-  std::vector<Stmt> tile = init;
-  tile.push_back(lower::KeepScalarFor(k_var, c.d.k, lower::Seq(update)));
-  tile.insert(tile.end(), store.begin(), store.end());
-  return lower::Seq(tile);
+  BroadcastTile tile(
+      "accd" + tag, rows, vectors, lanes,
+      [&](int64_t i) { return BufferLoad(c.a, (m0 + i) * c.d.k + k); },
+      [&](int64_t v) { return lower::VectorLoad(w.buf, w.base + k * w.stride + v * lanes, lanes); },
+      [&](int64_t i, int64_t v, const Expr& acc) {
+        Expr col = n0 + v * lanes;
+        return lower::Store(c.out, (m0 + i) * c.d.n + col,
+                            EpilogueColumns(c, m0 + i, col, lanes, acc));
+      },
+      c.f);
+  return tile.With(lower::KeepScalarFor(k_var, c.d.k, lower::Seq(tile.update)));
 }
 
 // Row tiles [first, first + count) of `rows` rows from row 0, then, when `with_tail`, the rows

@@ -113,6 +113,8 @@ int VectorRegisters(TargetClass tc) {
   return tc == TargetClass::kAvx512 || tc == TargetClass::kNeon64 ? 32 : 16;
 }
 
+int64_t AccumulatorRegisters(const Target& t) { return VectorRegisters(ClassifyTarget(t)) - 4; }
+
 // ---- conv2d_nchw_wide: lanes x oc_block accumulators, q_chunk output tiles per L2 sweep ----
 
 namespace {
@@ -136,7 +138,7 @@ int64_t SimdFloats(const Target& t) { return std::max(1, t.vector_bits / 32); }
 std::vector<ParamSet> ConvWideCandidates(const ConvShape& s, const Target& t,
                                          const Conv2dParams& d) {
   const int64_t vw = SimdFloats(t);
-  const int64_t budget = VectorRegisters(ClassifyTarget(t)) - 4;
+  const int64_t budget = AccumulatorRegisters(t);
   const int64_t k0 = std::max<int64_t>(1, d.lanes / vw);
   const int64_t acc0 = k0 * d.oc_block;
   std::vector<std::pair<double, ParamSet>> scored;
@@ -201,7 +203,7 @@ int64_t TunedConv2d1x1Width(const FusedGroup& group, const lower::ScheduleOption
   if (opts.target == nullptr || simd_lanes < 1 || !MatchConvGroup(group, &m)) return table_width;
   const ConvShape& s = m.s;
   // Accumulators (width / simd_lanes x ocb registers) from half to all of the register budget.
-  const int64_t budget = VectorRegisters(ClassifyTarget(*opts.target)) - 4;
+  const int64_t budget = AccumulatorRegisters(*opts.target);
   auto candidates = [&] {
     std::vector<ParamSet> out{{{"width", table_width}}};
     for (int64_t vectors = budget / ocb; vectors >= 1 && 2 * vectors * ocb >= budget; --vectors) {
@@ -299,7 +301,7 @@ OcVecBlocking TunedConv2dOcVecBlocking(const FusedGroup& group, const lower::Sch
   table.row_chunk = CacheRowChunk(s, t);
   table.ic_chunk = CacheIcChunk(s, ocb, caches.l1d / 2);
   const int64_t l2_ic_chunk = CacheIcChunk(s, ocb, caches.l2 / 4);
-  const int64_t budget = VectorRegisters(ClassifyTarget(t)) - 4;
+  const int64_t budget = AccumulatorRegisters(t);
   auto candidates = [&] {
     // Block widths whose accumulators fill a third to all of the register budget, then the
     // other chunking (none, or half the cache-derived chunk) with the table's width.

@@ -67,6 +67,9 @@ CacheSizes TargetCacheSizes(const Target& t);
 
 /*! \brief SIMD registers of the target class (32 on AVX-512 and AArch64, else 16). */
 int VectorRegisters(TargetClass tc);
+/*! \brief Vector registers a register tile's accumulators may take on `t`: the register file
+ *  minus the operands each reduction step loads and broadcasts, and a spare (four). */
+int64_t AccumulatorRegisters(const Target& t);
 
 /*! \brief conv2d_nchw_wide's hook: its params for the group, from the log or the table. */
 Conv2dParams TunedConv2dWideParams(const FusedGroup& group, const lower::ScheduleOptions& opts,
