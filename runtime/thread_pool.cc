@@ -90,14 +90,14 @@ std::atomic<uint64_t> g_run_spin_ns{
 std::atomic<int> g_runs_in_progress{0};
 std::atomic<uint64_t> g_last_run_end_ns{0};
 
-// Whether a wait that began at start_ns goes on spinning at now_ns.
+// Whether a wait that began at start_ns goes on spinning at now_ns, under the current budget.
 bool KeepSpinning(uint64_t start_ns, uint64_t now_ns) {
-  if (g_runs_in_progress.load(std::memory_order_relaxed) > 0) {
-    return now_ns - start_ns < g_run_spin_ns.load(std::memory_order_relaxed);
-  }
-  // A run that ended during the wait leaves the idle spin time from its end.
-  const uint64_t from = std::max(start_ns, g_last_run_end_ns.load(std::memory_order_relaxed));
-  return from >= now_ns || now_ns - from < g_spin_ns.load(std::memory_order_relaxed);
+  sync::SpinBudget budget;
+  budget.runs_in_progress = g_runs_in_progress.load(std::memory_order_relaxed);
+  budget.last_run_end_ns = g_last_run_end_ns.load(std::memory_order_relaxed);
+  budget.spin_ns = g_spin_ns.load(std::memory_order_relaxed);
+  budget.run_spin_ns = g_run_spin_ns.load(std::memory_order_relaxed);
+  return sync::KeepSpinning(budget, start_ns, now_ns);
 }
 
 void StoreSpinMicros(int micros, std::atomic<uint64_t>* spin_ns) {
@@ -325,6 +325,15 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int num_threads() const { return num_threads_; }
+
+  // Workers that stopped spinning and sleep (or are about to) on their futex.
+  int NumParked() const {
+    int parked = 0;
+    for (int i = 1; i <= started_; ++i) {
+      parked += workers_[i].parked.load(std::memory_order_acquire) != 0 ? 1 : 0;
+    }
+    return parked;
+  }
 
   // Caller holds state.mu and is not inside a task.
   int Launch(FTVMParallelLambda fn, void* cdata, int num_task) {
@@ -657,6 +666,12 @@ std::string Describe() {
 }
 
 bool InParallelTask() { return tls_in_task; }
+
+int NumParkedWorkers() {
+  PoolState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.pool == nullptr ? 0 : s.pool->NumParked();
+}
 
 // TVM's names, so Python and apps written for TVM configure the pool unchanged.
 EMBER_REGISTER_GLOBAL("runtime.config_threadpool").set_body_typed([](int mode, int nthreads) {

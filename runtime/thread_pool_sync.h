@@ -45,6 +45,25 @@ inline uint64_t NowNanos() {
 /*! Reading the clock costs ~20 ns, a pause ~10-40 ns: look at the clock every 32 pauses. */
 constexpr uint32_t kSpinClockMask = 31;
 
+/*! What decides how long a waiting thread spins before it parks (see threading.h, Waiting). */
+struct SpinBudget {
+  int runs_in_progress = 0;      // RunScopes alive
+  uint64_t last_run_end_ns = 0;  // NowNanos() when the last RunScope ended
+  uint64_t spin_ns = 0;          // budget outside a run
+  uint64_t run_spin_ns = 0;      // budget during a run
+};
+
+/*!
+ * Whether a wait that began at start_ns goes on spinning at now_ns. During a run it spins
+ * run_spin_ns from its start; otherwise spin_ns from the later of its start and the end of the
+ * last run, so a run that ends during a wait leaves it the idle budget from then on.
+ */
+inline bool KeepSpinning(const SpinBudget& budget, uint64_t start_ns, uint64_t now_ns) {
+  if (budget.runs_in_progress > 0) return now_ns - start_ns < budget.run_spin_ns;
+  const uint64_t from = start_ns > budget.last_run_end_ns ? start_ns : budget.last_run_end_ns;
+  return from >= now_ns || now_ns - from < budget.spin_ns;
+}
+
 /*!
  * Spins until ready() or until keep_spinning(start_ns, now_ns) says to stop; returns whether
  * ready() became true. The budget is a callable so it may change during the wait.

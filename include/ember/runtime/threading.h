@@ -123,6 +123,12 @@ TVM_DLL std::string Describe();
 /*! \brief True while the calling thread runs a task of a parallel launch. */
 TVM_DLL bool InParallelTask();
 
+/*!
+ * \brief Workers of the pool that stopped spinning and sleep on their futex now (0 before the
+ *        first launch). A diagnostic: it shows whether an idle process holds any core.
+ */
+TVM_DLL int NumParkedWorkers();
+
 /*! \brief Cores the process may run on, split by maximum frequency (see the file comment). */
 struct CpuTopology {
   std::vector<int> all;         /*!< sched_getaffinity of the process, ascending */

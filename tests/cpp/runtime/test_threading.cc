@@ -3,7 +3,6 @@
 #include <ember/runtime/registry.h>
 #include <ember/runtime/threading.h>
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +17,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "../../../runtime/thread_pool_sync.h"
 
 namespace {
 
@@ -544,58 +545,84 @@ TEST(CpuTopology, AlikeOrUnknownCoresAreBothBigAndLittle) {
   EXPECT_EQ(unknown.little, (std::vector<int>{0, 1}));
 }
 
-double ProcessCpuSeconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  auto sec = [](const timeval& tv) { return tv.tv_sec + tv.tv_usec * 1e-6; };
-  return sec(usage.ru_utime) + sec(usage.ru_stime);
+// The spin rule itself, on a fake clock: what the pool decides, whatever the machine is doing.
+TEST(SpinBudget, DuringARunAWaitSpinsTheRunBudgetFromItsStart) {
+  threading::sync::SpinBudget budget;
+  budget.runs_in_progress = 1;
+  budget.spin_ns = 20'000;
+  budget.run_spin_ns = 2'000'000;
+  EXPECT_TRUE(threading::sync::KeepSpinning(budget, 1'000, 1'000));
+  EXPECT_TRUE(threading::sync::KeepSpinning(budget, 1'000, 1'000 + 1'999'999));
+  EXPECT_FALSE(threading::sync::KeepSpinning(budget, 1'000, 1'000 + 2'000'000));
 }
 
-// A resource assertion, not a timing one: parked workers must not burn CPU. CPU time, unlike
-// wall time, does not grow when other processes load the machine.
-TEST_F(ThreadPoolTest, IdleProcessUsesAlmostNoCpuAfterLaunches) {
-  threading::SetNumThreads(std::max(2, threading::NumThreads()));
+TEST(SpinBudget, OutsideARunAWaitSpinsTheIdleBudgetFromTheLaterOfItsStartAndTheRunEnd) {
+  threading::sync::SpinBudget budget;
+  budget.spin_ns = 20'000;
+  budget.run_spin_ns = 2'000'000;
+  budget.last_run_end_ns = 500'000;
+  // The wait began before the run ended: the idle budget counts from the end.
+  EXPECT_TRUE(threading::sync::KeepSpinning(budget, 100'000, 519'999));
+  EXPECT_FALSE(threading::sync::KeepSpinning(budget, 100'000, 520'000));
+  // The wait began after it: from its own start.
+  EXPECT_TRUE(threading::sync::KeepSpinning(budget, 900'000, 919'999));
+  EXPECT_FALSE(threading::sync::KeepSpinning(budget, 900'000, 920'000));
+  // A clock read before the recorded end (another thread stored it) still spins.
+  EXPECT_TRUE(threading::sync::KeepSpinning(budget, 100'000, 400'000));
+  budget.spin_ns = 0;
+  EXPECT_FALSE(threading::sync::KeepSpinning(budget, 900'000, 900'001));
+}
+
+// Polls until every worker of an n-thread pool is parked on its futex. The deadline only bounds a
+// hang (a worker that never parks); a healthy pool parks within microseconds of the spin budget,
+// however slowly the machine or an emulator runs, so this checks state, not speed.
+bool AllWorkersPark(int nthreads) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (threading::NumParkedWorkers() != nthreads - 1) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Parked workers sleep in the kernel, so an idle process holds no core.
+TEST_F(ThreadPoolTest, IdleWorkersParkOnTheirFutexAfterLaunches) {
+  threading::SetNumThreads(2);
+  EXPECT_EQ(threading::NumParkedWorkers(), 0) << "no pool before the first launch";
   for (int i = 0; i < 1000; ++i) {
     SumJob job(256, 64);
     ASSERT_EQ(TVMBackendParallelLaunch(SumTask, &job, 0), 0);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let the spinning end
-  const double before = ProcessCpuSeconds();
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  const double used = ProcessCpuSeconds() - before;
-  std::printf("idle CPU over 200 ms with %d threads: %.3f ms\n", threading::NumThreads(),
-              used * 1e3);
-  EXPECT_LT(used, 0.020) << "workers keep burning CPU while idle";
+  EXPECT_TRUE(AllWorkersPark(2)) << threading::NumParkedWorkers() << " of 1 worker parked";
+  CheckSumLaunch(0, 2);  // and a parked worker wakes for the next launch
 }
 
-// CPU time the process uses while the calling thread sleeps for `ms`.
-double CpuSecondsWhileSleeping(int ms) {
-  const double before = ProcessCpuSeconds();
-  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-  return ProcessCpuSeconds() - before;
-}
-
-// During a run the workers stay awake between launches; once it ends they park. Resource
-// assertions again: a spinning worker burns CPU while the launcher sleeps, a parked one none.
+// During a run the workers stay awake between launches; once it ends they park. A barrier launch
+// proves the worker ran (so it is spinning, not still waking) before the state is read.
 TEST_F(ThreadPoolTest, WorkersSpinDuringARunAndParkAfterIt) {
   threading::SetNumThreads(2);
   threading::SetSpinMicros(0);
   threading::SetRunSpinMicros(threading::kMaxSpinMicros);
-  double during = 0, after = 0;
+  int parked_during_run = -1;
   {
     threading::RunScope run;
-    CheckSumLaunch(0, 2);
-    during = CpuSecondsWhileSleeping(200);
+    // A worker parks no sooner than kMaxSpinMicros (1 s) after its task; a read that came later
+    // than half of that (a descheduled test thread) says nothing, so it is taken again.
+    for (int attempt = 0; attempt < 20 && parked_during_run < 0; ++attempt) {
+      BarrierState s(2);
+      ASSERT_EQ(TVMBackendParallelLaunch(BarrierTask, &s, 0), 0) << TVMGetLastError();
+      const auto returned = std::chrono::steady_clock::now();
+      const int parked = threading::NumParkedWorkers();
+      if (std::chrono::steady_clock::now() - returned < std::chrono::milliseconds(500)) {
+        parked_during_run = parked;
+      }
+    }
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  after = CpuSecondsWhileSleeping(200);
+  const bool parked_after = AllWorkersPark(2);
   threading::SetSpinMicros(threading::kDefaultSpinMicros);
   threading::SetRunSpinMicros(threading::kDefaultRunSpinMicros);
-  std::printf("CPU over 200 ms: %.1f ms during a run, %.1f ms after it\n", during * 1e3,
-              after * 1e3);
-  // A worker holding even a fifth of a core for the whole sleep is spinning, not parked.
-  EXPECT_GT(during, 0.040) << "the worker parked during the run";
-  EXPECT_LT(after, 0.020) << "the worker kept spinning after the run";
+  EXPECT_EQ(parked_during_run, 0) << "the worker parked during the run (-1: never read in time)";
+  EXPECT_TRUE(parked_after) << "the worker kept spinning after the run";
   EXPECT_THROW(threading::SetRunSpinMicros(-1), ember::runtime::Error);
   EXPECT_THROW(threading::SetRunSpinMicros(threading::kMaxSpinMicros + 1), ember::runtime::Error);
 }
