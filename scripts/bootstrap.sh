@@ -25,6 +25,9 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# Debian's nodejs comes without npm (a package of its own); a Node.js from elsewhere (NodeSource)
+# carries its own npm and conflicts with Debian's, so npm is installed only when none is found.
+command -v npm >/dev/null || missing+=(npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "bootstrap: installing ${missing[*]}"

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Ember's whole test suite, exactly as CI runs it:
-#   install packages, build, C++ tests, Python tests, ONNX conformance, the runtime under
-#   ASan/UBSan, the loader fuzzers, and the ARM builds under qemu-user.
+#   install packages, build, install ONNX Runtime (the reference), C++ tests, Python tests, whole
+#   models against ORT, ONNX conformance, the runtime under ASan/UBSan, the loader fuzzers, and
+#   the ARM builds under qemu-user.
 # Usage: scripts/test.sh [--full]   (--full also runs the whole conformance tier on aarch64 and armv7)
+#
+# Every stage installs or builds what it needs itself, so the suite passes with an empty $HOME
+# (.ci/run proves that on every run). Each stage prints its time; the summary lists them all, and
+# a failing stage is named in the last line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,36 +15,62 @@ full=()
 [ "${1:-}" = "--full" ] && full=(--full)
 jobs=$(nproc)
 py=/usr/bin/python3
-stages_passed=0
+suite_start=$SECONDS
+stage_name=""
+stage_start=$SECONDS
+timings=()
 
-stage() {
-  echo
-  echo "== $* ($(date -u +%H:%M:%S)) =="
+finish_stage() {
+  [ -n "$stage_name" ] || return 0
+  timings+=("$(printf '%5d s  %s' $((SECONDS - stage_start)) "$stage_name")")
+  stage_name=""
 }
-stage_done() { stages_passed=$((stages_passed + 1)); }
+stage() {
+  finish_stage
+  stage_name=$*
+  stage_start=$SECONDS
+  echo
+  echo "== $stage_name ($(date -u +%H:%M:%S)) =="
+}
+summary() {
+  echo
+  echo "== stage times =="
+  printf '%s\n' "${timings[@]}"
+  printf '%5d s  total\n' $((SECONDS - suite_start))
+}
+on_error() {
+  local failed=$stage_name
+  finish_stage
+  summary
+  echo "test.sh: FAILED in stage \"${failed:-set-up}\" (see the output above)"
+}
+trap on_error ERR
 
+stage "bootstrap: Debian packages"
 scripts/bootstrap.sh
 
 stage "build (Release)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$jobs"
-stage_done
+
+# The Python tests and the whole-model stage compare against ONNX Runtime, so it is installed
+# before them (into ${EMBER_ORT_DIR:-~/.cache/ember/ort}; nothing is fetched when it is there).
+stage "ONNX Runtime for Node (npm), the reference and peer"
+EMBER_ORT_DIR=$(bench/peer/install_ort.sh)
+export EMBER_ORT_DIR
+echo "ONNX Runtime in $EMBER_ORT_DIR"
 
 stage "C++ tests: runtime, compiler, integration"
 (cd build && ctest --output-on-failure -j "$jobs")
-stage_done
 
 stage "Python tests"
 EMBER_LIBRARY_PATH="$PWD/build/lib" "$py" -m pytest -q -p no:cacheprovider tests/python tests/models
-stage_done
 
 stage "whole models (MLP, batch-64 MLP, CNN, ResNet-18, MobileNetV2) against ONNX Runtime"
 "$py" bench/compare_ort.py --check-only --work build/compare-ort
-stage_done
 
 stage "ONNX operator conformance (core tier)"
 tests/onnx/check.sh
-stage_done
 
 stage "runtime tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_BUILD_COMPILER=OFF \
@@ -49,15 +80,14 @@ cmake --build build-asan -j "$jobs"
 # and shadow memory inflate; it runs in the plain build above.
 (cd build-asan && ctest --output-on-failure -j "$jobs" -L runtime \
   -E 'GraphExecutor.LoadingNeverHoldsParamsTwiceAndExecutorsShareThem')
-stage_done
 
 stage "fuzzing the graph JSON, params and .npy loaders (libFuzzer)"
 tests/fuzz/run_fuzzers.sh build-fuzz "${EMBER_FUZZ_SECONDS:-20}"
-stage_done
 
 stage "ARM: cross-built runtime and artifacts under qemu-user"
 tests/cross/run_cross.sh "${full[@]}"
-stage_done
 
-echo
-echo "test.sh: ${stages_passed} passed, 0 failed"
+finish_stage
+trap - ERR
+summary
+echo "test.sh: ${#timings[@]} stages passed, 0 failed"
