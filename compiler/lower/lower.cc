@@ -60,7 +60,8 @@ Stmt For(Expr var, int64_t extent, ForKind kind, Stmt body) {
 }
 
 Stmt KeepScalarFor(Expr var, int64_t extent, Stmt body) {
-  if (extent == 1) return body;
+  // No loop for one trip, so nothing binds var any more: its only value, 0, takes its place.
+  if (extent == 1) return SubstituteVar(body, var, 0);
   auto n = std::make_shared<ForNode>();
   n->var = std::move(var);
   n->extent = extent;
@@ -397,7 +398,7 @@ class Lowerer {
       for (int i = static_cast<int>(r->axes.size()) - 1; i >= 0; --i) {
         const auto& ax = r->axes[i];
         if (ax.extent == 1) {
-          red = SubstituteStmt(red, ax.var, 0);
+          red = SubstituteVar(red, ax.var, 0);
           continue;
         }
         ForKind kind =
@@ -417,7 +418,7 @@ class Lowerer {
       if (t->axis[d].extent != 1) kept.push_back(d);
     }
     for (int d = n - 1; d >= 0; --d) {
-      if (t->axis[d].extent == 1) s = SubstituteStmt(s, t->axis[d].var, 0);
+      if (t->axis[d].extent == 1) s = SubstituteVar(s, t->axis[d].var, 0);
     }
     for (int k = static_cast<int>(kept.size()) - 1; k >= 0; --k) {
       int d = kept[k];
@@ -459,7 +460,7 @@ class Lowerer {
     for (int i = static_cast<int>(r->axes.size()) - 1; i >= 0; --i) {
       const auto& ax = r->axes[i];
       if (ax.extent == 1) {
-        red = SubstituteStmt(red, ax.var, 0);
+        red = SubstituteVar(red, ax.var, 0);
         continue;
       }
       red = For(ax.var, ax.extent, ForKind::kSerial, red);
@@ -472,7 +473,7 @@ class Lowerer {
       if (t->axis[d].extent != 1) kept.push_back(d);
     }
     for (int d = n - 2; d >= 0; --d) {
-      if (t->axis[d].extent == 1) s = SubstituteStmt(s, t->axis[d].var, 0);
+      if (t->axis[d].extent == 1) s = SubstituteVar(s, t->axis[d].var, 0);
     }
     for (int k = static_cast<int>(kept.size()) - 1; k >= 0; --k) {
       int d = kept[k];
@@ -481,40 +482,6 @@ class Lowerer {
       s = For(t->axis[d].var, t->axis[d].extent, kind, s);
     }
     return s;
-  }
-
-  static Stmt SubstituteStmt(const Stmt& s, const Expr& var, const Expr& value) {
-    Rewriter rw;
-    rw.vars[var.get()] = value;
-    std::function<Stmt(const Stmt&)> go = [&](const Stmt& st) -> Stmt {
-      if (!st) return st;
-      switch (st->kind) {
-        case StmtKind::kFor: {
-          auto* f = static_cast<const ForNode*>(st.get());
-          return For(f->var, f->extent, f->for_kind, go(f->body));
-        }
-        case StmtKind::kStore: {
-          auto* p = static_cast<const StoreNode*>(st.get());
-          return Store(p->buffer, rw.Visit(p->index), rw.Visit(p->value));
-        }
-        case StmtKind::kPrefetch: {
-          auto* p = static_cast<const PrefetchNode*>(st.get());
-          return Prefetch(p->buffer, rw.Visit(p->index));
-        }
-        case StmtKind::kIf: {
-          auto* p = static_cast<const IfNode*>(st.get());
-          return If(rw.Visit(p->cond), go(p->then_case), go(p->else_case));
-        }
-        case StmtKind::kSeq: {
-          auto* p = static_cast<const SeqNode*>(st.get());
-          std::vector<Stmt> v;
-          for (auto& x : p->stmts) v.push_back(go(x));
-          return Seq(v);
-        }
-      }
-      return st;
-    };
-    return go(s);
   }
 
   ScheduleOptions opts_;
@@ -530,6 +497,41 @@ Expr Substitute(const Expr& e, const VarMap& vars) {
   Rewriter rw;
   rw.vars = vars;
   return rw.Visit(e);
+}
+
+Stmt SubstituteStmt(const Stmt& s, const VarMap& vars) {
+  if (!s) return s;
+  switch (s->kind) {
+    case StmtKind::kFor: {
+      auto loop = std::make_shared<ForNode>(*static_cast<const ForNode*>(s.get()));
+      loop->body = SubstituteStmt(loop->body, vars);
+      return loop;
+    }
+    case StmtKind::kStore: {
+      auto* p = static_cast<const StoreNode*>(s.get());
+      return Store(p->buffer, Substitute(p->index, vars), Substitute(p->value, vars));
+    }
+    case StmtKind::kPrefetch: {
+      auto* p = static_cast<const PrefetchNode*>(s.get());
+      return Prefetch(p->buffer, Substitute(p->index, vars));
+    }
+    case StmtKind::kIf: {
+      auto* p = static_cast<const IfNode*>(s.get());
+      return If(Substitute(p->cond, vars), SubstituteStmt(p->then_case, vars),
+                SubstituteStmt(p->else_case, vars));
+    }
+    case StmtKind::kSeq: {
+      auto* p = static_cast<const SeqNode*>(s.get());
+      std::vector<Stmt> stmts;
+      for (const Stmt& x : p->stmts) stmts.push_back(SubstituteStmt(x, vars));
+      return Seq(stmts);
+    }
+  }
+  return s;
+}
+
+Stmt SubstituteVar(const Stmt& s, const Expr& var, const Expr& value) {
+  return SubstituteStmt(s, VarMap{{var.get(), value}});
 }
 
 LoweredFunc LowerTensors(const std::string& name, const std::vector<Tensor>& inputs,

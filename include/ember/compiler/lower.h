@@ -121,8 +121,7 @@ class SeqNode : public StmtNode {
 
 Stmt For(te::Expr var, int64_t extent, ForKind kind, Stmt body);
 /*! \brief A serial loop LLVM must neither vectorise nor unroll: the register-blocked body of a
- * schedule, whose tile is already explicit. Extent 1 returns the body itself (the caller writes 0
- * for var there). */
+ * schedule, whose tile is already explicit. Extent 1 returns the body with 0 in place of var. */
 Stmt KeepScalarFor(te::Expr var, int64_t extent, Stmt body);
 Stmt Store(Buffer buffer, te::Expr index, te::Expr value);
 Stmt If(te::Expr cond, Stmt then_case, Stmt else_case = nullptr);
@@ -190,6 +189,12 @@ using VarMap = std::unordered_map<const te::ExprNode*, te::Expr>;
 
 /*! \brief e with the variables of `vars` replaced (TensorLoads kept as they are). */
 te::Expr Substitute(const te::Expr& e, const VarMap& vars);
+
+/*! \brief s with the variables of `vars` replaced in every expression; loops keep their kind. */
+Stmt SubstituteStmt(const Stmt& s, const VarMap& vars);
+
+/*! \brief s with `value` in place of `var`. */
+Stmt SubstituteVar(const Stmt& s, const te::Expr& var, const te::Expr& value);
 
 /*! \brief Does `var` occur in e (load indices included)? */
 bool Occurs(const te::Expr& e, const te::ExprNode* var);

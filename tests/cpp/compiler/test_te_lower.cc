@@ -94,5 +94,45 @@ TEST(Lower, ReadingAnUnboundPlaceholderIsAnError) {
   EXPECT_THROW(lower::LowerTensors("h", {a}, {c}, {Arg(a), Arg(c)}, opts), std::runtime_error);
 }
 
+// A register-blocked loop of one trip disappears; its variable must go with it (a MaxPool with
+// one output column once reached codegen as "unbound variable ox").
+TEST(Lower, ALoopOfOneTripLeavesNoUnboundVariable) {
+  lower::Buffer out = lower::NewBuffer("out", te::Float(32), 8, lower::BufferScope::kArg, 0);
+  Expr ox = te::MakeVar("ox"), t = te::MakeVar("t");
+  lower::Stmt inner = lower::KeepScalarFor(
+      ox, 1,
+      lower::If(ox < 4, lower::Store(out, t * 2 + ox, te::Const(te::Float(32), 1.0)),
+                lower::Prefetch(out, ox)));
+  lower::Stmt loop = lower::For(t, 4, lower::ForKind::kSerial, inner);
+  EXPECT_EQ(inner->kind, lower::StmtKind::kIf);
+  const auto* branch = static_cast<const lower::IfNode*>(inner.get());
+  const auto* store = static_cast<const lower::StoreNode*>(branch->then_case.get());
+  const auto* prefetch = static_cast<const lower::PrefetchNode*>(branch->else_case.get());
+  for (const Expr& e : {branch->cond, store->index, prefetch->index}) {
+    EXPECT_FALSE(lower::Occurs(e, ox.get()));
+  }
+  EXPECT_TRUE(lower::Occurs(store->index, t.get()));
+  // Longer loops keep their variable and stay scalar.
+  lower::Stmt two =
+      lower::KeepScalarFor(ox, 2, lower::Store(out, ox, te::Const(te::Float(32), 1.0)));
+  ASSERT_EQ(two->kind, lower::StmtKind::kFor);
+  EXPECT_TRUE(static_cast<const lower::ForNode*>(two.get())->keep_scalar);
+}
+
+// Substitution rebuilds loops with everything they carry, not only var, extent and kind.
+TEST(Lower, SubstitutionKeepsALoopsSchedulingFlags) {
+  lower::Buffer out = lower::NewBuffer("out", te::Float(32), 64, lower::BufferScope::kArg, 0);
+  Expr i = te::MakeVar("i"), j = te::MakeVar("j");
+  lower::Stmt loop =
+      lower::KeepScalarFor(i, 8, lower::Store(out, i + j, te::Const(te::Float(32), 0.0)));
+  lower::Stmt replaced = lower::SubstituteVar(loop, j, 3);
+  ASSERT_EQ(replaced->kind, lower::StmtKind::kFor);
+  const auto* f = static_cast<const lower::ForNode*>(replaced.get());
+  EXPECT_TRUE(f->keep_scalar);
+  EXPECT_EQ(f->extent, 8);
+  const auto* store = static_cast<const lower::StoreNode*>(f->body.get());
+  EXPECT_FALSE(lower::Occurs(store->index, j.get()));
+}
+
 }  // namespace
 }  // namespace ember::compiler
