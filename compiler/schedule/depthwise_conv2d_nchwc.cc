@@ -97,10 +97,14 @@ Stmt Run(const RowContext& c, const std::string& tag, int64_t begin, int64_t end
 // vector and a temporary.
 constexpr int64_t kWorkingRegisters = 3;
 
+bool TapsFit(const ConvShape& s, int64_t registers) {
+  return s.kh * s.kw + kWorkingRegisters <= registers;
+}
+
 }  // namespace
 
 bool DepthwiseNchwcTapsFit(const ConvShape& s, const Target& target) {
-  return s.kh * s.kw + kWorkingRegisters <= VectorRegisters(ClassifyTarget(target));
+  return TapsFit(s, VectorRegisters(ClassifyTarget(target)));
 }
 
 bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
@@ -113,9 +117,10 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
   const int64_t block = s.out_block;
   if (block < kMinLayoutBlock || block > p.lanes || p.lanes % block != 0) return false;
   if (s.in_block != block || m.conv->GetInt(kPackedWeightBlockAttr, 0) != block) return false;
-  if (!DepthwiseNchwcTapsFit(s, *opts.target)) return false;
+  const int64_t registers =
+      p.vector_registers > 0 ? p.vector_registers : VectorRegisters(ClassifyTarget(*opts.target));
+  if (!TapsFit(s, registers)) return false;
   const int64_t taps = s.kh * s.kw;
-  const int64_t registers = VectorRegisters(ClassifyTarget(*opts.target));
   const int64_t columns = std::clamp<int64_t>(registers - taps - kWorkingRegisters, 1, 8);
 
   lower::LoweredFunc f;

@@ -44,6 +44,9 @@ struct DepthwiseParams {
   int64_t lanes = 8;
   /*! \brief > 0: SIMD width the block assumes (sets LoweredFunc::prefer_vector_bits). */
   int prefer_vector_bits = 0;
+  /*! \brief Vector registers the tiling assumes; 0: those of the compile target. TryEntry sets
+   * the entry's own, so an entry forced onto another target (EMBER_SCHEDULE) tiles the same. */
+  int vector_registers = 0;
 };
 
 /*! \brief Dense product blocking: `rows` rows of A times `vectors` vectors of `lanes` output

@@ -4,6 +4,7 @@
 
 #include "conv_group.h"
 #include "schedule.h"
+#include "tuning.h"
 
 namespace ember::compiler {
 namespace schedule {
@@ -132,8 +133,11 @@ const ScheduleEntry* FirstEntryOf(const Target& target, ScheduleKind kind) {
 bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::ScheduleOptions& opts,
               lower::LoweredFunc* out) {
   switch (e.kind) {
-    case ScheduleKind::kDepthwiseConv2d:
-      return TryDepthwiseConv2d(group, opts, e.depthwise, out);
+    case ScheduleKind::kDepthwiseConv2d: {
+      DepthwiseParams p = e.depthwise;
+      p.vector_registers = VectorRegisters(e.target);
+      return TryDepthwiseConv2d(group, opts, p, out);
+    }
     case ScheduleKind::kConv2d1x1:
       return TryConv2d1x1(group, opts, e.conv, out);
     case ScheduleKind::kConv2dWide:
