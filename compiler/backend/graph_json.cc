@@ -52,29 +52,38 @@ GraphArtifact BuildGraphArtifact(const Graph& graph, const std::vector<FusedGrou
   std::ostringstream nodes;
   std::vector<int> row_ptr{0};
   std::vector<int> arg_nodes;
-  std::map<int, Entry> entry_of;  // value id -> (node, output index)
-  std::vector<int> entry_value;   // entry -> value id
+  std::map<int, Entry> entry_of;       // value id -> (node, output index)
+  std::vector<TensorType> entry_type;  // entry -> its type
   int node_count = 0;
-  auto add_null = [&](int value_id) {
+  auto add_null = [&](const std::string& name, const TensorType& type, const std::string& attrs) {
     if (node_count) nodes << ",\n";
-    nodes << "    {\"op\": \"null\", \"name\": " << JsonString(graph.value(value_id).name)
+    nodes << "    {\"op\": \"null\", \"name\": " << JsonString(name) << attrs
           << ", \"inputs\": []}";
     arg_nodes.push_back(node_count);
-    entry_of[value_id] = {node_count, 0};
-    entry_value.push_back(value_id);
+    entry_type.push_back(type);
     row_ptr.push_back(row_ptr.back() + 1);
     ++node_count;
   };
-  for (int in : graph.inputs()) add_null(in);
+  auto add_value = [&](int value_id) {
+    entry_of[value_id] = {node_count, 0};
+    add_null(graph.value(value_id).name, graph.value(value_id).type, "");
+  };
+  for (int in : graph.inputs()) add_value(in);
+  // Inputs emberc --bind fixed stay input nodes that nothing reads, marked so that a runtime can
+  // refuse a value for them (TVM's runtime, which skips the mark, takes and ignores one).
+  for (const BoundInput& b : graph.bound_inputs) {
+    add_null(b.name, b.type,
+             ", \"attrs\": {\"bound_at_compile_time\": " + JsonString(b.value) + "}");
+  }
   for (const FusedGroup& g : groups) {
     for (int in : g.inputs) {
       const Value& v = graph.value(in);
       if (entry_of.count(in) || !v.is_constant()) continue;  // kernel outputs come later
-      add_null(in);
+      add_value(in);
       art.params.emplace_back(v.name, v.constant);
     }
   }
-  size_t first_op_entry = entry_value.size();
+  size_t first_op_entry = entry_type.size();
   std::vector<std::vector<int>> reads, writes;
   for (const FusedGroup& g : groups) {
     nodes << ",\n    {\"op\": \"tvm_op\", \"name\": " << JsonString(g.func_name)
@@ -106,8 +115,8 @@ GraphArtifact BuildGraphArtifact(const Graph& graph, const std::vector<FusedGrou
     std::vector<int> w;
     for (size_t i = 0; i < g.outputs.size(); ++i) {
       entry_of[g.outputs[i]] = {node_count, static_cast<int>(i)};
-      w.push_back(static_cast<int>(entry_value.size()));
-      entry_value.push_back(g.outputs[i]);
+      w.push_back(static_cast<int>(entry_type.size()));
+      entry_type.push_back(graph.value(g.outputs[i]).type);
     }
     row_ptr.push_back(row_ptr.back() + static_cast<int>(g.outputs.size()));
     reads.push_back(r);
@@ -115,7 +124,7 @@ GraphArtifact BuildGraphArtifact(const Graph& graph, const std::vector<FusedGrou
     ++node_count;
   }
   std::ostringstream heads;
-  std::vector<bool> pinned(entry_value.size(), false);
+  std::vector<bool> pinned(entry_type.size(), false);
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
     auto it = entry_of.find(graph.outputs()[i]);
     if (it == entry_of.end()) throw CompileError("internal: graph output has no producer");
@@ -125,8 +134,8 @@ GraphArtifact BuildGraphArtifact(const Graph& graph, const std::vector<FusedGrou
   }
   std::vector<int64_t> bytes;
   std::vector<bool> is_op;
-  for (size_t e = 0; e < entry_value.size(); ++e) {
-    bytes.push_back(graph.value(entry_value[e]).type.ByteSize());
+  for (size_t e = 0; e < entry_type.size(); ++e) {
+    bytes.push_back(entry_type[e].ByteSize());
     is_op.push_back(e >= first_op_entry);
   }
   art.plan = PlanMemory(bytes, is_op, reads, writes, pinned);
@@ -136,13 +145,13 @@ GraphArtifact BuildGraphArtifact(const Graph& graph, const std::vector<FusedGrou
   for (size_t i = 0; i < arg_nodes.size(); ++i) js << (i ? ", " : "") << arg_nodes[i];
   js << "],\n  \"heads\": [" << heads.str()
      << "],\n  \"attrs\": {\n    \"dltype\": [\"list_str\", [";
-  for (size_t e = 0; e < entry_value.size(); ++e) {
-    js << (e ? ", " : "") << JsonString(DTypeToString(graph.value(entry_value[e]).type.dtype));
+  for (size_t e = 0; e < entry_type.size(); ++e) {
+    js << (e ? ", " : "") << JsonString(DTypeToString(entry_type[e].dtype));
   }
   js << "]],\n    \"shape\": [\"list_shape\", [";
-  for (size_t e = 0; e < entry_value.size(); ++e) {
+  for (size_t e = 0; e < entry_type.size(); ++e) {
     js << (e ? ", " : "") << "[";
-    const auto& s = graph.value(entry_value[e]).type.shape;
+    const auto& s = entry_type[e].shape;
     for (size_t d = 0; d < s.size(); ++d) js << (d ? ", " : "") << s[d];
     js << "]";
   }

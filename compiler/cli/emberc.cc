@@ -12,7 +12,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: emberc compile MODEL.onnx -o OUTDIR [--target \"llvm [-mtriple=T] [-mcpu=C] "
     "[-mattr=A]\"]\n"
-    "                      [--opt-level 0..3] [--input-shape NAME=d0,d1,...]... [--system-lib]\n"
+    "                      [--opt-level 0..3] [--input-shape NAME=d0,d1,...]...\n"
+    "                      [--bind NAME=VALUE]... [--system-lib]\n"
     "                      [--dump-ir DIR] [-v] [--tune] [--tuning-log FILE]\n"
     "\n"
     "Compiles an ONNX model into OUTDIR/graph.json, OUTDIR/lib.so (lib.o with --system-lib) and\n"
@@ -21,6 +22,9 @@ constexpr const char* kUsage =
     "  --target T             code generation target; default: the host\n"
     "  --opt-level N          0 = no fusion, 3 = everything (default 3)\n"
     "  --input-shape N=d,...  static shape for an input with dynamic dimensions (repeatable)\n"
+    "  --bind N=V[,V...]      fix input N to this value at compile time (a deployment's sample\n"
+    "                         rate, say): it becomes a constant, an If on it folds to one\n"
+    "                         branch, and the artifact no longer has the input (repeatable)\n"
     "  --system-lib           emit an object that registers its kernels at static-init time\n"
     "  --dump-ir DIR          write the graph after each pass (.txt and Graphviz .dot)\n"
     "  -v                     print each pass's time and the memory plan\n"
@@ -73,6 +77,11 @@ int main(int argc, char** argv) {
           throw ember::compiler::CompileError("--opt-level must be 0, 1, 2 or 3, got '" + v + "'");
         }
         opt.opt_level = v[0] - '0';
+      } else if (a == "--bind") {
+        auto parsed = ember::compiler::ParseBinding(value("--bind"));
+        if (!opt.bindings.insert(parsed).second) {
+          return Fail("--bind " + parsed.first + " is given twice");
+        }
       } else if (a == "--input-shape") {
         auto parsed = ember::compiler::ParseInputShape(value("--input-shape"));
         opt.input_shapes[parsed.first] = parsed.second;

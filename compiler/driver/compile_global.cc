@@ -1,6 +1,7 @@
 // The compiler as a runtime global, for the Python package (libember_compiler.so via ctypes):
-//   ember.compile(model_path, out_dir, target, opt_level, input_shapes[, system_lib])
-// input_shapes is "name=d0,d1;name2=..." (may be empty); target "" means the host.
+//   ember.compile(model_path, out_dir, target, opt_level, input_shapes[, system_lib[, bindings]])
+// input_shapes is "name=d0,d1;name2=..." and bindings "name=v;name2=v0,v1" (either may be
+// empty); target "" means the host.
 #include <ember/compiler/driver.h>
 #include <ember/compiler/ir/tensor_type.h>
 #include <ember/runtime/registry.h>
@@ -11,10 +12,10 @@ namespace {
 
 EMBER_REGISTER_GLOBAL("ember.compile")
     .set_body([](runtime::TVMArgs args, runtime::TVMRetValue* rv) {
-      if (args.size() != 5 && args.size() != 6) {
+      if (args.size() < 5 || args.size() > 7) {
         throw CompileError(
             "ember.compile expects (model_path, out_dir, target, opt_level, input_shapes"
-            "[, system_lib]), got " +
+            "[, system_lib[, bindings]]), got " +
             std::to_string(args.size()) + " arguments");
       }
       CompileOptions opt;
@@ -24,7 +25,8 @@ EMBER_REGISTER_GLOBAL("ember.compile")
       if (opt.target == "llvm") opt.target.clear();
       opt.opt_level = args[3].operator int();
       opt.input_shapes = ParseInputShapeList(args[4].operator std::string());
-      if (args.size() == 6) opt.system_lib = args[5].operator bool();
+      if (args.size() >= 6) opt.system_lib = args[5].operator bool();
+      if (args.size() == 7) opt.bindings = ParseBindingList(args[6].operator std::string());
       Compile(opt);
       *rv = 0;
     });

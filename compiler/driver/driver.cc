@@ -66,6 +66,16 @@ std::string DefaultTuningLogPath(const std::string& out_dir) {
 
 std::string LibraryFileName(bool system_lib) { return system_lib ? "lib.o" : "lib.so"; }
 
+std::map<std::string, std::string> ParseBindingList(const std::string& specs) {
+  std::map<std::string, std::string> out;
+  std::stringstream ss(specs);
+  std::string item;
+  while (std::getline(ss, item, ';')) {
+    if (!item.empty()) out.insert(ParseBinding(item));
+  }
+  return out;
+}
+
 std::map<std::string, std::vector<int64_t>> ParseInputShapeList(const std::string& specs) {
   std::map<std::string, std::vector<int64_t>> out;
   std::stringstream ss(specs);
@@ -121,6 +131,7 @@ CompileStats Compile(const CompileOptions& opt) {
 
   ImportOptions io;
   io.input_shapes = opt.input_shapes;
+  io.bindings = opt.bindings;
   auto t0 = Clock::now();
   Graph graph = ImportOnnxFile(opt.model_path, io);
   report("import", MsSince(t0), graph);

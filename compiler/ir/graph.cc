@@ -1,4 +1,5 @@
 #include <ember/compiler/ir/graph.h>
+#include <ember/compiler/ir/subgraph.h>
 
 #include <sstream>
 #include <unordered_set>
@@ -7,7 +8,9 @@ namespace ember {
 namespace compiler {
 
 std::string AttrKindName(const AttrValue& v) {
-  static const char* kNames[] = {"int", "float", "string", "ints", "floats", "strings", "tensor"};
+  static const char* kNames[] = {"int",    "float",   "string", "ints",
+                                 "floats", "strings", "tensor", "graph"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == std::variant_size_v<AttrValue>);
   return kNames[v.index()];
 }
 
@@ -39,9 +42,13 @@ std::string AttrToString(const AttrValue& v) {
       return JoinList(std::get<std::vector<double>>(v));
     case 5:
       return JoinList(std::get<std::vector<std::string>>(v));
-    default: {
+    case 6: {
       const auto& t = std::get<HostTensorPtr>(v);
       return "tensor<" + (t ? t->type.ToString() : std::string("null")) + ">";
+    }
+    default: {
+      const auto& sub = std::get<SubgraphPtr>(v);
+      return "graph<" + (sub ? std::to_string(sub->nodes.size()) + " nodes" : "null") + ">";
     }
   }
 }
@@ -103,6 +110,10 @@ std::vector<std::string> Node::GetStrings(const std::string& key) const {
 }
 HostTensorPtr Node::GetTensor(const std::string& key) const {
   return GetAttrAs<HostTensorPtr>(*this, key, "tensor");
+}
+
+SubgraphPtr Node::GetSubgraph(const std::string& key) const {
+  return GetAttrAs<SubgraphPtr>(*this, key, "graph");
 }
 
 int Graph::AddValue(const std::string& name, const TensorType& type) {

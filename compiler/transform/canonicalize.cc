@@ -1,6 +1,7 @@
 // Canonicalize: the frontend's second half. Walks nodes in order, rewriting ONNX version
 // differences into the canonical form of ir/canonical_ops.h, inferring types and folding.
 #include <ember/compiler/ir/op_registry.h>
+#include <ember/compiler/ir/subgraph.h>
 #include <ember/compiler/transform.h>
 
 #include <cmath>
@@ -103,6 +104,7 @@ class Canonicalizer {
   void BatchNormTraining(Node n);
   void PadWithRunTimeValue(Node n);
   void ResizeAtRunTime(Node& n);
+  void IfOp(Node n);
 
   Graph& g_;
   int64_t opset_;
@@ -640,12 +642,43 @@ void Canonicalizer::PadWithRunTimeValue(Node n) {
   Emit(Node{"Where", n.name, {}, {m, padded, value}, n.outputs});
 }
 
+// An If whose condition is known at compile time (shapes, constants, --bind) is its taken branch:
+// the branch's nodes join the graph here, and the If's outputs become copies of the branch's.
+void Canonicalizer::IfOp(Node n) {
+  const Value& cond = g_.value(n.inputs.at(0));
+  if (!cond.is_constant()) {
+    NodeUnsupported(n, "its condition '" + cond.name +
+                           "' is computed from data at run time; emberc folds an If whose "
+                           "condition is known at compile time (from shapes, constants or "
+                           "emberc --bind NAME=VALUE)");
+  }
+  if (cond.constant->NumElements() != 1) {
+    NodeError(n, "the condition must hold one element, got " + cond.type.ToString());
+  }
+  const bool take_then = cond.constant->GetAsDouble(0) != 0;
+  const SubgraphPtr branch = n.GetSubgraph(take_then ? "then_branch" : "else_branch");
+  if (branch->outputs.size() != n.outputs.size()) {
+    NodeError(n, std::string(take_then ? "then_branch" : "else_branch") + " has " +
+                     std::to_string(branch->outputs.size()) + " outputs, the If has " +
+                     std::to_string(n.outputs.size()));
+  }
+  for (const Node& inner : branch->nodes) Visit(inner);
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    Emit(Node{
+        "Identity", n.name + "_out" + std::to_string(i), {}, {branch->outputs[i]}, {n.outputs[i]}});
+  }
+}
+
 void Canonicalizer::Visit(Node n) {
   const std::string& op = n.op;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (n.inputs[i] != kAbsentValue && TypeOf(n.inputs[i]).dtype.bits == 0) {
       NodeError(n, "input " + std::to_string(i) + " has no type");
     }
+  }
+  if (op == "If") {
+    IfOp(std::move(n));
+    return;
   }
   if (op == "Shape") {
     auto s = TypeOf(n.inputs.at(0)).shape;

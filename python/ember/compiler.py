@@ -75,6 +75,7 @@ class Artifact:
         try:
             opts = self._options
             _run_compiler(opts["model"], work, opts["target"], opts["opt_level"], opts["specs"],
+                          binds=opts.get("binds", ()),
                           system_lib=True)
             with open(os.path.join(work, "graph.json"), encoding="utf-8") as f:
                 if f.read() != self.graph_json:
@@ -210,6 +211,24 @@ def _factory_blob(graph_json, params_bytes):
     return serialize(create(graph_json, None, "default", *args))
 
 
+def _bind_spec(bind):
+    """["name=v", "name2=v0,v1"] from {name: number or sequence of numbers}."""
+    if not bind:
+        return []
+    if not isinstance(bind, dict):
+        raise TypeError("bind must be a dict {name: value}, got %s" % type(bind).__name__)
+    specs = []
+    for name, value in bind.items():
+        values = np.asarray(value).reshape(-1)
+        if values.size == 0 or values.dtype.kind not in "biuf":
+            raise TypeError("bind[%r] must be a number or a sequence of numbers, got %r" %
+                            (name, value))
+        whole = values.dtype.kind in "biu"
+        specs.append("%s=%s" % (name, ",".join(str(int(v)) if whole else repr(float(v))
+                                               for v in values)))
+    return specs
+
+
 def _shape_spec(input_shapes):
     if not input_shapes:
         return []
@@ -245,10 +264,12 @@ def find_emberc():
     return shutil.which("emberc")
 
 
-def compile(model, target="llvm", input_shapes=None, opt_level=3):  # noqa: A001 - public API name
+def compile(model, target="llvm", input_shapes=None, opt_level=3, bind=None):  # noqa: A001
     """Compile the ONNX model at ``model`` (a path, or an onnx.ModelProto) into an Artifact.
 
     ``input_shapes`` gives static shapes for dynamic inputs: ``{"data": (1, 3, 224, 224)}``.
+    ``bind`` fixes inputs at compile time, as ``emberc --bind`` does: ``{"sr": 16000}`` (a
+    number, or a sequence of numbers for a tensor input); they leave the artifact's inputs.
     """
     if not isinstance(opt_level, int) or not 0 <= opt_level <= 3:
         raise ValueError("opt_level must be an int in 0..3, got %r" % (opt_level,))
@@ -256,11 +277,13 @@ def compile(model, target="llvm", input_shapes=None, opt_level=3):  # noqa: A001
         raise TypeError("target must be a str such as 'llvm -mtriple=aarch64-linux-gnu', got %s" %
                         type(target).__name__)
     specs = _shape_spec(input_shapes)
+    binds = _bind_spec(bind)
     out_dir = tempfile.mkdtemp(prefix="ember-artifact-")
     try:
         model_path = _model_path(model, out_dir)
-        _run_compiler(model_path, out_dir, target, opt_level, specs)
-        options = {"model": model_path, "target": target, "opt_level": opt_level, "specs": specs}
+        _run_compiler(model_path, out_dir, target, opt_level, specs, binds=binds)
+        options = {"model": model_path, "target": target, "opt_level": opt_level, "specs": specs,
+                   "binds": binds}
         return Artifact(out_dir, owns_directory=True, _options=options)
     except BaseException:
         shutil.rmtree(out_dir, ignore_errors=True)
@@ -279,11 +302,14 @@ def _model_path(model, out_dir):
     return os.path.abspath(path)
 
 
-def _run_compiler(model_path, out_dir, target, opt_level, specs, system_lib=False):
+def _run_compiler(model_path, out_dir, target, opt_level, specs, system_lib=False, binds=()):
     load_compiler_lib()
     build = get_global_func(COMPILE_GLOBAL, allow_missing=True)
     if build is not None:
-        if system_lib:
+        if binds:
+            build(model_path, out_dir, target, opt_level, ";".join(specs), system_lib,
+                  ";".join(binds))
+        elif system_lib:
             build(model_path, out_dir, target, opt_level, ";".join(specs), True)
         else:
             build(model_path, out_dir, target, opt_level, ";".join(specs))
@@ -299,6 +325,8 @@ def _run_compiler(model_path, out_dir, target, opt_level, specs, system_lib=Fals
            "--opt-level", str(opt_level)]
     for spec in specs:
         cmd += ["--input-shape", spec]
+    for spec in binds:
+        cmd += ["--bind", spec]
     if system_lib:
         cmd.append("--system-lib")
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

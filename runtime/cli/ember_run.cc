@@ -242,7 +242,13 @@ int Run(const Options& o) {
   Map<String, String> dtypes(ObjectRefInternal::Data(info.at(String("dtype"))));
   std::map<std::string, bool> given;
   PackedFunc set_input = gmod.GetFunction("set_input");
+  Map<String, String> bound = gmod.GetFunction("get_bound_inputs")();
   for (const auto& [name, file] : o.inputs) {
+    if (bound.count(String(name))) {
+      throw Error("--input " + name + "=" + file + ": input \"" + name + "\" was bound to " +
+                  bound.at(String(name)).str() +
+                  " at compile time (emberc --bind); this artifact has no such input");
+    }
     if (!shapes.count(String(name))) {
       std::string valid;
       for (const auto& kv : shapes) valid += (valid.empty() ? "" : ", ") + kv.first.str();

@@ -71,9 +71,15 @@ void GraphExecutor::Init(const std::string& graph_json, Module lib,
   graph_ = ParseGraphJson(graph_json);
   lib_ = std::move(lib);
   devices_ = devs;
-  input_nodes_ = graph_.arg_nodes;
-  for (size_t i = 0; i < input_nodes_.size(); ++i) {
-    input_index_.emplace(graph_.nodes[input_nodes_[i]].name, static_cast<int>(i));
+  // Inputs emberc --bind fixed are not inputs of this artifact any more.
+  for (uint32_t nid : graph_.arg_nodes) {
+    const GraphNode& node = graph_.nodes[nid];
+    if (node.bound) {
+      bound_inputs_.emplace(node.name, node.bound_value);
+    } else {
+      input_index_.emplace(node.name, static_cast<int>(input_nodes_.size()));
+      input_nodes_.push_back(nid);
+    }
   }
   for (const GraphEntry& e : graph_.heads) outputs_.push_back(graph_.EntryId(e));
   size_t n = graph_.NumEntries();
@@ -274,6 +280,12 @@ std::string GraphExecutor::InputNames() const {
 
 int GraphExecutor::InputIndexOrThrow(const std::string& name, const char* caller) const {
   int index = GetInputIndex(name);
+  auto bound = bound_inputs_.find(name);
+  if (index < 0 && bound != bound_inputs_.end()) {
+    EMBER_LOG_FATAL << caller << ": input \"" << name << "\" was bound to " << bound->second
+                    << " at compile time (emberc --bind) and is not an input of this artifact; "
+                    << "compile again without --bind " << name << " to set it at run time";
+  }
   if (index < 0) {
     EMBER_LOG_FATAL << caller << ": no input named \"" << name
                     << "\"; inputs are: " << InputNames();
@@ -529,6 +541,13 @@ PackedFunc GraphExecutor::GetFunction(const String& name, const ObjectPtr<Object
   }
   if (n == "get_input_info") {
     return PackedFunc([sptr_to_self, this](TVMArgs, TVMRetValue* rv) { *rv = GetInputInfo(); });
+  }
+  if (n == "get_bound_inputs") {  // Ember's: {name: value} of the inputs emberc --bind fixed
+    return PackedFunc([sptr_to_self, this](TVMArgs, TVMRetValue* rv) {
+      Map<String, String> bound;
+      for (const auto& [name, value] : bound_inputs_) bound.Set(String(name), String(value));
+      *rv = bound;
+    });
   }
   if (n == "get_output_info") {
     return PackedFunc([sptr_to_self, this](TVMArgs, TVMRetValue* rv) { *rv = GetOutputInfo(); });

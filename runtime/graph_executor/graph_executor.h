@@ -8,6 +8,7 @@
 #include <ember/runtime/ndarray.h>
 #include <ember/runtime/packed_func.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -93,14 +94,15 @@ class GraphExecutor : public ModuleNode {
   Graph graph_;
   Module lib_;
   std::vector<DLDevice> devices_;
-  std::vector<uint32_t> input_nodes_;  // node ids of arg_nodes, in order
+  std::vector<uint32_t> input_nodes_;  // node ids of arg_nodes, in order, bound ones left out
   std::unordered_map<std::string, int> input_index_;
-  std::vector<uint32_t> outputs_;      // entry id of each head
-  std::vector<NDArray> storage_pool_;  // one per storage id (undefined when unused)
-  std::vector<NDArray> data_entry_;    // one view per entry
-  std::vector<bool> entry_shared_;     // entry views a factory param (read-only)
-  std::vector<NDArray> entry_owner_;   // keeps memory an entry uses alive (private or shared)
-  std::vector<void*> entry_home_;      // the entry's own memory (zero-copy points elsewhere)
+  std::map<std::string, std::string> bound_inputs_;  // emberc --bind: name -> value
+  std::vector<uint32_t> outputs_;                    // entry id of each head
+  std::vector<NDArray> storage_pool_;                // one per storage id (undefined when unused)
+  std::vector<NDArray> data_entry_;                  // one view per entry
+  std::vector<bool> entry_shared_;                   // entry views a factory param (read-only)
+  std::vector<NDArray> entry_owner_;  // keeps memory an entry uses alive (private or shared)
+  std::vector<void*> entry_home_;     // the entry's own memory (zero-copy points elsewhere)
   std::vector<std::vector<DLTensor*>> entry_aliases_;  // every DLTensor standing for an entry
   std::vector<DLDataType> entry_dtype_;
   std::vector<std::string> param_names_;  // inputs bound from params (load/share/factory)

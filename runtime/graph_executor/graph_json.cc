@@ -180,6 +180,9 @@ void ReadNodeAttrs(Walker* w, GraphNode* node, const std::string& where, bool* h
       *have_out = true;
     } else if (key == "flatten_data") {
       node->flatten_data = ParseCount(w->ReadScalarText(what), what, w->source()) != 0;
+    } else if (key == "bound_at_compile_time") {
+      node->bound_value = w->ReadScalarText(what);
+      node->bound = true;
     } else {
       w->Skip();
     }

@@ -16,6 +16,8 @@
 //   }
 // Node attrs may also be spelled "attr" or, in old NNVM graphs, "param"; attr values are strings
 // (numbers are accepted too). Input entries may omit the version. Unknown keys are skipped.
+// Ember's one addition: an input node's attrs may hold "bound_at_compile_time": "VALUE", an input
+// emberc --bind made a constant; nothing reads it and the executor refuses a value for it.
 #ifndef EMBER_RUNTIME_GRAPH_EXECUTOR_GRAPH_JSON_H_
 #define EMBER_RUNTIME_GRAPH_EXECUTOR_GRAPH_JSON_H_
 
@@ -41,6 +43,9 @@ struct GraphNode {
   uint32_t num_inputs = 1;
   uint32_t num_outputs = 1;
   bool flatten_data = false;
+  // "null" nodes: "bound_at_compile_time" marks an input emberc --bind fixed; it holds the value.
+  bool bound = false;
+  std::string bound_value;
 };
 
 struct Graph {

@@ -90,3 +90,31 @@ def test_export_library_single_file_matches_the_directory(cnn_model, tmp_path):
 def test_export_library_needs_a_compiled_artifact(add_relu_artifact, tmp_path):
     with pytest.raises(ember.EmberError, match="ember.compile"):
         ember.Artifact(add_relu_artifact).export_library(str(tmp_path / "x.so"))
+
+
+@pytest.fixture(scope="module")
+def bound_rate_models(tmp_path_factory):
+    out = tmp_path_factory.mktemp("exported")
+    subprocess.run([sys.executable, os.path.join(REPO, "tests", "models", "gen_exported.py"),
+                    str(out)], check=True, stdout=subprocess.DEVNULL)
+    return str(out)
+
+
+def test_bind_folds_an_if_and_the_bound_input_is_refused_at_run_time(bound_rate_models):
+    _compiler_or_skip()
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(1, 8)
+    outputs = {}
+    for rate in (16000, 8000):
+        art = ember.compile(os.path.join(bound_rate_models, "if_bound_%d.onnx" % rate),
+                            bind={"sr": rate})
+        gmod = ember.load_artifact(art.export(os.path.join(bound_rate_models, "art%d" % rate)))
+        with pytest.raises(ember.EmberError, match="was bound to %d at compile time" % rate):
+            gmod.set_input(sr=np.array(rate, dtype=np.int64))
+        gmod.set_input(x=x)
+        gmod.run()
+        outputs[rate] = gmod.get_output(0).numpy()
+    # 16 kHz: sigmoid of a product, in (0, 1); 8 kHz: relu of another, >= 0 with zeros.
+    assert ((outputs[16000] > 0) & (outputs[16000] < 1)).all()
+    assert not np.allclose(outputs[16000], outputs[8000])
+    with pytest.raises(TypeError, match="bind"):
+        ember.compile(os.path.join(bound_rate_models, "if_bound_8000.onnx"), bind=["sr"])

@@ -2,6 +2,7 @@
 // this file only maps protobuf structures to the IR and then canonicalizes (transform.h).
 #include <ember/compiler/frontend.h>
 #include <ember/compiler/ir/op_registry.h>
+#include <ember/compiler/ir/subgraph.h>
 #include <ember/compiler/transform.h>
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
@@ -13,7 +14,9 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "frontend/onnx/onnx_bind_inputs.h"
 #include "frontend/onnx/onnx_dtype.h"
+#include "frontend/onnx/onnx_node_order.h"
 
 namespace ember {
 namespace compiler {
@@ -23,7 +26,7 @@ namespace {
 bool HandledByFrontend(const std::string& op) {
   static const char* kOps[] = {"Constant", "Shape",    "Size",     "ConstantOfShape",
                                "Range",    "CastLike", "Upsample", "Sum",
-                               "Mean",     "Max",      "Min"};
+                               "Mean",     "Max",      "Min",      "If"};
   for (const char* o : kOps) {
     if (op == o) return true;
   }
@@ -94,28 +97,6 @@ HostTensorPtr TensorFromProto(const onnx::TensorProto& t, const std::string& whe
   return out;
 }
 
-AttrValue AttrFromProto(const onnx::AttributeProto& a, const Node& node) {
-  switch (a.type()) {
-    case onnx::AttributeProto::INT:
-      return a.i();
-    case onnx::AttributeProto::FLOAT:
-      return static_cast<double>(a.f());
-    case onnx::AttributeProto::STRING:
-      return a.s();
-    case onnx::AttributeProto::INTS:
-      return std::vector<int64_t>(a.ints().begin(), a.ints().end());
-    case onnx::AttributeProto::FLOATS:
-      return std::vector<double>(a.floats().begin(), a.floats().end());
-    case onnx::AttributeProto::STRINGS:
-      return std::vector<std::string>(a.strings().begin(), a.strings().end());
-    case onnx::AttributeProto::TENSOR:
-      return TensorFromProto(a.t(), node.Describe());
-    default:
-      throw UnsupportedError(node.Describe() + ": attribute '" + a.name() +
-                             "' has a kind emberc does not support (graph/sparse/type attributes)");
-  }
-}
-
 // Value of a Constant node (value, value_float(s), value_int(s)).
 HostTensorPtr ConstantNodeValue(const Node& n) {
   if (n.HasAttr("value")) return n.GetTensor("value");
@@ -131,6 +112,184 @@ HostTensorPtr ConstantNodeValue(const Node& n) {
   }
   throw UnsupportedError(n.Describe() + ": only value/value_float(s)/value_int(s) are supported");
 }
+
+// Reads a GraphProto's nodes into a Graph, and graph attributes (If's branches, Loop's body)
+// into Subgraphs over the same value table. Names resolve innermost scope first, as ONNX scopes
+// them: a subgraph may read any value its enclosing graphs defined before it.
+class GraphReader {
+ public:
+  GraphReader(Graph* g, std::string source, int64_t opset)
+      : g_(*g), source_(std::move(source)), opset_(opset) {}
+
+  void ReadMain(const onnx::GraphProto& gp) {
+    scopes_.emplace_back();
+    for (const auto& init : gp.initializer()) {
+      Define(init.name(), g_.AddConstant(init.name(), TensorFromProto(init, source_)));
+    }
+    for (const auto& in : gp.input()) {
+      if (Lookup(in.name()) >= 0) continue;  // an initializer: a constant, not a runtime input
+      const int id = g_.AddValue(in.name(), DeclaredType(in, "input '" + in.name() + "'"));
+      Define(in.name(), id);
+      g_.inputs().push_back(id);
+    }
+    g_.nodes() = ReadNodes(gp);
+    for (const auto& vi : gp.value_info()) Declare(vi);
+    for (const auto& vi : gp.output()) Declare(vi);
+    for (const auto& out : gp.output()) {
+      const int id = Lookup(out.name());
+      if (id < 0) {
+        throw CompileError(source_ + ": graph output '" + out.name() +
+                           "' is not produced by any node");
+      }
+      g_.outputs().push_back(id);
+    }
+  }
+
+ private:
+  int Lookup(const std::string& name) const {
+    for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
+      auto it = scope->find(name);
+      if (it != scope->end()) return it->second;
+    }
+    return -1;
+  }
+  void Define(const std::string& name, int id) { scopes_.back()[name] = id; }
+  bool Nested() const { return scopes_.size() > 1; }
+  // Names defined inside a subgraph may repeat across branches; the value table keeps them apart.
+  std::string ValueName(const std::string& name) { return Nested() ? g_.UniqueName(name) : name; }
+
+  TensorType DeclaredType(const onnx::ValueInfoProto& vi, const std::string& what) {
+    const auto& tt = vi.type().tensor_type();
+    TensorType type;
+    type.dtype = OnnxToDType(tt.elem_type(), source_ + ": " + what);
+    for (const auto& d : tt.shape().dim()) type.shape.push_back(d.dim_value());
+    return type;
+  }
+
+  AttrValue AttrFromProto(const onnx::AttributeProto& a, const Node& node) {
+    switch (a.type()) {
+      case onnx::AttributeProto::INT:
+        return a.i();
+      case onnx::AttributeProto::FLOAT:
+        return static_cast<double>(a.f());
+      case onnx::AttributeProto::STRING:
+        return a.s();
+      case onnx::AttributeProto::INTS:
+        return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+      case onnx::AttributeProto::FLOATS:
+        return std::vector<double>(a.floats().begin(), a.floats().end());
+      case onnx::AttributeProto::STRINGS:
+        return std::vector<std::string>(a.strings().begin(), a.strings().end());
+      case onnx::AttributeProto::TENSOR:
+        return TensorFromProto(a.t(), node.Describe());
+      case onnx::AttributeProto::GRAPH:
+        return ReadSubgraph(a.g(), node.Describe() + " attribute '" + a.name() + "'");
+      default:
+        throw UnsupportedError(node.Describe() + ": attribute '" + a.name() +
+                               "' has a kind emberc does not support (sparse/type attributes, "
+                               "lists of graphs)");
+    }
+  }
+
+  SubgraphPtr ReadSubgraph(const onnx::GraphProto& gp, const std::string& where) {
+    auto sub = std::make_shared<Subgraph>();
+    sub->name = where;
+    scopes_.emplace_back();
+    for (const auto& init : gp.initializer()) {
+      Define(init.name(), g_.AddConstant(ValueName(init.name()), TensorFromProto(init, source_)));
+    }
+    for (const auto& in : gp.input()) {
+      if (scopes_.back().count(in.name())) continue;
+      const int id = g_.AddValue(ValueName(in.name()), TensorType{});
+      Define(in.name(), id);
+      sub->inputs.push_back(id);
+    }
+    sub->nodes = ReadNodes(gp);
+    for (const auto& out : gp.output()) {
+      const int id = Lookup(out.name());
+      if (id < 0) {
+        throw CompileError(source_ + ": " + where + ": output '" + out.name() +
+                           "' is not produced by any node");
+      }
+      sub->outputs.push_back(id);
+    }
+    scopes_.pop_back();
+    return sub;
+  }
+
+  std::vector<Node> ReadNodes(const onnx::GraphProto& gp) {
+    std::vector<Node> nodes;
+    for (const auto& np : gp.node()) {
+      Node n;
+      n.op = np.op_type();
+      n.name = np.name().empty() ? np.op_type() + "_" + std::to_string(unnamed_++) : np.name();
+      if (!np.domain().empty() && np.domain() != "ai.onnx") {
+        throw UnsupportedError(source_ + ": " + n.Describe() + ": operator domain '" + np.domain() +
+                               "' is not supported (only ai.onnx, opset " + std::to_string(opset_) +
+                               ")");
+      }
+      const OpDef* def = OpRegistry::Global()->Find(n.op);
+      if (!HandledByFrontend(n.op) && (!def || !def->infer_type())) {
+        throw UnsupportedError(source_ + ": operator '" + n.op + "' (node '" + n.name +
+                               "', opset " + std::to_string(opset_) +
+                               ") is not supported by emberc");
+      }
+      for (const auto& in : np.input()) {
+        if (in.empty()) {
+          n.inputs.push_back(kAbsentValue);
+          continue;
+        }
+        const int id = Lookup(in);
+        if (id < 0) {
+          throw CompileError(source_ + ": " + n.Describe() + " reads '" + in +
+                             "', which nothing defines");
+        }
+        n.inputs.push_back(id);
+      }
+      for (const auto& a : np.attribute()) n.attrs[a.name()] = AttrFromProto(a, n);
+      if (n.op == "Constant") {
+        Define(np.output(0), g_.AddConstant(ValueName(np.output(0)), ConstantNodeValue(n)));
+        continue;
+      }
+      for (const auto& out : np.output()) {
+        if (out.empty()) {
+          n.outputs.push_back(g_.AddValue(g_.UniqueName(n.name + "_unused"), TensorType{}));
+          continue;
+        }
+        const int id = g_.AddValue(ValueName(out), TensorType{});
+        Define(out, id);
+        n.outputs.push_back(id);
+      }
+      nodes.push_back(std::move(n));
+    }
+    return nodes;
+  }
+
+  // Fully static types the model declares (after ONNX shape inference).
+  void Declare(const onnx::ValueInfoProto& vi) {
+    const int id = Lookup(vi.name());
+    if (id < 0 || !vi.type().has_tensor_type()) return;
+    const auto& tt = vi.type().tensor_type();
+    if (!tt.has_shape()) return;
+    TensorType t;
+    try {
+      t.dtype = OnnxToDType(tt.elem_type(), vi.name());
+    } catch (const CompileError&) {
+      return;
+    }
+    for (const auto& d : tt.shape().dim()) {
+      if (!d.has_dim_value()) return;
+      t.shape.push_back(d.dim_value());
+    }
+    g_.declared_types[id] = t;
+  }
+
+  Graph& g_;
+  const std::string source_;
+  const int64_t opset_;
+  std::vector<std::unordered_map<std::string, int>> scopes_;  // innermost last
+  int unnamed_ = 0;
+};
 
 int64_t FindOpset(const onnx::ModelProto& m) {
   for (const auto& o : m.opset_import()) {
@@ -201,6 +360,7 @@ void ResolveInputShapes(onnx::ModelProto* m, const std::string& source,
 }
 
 Graph ImportModel(onnx::ModelProto model, const std::string& source, const ImportOptions& options) {
+  SortNodesTopologically(model.mutable_graph(), source);
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
@@ -221,6 +381,7 @@ Graph ImportModel(onnx::ModelProto model, const std::string& source, const Impor
     opset = target;
   }
   ResolveInputShapes(&model, source, options);
+  std::vector<BoundInput> bound = BindInputs(&model, source, options.bindings);
   try {
     onnx::ShapeInferenceOptions opts;
     opts.check_type = false;
@@ -233,92 +394,9 @@ Graph ImportModel(onnx::ModelProto model, const std::string& source, const Impor
   const onnx::GraphProto& gp = model.graph();
   Graph g;
   g.name = gp.name().empty() ? "main" : gp.name();
-  std::unordered_map<std::string, int> by_name;
-  for (const auto& init : gp.initializer()) {
-    by_name[init.name()] = g.AddConstant(init.name(), TensorFromProto(init, source));
-  }
-  for (const auto& in : gp.input()) {
-    if (by_name.count(in.name())) continue;  // an initializer: a constant, not a runtime input
-    const auto& tt = in.type().tensor_type();
-    TensorType type;
-    type.dtype = OnnxToDType(tt.elem_type(), source + ": input '" + in.name() + "'");
-    for (const auto& d : tt.shape().dim()) type.shape.push_back(d.dim_value());
-    int id = g.AddValue(in.name(), type);
-    by_name[in.name()] = id;
-    g.inputs().push_back(id);
-  }
-  int unnamed = 0;
-  for (const auto& np : gp.node()) {
-    Node n;
-    n.op = np.op_type();
-    n.name = np.name().empty() ? np.op_type() + "_" + std::to_string(unnamed++) : np.name();
-    if (!np.domain().empty() && np.domain() != "ai.onnx") {
-      throw UnsupportedError(source + ": " + n.Describe() + ": operator domain '" + np.domain() +
-                             "' is not supported (only ai.onnx, opset " + std::to_string(opset) +
-                             ")");
-    }
-    const OpDef* def = OpRegistry::Global()->Find(n.op);
-    if (!HandledByFrontend(n.op) && (!def || !def->infer_type())) {
-      throw UnsupportedError(source + ": operator '" + n.op + "' (node '" + n.name + "', opset " +
-                             std::to_string(opset) + ") is not supported by emberc");
-    }
-    for (const auto& a : np.attribute()) n.attrs[a.name()] = AttrFromProto(a, n);
-    for (const auto& in : np.input()) {
-      if (in.empty()) {
-        n.inputs.push_back(kAbsentValue);
-        continue;
-      }
-      auto it = by_name.find(in);
-      if (it == by_name.end()) {
-        throw CompileError(source + ": " + n.Describe() + " reads '" + in +
-                           "', which nothing defines");
-      }
-      n.inputs.push_back(it->second);
-    }
-    if (n.op == "Constant") {
-      HostTensorPtr c = ConstantNodeValue(n);
-      by_name[np.output(0)] = g.AddConstant(np.output(0), c);
-      continue;
-    }
-    for (const auto& out : np.output()) {
-      if (out.empty()) {
-        n.outputs.push_back(g.AddValue(g.UniqueName(n.name + "_unused"), TensorType{}));
-        continue;
-      }
-      int id = g.AddValue(out, TensorType{});
-      by_name[out] = id;
-      n.outputs.push_back(id);
-    }
-    g.nodes().push_back(std::move(n));
-  }
-  // Fully static types the model declares (after ONNX shape inference).
-  auto declare = [&](const onnx::ValueInfoProto& vi) {
-    auto it = by_name.find(vi.name());
-    if (it == by_name.end() || !vi.type().has_tensor_type()) return;
-    const auto& tt = vi.type().tensor_type();
-    if (!tt.has_shape()) return;
-    TensorType t;
-    try {
-      t.dtype = OnnxToDType(tt.elem_type(), vi.name());
-    } catch (const CompileError&) {
-      return;
-    }
-    for (const auto& d : tt.shape().dim()) {
-      if (!d.has_dim_value()) return;
-      t.shape.push_back(d.dim_value());
-    }
-    g.declared_types[it->second] = t;
-  };
-  for (const auto& vi : gp.value_info()) declare(vi);
-  for (const auto& vi : gp.output()) declare(vi);
-  for (const auto& out : gp.output()) {
-    auto it = by_name.find(out.name());
-    if (it == by_name.end()) {
-      throw CompileError(source + ": graph output '" + out.name() +
-                         "' is not produced by any node");
-    }
-    g.outputs().push_back(it->second);
-  }
+  g.bound_inputs = std::move(bound);
+  GraphReader reader(&g, source, opset);
+  reader.ReadMain(gp);
   try {
     Canonicalize(&g, opset);
   } catch (const UnsupportedError& e) {
@@ -347,6 +425,17 @@ Graph ImportOnnxFile(const std::string& path, const ImportOptions& options) {
   std::ostringstream ss;
   ss << f.rdbuf();
   return ImportOnnxBytes(ss.str(), path, options);
+}
+
+std::pair<std::string, std::string> ParseBinding(const std::string& spec) {
+  const auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+    throw CompileError(
+        "--bind: expected NAME=VALUE (VALUE: a number, or comma-separated "
+        "numbers for a tensor), got '" +
+        spec + "'");
+  }
+  return {spec.substr(0, eq), spec.substr(eq + 1)};
 }
 
 std::pair<std::string, std::vector<int64_t>> ParseInputShape(const std::string& spec) {

@@ -20,6 +20,8 @@ struct CompileOptions {
   std::string target;  // "" or "llvm ..." ; empty means the host
   int opt_level = 3;
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  /*! \brief --bind NAME=VALUE: inputs fixed at compile time (see ImportOptions::bindings). */
+  std::map<std::string, std::string> bindings;
   bool system_lib = false;
   std::string dump_dir;  // --dump-ir: graph after each pass, as .txt and .dot
   bool verbose = false;  // -v: pass timings and memory figures on `log`
@@ -55,6 +57,9 @@ std::string DefaultTuningLogPath(const std::string& out_dir);
 
 /*! \brief Runs the pipeline; throws CompileError (or std::runtime_error from code generation). */
 CompileStats Compile(const CompileOptions& options);
+
+/*! \brief Parses "name=16000;other=1,2" (';'-separated --bind specs, may be empty). */
+std::map<std::string, std::string> ParseBindingList(const std::string& specs);
 
 /*! \brief Parses "name=1,3;other=2" (';'-separated --input-shape specs, may be empty). */
 std::map<std::string, std::vector<int64_t>> ParseInputShapeList(const std::string& specs);

@@ -23,6 +23,10 @@ constexpr int64_t kConvertTargetOpset = 13;
 struct ImportOptions {
   /*! \brief Static shapes for inputs with dynamic dims (--input-shape NAME=d0,d1,...). */
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  /*! \brief Inputs fixed at compile time (--bind NAME=VALUE): NAME -> comma-separated values,
+   *  one per element of the input, or one for all. The input becomes a constant (folding takes
+   *  an If on it) and leaves the artifact's inputs. */
+  std::map<std::string, std::string> bindings;
 };
 
 /*!
@@ -34,6 +38,9 @@ Graph ImportOnnxFile(const std::string& path, const ImportOptions& options);
 /*! \brief Same, from serialized ModelProto bytes; `source` names it in errors. */
 Graph ImportOnnxBytes(const std::string& bytes, const std::string& source,
                       const ImportOptions& options);
+
+/*! \brief Parses "NAME=VALUE" (--bind); throws CompileError on bad syntax. */
+std::pair<std::string, std::string> ParseBinding(const std::string& spec);
 
 /*! \brief Parses "NAME=1,3,224,224"; throws CompileError on bad syntax. */
 std::pair<std::string, std::vector<int64_t>> ParseInputShape(const std::string& spec);

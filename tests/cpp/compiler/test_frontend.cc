@@ -60,6 +60,106 @@ TEST(Frontend, DynamicDimNeedsInputShape) {
             std::string::npos);
 }
 
+// ONNX wants nodes sorted; converters write unsorted graphs that ONNX Runtime runs anyway.
+TEST(Frontend, UnsortedNodesAreImportedInDataOrder) {
+  OnnxBuilder b;
+  b.Input("x", {2, 3});
+  b.Node("Neg", "last", {"b"}, {"y"});
+  b.Node("Relu", "second", {"a"}, {"b"});
+  b.Node("Abs", "first", {"x"}, {"a"});
+  b.Output("y", {2, 3});
+  Graph g = ImportOnnxBytes(b.Bytes(), "m.onnx", {});
+  ASSERT_EQ(g.nodes().size(), 3u);
+  EXPECT_EQ(g.nodes()[0].name, "first");
+  EXPECT_EQ(g.nodes()[1].name, "second");
+  EXPECT_EQ(g.nodes()[2].name, "last");
+}
+
+TEST(Frontend, ACycleIsRefusedNamingANodeOfIt) {
+  OnnxBuilder b;
+  b.Input("x", {2});
+  b.Node("Add", "loop_a", {"x", "d"}, {"c"});
+  b.Node("Relu", "loop_b", {"c"}, {"d"});
+  b.Output("d", {2});
+  std::string err = ErrorOf(b.Bytes());
+  EXPECT_NE(err.find("m.onnx: node 'loop_a' (Add) is part of a cycle"), std::string::npos) << err;
+}
+
+// then_branch = Relu(x), else_branch = Neg(x): both read the outer input x.
+void AddIfOnCondition(OnnxBuilder& b, const std::string& cond) {
+  onnx::NodeProto* n = b.Node("If", "if0", {cond}, {"y"});
+  const std::pair<const char*, const char*> branches[] = {{"then_branch", "Relu"},
+                                                          {"else_branch", "Neg"}};
+  for (const auto& [attr, op] : branches) {
+    auto* a = n->add_attribute();
+    a->set_name(attr);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    onnx::GraphProto* g = a->mutable_g();
+    g->set_name(attr);
+    auto* inner = g->add_node();
+    inner->set_op_type(op);
+    inner->set_name(std::string(attr) + "_op");
+    inner->add_input("x");
+    inner->add_output(std::string(attr) + "_out");
+    auto* out = g->add_output();
+    out->set_name(std::string(attr) + "_out");
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  }
+}
+
+TEST(Frontend, AnIfOnABoundInputFoldsToItsBranchAndTheInputIsRecorded) {
+  for (int64_t rate : {16000, 8000}) {
+    OnnxBuilder b;
+    b.Input("x", {2}).Input("sr", {}, onnx::TensorProto::INT64).IntInit("k", {}, {16000});
+    b.Node("Equal", "eq", {"sr", "k"}, {"c"});
+    AddIfOnCondition(b, "c");
+    b.Output("y", {2});
+    ImportOptions opts;
+    opts.bindings["sr"] = std::to_string(rate);
+    Graph g = ImportOnnxBytes(b.Bytes(), "m.onnx", opts);
+    ASSERT_EQ(g.inputs().size(), 1u);
+    EXPECT_EQ(g.value(g.inputs()[0]).name, "x");
+    ASSERT_EQ(g.bound_inputs.size(), 1u);
+    EXPECT_EQ(g.bound_inputs[0].name, "sr");
+    EXPECT_EQ(g.bound_inputs[0].value, std::to_string(rate));
+    std::string ops;
+    for (const Node& n : g.nodes()) ops += n.op + " ";
+    EXPECT_NE(ops.find(rate == 16000 ? "Relu" : "Neg"), std::string::npos) << ops;
+    EXPECT_EQ(ops.find(rate == 16000 ? "Neg" : "Relu"), std::string::npos) << ops;
+    EXPECT_EQ(ops.find("If"), std::string::npos) << ops;
+  }
+}
+
+TEST(Frontend, AnIfOnRunTimeDataAndBadBindingsAreRefusedClearly) {
+  OnnxBuilder b;
+  b.Input("x", {2}).Input("flag", {}, onnx::TensorProto::BOOL);
+  AddIfOnCondition(b, "flag");
+  b.Output("y", {2});
+  EXPECT_NE(ErrorOf(b.Bytes()).find("node 'if0' (If): its condition 'flag' is computed from data "
+                                    "at run time"),
+            std::string::npos)
+      << ErrorOf(b.Bytes());
+  ImportOptions opts;
+  opts.bindings["rate"] = "1";
+  EXPECT_NE(ErrorOf(b.Bytes(), opts)
+                .find("--bind rate: m.onnx has no input named 'rate'; "
+                      "inputs are: x, flag"),
+            std::string::npos);
+  opts.bindings = {{"flag", "2"}};
+  EXPECT_NE(ErrorOf(b.Bytes(), opts).find("is not a value of the input's type bool"),
+            std::string::npos)
+      << ErrorOf(b.Bytes(), opts);
+  opts.bindings = {{"x", "1,2,3"}};
+  EXPECT_NE(ErrorOf(b.Bytes(), opts).find("--bind x: the input float32[2] holds 2 values, got 3"),
+            std::string::npos)
+      << ErrorOf(b.Bytes(), opts);
+  opts.bindings = {{"flag", "1"}};
+  Graph g = ImportOnnxBytes(b.Bytes(), "m.onnx", opts);
+  ASSERT_FALSE(g.nodes().empty());
+  EXPECT_EQ(g.nodes()[0].op, "Relu");  // the then branch, then the copy to the If's output
+  for (const Node& n : g.nodes()) EXPECT_NE(n.op, "If");
+}
+
 TEST(Frontend, MalformedFileIsAnError) {
   EXPECT_NE(ErrorOf("this is not a protobuf \x01\x02\xff").find("not a valid ONNX model"),
             std::string::npos);

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -16,9 +17,14 @@
 namespace ember {
 namespace compiler {
 
-/*! \brief One attribute value (ONNX INT, FLOAT, STRING, INTS, FLOATS, STRINGS, TENSOR). */
-using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>,
-                               std::vector<double>, std::vector<std::string>, HostTensorPtr>;
+struct Subgraph;  // ir/subgraph.h
+/*! \brief A graph attribute (If's branches, Loop's body), shared and never changed after import. */
+using SubgraphPtr = std::shared_ptr<const Subgraph>;
+
+/*! \brief One attribute value (ONNX INT, FLOAT, STRING, INTS, FLOATS, STRINGS, TENSOR, GRAPH). */
+using AttrValue =
+    std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>,
+                 std::vector<std::string>, HostTensorPtr, SubgraphPtr>;
 
 /*! \brief Name of the kind held, for error messages: "int", "float", "string", "ints", ... */
 std::string AttrKindName(const AttrValue& v);

@@ -56,9 +56,20 @@ struct Node {
   std::vector<double> GetFloats(const std::string& key, const std::vector<double>& dflt) const;
   std::vector<std::string> GetStrings(const std::string& key) const;
   HostTensorPtr GetTensor(const std::string& key) const;
+  SubgraphPtr GetSubgraph(const std::string& key) const;
 
   /*! \brief True when input i exists (not absent and in range). */
   bool HasInput(size_t i) const { return i < inputs.size() && inputs[i] != kAbsentValue; }
+};
+
+/*!
+ * \brief A model input that emberc --bind NAME=VALUE made a constant. The artifact keeps a record
+ *        of it so a runtime can refuse a value for it, saying it was bound at compile time.
+ */
+struct BoundInput {
+  std::string name;
+  TensorType type;
+  std::string value;  // as the user wrote it
 };
 
 /*!
@@ -73,6 +84,8 @@ class Graph {
   /*! \brief Static types the model itself declares (ONNX graph outputs / value_info), by value id;
    *  used only where a shape cannot be derived (e.g. Resize with run-time scales). */
   std::map<int, TensorType> declared_types;
+  /*! \brief Inputs turned into constants by emberc --bind, in the order given. */
+  std::vector<BoundInput> bound_inputs;
 
   int AddValue(const std::string& name, const TensorType& type);
   int AddConstant(const std::string& name, HostTensorPtr data);
