@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "frontend/onnx/onnx_dtype.h"
+#include "frontend/onnx/onnx_validator.h"
 
 namespace ember {
 namespace compiler {
@@ -201,6 +202,8 @@ void ResolveInputShapes(onnx::ModelProto* m, const std::string& source,
 }
 
 Graph ImportModel(onnx::ModelProto model, const std::string& source, const ImportOptions& options) {
+  ResolveInputShapes(&model, source, options);
+  ValidateOnnxModel(model, FindOpset(model), source);
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
@@ -220,7 +223,6 @@ Graph ImportModel(onnx::ModelProto model, const std::string& source, const Impor
     }
     opset = target;
   }
-  ResolveInputShapes(&model, source, options);
   try {
     onnx::ShapeInferenceOptions opts;
     opts.check_type = false;
