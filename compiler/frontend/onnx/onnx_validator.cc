@@ -12,6 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "frontend/onnx/onnx_dtype.h"
+
 namespace ember {
 namespace compiler {
 namespace {
@@ -112,6 +114,17 @@ const onnx::AttributeProto* FindAttr(const onnx::NodeProto& n, const std::string
   return nullptr;
 }
 
+// Element size in bytes; the widest ONNX type (complex128) for types emberc does not map.
+int64_t ElementBytes(int32_t elem_type) {
+  constexpr int64_t kWidestElementBytes = 16;
+  try {
+    DLDataType t = OnnxToDType(elem_type, "");
+    return (t.bits * t.lanes + 7) / 8;
+  } catch (const CompileError&) {
+    return kWidestElementBytes;
+  }
+}
+
 // Types and constant values in scope while walking one graph (a subgraph sees its parents').
 class Scope {
  public:
@@ -158,11 +171,13 @@ class Validator {
       type.mutable_tensor_type()->set_elem_type(t.data_type());
       for (int64_t d : t.dims())
         type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+      CheckSize(source_, "initializer '" + t.name() + "'", type);
       scope->SetType(t.name(), type);
       scope->SetConstant(t.name(), &t);
     }
     for (const auto& in : g.input()) {
       if (scope->constants().count(in.name())) continue;
+      CheckSize(source_, "input '" + in.name() + "'", in.type());
       scope->SetType(in.name(), in.type());
     }
     for (int i = 0; i < g.node_size(); ++i) {
@@ -181,7 +196,7 @@ class Validator {
           ValidateGraph(sub, &inner);
         }
       }
-      InferNode(n, scope);
+      InferNode(n, scope, where);
     }
   }
 
@@ -323,9 +338,36 @@ class Validator {
     }
   }
 
+  // A static shape must have no negative dim, and its element count and byte size must fit int64.
+  void CheckSize(const std::string& where, const std::string& what,
+                 const onnx::TypeProto& type) const {
+    if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return;
+    const auto& shape = type.tensor_type().shape();
+    std::vector<int64_t> dims;
+    for (const auto& d : shape.dim()) {
+      if (!d.has_dim_value()) return;
+      dims.push_back(d.dim_value());
+    }
+    int64_t elements = 1;
+    bool overflow = false;
+    for (int64_t d : dims) {
+      if (d < 0) {
+        Fail(where,
+             what + " would have shape " + ShapeToString(dims) + "; every dimension must be >= 0");
+      }
+      if (d != 0 && elements > std::numeric_limits<int64_t>::max() / d) overflow = true;
+      if (!overflow) elements *= d;
+    }
+    int64_t width = ElementBytes(type.tensor_type().elem_type());
+    if (overflow || elements > std::numeric_limits<int64_t>::max() / width) {
+      Fail(where, what + " of shape " + ShapeToString(dims) +
+                      " is too large: its byte size does not fit in 64 bits");
+    }
+  }
+
   // Runs libonnx's inference for one node that passed the checks, so later nodes see its ranks.
   // Failures here are left for the checker and the full inference pass, which explain them.
-  void InferNode(const onnx::NodeProto& n, Scope* scope) const {
+  void InferNode(const onnx::NodeProto& n, Scope* scope, const std::string& where) const {
     if (!n.domain().empty() && n.domain() != "ai.onnx") return;
     const onnx::OpSchema* schema =
         onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset_), "");
@@ -343,6 +385,10 @@ class Validator {
     } catch (const std::exception&) {
       return;
     }
+    for (int i = 0; i < n.output_size(); ++i) {
+      if (n.output(i).empty() || !scope->Rank(n.output(i))) continue;
+      CheckSize(where, "output '" + n.output(i) + "'", *scope->pointers().at(n.output(i)));
+    }
     if (n.op_type() == "Constant" && n.output_size() == 1) {
       if (const onnx::AttributeProto* value = FindAttr(n, "value")) {
         scope->SetConstant(n.output(0), &value->t());
@@ -357,8 +403,16 @@ class Validator {
 }  // namespace
 
 void ValidateOnnxModel(const onnx::ModelProto& model, int64_t opset, const std::string& source) {
+  const onnx::GraphProto& g = model.graph();
+  if (g.node_size() == 0) {
+    throw CompileError(source + ": the graph has no nodes; there is nothing to compile");
+  }
+  if (g.output_size() == 0) {
+    throw CompileError(source +
+                       ": the graph declares no outputs; name at least one in graph.output");
+  }
   Scope scope;
-  Validator(opset, source).ValidateGraph(model.graph(), &scope);
+  Validator(opset, source).ValidateGraph(g, &scope);
 }
 
 }  // namespace compiler

@@ -12,8 +12,9 @@ namespace compiler {
 
 /*!
  * \brief Throws CompileError naming `source`, the node, op and attribute (expected against got)
- * when an attribute libonnx's shape inference divides by or indexes with (strides, dilations,
- * kernel_shape, pads, perm, axes, axis, group, ...) is out of range for the node's input ranks.
+ * when the model has no nodes or no outputs, when an attribute libonnx's shape inference divides
+ * by or indexes with (strides, dilations, kernel_shape, pads, perm, axes, axis, group, ...) is out
+ * of range for the node's input ranks, or when a tensor's size has a negative dim or overflows.
  * libonnx trusts those attributes and crashes (SIGFPE, SIGSEGV) on bad ones.
  */
 void ValidateOnnxModel(const onnx::ModelProto& model, int64_t opset, const std::string& source);

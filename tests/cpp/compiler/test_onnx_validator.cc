@@ -140,6 +140,40 @@ TEST(OnnxValidator, ValidModelsStillImport) {
   EXPECT_EQ(g.value(g.outputs()[0]).type.ToString(), "float32[1,1,4,4]");
 }
 
+TEST(OnnxValidator, NegativeOrOverflowingSizesNameTheNode) {
+  OnnxBuilder pad;
+  pad.Input("x", {4}).IntInit("pads", {2}, {-100, 0});
+  pad.Node("Pad", "p", {"x", "pads"}, {"y"});
+  pad.Output("y", {});
+  EXPECT_ERROR_HAS(pad, "node 'p' (Pad): output 'y' would have shape [-96]");
+
+  OnnxBuilder expand;
+  expand.Input("x", {3, 4}).IntInit("shape", {2}, {-3, 4});
+  expand.Node("Expand", "e", {"x", "shape"}, {"y"});
+  expand.Output("y", {});
+  EXPECT_ERROR_HAS(expand, "node 'e' (Expand)");
+
+  OnnxBuilder huge;
+  huge.Input("x", {int64_t{1} << 40, int64_t{1} << 40});
+  huge.Node("Relu", "r", {"x"}, {"y"});
+  huge.Output("y", {});
+  EXPECT_ERROR_HAS(huge,
+                   "m.onnx: input 'x' of shape [1099511627776,1099511627776] is too large: its "
+                   "byte size does not fit in 64 bits");
+}
+
+TEST(OnnxValidator, GraphsWithoutNodesOrOutputsAreRefused) {
+  OnnxBuilder empty;
+  empty.Input("x", {2});
+  empty.Output("x", {2});
+  EXPECT_ERROR_HAS(empty, "m.onnx: the graph has no nodes");
+
+  OnnxBuilder no_outputs;
+  no_outputs.Input("x", {2});
+  no_outputs.Node("Relu", "r", {"x"}, {"y"});
+  EXPECT_ERROR_HAS(no_outputs, "m.onnx: the graph declares no outputs");
+}
+
 }  // namespace
 }  // namespace compiler
 }  // namespace ember
