@@ -127,6 +127,18 @@ TEST(GraphExecutor, StorageSharingTwoTensorsOneStorageId) {
   ExpectNear(Values(gmod.GetFunction("get_output")(0)), MlpReference(factory, MlpInput()));
 }
 
+TEST(GraphExecutor, StoragePlanWritingIntoAParamIsRefusedAtLoad) {
+  // dense1's output in w0's storage would corrupt w0 for the next run (and here, this run).
+  std::string json = ReadFileToString(kMlp + "/graph.json");
+  const std::string plan = "[0, 1, 2, 3, 4, 2, 5, 6]";
+  ASSERT_NE(json.find(plan), std::string::npos);
+  json.replace(json.find(plan), plan.size(), "[0, 1, 2, 3, 4, 2, 5, 1]");
+  Module lib = Module::LoadFromFile(kMlp + "/lib.so");
+  ExpectError([&] { CreateGraphExecutor(json, lib, {kCPU}); },
+              {"entry 7 (output of node 7 \"dense1\") storage 1, which entry 1 (input/param node 1 "
+               "\"w0\") still needs then"});
+}
+
 TEST(GraphExecutor, ZeroCopyInputAndOutput) {
   Module factory = LoadArtifact(kMlp);
   Module gmod = factory.GetFunction("default")(kCPU);
