@@ -48,6 +48,14 @@ def test_loading_a_file_that_is_not_a_library_names_the_file(tmp_path):
         ember.load_module(str(tmp_path / "missing.so"))
 
 
+def test_loading_a_directory_as_a_module_says_it_is_a_directory(tmp_path):
+    with pytest.raises(ember.EmberError) as info:
+        ember.load_module(str(tmp_path))
+    message = str(info.value)
+    assert "it is a directory" in message and "load_artifact" in message, message
+    assert "Check failed" not in message, message
+
+
 def _expected(x):
     w = np.array([[1, -2], [3, -4]], dtype="float32")
     return np.maximum(x + w, 0), x + w

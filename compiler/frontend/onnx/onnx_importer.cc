@@ -9,6 +9,7 @@
 #include <onnx/version_converter/convert.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
@@ -140,6 +141,15 @@ int64_t FindOpset(const onnx::ModelProto& m) {
   return 1;
 }
 
+// The version converter reports through libonnx's asserts ("file.cc:56: fn: Assertion `expr`
+// failed: reason"); users can act on the reason only.
+std::string ConverterReason(const std::string& what) {
+  const std::string marker = "` failed: ";
+  size_t at = what.find(marker);
+  if (what.find("Assertion `") == std::string::npos || at == std::string::npos) return what;
+  return what.substr(at + marker.size());
+}
+
 // Fixes the input dims from --input-shape and checks that every remaining dim is static.
 void ResolveInputShapes(onnx::ModelProto* m, const std::string& source,
                         const ImportOptions& options) {
@@ -215,11 +225,12 @@ Graph ImportModel(onnx::ModelProto model, const std::string& source, const Impor
     try {
       model = onnx::version_conversion::ConvertVersion(model, static_cast<int>(target));
     } catch (const std::exception& e) {
-      throw UnsupportedError(source + ": opset " + std::to_string(opset) + " is outside " +
-                             std::to_string(kMinImportOpset) + ".." +
-                             std::to_string(kMaxImportOpset) +
-                             " and the ONNX version converter could not convert it to " +
-                             std::to_string(target) + ": " + e.what());
+      throw UnsupportedError(
+          source + ": opset " + std::to_string(opset) + " is outside " +
+          std::to_string(kMinImportOpset) + ".." + std::to_string(kMaxImportOpset) +
+          " and the ONNX version converter could not convert it to " + std::to_string(target) +
+          " (" + ConverterReason(e.what()) + "); export the model at opset " +
+          std::to_string(kMinImportOpset) + " or later");
     }
     opset = target;
   }
@@ -344,6 +355,10 @@ Graph ImportOnnxBytes(const std::string& bytes, const std::string& source,
 }
 
 Graph ImportOnnxFile(const std::string& path, const ImportOptions& options) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw CompileError(path + ": is a directory; give the model's .onnx file");
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) throw CompileError(path + ": cannot open file: " + std::strerror(errno));
   std::ostringstream ss;
