@@ -4,6 +4,9 @@
 #include <ember/runtime/logging.h>
 #include <ember/runtime/registry.h>
 #include <gtest/gtest.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <atomic>
 #include <cmath>
@@ -137,6 +140,24 @@ TEST(GraphExecutor, StoragePlanWritingIntoAParamIsRefusedAtLoad) {
   ExpectError([&] { CreateGraphExecutor(json, lib, {kCPU}); },
               {"entry 7 (output of node 7 \"dense1\") storage 1, which entry 1 (input/param node 1 "
                "\"w0\") still needs then"});
+}
+
+TEST(GraphExecutor, AnInputNeverSetHoldsZeros) {
+#ifdef __GLIBC__
+  // glibc fills new allocations with 0x7f bytes (floats of 3.4e38) from here on: storage no longer
+  // starts out zero by luck.
+  mallopt(M_PERTURB, 0x80);
+#endif
+  Module gmod = LoadMlpExecutor();
+#ifdef __GLIBC__
+  mallopt(M_PERTURB, 0);
+#endif
+  Module factory = LoadArtifact(kMlp);
+  std::vector<float> want = MlpReference(factory, std::vector<float>(8, 0.0f));
+  for (int run = 0; run < 2; ++run) {
+    gmod.GetFunction("run")();
+    ExpectNear(Values(gmod.GetFunction("get_output")(0)), want);
+  }
 }
 
 TEST(GraphExecutor, ZeroCopyInputAndOutput) {
