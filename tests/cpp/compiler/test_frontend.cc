@@ -138,6 +138,18 @@ TEST(Frontend, FailedOpsetConversionGivesTheReasonNotTheAssertion) {
   EXPECT_EQ(err.find(".cc:"), std::string::npos) << err;
 }
 
+TEST(Frontend, GatherWithConstantIndicesOutOfRangeIsRefused) {
+  // ONNX Runtime reports the index; the kernel used to clamp it and return the last row.
+  OnnxBuilder b;
+  b.Input("x", {3, 4}).IntInit("rows", {2}, {-3, 1000000});
+  OnnxBuilder::IntAttr(b.Node("Gather", "g", {"x", "rows"}, {"y"}), "axis", 0);
+  b.Output("y", {2, 4});
+  EXPECT_NE(ErrorOf(b.Bytes()).find("node 'g' (Gather): index 1000000 (element 1 of indices "
+                                    "'rows') is out of range for axis 0 of size 3; valid: -3..2"),
+            std::string::npos)
+      << ErrorOf(b.Bytes());
+}
+
 TEST(Frontend, ParseInputShape) {
   auto [name, dims] = ParseInputShape("data=1,3,224,224");
   EXPECT_EQ(name, "data");
