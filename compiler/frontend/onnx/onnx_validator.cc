@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "frontend/onnx/onnx_dtype.h"
@@ -410,6 +411,18 @@ void ValidateOnnxModel(const onnx::ModelProto& model, int64_t opset, const std::
   if (g.output_size() == 0) {
     throw CompileError(source +
                        ": the graph declares no outputs; name at least one in graph.output");
+  }
+  // libonnx's version converter dereferences a graph output nothing defines (the checker lets it
+  // through).
+  std::unordered_set<std::string> defined;
+  for (const auto& in : g.input()) defined.insert(in.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& n : g.node()) defined.insert(n.output().begin(), n.output().end());
+  for (const auto& out : g.output()) {
+    if (!defined.count(out.name())) {
+      throw CompileError(source + ": graph output '" + out.name() +
+                         "' is not produced by any node, nor is it an input or initializer");
+    }
   }
   Scope scope;
   Validator(opset, source).ValidateGraph(g, &scope);

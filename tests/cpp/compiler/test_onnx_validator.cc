@@ -168,6 +168,13 @@ TEST(OnnxValidator, GraphsWithoutNodesOrOutputsAreRefused) {
   empty.Output("x", {2});
   EXPECT_ERROR_HAS(empty, "m.onnx: the graph has no nodes");
 
+  OnnxBuilder undefined_output(1);  // found by fuzz_onnx_import: a SIGSEGV in the converter
+  undefined_output.Input("x", {2});
+  undefined_output.Node("Relu", "r", {"x"}, {"y"});
+  undefined_output.Output("Y", {2});
+  EXPECT_ERROR_HAS(undefined_output,
+                   "m.onnx: graph output 'Y' is not produced by any node, nor is it an input");
+
   OnnxBuilder no_outputs;
   no_outputs.Input("x", {2});
   no_outputs.Node("Relu", "r", {"x"}, {"y"});
