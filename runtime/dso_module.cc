@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "elf_machine.h"
 #include "library_module.h"
 
 namespace ember::runtime {
@@ -24,9 +25,11 @@ class DSOModuleNode final : public LibraryModuleNode {
     handle_ = dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
     if (handle_ == nullptr) {
       const char* err = dlerror();
+      // dlopen reports a foreign architecture as a missing file; the header says what it is.
+      std::string mismatch = ElfMachineMismatch(path);
+      if (!mismatch.empty()) EMBER_LOG_FATAL << "cannot load library " << path << ": " << mismatch;
       EMBER_LOG_FATAL << "cannot load library " << path << ": " << (err ? err : "dlopen failed")
-                      << " (is it a shared library for this "
-                      << "machine?)";
+                      << " (is it a shared library for this machine?)";
     }
   }
 

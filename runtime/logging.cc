@@ -7,7 +7,18 @@ namespace ember::runtime::detail {
 
 FatalThrower::FatalThrower() = default;
 
-FatalThrower::~FatalThrower() noexcept(false) { throw Error(stream_.str()); }
+FatalThrower::FatalThrower(std::string failed_check, bool append_to_message)
+    : failed_check_(std::move(failed_check)), append_to_message_(append_to_message) {}
+
+// Users read the sentence the check site wrote, not the condition behind it; a comparison's
+// values are facts worth keeping.
+FatalThrower::~FatalThrower() noexcept(false) {
+  std::string message = stream_.str();
+  if (failed_check_.empty()) throw Error(message);
+  if (message.empty()) throw Error("internal check failed: " + failed_check_);
+  if (append_to_message_) message += " (" + failed_check_ + ")";
+  throw Error(message);
+}
 
 LogLine::LogLine(const char* level, const char* file, int line) {
   // Only the base name: full build paths are noise in a user's terminal.

@@ -2,6 +2,7 @@
 // loading by extension.
 #include <ember/runtime/module.h>
 #include <ember/runtime/registry.h>
+#include <sys/stat.h>
 
 #include <string>
 
@@ -76,11 +77,19 @@ void Module::Import(Module other) const {
 Module Module::LoadFromFile(const String& file_name, const String& format) {
   std::string fmt = format.str();
   std::string path = file_name.str();
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    EMBER_LOG_FATAL << "cannot load module " << path << ": it is a directory, and a module is one "
+                    << "file (lib.so); load an artifact directory (graph.json, lib.so, params.bin) "
+                    << "with load_artifact";
+  }
   if (fmt.empty()) {
     size_t dot = path.find_last_of('.');
     size_t slash = path.find_last_of('/');
-    EMBER_CHECK(dot != std::string::npos && (slash == std::string::npos || dot > slash))
-        << "cannot load module " << path << ": no file extension to pick a loader by";
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) {
+      EMBER_LOG_FATAL << "cannot load module " << path << ": its name has no extension (.so) to "
+                      << "choose a loader by; rename it or pass the format";
+    }
     fmt = path.substr(dot + 1);
   }
   if (fmt == "dll" || fmt == "dylib" || fmt == "dso") fmt = "so";

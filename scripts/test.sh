@@ -90,7 +90,7 @@ cmake --build build-asan -j "$jobs"
 (cd build-asan && ctest --output-on-failure -j "$jobs" -L runtime \
   -E 'GraphExecutor.LoadingNeverHoldsParamsTwiceAndExecutorsShareThem')
 
-stage "fuzzing the graph JSON, params and .npy loaders (libFuzzer)"
+stage "fuzzing the graph JSON, params and .npy loaders and the ONNX import path (libFuzzer)"
 tests/fuzz/run_fuzzers.sh build-fuzz "${EMBER_FUZZ_SECONDS:-20}"
 
 stage "ARM: cross-built runtime and artifacts under qemu-user"

@@ -6,6 +6,7 @@
 #include <ember/compiler/ir/fused_group.h>
 #include <ember/compiler/ir/op_registry.h>
 
+#include <algorithm>
 #include <cctype>
 #include <functional>
 #include <map>
@@ -541,6 +542,30 @@ LoweredFunc LowerTensors(const std::string& name, const std::vector<Tensor>& inp
   return l.Run(inputs, outputs, arg_infos);
 }
 
+namespace {
+
+// Gathers whose indices arrive as an argument (known only at run time): the compute rule clamps
+// them to stay in bounds, and the function refuses them first so the clamp never hides a bad one.
+std::vector<IndexCheck> GatherIndexChecks(const FusedGroup& group) {
+  const Graph& g = *group.graph;
+  std::vector<IndexCheck> checks;
+  for (const Node* node : group.nodes) {
+    if (node->op != "Gather") continue;
+    auto arg = std::find(group.inputs.begin(), group.inputs.end(), node->inputs.at(1));
+    if (arg == group.inputs.end()) continue;
+    int64_t axis = node->GetInt("axis");
+    int64_t dim = g.value(node->inputs[0]).type.shape.at(static_cast<size_t>(axis));
+    checks.push_back(IndexCheck{static_cast<int>(arg - group.inputs.begin()), dim,
+                                node->Describe() + ": indices '" + g.value(*arg).name +
+                                    "' hold an index outside " + std::to_string(-dim) + ".." +
+                                    std::to_string(dim - 1) + " (axis " + std::to_string(axis) +
+                                    " has size " + std::to_string(dim) + "): "});
+  }
+  return checks;
+}
+
+}  // namespace
+
 LoweredFunc LowerGroup(const FusedGroup& group, const ScheduleOptions& opts) {
   LoweredFunc scheduled;
   if (TryGroupSchedules(group, opts, &scheduled)) return scheduled;
@@ -620,7 +645,9 @@ LoweredFunc LowerGroup(const FusedGroup& group, const ScheduleOptions& opts) {
     outputs.push_back(it->second);
     args.push_back(ArgInfo{v.name, v.type.shape, v.type.dtype, nullptr});
   }
-  return LowerTensors(group.func_name, inputs, outputs, args, opts);
+  LoweredFunc f = LowerTensors(group.func_name, inputs, outputs, args, opts);
+  f.index_checks = GatherIndexChecks(group);
+  return f;
 }
 
 }  // namespace ember::compiler::lower

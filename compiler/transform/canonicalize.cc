@@ -42,6 +42,23 @@ class Canonicalizer {
     return v.constant;
   }
 
+  // Indices known at compile time are checked here, so the kernel never meets a bad one.
+  void CheckConstantGatherIndices(const Node& n) {
+    const Value& indices = g_.value(n.inputs.at(1));
+    if (!indices.is_constant()) return;
+    int64_t axis = n.GetInt("axis");
+    int64_t dim = TypeOf(n.inputs[0]).shape.at(static_cast<size_t>(axis));
+    for (int64_t i = 0; i < indices.constant->type.NumElements(); ++i) {
+      int64_t k = indices.constant->GetAsInt(i);
+      if (k < -dim || k >= dim) {
+        NodeError(n, "index " + std::to_string(k) + " (element " + std::to_string(i) +
+                         " of indices '" + indices.name + "') is out of range for axis " +
+                         std::to_string(axis) + " of size " + std::to_string(dim) +
+                         "; valid: " + std::to_string(-dim) + ".." + std::to_string(dim - 1));
+      }
+    }
+  }
+
   // Moves input i (if present and constant) into attribute `key` as ints.
   void IntsInputToAttr(Node& n, size_t i, const char* key) {
     if (auto c = ConstInput(n, i, key)) n.attrs[key] = c->ToIntVector();
@@ -916,6 +933,7 @@ void Canonicalizer::Visit(Node n) {
     int64_t r = Rank(n, 0);
     if (op == "Concat" && !n.HasAttr("axis")) NodeError(n, "missing attribute 'axis'");
     n.attrs["axis"] = NormalizeAxis(n, n.GetInt("axis", 0), r);
+    if (op == "Gather") CheckConstantGatherIndices(n);
   } else if (op == "Transpose") {
     int64_t r = Rank(n, 0);
     std::vector<int64_t> perm(static_cast<size_t>(r));

@@ -177,6 +177,9 @@ class GraphModule:
 
         Values are NumPy arrays (or anything np.asarray takes) or NDArrays; they are copied in.
         """
+        if key is None and value is not None:
+            raise TypeError("set_input(None, value): the key is None; give the input's name or "
+                            "index")
         if key is not None:
             if value is None:
                 raise TypeError("set_input(%r): missing the value" % (key,))
@@ -185,7 +188,9 @@ class GraphModule:
             self._set_input(name, _as_input(val, name))
 
     def run(self, **inputs):
-        """Run the graph (setting ``inputs`` first when given)."""
+        """Run the graph (setting ``inputs`` first when given).
+
+        As in TVM, inputs need not all be set: an input never set holds zeros."""
         if inputs:
             self.set_input(**inputs)
         self._run()

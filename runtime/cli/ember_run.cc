@@ -228,8 +228,20 @@ Stats Summarize(std::vector<double> v) {
   return s;
 }
 
+// Made before loading and running, so a bad --output-dir costs nothing and names itself.
+void PrepareOutputDir(const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec)) {
+    throw Error("--output-dir " + dir + ": exists and is not a directory; give a directory " +
+                "(it is created when missing)");
+  }
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error("--output-dir " + dir + ": cannot create the directory: " + ec.message());
+}
+
 int Run(const Options& o) {
   auto start = Clock::now();
+  PrepareOutputDir(o.output_dir);
   if (o.threads > 0) threading::SetNumThreads(o.threads);
 
   Module factory = LoadArtifact(o.artifact);
@@ -316,7 +328,6 @@ int Run(const Options& o) {
   }
 
   // Outputs, in graph output order.
-  std::filesystem::create_directories(o.output_dir);
   int num_outputs = gmod.GetFunction("get_num_outputs")();
   PackedFunc get_output = gmod.GetFunction("get_output");
   std::vector<std::string> written;

@@ -173,6 +173,12 @@ void GraphExecutor::SetupStorage(const ParamMap* shared_params) {
     entry_home_[eid] = t->data;
     entry_aliases_[eid].push_back(t);
   }
+  // An input run() reads before any set_input holds zeros, not whatever the allocator left: the
+  // same outputs on every run. Inputs own their storage (storage_plan_check.h), so it stays so.
+  for (uint32_t nid : input_nodes_) {
+    uint32_t eid = graph_.EntryId(nid, 0);
+    if (!entry_shared_[eid]) std::memset(data_entry_[eid]->data, 0, bytes[eid]);
+  }
   for (auto& [eid, arr] : to_copy) data_entry_[eid].CopyFrom(arr);
 }
 

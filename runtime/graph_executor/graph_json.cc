@@ -9,6 +9,8 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "graph_executor/storage_plan_check.h"
+
 namespace ember::runtime {
 namespace {
 
@@ -459,6 +461,7 @@ Graph ParseGraphJson(const std::string& json, const std::string& source) {
                                        : nullptr;
   if (missing) EMBER_LOG_FATAL << source << ": required field \"" << missing << "\" is missing";
   Validate(&g, have_row_ptr, source);
+  CheckStoragePlan(g, source);
   return g;
 }
 

@@ -65,7 +65,8 @@ struct Graph {
 
 /*!
  * \brief Parses graph JSON text and checks it is self-consistent (every index in range, every
- * per-entry list the right length, nodes in topological order). Throws Error naming \p source
+ * per-entry list the right length, nodes in topological order) and that its storage plan never
+ * shares storage between live values (storage_plan_check.h). Throws Error naming \p source
  * and the field or node at fault; never crashes on malformed input.
  */
 Graph ParseGraphJson(const std::string& json, const std::string& source = "graph.json");

@@ -17,7 +17,7 @@ cxx=${CXX:-clang++}
 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" -DEMBER_FUZZ=ON \
   -DEMBER_BUILD_COMPILER=OFF -DEMBER_BUILD_BENCH=OFF >/dev/null
-targets=(graph_json params npy)
+targets=(graph_json params npy onnx_import)
 cmake --build "$build" -j 2 --target "${targets[@]/#/fuzz_}"
 
 status=0

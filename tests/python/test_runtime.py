@@ -48,6 +48,14 @@ def test_loading_a_file_that_is_not_a_library_names_the_file(tmp_path):
         ember.load_module(str(tmp_path / "missing.so"))
 
 
+def test_loading_a_directory_as_a_module_says_it_is_a_directory(tmp_path):
+    with pytest.raises(ember.EmberError) as info:
+        ember.load_module(str(tmp_path))
+    message = str(info.value)
+    assert "it is a directory" in message and "load_artifact" in message, message
+    assert "Check failed" not in message, message
+
+
 def _expected(x):
     w = np.array([[1, -2], [3, -4]], dtype="float32")
     return np.maximum(x + w, 0), x + w
@@ -89,6 +97,23 @@ def test_graph_module_errors_name_the_input(add_relu_artifact):
         gmod.set_input(x=np.zeros((2, 2), dtype="float64"))
     with pytest.raises(TypeError, match="missing the value"):
         gmod.set_input("x")
+    with pytest.raises(TypeError, match="the key is None"):
+        gmod.set_input(None, np.zeros((2, 2), dtype="float32"))
+
+
+def test_an_input_never_set_holds_zeros(add_relu_artifact):
+    # TVM's choice kept (run() does not demand every input) but defined: zeros, run after run.
+    factory = ember.load_artifact(add_relu_artifact).factory
+    for _ in range(4):  # leave freed storage full of non-zeros for the next executor to reuse
+        dirty = ember.GraphModule(factory["default"](ember.cpu(0)))
+        dirty.run(x=np.full((2, 2), 7.0, dtype="float32"))
+        del dirty
+    gmod = ember.GraphModule(factory["default"](ember.cpu(0)))
+    relu, add = _expected(np.zeros((2, 2), dtype="float32"))
+    for _ in range(3):
+        gmod.run()
+        np.testing.assert_array_equal(gmod.get_output(0).numpy(), relu)
+        np.testing.assert_array_equal(gmod.get_output(1).numpy(), add)
 
 
 def test_load_artifact_errors(tmp_path, add_relu_artifact):

@@ -189,6 +189,30 @@ void CodeGenLLVM::Check(llvm::Value* ok, const std::string& prefix, llvm::Value*
   b_.SetInsertPoint(cont);
 }
 
+void CodeGenLLVM::EmitIndexCheck(const lower::LoweredFunc& f, const lower::IndexCheck& check) {
+  const lower::ArgInfo& a = f.args.at(static_cast<size_t>(check.arg));
+  int64_t count = 1;
+  for (int64_t d : a.shape) count *= d;
+  if (count == 0) return;
+  llvm::Type* elem_ty = llvm::IntegerType::get(ctx_, a.dtype.bits);
+  llvm::Value* data = buffers_.at(a.buffer.get());
+  auto* pre = b_.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(ctx_, "index_check", func_);
+  auto* done = llvm::BasicBlock::Create(ctx_, "index_check_done", func_);
+  b_.CreateBr(loop);
+  b_.SetInsertPoint(loop);
+  auto* i = b_.CreatePHI(i64_, 2);
+  i->addIncoming(b_.getInt64(0), pre);
+  llvm::Value* v = b_.CreateSExt(b_.CreateLoad(elem_ty, b_.CreateGEP(elem_ty, data, i)), i64_);
+  Check(b_.CreateAnd(b_.CreateICmpSGE(v, b_.getInt64(-check.extent)),
+                     b_.CreateICmpSLT(v, b_.getInt64(check.extent))),
+        check.message, v);
+  auto* next = b_.CreateAdd(i, b_.getInt64(1));
+  i->addIncoming(next, b_.GetInsertBlock());
+  b_.CreateCondBr(b_.CreateICmpSLT(next, b_.getInt64(count)), loop, done);
+  b_.SetInsertPoint(done);
+}
+
 llvm::Function* CodeGenLLVM::AddFunction(const lower::LoweredFunc& f) {
   ModuleCtx();
   auto* fty = llvm::FunctionType::get(i32_, {ptr_, ptr_, i32_, ptr_, ptr_, ptr_}, false);
@@ -292,6 +316,7 @@ llvm::Function* CodeGenLLVM::AddFunction(const lower::LoweredFunc& f) {
     data = b_.CreateGEP(i8_, data, off, a.name + "_data");
     buffers_[a.buffer.get()] = data;
   }
+  for (const lower::IndexCheck& check : f.index_checks) EmitIndexCheck(f, check);
   // Workspaces, freed on every exit through the cleanup block.
   status_ = b_.CreateAlloca(i32_, nullptr, "status");
   b_.CreateStore(b_.getInt32(0), status_);

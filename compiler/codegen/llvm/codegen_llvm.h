@@ -55,6 +55,8 @@ class CodeGenLLVM {
   llvm::Value* Str(const std::string& s);
   // Branches to an error block (message prefix + got value) when !ok.
   void Check(llvm::Value* ok, const std::string& prefix, llvm::Value* got);
+  // Returns -1 naming the first element of an argument outside [-extent, extent).
+  void EmitIndexCheck(const lower::LoweredFunc& f, const lower::IndexCheck& check);
 
   llvm::Module* module_;
   llvm::LLVMContext& ctx_;

@@ -140,9 +140,19 @@ struct ArgInfo {
  */
 Buffer NewArgBuffer(const ArgInfo& a, int index);
 
+/*! \brief Every element of integer argument `arg` must lie in [-extent, extent): indices a kernel
+ * reads at run time (Gather), checked once per call before the body rather than per element.
+ * A bad one makes the function return -1 with TVMAPISetLastError(`message` + the index). */
+struct IndexCheck {
+  int arg = 0;
+  int64_t extent = 0;
+  std::string message;
+};
+
 struct LoweredFunc {
   std::string name;
-  std::vector<ArgInfo> args;       // inputs then outputs
+  std::vector<ArgInfo> args;  // inputs then outputs
+  std::vector<IndexCheck> index_checks;
   std::vector<Buffer> workspaces;  // allocated at entry, freed at exit
   std::vector<Buffer> locals;      // scalars on the stack
   Stmt body;

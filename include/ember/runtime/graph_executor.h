@@ -15,6 +15,9 @@
  * share_params (module, bytes), plus the profiler: run_individual, profile, profile_json.
  * The factory's: default (and its module name), get_graph_json, get_graph_params (alias
  * get_params), remove_params, debug_create.
+ *
+ * As in TVM, run() does not require every input to be set: an input never set holds zeros (each
+ * executor zero-fills its inputs when it is created), so such runs are repeatable.
  */
 #ifndef EMBER_RUNTIME_GRAPH_EXECUTOR_H_
 #define EMBER_RUNTIME_GRAPH_EXECUTOR_H_

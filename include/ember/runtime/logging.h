@@ -32,11 +32,16 @@ class Error : public std::runtime_error {
 
 namespace detail {
 
-/*! Collects a message through operator<< and throws it as an Error when the statement ends. */
+/*!
+ * Collects a message through operator<< and throws it as an Error when the statement ends. A
+ * failed check passes its condition, used only when nothing was streamed ("internal check failed:
+ * <condition>"), and a failed comparison its values, appended as "(a == b: 3 vs. 4)".
+ */
 class FatalThrower {
  public:
   // Out of line: every check site would otherwise inline a whole ostringstream.
   FatalThrower();
+  FatalThrower(std::string failed_check, bool append_to_message);
   FatalThrower(const FatalThrower&) = delete;
   FatalThrower& operator=(const FatalThrower&) = delete;
   [[noreturn]] ~FatalThrower() noexcept(false);
@@ -44,6 +49,8 @@ class FatalThrower {
 
  private:
   std::ostringstream stream_;
+  std::string failed_check_;
+  bool append_to_message_ = false;
 };
 
 /*! Writes one line to stderr when the statement ends (warnings and info). */
@@ -63,11 +70,11 @@ class LogLine {
 int HandleApiException(const std::exception& e) noexcept;
 int HandleUnknownApiException() noexcept;
 
-/*! Builds "Check failed: a == b (3 vs. 4): " messages; only runs when a check fails. */
+/*! Builds "a == b: 3 vs. 4" for a failed comparison; only runs when a check fails. */
 template <typename A, typename B>
 std::unique_ptr<std::string> CompareFailure(const char* expr, const A& a, const B& b) {
   std::ostringstream os;
-  os << "Check failed: " << expr << " (" << a << " vs. " << b << "): ";
+  os << expr << ": " << a << " vs. " << b;
   return std::make_unique<std::string>(os.str());
 }
 
@@ -95,17 +102,17 @@ EMBER_DEFINE_CHECK_OP_(GE, >=)
 #define EMBER_LOG_WARNING ::ember::runtime::detail::LogLine("warning", __FILE__, __LINE__).stream()
 #define EMBER_LOG_INFO ::ember::runtime::detail::LogLine("info", __FILE__, __LINE__).stream()
 
-/*! \brief Throws unless \p cond holds; stream more context after it. */
+/*! \brief Throws unless \p cond holds; stream a sentence saying what is wrong after it. */
 #define EMBER_CHECK(cond)   \
   if (EMBER_LIKELY(cond)) { \
   } else                    \
-    EMBER_LOG_FATAL << "Check failed: (" #cond ") is false: "
+    ::ember::runtime::detail::FatalThrower(#cond, false).stream()
 
 #define EMBER_CHECK_BINARY_OP_(name, op, a, b)                                                   \
   if (auto ember_check_failed_ = ::ember::runtime::detail::Check##name(a, b, #a " " #op " " #b); \
       EMBER_LIKELY(!ember_check_failed_)) {                                                      \
   } else                                                                                         \
-    EMBER_LOG_FATAL << *ember_check_failed_
+    ::ember::runtime::detail::FatalThrower(std::move(*ember_check_failed_), true).stream()
 
 #define EMBER_CHECK_EQ(a, b) EMBER_CHECK_BINARY_OP_(EQ, ==, a, b)
 #define EMBER_CHECK_NE(a, b) EMBER_CHECK_BINARY_OP_(NE, !=, a, b)

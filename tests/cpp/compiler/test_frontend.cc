@@ -213,6 +213,43 @@ TEST(Frontend, OldOpsetAttributesBecomeCanonical) {
   EXPECT_EQ(g.value(n.outputs[0]).type.ToString(), "float32[1,1,5,5]");
 }
 
+TEST(Frontend, DirectoryAsModelSaysItIsADirectory) {
+  std::string dir = ::testing::TempDir();
+  try {
+    ImportOnnxFile(dir, {});
+    ADD_FAILURE() << "a directory imported";
+  } catch (const CompileError& e) {
+    EXPECT_EQ(std::string(e.what()), dir + ": is a directory; give the model's .onnx file");
+  }
+}
+
+TEST(Frontend, FailedOpsetConversionGivesTheReasonNotTheAssertion) {
+  // libonnx 1.12's converter asserts on opset-1 broadcasting Mul it cannot map.
+  OnnxBuilder b(1);
+  b.Input("x", {2, 3, 4}).Input("s", {3});
+  auto* mul = b.Node("Mul", "m", {"x", "s"}, {"y"});
+  OnnxBuilder::IntAttr(mul, "broadcast", 1);
+  OnnxBuilder::IntAttr(mul, "axis", 1);
+  b.Output("y", {2, 3, 4});
+  std::string err = ErrorOf(b.Bytes());
+  EXPECT_NE(err.find("m.onnx: opset 1 is outside 7..17"), std::string::npos) << err;
+  EXPECT_NE(err.find("export the model at opset 7 or later"), std::string::npos) << err;
+  EXPECT_EQ(err.find("Assertion"), std::string::npos) << err;
+  EXPECT_EQ(err.find(".cc:"), std::string::npos) << err;
+}
+
+TEST(Frontend, GatherWithConstantIndicesOutOfRangeIsRefused) {
+  // ONNX Runtime reports the index; the kernel used to clamp it and return the last row.
+  OnnxBuilder b;
+  b.Input("x", {3, 4}).IntInit("rows", {2}, {-3, 1000000});
+  OnnxBuilder::IntAttr(b.Node("Gather", "g", {"x", "rows"}, {"y"}), "axis", 0);
+  b.Output("y", {2, 4});
+  EXPECT_NE(ErrorOf(b.Bytes()).find("node 'g' (Gather): index 1000000 (element 1 of indices "
+                                    "'rows') is out of range for axis 0 of size 3; valid: -3..2"),
+            std::string::npos)
+      << ErrorOf(b.Bytes());
+}
+
 TEST(Frontend, ParseInputShape) {
   auto [name, dims] = ParseInputShape("data=1,3,224,224");
   EXPECT_EQ(name, "data");

@@ -173,6 +173,36 @@ TEST_F(CompileAndRun, BatchedMatMulWithConstantWeight) {
   ExpectNear(Values(gmod.GetFunction("get_output")(0)), want);
 }
 
+TEST_F(CompileAndRun, GatherRefusesARunTimeIndexOutOfRange) {
+  OnnxBuilder b;
+  b.Input("x", {3, 4}).Input("rows", {2}, onnx::TensorProto::INT64).Output("y", {2, 4});
+  OnnxBuilder::IntAttr(b.Node("Gather", "pick", {"x", "rows"}, {"y"}), "axis", 0);
+  rt::Module gmod = Build(b.Bytes());
+  std::vector<float> x = Ramp(12, 1.0f, 0.0f);
+  gmod.GetFunction("set_input")("x", Floats({3, 4}, x));
+  auto rows = [](std::vector<int64_t> v) {
+    rt::NDArray a = rt::NDArray::Empty(rt::ShapeTuple({2}), rt::kInt64, rt::kCPU);
+    a.CopyFromBytes(v.data(), v.size() * sizeof(int64_t));
+    return a;
+  };
+  gmod.GetFunction("set_input")("rows", rows({2, -3}));  // -3 is row 0
+  gmod.GetFunction("run")();
+  std::vector<float> want(x.begin() + 8, x.end());
+  want.insert(want.end(), x.begin(), x.begin() + 4);
+  ExpectNear(Values(gmod.GetFunction("get_output")(0)), want);
+
+  gmod.GetFunction("set_input")("rows", rows({1, 1000000}));
+  try {
+    gmod.GetFunction("run")();
+    FAIL() << "an index out of range ran (it used to return the clamped last row)";
+  } catch (const rt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'pick' (Gather): indices 'rows' hold an index "
+                                         "outside -3..2 (axis 0 has size 3): 1000000"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(CompileAndRun, ErrorsNameTheProblem) {
   ember::compiler::CompileOptions opt;
   opt.model_path = (dir_ / "missing.onnx").string();

@@ -169,6 +169,8 @@ TEST(GraphCli, ErrorsAreOneLineAndNonZero) {
        "expected float32[1, 8], got float32[2, 4]"},
       {kArtifacts + "/nothing_here", 1, "does not exist"},
       {kArtifacts + "/graph_kernels.so", 1, "no graph"},
+      {kMlp + " --output-dir " + kMlp + "/graph.json", 1,
+       "--output-dir " + kMlp + "/graph.json: exists and is not a directory"},
   };
   for (const Case& c : cases) {
     Result r = RunCli(c.args);

@@ -4,6 +4,9 @@
 #include <ember/runtime/logging.h>
 #include <ember/runtime/registry.h>
 #include <gtest/gtest.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <atomic>
 #include <cmath>
@@ -125,6 +128,36 @@ TEST(GraphExecutor, StorageSharingTwoTensorsOneStorageId) {
   // The result still matches the reference, so the reuse did not clobber a live tensor.
   Module factory = LoadArtifact(kMlp);
   ExpectNear(Values(gmod.GetFunction("get_output")(0)), MlpReference(factory, MlpInput()));
+}
+
+TEST(GraphExecutor, StoragePlanWritingIntoAParamIsRefusedAtLoad) {
+  // dense1's output in w0's storage would corrupt w0 for the next run (and here, this run).
+  std::string json = ReadFileToString(kMlp + "/graph.json");
+  const std::string plan = "[0, 1, 2, 3, 4, 2, 5, 6]";
+  ASSERT_NE(json.find(plan), std::string::npos);
+  json.replace(json.find(plan), plan.size(), "[0, 1, 2, 3, 4, 2, 5, 1]");
+  Module lib = Module::LoadFromFile(kMlp + "/lib.so");
+  ExpectError([&] { CreateGraphExecutor(json, lib, {kCPU}); },
+              {"entry 7 (output of node 7 \"dense1\") storage 1, which entry 1 (input/param node 1 "
+               "\"w0\") still needs then"});
+}
+
+TEST(GraphExecutor, AnInputNeverSetHoldsZeros) {
+#ifdef __GLIBC__
+  // glibc fills new allocations with 0x7f bytes (floats of 3.4e38) from here on: storage no longer
+  // starts out zero by luck.
+  mallopt(M_PERTURB, 0x80);
+#endif
+  Module gmod = LoadMlpExecutor();
+#ifdef __GLIBC__
+  mallopt(M_PERTURB, 0);
+#endif
+  Module factory = LoadArtifact(kMlp);
+  std::vector<float> want = MlpReference(factory, std::vector<float>(8, 0.0f));
+  for (int run = 0; run < 2; ++run) {
+    gmod.GetFunction("run")();
+    ExpectNear(Values(gmod.GetFunction("get_output")(0)), want);
+  }
 }
 
 TEST(GraphExecutor, ZeroCopyInputAndOutput) {

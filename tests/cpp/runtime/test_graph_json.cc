@@ -28,7 +28,7 @@ const char* kGraph = R"({
   "attrs": {
     "dltype": ["list_str", ["float32", "float32", "float32", "float32"]],
     "shape": ["list_shape", [[2, 3], [2, 3], [2, 3], [2, 3]]],
-    "storage_id": ["list_int", [0, 1, 2, 0]],
+    "storage_id": ["list_int", [0, 1, 2, 3]],
     "device_index": ["list_int", [1, 1, 1, 1]],
     "future_attr": ["list_str", ["a"]]
   },
@@ -70,7 +70,7 @@ TEST(GraphJson, ParsesEveryField) {
   EXPECT_EQ(g.EntryId(g.heads[0]), 3u);
   EXPECT_EQ(g.dltype[3], "float32");
   EXPECT_EQ(g.shape[1], (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(g.storage_id, (std::vector<int64_t>{0, 1, 2, 0}));
+  EXPECT_EQ(g.storage_id, (std::vector<int64_t>{0, 1, 2, 3}));
   EXPECT_EQ(g.device_index.size(), 4u);
 }
 
@@ -89,7 +89,7 @@ TEST(GraphJson, AcceptsLegacySpellings) {
 TEST(GraphJson, MissingRequiredFieldsAreNamed) {
   ExpectRefused(Replace(kGraph, R"("arg_nodes": [0, 1],)", ""), "\"arg_nodes\"");
   ExpectRefused(Replace(kGraph, R"("heads": [[3, 0, 0]],)", ""), "\"heads\"");
-  ExpectRefused(Replace(kGraph, R"("storage_id": ["list_int", [0, 1, 2, 0]],)", ""),
+  ExpectRefused(Replace(kGraph, R"("storage_id": ["list_int", [0, 1, 2, 3]],)", ""),
                 "\"attrs.storage_id\"");
   ExpectRefused(
       Replace(kGraph, R"("dltype": ["list_str", ["float32", "float32", "float32", "float32"]],)",
@@ -116,9 +116,9 @@ TEST(GraphJson, InconsistentGraphsAreRefused) {
   ExpectRefused(Replace(kGraph, R"("arg_nodes": [0, 1])", R"("arg_nodes": [0, 0])"), "twice");
   ExpectRefused(Replace(kGraph, "[0, 1, 2, 3, 4]", "[0, 1, 2, 3]"), "node_row_ptr has 4 items");
   ExpectRefused(Replace(kGraph, "[0, 1, 2, 3, 4]", "[0, 1, 2, 4, 5]"), "outputs, but the node");
-  ExpectRefused(Replace(kGraph, "[0, 1, 2, 0]", "[0, 1, 2]"), "attrs.storage_id has 3 items");
-  ExpectRefused(Replace(kGraph, "[0, 1, 2, 0]", "[0, 1, 2, -1]"), "attrs.storage_id[3] is -1");
-  ExpectRefused(Replace(kGraph, "[0, 1, 2, 0]", "[0, 1, 2, 99]"), "attrs.storage_id[3] is 99");
+  ExpectRefused(Replace(kGraph, "[0, 1, 2, 3]", "[0, 1, 2]"), "attrs.storage_id has 3 items");
+  ExpectRefused(Replace(kGraph, "[0, 1, 2, 3]", "[0, 1, 2, -1]"), "attrs.storage_id[3] is -1");
+  ExpectRefused(Replace(kGraph, "[0, 1, 2, 3]", "[0, 1, 2, 99]"), "attrs.storage_id[3] is 99");
   ExpectRefused(Replace(kGraph, "[1, 1, 1, 1]", "[1, 1]"), "attrs.device_index has 2");
   ExpectRefused(
       Replace(kGraph, "[[2, 3], [2, 3], [2, 3], [2, 3]]", "[[2, 3], [2, -3], [2, 3], [2, 3]]"),
@@ -130,11 +130,56 @@ TEST(GraphJson, InconsistentGraphsAreRefused) {
   ExpectRefused(
       Replace(kGraph, R"("op": "tvm_op", "name": "add0")", R"("op": "conv", "name": "add0")"),
       "has op \"conv\"");
-  ExpectRefused(Replace(kGraph, R"(["list_int", [0, 1, 2, 0]])", R"(["list_str", [0, 1, 2, 0]])"),
+  ExpectRefused(Replace(kGraph, R"(["list_int", [0, 1, 2, 3]])", R"(["list_str", [0, 1, 2, 3]])"),
                 "expected \"list_int\"");
   ExpectRefused(Replace(kGraph, R"({"op": "null", "name": "x", "inputs": []})",
                         R"({"op": "null", "name": "x", "inputs": [[0, 0]]})"),
                 "is an input (op \"null\") but lists 1 inputs");
+}
+
+TEST(GraphJson, StoragePlanMustNotShareLiveStorage) {
+  // relu0 writing into the input x's storage: x is read again on the next run.
+  ExpectRefused(Replace(kGraph, "[0, 1, 2, 3]", "[0, 1, 2, 0]"),
+                "attrs.storage_id gives entry 3 (output of node 3 \"relu0\") storage 0, which "
+                "entry 0 (input/param node 0 \"x\") still needs then");
+  // relu0 would overwrite add0's output while reading it (kernels never work in place).
+  ExpectRefused(Replace(kGraph, "[0, 1, 2, 3]", "[0, 1, 2, 2]"),
+                "entry 3 (output of node 3 \"relu0\") storage 2, which entry 2");
+  // Two params in one storage.
+  ExpectRefused(Replace(kGraph, "[0, 1, 2, 3]", "[0, 0, 2, 3]"), "storage 0, which entry 0");
+}
+
+// a -> exp0 -> neg0 -> sq0 (head): exp0's output is dead once neg0 ran, so sq0 may reuse it.
+const char* kChain = R"({
+  "nodes": [
+    {"op": "null", "name": "a", "inputs": []},
+    {"op": "tvm_op", "name": "exp0", "inputs": [[0, 0, 0]],
+     "attrs": {"func_name": "exp", "num_inputs": "1", "num_outputs": "1"}},
+    {"op": "tvm_op", "name": "neg0", "inputs": [[1, 0, 0]],
+     "attrs": {"func_name": "neg", "num_inputs": "1", "num_outputs": "1"}},
+    {"op": "tvm_op", "name": "view0", "inputs": [[2, 0, 0]],
+     "attrs": {"func_name": "__nop", "num_inputs": "1", "num_outputs": "1"}},
+    {"op": "tvm_op", "name": "sq0", "inputs": [[3, 0, 0]],
+     "attrs": {"func_name": "sq", "num_inputs": "1", "num_outputs": "1"}}
+  ],
+  "arg_nodes": [0],
+  "heads": [[4, 0, 0]],
+  "attrs": {
+    "dltype": ["list_str", ["float32", "float32", "float32", "float32", "float32"]],
+    "shape": ["list_shape", [[4], [4], [4], [4], [4]]],
+    "storage_id": ["list_int", [0, 1, 2, 2, 1]]
+  }
+})";
+
+TEST(GraphJson, StoragePlanMayReuseDeadStorageAndAliasNop) {
+  Graph g = ParseGraphJson(kChain);
+  EXPECT_EQ(g.storage_id, (std::vector<int64_t>{0, 1, 2, 2, 1}));
+  // The "__nop" view keeps neg0's bytes alive until sq0 reads it.
+  ExpectRefused(Replace(kChain, "[0, 1, 2, 2, 1]", "[0, 1, 2, 2, 2]"),
+                "entry 4 (output of node 4 \"sq0\") storage 2, which entry 2");
+  ExpectRefused(Replace(kChain, "[0, 1, 2, 2, 1]", "[0, 1, 2, 3, 1]"),
+                "entry 3 (output of node 3 \"view0\") is a \"__nop\" output, so it must have "
+                "the storage id of its input entry 2");
 }
 
 TEST(GraphJson, MalformedJsonIsAnErrorNotACrash) {

@@ -3,6 +3,7 @@
 #include <ember/runtime/registry.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -97,7 +98,50 @@ TEST(Module, LoadErrorsNameTheFile) {
   err = ErrorOf([] { Module::LoadFromFile("model.weird"); });
   EXPECT_NE(err.find("unknown format \"weird\""), std::string::npos) << err;
   err = ErrorOf([] { Module::LoadFromFile("noextension"); });
-  EXPECT_NE(err.find("no file extension"), std::string::npos) << err;
+  EXPECT_NE(err.find("its name has no extension (.so) to choose a loader by"), std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("Check failed"), std::string::npos) << err;
+  std::string dir = ::testing::TempDir();
+  err = ErrorOf([&] { Module::LoadFromFile(dir); });
+  EXPECT_NE(err.find("cannot load module " + dir + ": it is a directory"), std::string::npos)
+      << err;
+}
+
+// The ELF header of a shared library for another machine: dlopen calls it a missing file.
+std::string WriteForeignElfHeader(uint16_t machine) {
+  constexpr size_t kElf64HeaderSize = 64;
+  constexpr size_t kMachineOffset = 18;
+  std::string header(kElf64HeaderSize, '\0');
+  header.replace(0, 4,
+                 "\x7f"
+                 "ELF");
+  header[4] = 2;   // 64-bit
+  header[5] = 1;   // little-endian
+  header[6] = 1;   // ELF version 1
+  header[16] = 3;  // ET_DYN: a shared object
+  header[kMachineOffset] = static_cast<char>(machine & 0xff);
+  header[kMachineOffset + 1] = static_cast<char>(machine >> 8);
+  std::string path = ::testing::TempDir() + "/ember_foreign_" + std::to_string(machine) + ".so";
+  std::ofstream(path, std::ios::binary) << header;
+  return path;
+}
+
+TEST(Module, LibraryForAnotherMachineSaysWhichMachine) {
+#if defined(__x86_64__)
+  constexpr uint16_t kAarch64 = 183;
+  std::string path = WriteForeignElfHeader(kAarch64);
+  std::string err = ErrorOf([&] { Module::LoadFromFile(path); });
+  EXPECT_NE(err.find("cannot load library " + path + ": built for aarch64, this machine is x86-64"),
+            std::string::npos)
+      << err;
+  std::remove(path.c_str());
+#elif defined(__aarch64__)
+  constexpr uint16_t kX86_64 = 62;
+  std::string path = WriteForeignElfHeader(kX86_64);
+  std::string err = ErrorOf([&] { Module::LoadFromFile(path); });
+  EXPECT_NE(err.find("built for x86-64, this machine is aarch64"), std::string::npos) << err;
+  std::remove(path.c_str());
+#endif
 }
 
 // A module rebuilt from the blob: answers "greeting" with the bytes it was given.

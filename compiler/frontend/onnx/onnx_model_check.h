@@ -1,0 +1,30 @@
+// The ONNX half of import: the model made static, validated, checked, converted and shape-inferred
+// in place, before any IR exists. Split from the importer so the import fuzzer runs exactly this.
+#ifndef EMBER_COMPILER_FRONTEND_ONNX_ONNX_MODEL_CHECK_H_
+#define EMBER_COMPILER_FRONTEND_ONNX_ONNX_MODEL_CHECK_H_
+
+#include <ember/compiler/frontend.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ember {
+namespace compiler {
+
+/*!
+ * \brief Sorts the nodes into data order (onnx_node_order.h), fixes input dims from `options`
+ * (every remaining one must be static), makes the inputs of options.bindings constants (what was
+ * bound goes to *bound when not null; onnx_bind_inputs.h), validates what
+ * libonnx trusts (onnx_validator.h), runs libonnx's checker, converts an opset outside
+ * kMinImportOpset..kMaxImportOpset, and infers shapes. Returns the opset the model now has.
+ * Throws CompileError (UnsupportedError for an opset it cannot convert) naming `source`.
+ */
+int64_t PrepareOnnxModel(onnx::ModelProto* model, const std::string& source,
+                         const ImportOptions& options, std::vector<BoundInput>* bound = nullptr);
+
+}  // namespace compiler
+}  // namespace ember
+
+#endif  // EMBER_COMPILER_FRONTEND_ONNX_ONNX_MODEL_CHECK_H_

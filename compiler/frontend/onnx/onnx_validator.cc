@@ -1,0 +1,432 @@
+// Validates what libonnx's shape inference trusts. The walk infers node by node with libonnx's own
+// per-op inference functions, but only after the node's attributes passed the table below, so each
+// node is checked against the real ranks of its inputs and inference never meets a bad attribute.
+#include "frontend/onnx/onnx_validator.h"
+
+#include <ember/compiler/ir/tensor_type.h>
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <limits>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "frontend/onnx/onnx_dtype.h"
+
+namespace ember {
+namespace compiler {
+namespace {
+
+// How many values an INTS attribute must hold, given the rank r of the node's first input.
+enum class Count { kAny, kSpatial /* r - 2 */, kTwiceSpatial /* 2(r - 2) */, kRank /* r */ };
+// What each value must be.
+enum class Range {
+  kPositive,
+  kNonNegative,
+  kPermutation,  // of 0..r-1
+  kAxes,         // distinct, in [-r, r)
+  kNewAxes,      // Unsqueeze: distinct, in [-(r + n), r + n) for n axes
+};
+struct ListRule {
+  const char* attr;
+  Range range;
+  Count count;
+};
+// Range of an INT `axis` attribute: [-r, r), or [-r, r] where an axis names a split point.
+enum class Axis { kNone, kInRank, kSplitPoint };
+// Ranks the node's inputs must have.
+enum class Ranks {
+  kAny,
+  kSpatial,            // input 0 is (N, C, spatial...): rank >= 3
+  kSpatialWithWeight,  // and input 1 (the weight) has the same rank as input 0
+  kEqual,              // every input has one rank (Concat)
+};
+struct OpRules {
+  std::vector<const char*> ops;
+  std::vector<ListRule> lists;
+  std::vector<const char*> positive_ints;  // INT attributes inference divides by
+  Axis axis = Axis::kNone;
+  Ranks ranks = Ranks::kAny;
+};
+
+const std::vector<ListRule> kConvLists = {
+    {"strides", Range::kPositive, Count::kSpatial},
+    {"dilations", Range::kPositive, Count::kSpatial},
+    {"kernel_shape", Range::kPositive, Count::kSpatial},
+    {"pads", Range::kNonNegative, Count::kTwiceSpatial},
+    {"output_padding", Range::kNonNegative, Count::kSpatial},
+    {"output_shape", Range::kPositive, Count::kSpatial},
+};
+
+// Every op with an attribute libonnx's inference divides by or indexes with.
+const std::vector<OpRules>& RuleTable() {
+  static const std::vector<OpRules> table = {
+      {{"Conv", "ConvTranspose", "ConvInteger"},
+       kConvLists,
+       {"group"},
+       Axis::kNone,
+       Ranks::kSpatialWithWeight},
+      {{"QLinearConv", "MaxPool", "AveragePool", "LpPool"},
+       kConvLists,
+       {"group"},
+       Axis::kNone,
+       Ranks::kSpatial},
+      {{"Transpose"}, {{"perm", Range::kPermutation, Count::kRank}}, {}, Axis::kNone, Ranks::kAny},
+      {{"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
+        "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Squeeze"},
+       {{"axes", Range::kAxes, Count::kAny}},
+       {},
+       Axis::kNone,
+       Ranks::kAny},
+      {{"Unsqueeze"}, {{"axes", Range::kNewAxes, Count::kAny}}, {}, Axis::kNone, Ranks::kAny},
+      {{"ArgMax", "ArgMin", "Gather", "GatherElements", "Softmax", "LogSoftmax", "Hardmax",
+        "Compress"},
+       {},
+       {},
+       Axis::kInRank,
+       Ranks::kAny},
+      {{"Split"}, {{"split", Range::kNonNegative, Count::kAny}}, {}, Axis::kInRank, Ranks::kAny},
+      {{"Concat"}, {}, {}, Axis::kInRank, Ranks::kEqual},
+      {{"Flatten"}, {}, {}, Axis::kSplitPoint, Ranks::kAny},
+      {{"DepthToSpace", "SpaceToDepth"}, {}, {"blocksize"}, Axis::kNone, Ranks::kAny},
+      {{"LRN"}, {}, {"size"}, Axis::kNone, Ranks::kAny},
+  };
+  return table;
+}
+
+const OpRules* FindRules(const std::string& op) {
+  static const auto* by_op = [] {
+    auto* m = new std::unordered_map<std::string, const OpRules*>;
+    for (const OpRules& r : RuleTable()) {
+      for (const char* o : r.ops) (*m)[o] = &r;
+    }
+    return m;
+  }();
+  auto it = by_op->find(op);
+  return it == by_op->end() ? nullptr : it->second;
+}
+
+const onnx::AttributeProto* FindAttr(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+// Element size in bytes; the widest ONNX type (complex128) for types emberc does not map.
+int64_t ElementBytes(int32_t elem_type) {
+  constexpr int64_t kWidestElementBytes = 16;
+  try {
+    DLDataType t = OnnxToDType(elem_type, "");
+    return (t.bits * t.lanes + 7) / 8;
+  } catch (const CompileError&) {
+    return kWidestElementBytes;
+  }
+}
+
+// Types and constant values in scope while walking one graph (a subgraph sees its parents').
+class Scope {
+ public:
+  Scope() = default;
+  Scope(const Scope& parent) : types_(parent.types_), constants_(parent.constants_) {
+    for (auto& [name, type] : types_) pointers_[name] = &type;
+  }
+  Scope& operator=(const Scope&) = delete;
+
+  void SetType(const std::string& name, const onnx::TypeProto& type) {
+    onnx::TypeProto& slot = types_[name];  // unordered_map nodes never move: pointers stay valid
+    slot = type;
+    pointers_[name] = &slot;
+  }
+  void SetConstant(const std::string& name, const onnx::TensorProto* t) { constants_[name] = t; }
+
+  // Rank of a value whose shape is known.
+  std::optional<int64_t> Rank(const std::string& name) const {
+    auto it = types_.find(name);
+    if (it == types_.end() || !it->second.has_tensor_type() ||
+        !it->second.tensor_type().has_shape()) {
+      return std::nullopt;
+    }
+    return it->second.tensor_type().shape().dim_size();
+  }
+  const std::unordered_map<std::string, onnx::TypeProto*>& pointers() const { return pointers_; }
+  const std::unordered_map<std::string, const onnx::TensorProto*>& constants() const {
+    return constants_;
+  }
+
+ private:
+  std::unordered_map<std::string, onnx::TypeProto> types_;
+  std::unordered_map<std::string, onnx::TypeProto*> pointers_;
+  std::unordered_map<std::string, const onnx::TensorProto*> constants_;
+};
+
+class Validator {
+ public:
+  Validator(int64_t opset, const std::string& source) : opset_(opset), source_(source) {}
+
+  void ValidateGraph(const onnx::GraphProto& g, Scope* scope) {
+    for (const auto& t : g.initializer()) {
+      onnx::TypeProto type;
+      type.mutable_tensor_type()->set_elem_type(t.data_type());
+      for (int64_t d : t.dims())
+        type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+      CheckSize(source_, "initializer '" + t.name() + "'", type);
+      scope->SetType(t.name(), type);
+      scope->SetConstant(t.name(), &t);
+    }
+    for (const auto& in : g.input()) {
+      if (scope->constants().count(in.name())) continue;
+      CheckSize(source_, "input '" + in.name() + "'", in.type());
+      scope->SetType(in.name(), in.type());
+    }
+    for (int i = 0; i < g.node_size(); ++i) {
+      const onnx::NodeProto& n = g.node(i);
+      std::string where = source_ + ": node " +
+                          (n.name().empty() ? "#" + std::to_string(i) : "'" + n.name() + "'") +
+                          " (" + n.op_type() + ")";
+      if (const OpRules* rules = FindRules(n.op_type())) CheckNode(n, *rules, *scope, where);
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) {
+          Scope inner(*scope);
+          ValidateGraph(a.g(), &inner);
+        }
+        for (const auto& sub : a.graphs()) {
+          Scope inner(*scope);
+          ValidateGraph(sub, &inner);
+        }
+      }
+      InferNode(n, scope, where);
+    }
+  }
+
+ private:
+  [[noreturn]] void Fail(const std::string& where, const std::string& what) const {
+    throw CompileError(where + ": " + what);
+  }
+
+  void CheckNode(const onnx::NodeProto& n, const OpRules& rules, const Scope& scope,
+                 const std::string& where) const {
+    std::optional<int64_t> rank;
+    std::string first_input;
+    if (n.input_size() > 0 && !n.input(0).empty()) {
+      first_input = n.input(0);
+      rank = scope.Rank(first_input);
+    }
+    CheckRanks(n, rules.ranks, scope, rank, where);
+    for (const ListRule& rule : rules.lists) {
+      if (const onnx::AttributeProto* a = FindAttr(n, rule.attr)) {
+        CheckList(*a, rule, rank, first_input, where);
+      }
+    }
+    for (const char* name : rules.positive_ints) {
+      const onnx::AttributeProto* a = FindAttr(n, name);
+      if (!a) continue;
+      if (a->type() != onnx::AttributeProto::INT) {
+        Fail(where, std::string("attribute '") + name + "' must be an int");
+      }
+      if (a->i() < 1) {
+        Fail(where, std::string("attribute '") + name + "' must be positive, got " +
+                        std::to_string(a->i()));
+      }
+    }
+    if (rules.axis != Axis::kNone) {
+      const onnx::AttributeProto* a = FindAttr(n, "axis");
+      if (!a) return;
+      if (a->type() != onnx::AttributeProto::INT) Fail(where, "attribute 'axis' must be an int");
+      if (!rank) return;
+      int64_t high = rules.axis == Axis::kSplitPoint ? *rank : *rank - 1;
+      if (a->i() < -*rank || a->i() > high) {
+        Fail(where, "attribute 'axis' must be in [" + std::to_string(-*rank) + ", " +
+                        std::to_string(high) + "] for input '" + first_input + "' of rank " +
+                        std::to_string(*rank) + ", got " + std::to_string(a->i()));
+      }
+    }
+  }
+
+  void CheckRanks(const onnx::NodeProto& n, Ranks ranks, const Scope& scope,
+                  std::optional<int64_t> rank, const std::string& where) const {
+    if (ranks == Ranks::kAny || !rank) return;
+    if (ranks == Ranks::kEqual) {
+      for (const auto& in : n.input()) {
+        std::optional<int64_t> r = scope.Rank(in);
+        if (r && *r != *rank) {
+          Fail(where, "every input must have the rank of input '" + n.input(0) + "' (" +
+                          std::to_string(*rank) + "), but '" + in + "' has rank " +
+                          std::to_string(*r));
+        }
+      }
+      return;
+    }
+    constexpr int64_t kMinSpatialRank = 3;  // N, C and at least one spatial axis
+    if (*rank < kMinSpatialRank) {
+      Fail(where, "input '" + n.input(0) + "' must have rank >= 3 (N, C, spatial axes...), got " +
+                      std::to_string(*rank));
+    }
+    if (ranks != Ranks::kSpatialWithWeight || n.input_size() < 2) return;
+    std::optional<int64_t> weight_rank = scope.Rank(n.input(1));
+    if (weight_rank && *weight_rank != *rank) {
+      Fail(where, "weight '" + n.input(1) + "' must have the rank of input '" + n.input(0) + "' (" +
+                      std::to_string(*rank) + "), got " + std::to_string(*weight_rank));
+    }
+  }
+
+  void CheckList(const onnx::AttributeProto& a, const ListRule& rule, std::optional<int64_t> rank,
+                 const std::string& input, const std::string& where) const {
+    std::string name = "attribute '" + a.name() + "'";
+    if (a.type() != onnx::AttributeProto::INTS) Fail(where, name + " must be a list of ints");
+    std::vector<int64_t> v(a.ints().begin(), a.ints().end());
+    std::string of_input =
+        rank ? " for input '" + input + "' of rank " + std::to_string(*rank) : std::string();
+    if (rank && rule.count != Count::kAny) {
+      int64_t want = rule.count == Count::kRank      ? *rank
+                     : rule.count == Count::kSpatial ? *rank - 2
+                                                     : 2 * (*rank - 2);
+      if (static_cast<int64_t>(v.size()) != want) {
+        Fail(where, name + " must hold " + std::to_string(want) + " values" + of_input + ", got " +
+                        std::to_string(v.size()) + ": " + ShapeToString(v));
+      }
+    }
+    switch (rule.range) {
+      case Range::kPositive:
+      case Range::kNonNegative: {
+        int64_t low = rule.range == Range::kPositive ? 1 : 0;
+        for (int64_t x : v) {
+          if (x < low) {
+            Fail(where, name + " must be " + (low ? "positive" : "non-negative") + ", got " +
+                            ShapeToString(v));
+          }
+        }
+        return;
+      }
+      case Range::kPermutation: {
+        int64_t n = static_cast<int64_t>(v.size());
+        std::vector<bool> seen(v.size(), false);
+        for (int64_t x : v) {
+          if (x < 0 || x >= n || seen[x]) {
+            Fail(where, name + " must be a permutation of 0.." + std::to_string(n - 1) + of_input +
+                            ", got " + ShapeToString(v));
+          }
+          seen[x] = true;
+        }
+        return;
+      }
+      case Range::kAxes:
+      case Range::kNewAxes: {
+        std::optional<int64_t> r = rank;
+        if (r && rule.range == Range::kNewAxes) *r += static_cast<int64_t>(v.size());
+        CheckAxes(v, r, name, of_input, where);
+        return;
+      }
+    }
+  }
+
+  void CheckAxes(const std::vector<int64_t>& v, std::optional<int64_t> rank,
+                 const std::string& name, const std::string& of_input,
+                 const std::string& where) const {
+    std::vector<int64_t> normalized;
+    for (int64_t x : v) {
+      if (rank && (x < -*rank || x >= *rank)) {
+        Fail(where, name + " must hold axes in [" + std::to_string(-*rank) + ", " +
+                        std::to_string(*rank - 1) + "]" + of_input + ", got " + ShapeToString(v));
+      }
+      int64_t axis = rank && x < 0 ? x + *rank : x;
+      if (std::find(normalized.begin(), normalized.end(), axis) != normalized.end()) {
+        Fail(where, name + " must not repeat an axis, got " + ShapeToString(v));
+      }
+      normalized.push_back(axis);
+    }
+  }
+
+  // A static shape must have no negative dim, and its element count and byte size must fit int64.
+  void CheckSize(const std::string& where, const std::string& what,
+                 const onnx::TypeProto& type) const {
+    if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return;
+    const auto& shape = type.tensor_type().shape();
+    std::vector<int64_t> dims;
+    for (const auto& d : shape.dim()) {
+      if (!d.has_dim_value()) return;
+      dims.push_back(d.dim_value());
+    }
+    int64_t elements = 1;
+    bool overflow = false;
+    for (int64_t d : dims) {
+      if (d < 0) {
+        Fail(where,
+             what + " would have shape " + ShapeToString(dims) + "; every dimension must be >= 0");
+      }
+      if (d != 0 && elements > std::numeric_limits<int64_t>::max() / d) overflow = true;
+      if (!overflow) elements *= d;
+    }
+    int64_t width = ElementBytes(type.tensor_type().elem_type());
+    if (overflow || elements > std::numeric_limits<int64_t>::max() / width) {
+      Fail(where, what + " of shape " + ShapeToString(dims) +
+                      " is too large: its byte size does not fit in 64 bits");
+    }
+  }
+
+  // Runs libonnx's inference for one node that passed the checks, so later nodes see its ranks.
+  // Failures here are left for the checker and the full inference pass, which explain them.
+  void InferNode(const onnx::NodeProto& n, Scope* scope, const std::string& where) const {
+    if (!n.domain().empty() && n.domain() != "ai.onnx") return;
+    const onnx::OpSchema* schema =
+        onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset_), "");
+    if (!schema || !schema->has_type_and_shape_inference_function()) return;
+    onnx::NodeProto copy = n;
+    try {
+      schema->Verify(copy);
+      onnx::shape_inference::InferenceContextImpl ctx(copy, scope->pointers(), scope->constants(),
+                                                      {});
+      schema->GetTypeAndShapeInferenceFunction()(ctx);
+      for (int i = 0; i < n.output_size() && i < static_cast<int>(ctx.getNumOutputs()); ++i) {
+        if (n.output(i).empty()) continue;
+        scope->SetType(n.output(i), *ctx.getOutputType(i));
+      }
+    } catch (const std::exception&) {
+      return;
+    }
+    for (int i = 0; i < n.output_size(); ++i) {
+      if (n.output(i).empty() || !scope->Rank(n.output(i))) continue;
+      CheckSize(where, "output '" + n.output(i) + "'", *scope->pointers().at(n.output(i)));
+    }
+    if (n.op_type() == "Constant" && n.output_size() == 1) {
+      if (const onnx::AttributeProto* value = FindAttr(n, "value")) {
+        scope->SetConstant(n.output(0), &value->t());
+      }
+    }
+  }
+
+  int64_t opset_;
+  std::string source_;
+};
+
+}  // namespace
+
+void ValidateOnnxModel(const onnx::ModelProto& model, int64_t opset, const std::string& source) {
+  const onnx::GraphProto& g = model.graph();
+  if (g.node_size() == 0) {
+    throw CompileError(source + ": the graph has no nodes; there is nothing to compile");
+  }
+  if (g.output_size() == 0) {
+    throw CompileError(source +
+                       ": the graph declares no outputs; name at least one in graph.output");
+  }
+  // libonnx's version converter dereferences a graph output nothing defines (the checker lets it
+  // through).
+  std::unordered_set<std::string> defined;
+  for (const auto& in : g.input()) defined.insert(in.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& n : g.node()) defined.insert(n.output().begin(), n.output().end());
+  for (const auto& out : g.output()) {
+    if (!defined.count(out.name())) {
+      throw CompileError(source + ": graph output '" + out.name() +
+                         "' is not produced by any node, nor is it an input or initializer");
+    }
+  }
+  Scope scope;
+  Validator(opset, source).ValidateGraph(g, &scope);
+}
+
+}  // namespace compiler
+}  // namespace ember
