@@ -173,8 +173,9 @@ def test_single_file_artifact_runs_like_the_directory(add_relu_artifact, kernel_
         assert one.get_output(i).numpy().tobytes() == gmod.get_output(i).numpy().tobytes()
 
 
-def test_link_single_library_from_a_kernel_object(add_relu_artifact, tmp_path):
-    """export_library's link step (ld.lld + the runtime's factory blob) on a kernel object."""
+def _link_single_artifact(add_relu_artifact, tmp_path, name):
+    """export_library's link step (ld.lld + the runtime's factory blob) on a kernel object built
+    from kernels.c; returns the path of the single .so."""
     import subprocess
     from conftest import KERNELS_C, REPO
     from ember.compiler import link_single_library
@@ -186,13 +187,30 @@ def test_link_single_library_from_a_kernel_object(add_relu_artifact, tmp_path):
         graph_json = f.read()
     with open(os.path.join(add_relu_artifact, "params.bin"), "rb") as f:
         params = f.read()
-    single = link_single_library(obj, graph_json, params, str(tmp_path / "one.so"))
-    one = ember.load_artifact(single)
+    return link_single_library(obj, graph_json, params, str(tmp_path / name))
+
+
+def test_link_single_library_from_a_kernel_object(add_relu_artifact, tmp_path):
+    one = ember.load_artifact(_link_single_artifact(add_relu_artifact, tmp_path, "one.so"))
     x = np.array([[-3, 1], [0.5, 7]], dtype="float32")
     one.run(x=x)
     relu, add = _expected(x)
     np.testing.assert_array_equal(one.get_output(0).numpy(), relu)
     np.testing.assert_array_equal(one.get_output(1).numpy(), add)
+
+
+def test_bare_file_names_mean_files_in_the_current_directory(add_relu_artifact, kernel_lib,
+                                                            tmp_path, monkeypatch):
+    """``load_artifact("model.so")`` and ``load_module("lib.so")`` as a user types them: the
+    names are files here, not libraries for the dynamic loader to search for."""
+    _link_single_artifact(add_relu_artifact, tmp_path, "bare.so")
+    shutil.copyfile(kernel_lib, str(tmp_path / "libkernels_bare.so"))
+    monkeypatch.chdir(tmp_path)
+    one = ember.load_artifact("bare.so")
+    x = np.array([[-3, 1], [0.5, 7]], dtype="float32")
+    one.run(x=x)
+    np.testing.assert_array_equal(one.get_output(0).numpy(), _expected(x)[0])
+    assert ember.load_module("libkernels_bare.so")["add_f32"] is not None
 
 
 def test_read_params_matches_the_writer_and_refuses_garbage(tmp_path):

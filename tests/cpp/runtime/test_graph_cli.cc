@@ -25,12 +25,13 @@ struct Result {
   std::string err;  // stderr
 };
 
-// Runs ember-run with \p args (shell words, already quoted where needed).
-Result RunCli(const std::string& args) {
+// Runs ember-run with \p args (shell words, already quoted where needed), in \p cwd if given.
+Result RunCli(const std::string& args, const std::string& cwd = "") {
   std::string dir = ::testing::TempDir() + "ember_cli_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   std::string err_file = dir + "/stderr.txt";
   std::string cmd = std::string(EMBER_RUN_BINARY) + " " + args + " 2>" + err_file;
+  if (!cwd.empty()) cmd = "cd " + cwd + " && " + cmd;
   Result r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -100,6 +101,11 @@ TEST(GraphCli, RunsSingleFileArtifactWithMultipleOutputs) {
     EXPECT_EQ(y.shape, (std::vector<int64_t>{1, 4}));
   }
   EXPECT_EQ(Floats(LoadNpy(out + "/output_0.npy")), Floats(LoadNpy(out + "/output_2.npy")));
+}
+
+TEST(GraphCli, RunsABareFileNameFromTheCurrentDirectory) {
+  Result r = RunCli("split_single.so --output-dir " + OutDir("bare"), kArtifacts);
+  EXPECT_EQ(r.status, 0) << r.err;
 }
 
 TEST(GraphCli, RandomInputsAreSeeded) {
