@@ -4,7 +4,8 @@
 # Ember on ARM, end to end on an x86-64 host with qemu-user:
 #   1. the host emberc and ember-run (built in $EMBER_HOST_BUILD if needed);
 #   2. per ARM target, a runtime-only cross build (toolchains/*.cmake) and its CTest suite, run
-#      through qemu (runtime tests, apps/bundle_static against ember-run);
+#      through qemu (runtime tests, apps/bundle_static against ember-run); for aarch64, its
+#      `cmake --install` and an app built against the prefix (tests/install/check_install.sh);
 #   3. the MLPs, the small CNN and MobileNetV2 (tests/models/gen_models.py) compiled for x86-64,
 #      aarch64 and armv7 hard-float NEON; the ARM outputs, from the cross-built ember-run under qemu, must
 #      match the x86-64 ones on the same input within rtol 1e-3 / atol 1e-4;
@@ -26,7 +27,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PY=/usr/bin/python3
 FULL=0
 ARCHES=()
-usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --full) FULL=1 ;;
@@ -106,6 +107,13 @@ cross_ctest() {
   ctest --test-dir "${BUILD[$1]}" -N -R "$QEMU_NOT_RUN" | grep 'Test *#' | sed 's/^/  /'
   ctest --test-dir "${BUILD[$1]}" --output-on-failure -j "$JOBS" --timeout 600 \
     -E "$QEMU_NOT_RUN" | tail -25
+}
+
+# cmake --install of the cross build, then apps/cpp_deploy built out of tree against the prefix
+# with the toolchain file (find_package, pkg-config) and run under qemu.
+cross_install() {
+  "$ROOT/tests/install/check_install.sh" "${BUILD[$1]}" "$WORK/install-$1" \
+    "$ROOT/toolchains/${TOOLCHAIN[$1]}"
 }
 
 # --- 3. whole models: ARM outputs against x86-64 ------------------------------------------------
@@ -230,6 +238,9 @@ for arch in "${ARCHES[@]}"; do
   step "$arch: runtime-only cross build" cross_build "$arch"
   step "$arch: ctest under qemu (runtime tests, bundle_static)" cross_ctest "$arch"
 done
+if [[ " ${ARCHES[*]} " == *" aarch64 "* ]]; then
+  step "aarch64: cmake --install, an app built against the prefix under qemu" cross_install aarch64
+fi
 step "models: generate, x86-64 reference outputs" prepare_models
 for arch in "${ARCHES[@]}"; do
   for m in "${MODELS[@]}"; do
