@@ -123,6 +123,19 @@ def test_profile_lists_every_node(add_relu_artifact):
     assert "add0" in str(prof)
 
 
+def test_profile_writes_a_chrome_trace_with_one_event_per_node(add_relu_artifact, tmp_path):
+    import json
+    gmod = ember.load_artifact(add_relu_artifact)
+    gmod.set_input(x=np.zeros((2, 2), dtype="float32"))
+    gmod.profile(trace=tmp_path / "trace.json")
+    with open(str(tmp_path / "trace.json")) as f:
+        events = json.load(f)["traceEvents"]
+    assert sorted(e["name"] for e in events) == ["add0", "relu0"]
+    for e in events:
+        assert e["ph"] == "X" and e["ts"] >= 0 and e["dur"] >= 0 and isinstance(e["tid"], int)
+        assert e["args"]["output"] == "[2, 2]" and e["args"]["op"], e
+
+
 def test_runtime_objects_carry_their_type_key(add_relu_artifact):
     gmod = ember.load_artifact(add_relu_artifact)
     info = gmod.module["get_input_info"]()  # a runtime Map, handed out as an ember.Object
