@@ -19,6 +19,8 @@ packages=(
   gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf qemu-user
   # install checks: an app built against the prefix with pkg-config, the .deb packages, python venvs
   pkgconf dpkg-dev python3-venv python3-pip
+  # bench/compare_ort.py --plot
+  python3-matplotlib
   # ONNX Runtime peer (onnxruntime-node from npm)
   nodejs
 )
