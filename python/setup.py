@@ -84,7 +84,7 @@ class BuildPyWithNative(build_py):
         package = os.path.join(self.build_lib, "ember")
         for sub in ("lib", "bin"):  # never ship what an earlier build (another machine) left
             shutil.rmtree(os.path.join(package, sub), ignore_errors=True)
-        os.makedirs(os.path.join(package, "lib"))
+        os.makedirs(os.path.join(package, "lib"), exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="ember-stage-") as stage:
             libdir, with_compiler = _install_components(_native_build_dir(), stage)
             # libember_runtime.so.MAJOR (the SONAME link) and .so.MAJOR.MINOR.PATCH (the file).
@@ -98,7 +98,7 @@ class BuildPyWithNative(build_py):
             if with_compiler:
                 shutil.copyfile(os.path.join(libdir, COMPILER_LIB),
                                 os.path.join(package, "lib", COMPILER_LIB))
-                os.makedirs(os.path.join(package, "bin"))
+                os.makedirs(os.path.join(package, "bin"), exist_ok=True)
                 shutil.copy2(os.path.join(stage, "bin", "emberc"),
                              os.path.join(package, "bin", "emberc"))
         self.distribution.native_platform_tag = _platform_tag(

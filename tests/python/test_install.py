@@ -61,6 +61,10 @@ def test_installed_package_compiles_loads_and_benchmarks_anywhere(venv, tmp_path
         assert find_emberc().startswith(package), find_emberc()
         subprocess.run([find_emberc(), "--help"], check=True, stdout=subprocess.DEVNULL)
         art = ember.compile("mlp.onnx")
+        # In process, through the package's compiler library, against one copy of the runtime.
+        assert ember.get_global_func("ember.compile", allow_missing=True) is not None
+        mapped = {line.split()[-1] for line in open("/proc/self/maps") if "libember_" in line}
+        assert len([m for m in mapped if "libember_runtime" in m]) == 1, mapped
         art.export_library("mlp.so")
         gmod = ember.load_artifact("mlp.so")
         (name, shape), = gmod.get_input_info()["shape"].items()
