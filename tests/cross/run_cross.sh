@@ -5,8 +5,8 @@
 #   1. the host emberc and ember-run (built in $EMBER_HOST_BUILD if needed);
 #   2. per ARM target, a runtime-only cross build (toolchains/*.cmake) and its CTest suite, run
 #      through qemu (runtime tests, apps/bundle_static against ember-run); for aarch64, its
-#      `cmake --install` and an app built against the prefix (tests/install/check_install.sh),
-#      its Debian packages (tests/install/check_debs.sh) and its runtime-only Python wheel;
+#      `cmake --install` and an app built against the prefix (tests/install/check_install.sh) and
+#      its runtime-only Python wheel; for both, the Debian packages (tests/install/check_debs.sh);
 #   3. the MLPs, the small CNN and MobileNetV2 (tests/models/gen_models.py) compiled for x86-64,
 #      aarch64 and armv7 hard-float NEON; the ARM outputs, from the cross-built ember-run under qemu, must
 #      match the x86-64 ones on the same input within rtol 1e-3 / atol 1e-4;
@@ -253,9 +253,11 @@ for arch in "${ARCHES[@]}"; do
   step "$arch: runtime-only cross build" cross_build "$arch"
   step "$arch: ctest under qemu (runtime tests, bundle_static)" cross_ctest "$arch"
 done
+for arch in "${ARCHES[@]}"; do
+  step "$arch: Debian packages" cross_debs "$arch"
+done
 if [[ " ${ARCHES[*]} " == *" aarch64 "* ]]; then
   step "aarch64: cmake --install, an app built against the prefix under qemu" cross_install aarch64
-  step "aarch64: Debian packages (arm64)" cross_debs aarch64
   step "aarch64: runtime-only Python wheel" cross_wheel aarch64
 fi
 step "models: generate, x86-64 reference outputs" prepare_models
