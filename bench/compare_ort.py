@@ -5,6 +5,7 @@ Usage:
   bench/compare_ort.py [--model NAME]... [--threads 1,2] [--rounds R] [--runs N] [--warmup W]
   bench/compare_ort.py --check-only          # compile, run once in both, compare; exit 1 on mismatch
   bench/compare_ort.py --ort-only            # ORT latencies alone (no Ember needed)
+  bench/compare_ort.py --plot latency.png    # also draw the table (bench/latency_plot.py)
 
 For every model written by tests/models/gen_models.py (mlp, mlp_batch64, cnn, resnet18,
 mobilenetv2; or --models DIR with NAME.onnx files):
@@ -208,9 +209,14 @@ def main(argv):
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "compare-ort"),
                     help="scratch folder (default build/compare-ort)")
     ap.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    ap.add_argument("--plot", metavar="FILE.png",
+                    help="draw the latencies and ratios (bench/latency_plot.py; needs Debian's "
+                         "python3-matplotlib)")
     opts = ap.parse_args(argv)
     if opts.check_only and opts.ort_only:
         ap.error("--check-only and --ort-only exclude each other")
+    if opts.plot and (opts.check_only or opts.ort_only):
+        ap.error("--plot compares timings of both: not with --check-only or --ort-only")
     try:
         threads = [int(t) for t in opts.threads.split(",") if t.strip()]
     except ValueError:
@@ -321,6 +327,11 @@ def main(argv):
                        "cpus": os.cpu_count(), "results": results, "failures": failures}, f,
                       indent=1)
             f.write("\n")
+    if opts.plot and any("timing" in entry for entry in results):
+        from latency_plot import plot_latency
+        plot_latency(results, opts.plot, title="Ember against ONNX Runtime %s, %s, %s" % (
+            ort_version, cpu_name(), datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC")))
+        print("wrote %s" % opts.plot)
     if failures:
         print("")
         print("%d problem(s):" % len(failures))

@@ -11,6 +11,12 @@
 namespace ember::runtime {
 namespace {
 
+// dlopen searches the library path for a name without a slash; a path a user gives always means a
+// file, so "model.so" is taken relative to the current directory like "./model.so".
+std::string AsFilePath(const std::string& path) {
+  return path.find('/') == std::string::npos ? "./" + path : path;
+}
+
 class DSOModuleNode final : public LibraryModuleNode {
  public:
   ~DSOModuleNode() override {
@@ -22,7 +28,7 @@ class DSOModuleNode final : public LibraryModuleNode {
   void Load(const std::string& path) {
     path_ = path;
     dlerror();
-    handle_ = dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
+    handle_ = dlopen(AsFilePath(path).c_str(), RTLD_LAZY | RTLD_LOCAL);
     if (handle_ == nullptr) {
       const char* err = dlerror();
       // dlopen reports a foreign architecture as a missing file; the header says what it is.

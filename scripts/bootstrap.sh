@@ -17,6 +17,10 @@ packages=(
   python3 python3-numpy python3-onnx python3-pytest python3-setuptools
   # ARM cross builds and qemu-user test runs
   gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf qemu-user
+  # install checks: an app built against the prefix with pkg-config, the .deb packages, python venvs
+  pkgconf dpkg-dev python3-venv python3-pip
+  # bench/compare_ort.py --plot
+  python3-matplotlib
   # ONNX Runtime peer (onnxruntime-node from npm)
   nodejs
 )

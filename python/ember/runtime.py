@@ -271,9 +271,21 @@ class GraphModule:
             results.append(elapsed_ms / count)
         return BenchmarkResult(results, number)
 
-    def profile(self, number=1, repeat=1, min_repeat_ms=0):
-        """Per-node timing through the debug executor: a ProfileResult with the table and rows."""
-        return _profile(self, number, repeat, min_repeat_ms)
+    def profile(self, number=1, repeat=1, min_repeat_ms=0, trace=None):
+        """Per-node timing through the debug executor: a ProfileResult with the table and rows.
+
+        ``trace``: a file path; one more run is written there as a Chrome trace-event file (one
+        event per operator: node, kernel, shapes, thread, start and duration in microseconds) for
+        Perfetto (ui.perfetto.dev) or chrome://tracing, as ``ember-run --trace`` writes it.
+        """
+        result = _profile(self, number, repeat, min_repeat_ms)
+        if trace is not None:
+            trace_json = self.module.get_function("trace_json", allow_missing=True)
+            if trace_json is None:
+                raise EmberError("profile: this executor cannot trace (no function 'trace_json')")
+            with open(os.fspath(trace), "w") as f:
+                f.write(trace_json(1))
+        return result
 
     def __getitem__(self, name):
         return self.module[name]

@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
@@ -47,6 +49,9 @@ options:
     --number K            runs per sample (default 1)
   --profile               time every operator on its own and print a table sorted by time
                           (node, kernel, output shape and dtype, time, share of the total)
+  --trace FILE            write one run as a Chrome trace-event file, one event per operator
+                          (node, kernel, shapes, thread, start and duration in us), for
+                          Perfetto (ui.perfetto.dev) or chrome://tracing
   --json                  print one JSON object instead of text. With --bench its keys are
                           median_ms, mean_ms, p90_ms, p99_ms, min_ms, max_ms, std_ms, repeat,
                           number, warmup, threads, load_ms, first_run_ms, outputs (and profile
@@ -69,6 +74,7 @@ struct Options {
   int repeat = 50;
   int number = 1;
   bool profile = false;
+  std::string trace_file;
   bool json = false;
 };
 
@@ -133,6 +139,8 @@ Options ParseArgs(int argc, char** argv) {
       have_number = true;
     } else if (a == "--profile") {
       o.profile = true;
+    } else if (a == "--trace") {
+      o.trace_file = value("--trace");
     } else if (a == "--json") {
       o.json = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -327,6 +335,15 @@ int Run(const Options& o) {
     profile_text = o.json ? report.Json() : report.Table();
   }
 
+  if (!o.trace_file.empty()) {
+    std::ofstream trace(o.trace_file, std::ios::binary);
+    trace << TraceExecutorRuns(gmod, 1);
+    if (!trace.flush()) {
+      throw std::runtime_error("cannot write the trace to " + o.trace_file + ": " +
+                               std::strerror(errno));
+    }
+  }
+
   // Outputs, in graph output order.
   int num_outputs = gmod.GetFunction("get_num_outputs")();
   PackedFunc get_output = gmod.GetFunction("get_output");
@@ -359,6 +376,7 @@ int Run(const Options& o) {
     }
     js << "]";
     if (o.profile) js << ", \"profile\": " << profile_text;
+    if (!o.trace_file.empty()) js << ", \"trace\": \"" << JsonEscape(o.trace_file) << "\"";
     js << "}\n";
     std::cout << js.str();
   } else {
@@ -373,6 +391,7 @@ int Run(const Options& o) {
     }
     if (o.profile) std::printf("%s", profile_text.c_str());
     for (const auto& p : written) std::printf("wrote %s\n", p.c_str());
+    if (!o.trace_file.empty()) std::printf("wrote trace %s\n", o.trace_file.c_str());
   }
   return 0;
 }

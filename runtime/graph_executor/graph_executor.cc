@@ -262,6 +262,11 @@ NodeTiming GraphExecutor::DescribeOp(size_t i) const {
   const auto& shape = graph_.shape[eid];
   t.shape = ShapeString(shape.data(), static_cast<int>(shape.size()));
   t.dtype = graph_.dltype[eid];
+  for (const GraphEntry& in : node.inputs) {
+    const auto& in_shape = graph_.shape[graph_.EntryId(in)];
+    if (!t.input_shapes.empty()) t.input_shapes += ", ";
+    t.input_shapes += ShapeString(in_shape.data(), static_cast<int>(in_shape.size()));
+  }
   return t;
 }
 
@@ -586,6 +591,11 @@ PackedFunc GraphExecutor::GetFunction(const String& name, const ObjectPtr<Object
       std::string bytes(reinterpret_cast<const char*>(by_node.data()),
                         by_node.size() * sizeof(double));
       *rv = TVMByteArray{bytes.data(), bytes.size()};
+    });
+  }
+  if (n == "trace_json") {
+    return PackedFunc([sptr_to_self](TVMArgs args, TVMRetValue* rv) {
+      *rv = TraceExecutorRuns(Module(sptr_to_self), args.size() > 0 ? args[0].operator int() : 1);
     });
   }
   if (n == "profile" || n == "profile_json") {

@@ -4,7 +4,9 @@
 # Ember on ARM, end to end on an x86-64 host with qemu-user:
 #   1. the host emberc and ember-run (built in $EMBER_HOST_BUILD if needed);
 #   2. per ARM target, a runtime-only cross build (toolchains/*.cmake) and its CTest suite, run
-#      through qemu (runtime tests, apps/bundle_static against ember-run);
+#      through qemu (runtime tests, apps/bundle_static against ember-run); for aarch64, its
+#      `cmake --install` and an app built against the prefix (tests/install/check_install.sh) and
+#      its runtime-only Python wheel; for both, the Debian packages (tests/install/check_debs.sh);
 #   3. the MLPs, the small CNN and MobileNetV2 (tests/models/gen_models.py) compiled for x86-64,
 #      aarch64 and armv7 hard-float NEON; the ARM outputs, from the cross-built ember-run under qemu, must
 #      match the x86-64 ones on the same input within rtol 1e-3 / atol 1e-4;
@@ -106,6 +108,27 @@ cross_ctest() {
   ctest --test-dir "${BUILD[$1]}" -N -R "$QEMU_NOT_RUN" | grep 'Test *#' | sed 's/^/  /'
   ctest --test-dir "${BUILD[$1]}" --output-on-failure -j "$JOBS" --timeout 600 \
     -E "$QEMU_NOT_RUN" | tail -25
+}
+
+# cmake --install of the cross build, then apps/cpp_deploy built out of tree against the prefix
+# with the toolchain file (find_package, pkg-config) and run under qemu.
+cross_install() {
+  "$ROOT/tests/install/check_install.sh" "${BUILD[$1]}" "$WORK/install-$1" \
+    "$ROOT/toolchains/${TOOLCHAIN[$1]}"
+}
+# The Debian packages of the cross build: names, architecture, dependencies and files.
+cross_debs() {
+  "$ROOT/tests/install/check_debs.sh" "${BUILD[$1]}" "$WORK/debs-$1"
+}
+# The runtime-only Python wheel of the cross build, tagged for the board.
+cross_wheel() {
+  local dir=$WORK/wheel-$1 wheel
+  rm -rf "$dir" && mkdir -p "$dir" || return 1
+  EMBER_BUILD_DIR=${BUILD[$1]} "$PY" -m pip wheel --no-build-isolation --no-index --no-deps -q \
+    --wheel-dir "$dir" "$ROOT/python" || return 1
+  wheel=$(ls "$dir"/ember-*-py3-none-linux_"$1".whl) || return 1
+  "$PY" -m zipfile -l "$wheel" | grep -q '^ember/lib/libember_runtime.so ' || return 1
+  echo "$(basename "$wheel"): $(stat -c %s "$wheel") bytes"
 }
 
 # --- 3. whole models: ARM outputs against x86-64 ------------------------------------------------
@@ -230,6 +253,13 @@ for arch in "${ARCHES[@]}"; do
   step "$arch: runtime-only cross build" cross_build "$arch"
   step "$arch: ctest under qemu (runtime tests, bundle_static)" cross_ctest "$arch"
 done
+for arch in "${ARCHES[@]}"; do
+  step "$arch: Debian packages" cross_debs "$arch"
+done
+if [[ " ${ARCHES[*]} " == *" aarch64 "* ]]; then
+  step "aarch64: cmake --install, an app built against the prefix under qemu" cross_install aarch64
+  step "aarch64: runtime-only Python wheel" cross_wheel aarch64
+fi
 step "models: generate, x86-64 reference outputs" prepare_models
 for arch in "${ARCHES[@]}"; do
   for m in "${MODELS[@]}"; do

@@ -111,6 +111,14 @@ def test_mlp_in_numpy_matches_ort(models, tmp_path):
     np.testing.assert_allclose(got, h, rtol=1e-4, atol=1e-6)
 
 
+def _has_matplotlib():
+    try:
+        import matplotlib  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
 def compare(models, tmp_path, *args, env_extra=None):
     env = dict(os.environ, EMBERC=FAKE, EMBER_RUN=FAKE)
     env.update(env_extra or {})
@@ -139,9 +147,13 @@ def test_compare_check_only_fails_on_wrong_outputs(models, tmp_path):
 
 @needs_node
 def test_compare_timing_table(models, tmp_path):
+    plot = [] if not _has_matplotlib() else ["--plot", str(tmp_path / "latency.png")]
     proc = compare(models, tmp_path, "--threads", "1", "--rounds", "1", "--runs", "2",
-                   "--warmup", "0", "--json", str(tmp_path / "r.json"))
+                   "--warmup", "0", "--json", str(tmp_path / "r.json"), *plot)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    if plot:
+        with open(plot[1], "rb") as f:
+            assert f.read(4) == b"\x89PNG"
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| mlp | 1 |")]
     assert len(rows) == 1 and rows[0].count("|") == 7
     ratio = float(rows[0].split("|")[5])

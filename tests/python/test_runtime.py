@@ -148,6 +148,19 @@ def test_profile_lists_every_node(add_relu_artifact):
     assert "add0" in str(prof)
 
 
+def test_profile_writes_a_chrome_trace_with_one_event_per_node(add_relu_artifact, tmp_path):
+    import json
+    gmod = ember.load_artifact(add_relu_artifact)
+    gmod.set_input(x=np.zeros((2, 2), dtype="float32"))
+    gmod.profile(trace=tmp_path / "trace.json")
+    with open(str(tmp_path / "trace.json")) as f:
+        events = json.load(f)["traceEvents"]
+    assert sorted(e["name"] for e in events) == ["add0", "relu0"]
+    for e in events:
+        assert e["ph"] == "X" and e["ts"] >= 0 and e["dur"] >= 0 and isinstance(e["tid"], int)
+        assert e["args"]["output"] == "[2, 2]" and e["args"]["op"], e
+
+
 def test_runtime_objects_carry_their_type_key(add_relu_artifact):
     gmod = ember.load_artifact(add_relu_artifact)
     info = gmod.module["get_input_info"]()  # a runtime Map, handed out as an ember.Object
@@ -198,8 +211,9 @@ def test_single_file_artifact_runs_like_the_directory(add_relu_artifact, kernel_
         assert one.get_output(i).numpy().tobytes() == gmod.get_output(i).numpy().tobytes()
 
 
-def test_link_single_library_from_a_kernel_object(add_relu_artifact, tmp_path):
-    """export_library's link step (ld.lld + the runtime's factory blob) on a kernel object."""
+def _link_single_artifact(add_relu_artifact, tmp_path, name):
+    """export_library's link step (ld.lld + the runtime's factory blob) on a kernel object built
+    from kernels.c; returns the path of the single .so."""
     import subprocess
     from conftest import KERNELS_C, REPO
     from ember.compiler import link_single_library
@@ -211,13 +225,30 @@ def test_link_single_library_from_a_kernel_object(add_relu_artifact, tmp_path):
         graph_json = f.read()
     with open(os.path.join(add_relu_artifact, "params.bin"), "rb") as f:
         params = f.read()
-    single = link_single_library(obj, graph_json, params, str(tmp_path / "one.so"))
-    one = ember.load_artifact(single)
+    return link_single_library(obj, graph_json, params, str(tmp_path / name))
+
+
+def test_link_single_library_from_a_kernel_object(add_relu_artifact, tmp_path):
+    one = ember.load_artifact(_link_single_artifact(add_relu_artifact, tmp_path, "one.so"))
     x = np.array([[-3, 1], [0.5, 7]], dtype="float32")
     one.run(x=x)
     relu, add = _expected(x)
     np.testing.assert_array_equal(one.get_output(0).numpy(), relu)
     np.testing.assert_array_equal(one.get_output(1).numpy(), add)
+
+
+def test_bare_file_names_mean_files_in_the_current_directory(add_relu_artifact, kernel_lib,
+                                                            tmp_path, monkeypatch):
+    """``load_artifact("model.so")`` and ``load_module("lib.so")`` as a user types them: the
+    names are files here, not libraries for the dynamic loader to search for."""
+    _link_single_artifact(add_relu_artifact, tmp_path, "bare.so")
+    shutil.copyfile(kernel_lib, str(tmp_path / "libkernels_bare.so"))
+    monkeypatch.chdir(tmp_path)
+    one = ember.load_artifact("bare.so")
+    x = np.array([[-3, 1], [0.5, 7]], dtype="float32")
+    one.run(x=x)
+    np.testing.assert_array_equal(one.get_output(0).numpy(), _expected(x)[0])
+    assert ember.load_module("libkernels_bare.so")["add_f32"] is not None
 
 
 def test_read_params_matches_the_writer_and_refuses_garbage(tmp_path):

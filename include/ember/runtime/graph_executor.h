@@ -71,11 +71,12 @@ std::string SerializeFactoryBlob(const Module& factory);
 /*! \brief Time of one node measured by run_individual. */
 struct NodeTiming {
   int node_id = 0;
-  std::string name;       // node name
-  std::string func_name;  // kernel name
-  std::string shape;      // shape of output 0, e.g. "[1, 1000]"
-  std::string dtype;      // dtype of output 0
-  double mean_us = 0;     // mean over repeats of the per-call time
+  std::string name;          // node name
+  std::string func_name;     // kernel name
+  std::string shape;         // shape of output 0, e.g. "[1, 1000]"
+  std::string input_shapes;  // shapes of the inputs, e.g. "[1, 784], [256, 784]"
+  std::string dtype;         // dtype of output 0
+  double mean_us = 0;        // mean over repeats of the per-call time
 };
 
 /*! \brief The per-node profile: nodes sorted by time, largest first, with their share. */
@@ -96,6 +97,15 @@ struct ProfileReport {
  * than \p min_repeat_ms is retried with more calls.
  */
 ProfileReport ProfileExecutor(const Module& executor, int number, int repeat, int min_repeat_ms);
+
+/*!
+ * \brief Runs \p executor \p runs times (after one untimed run) and returns the runs as a Chrome
+ * trace-event JSON object, which Perfetto and chrome://tracing open: one complete event ("ph":
+ * "X") per operator and run, named after the node, with ts and dur in microseconds since the
+ * first traced run, the process and thread that ran it, and in "args" the kernel ("op"), the
+ * input and output shapes, the dtype and the run index.
+ */
+std::string TraceExecutorRuns(const Module& executor, int runs);
 
 /*!
  * \brief Like TVM's time_evaluator: returns a function that calls \p f with its own arguments

@@ -6,9 +6,12 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "scoped_chdir.h"
 
 namespace {
 
@@ -267,6 +270,18 @@ TEST(CApi, ModuleLoadGetFunctionCallFree) {
   TVMArrayFree(x);
   TVMArrayFree(y);
   TVMFuncFree(relu);  // the function held the module; free order does not matter
+  TVMModFree(mod);
+}
+
+TEST(CApi, ModuleLoadTakesABareFileName) {
+  std::filesystem::path lib(EMBER_TEST_KERNELS_PATH);
+  ember::runtime::test_util::ScopedChdir in_lib_dir(lib.parent_path());
+  TVMModuleHandle mod = nullptr;
+  ASSERT_EQ(TVMModLoadFromFile(lib.filename().c_str(), "", &mod), 0) << TVMGetLastError();
+  TVMFunctionHandle relu = nullptr;
+  EXPECT_EQ(TVMModGetFunction(mod, "relu", 0, &relu), 0);
+  EXPECT_NE(relu, nullptr);
+  TVMFuncFree(relu);
   TVMModFree(mod);
 }
 

@@ -25,12 +25,13 @@ struct Result {
   std::string err;  // stderr
 };
 
-// Runs ember-run with \p args (shell words, already quoted where needed).
-Result RunCli(const std::string& args) {
+// Runs ember-run with \p args (shell words, already quoted where needed), in \p cwd if given.
+Result RunCli(const std::string& args, const std::string& cwd = "") {
   std::string dir = ::testing::TempDir() + "ember_cli_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   std::string err_file = dir + "/stderr.txt";
   std::string cmd = std::string(EMBER_RUN_BINARY) + " " + args + " 2>" + err_file;
+  if (!cwd.empty()) cmd = "cd " + cwd + " && " + cmd;
   Result r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -73,7 +74,7 @@ TEST(GraphCli, HelpDocumentsEveryFlag) {
   Result r = RunCli("--help");
   EXPECT_EQ(r.status, 0);
   for (const char* flag : {"--input", "--output-dir", "--threads", "--bench", "--warmup",
-                           "--repeat", "--number", "--profile", "--json", "--seed"}) {
+                           "--repeat", "--number", "--profile", "--trace", "--json", "--seed"}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   }
 }
@@ -100,6 +101,11 @@ TEST(GraphCli, RunsSingleFileArtifactWithMultipleOutputs) {
     EXPECT_EQ(y.shape, (std::vector<int64_t>{1, 4}));
   }
   EXPECT_EQ(Floats(LoadNpy(out + "/output_0.npy")), Floats(LoadNpy(out + "/output_2.npy")));
+}
+
+TEST(GraphCli, RunsABareFileNameFromTheCurrentDirectory) {
+  Result r = RunCli("split_single.so --output-dir " + OutDir("bare"), kArtifacts);
+  EXPECT_EQ(r.status, 0) << r.err;
 }
 
 TEST(GraphCli, RandomInputsAreSeeded) {
@@ -151,6 +157,27 @@ TEST(GraphCli, BenchTextAndProfile) {
   EXPECT_NE(j.out.find("\"func_name\": \"dense\""), std::string::npos) << j.out;
 }
 
+TEST(GraphCli, TraceIsChromeTraceJsonWithOneEventPerOperator) {
+  std::string trace = OutDir("trace") + ".json";
+  Result r = RunCli(kMlp + " --profile --trace " + trace + " --output-dir " + OutDir("trace_out"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("wrote trace " + trace), std::string::npos) << r.out;
+  // Python's json module reads it; one complete event per kernel node of graph.json, each with
+  // its kernel, output shape, thread and times.
+  std::string check =
+      "/usr/bin/python3 -c 'import json, sys\n"
+      "events = json.load(open(sys.argv[1]))[\"traceEvents\"]\n"
+      "nodes = json.load(open(sys.argv[2]))[\"nodes\"]\n"
+      "ops = sorted(n[\"name\"] for n in nodes if n[\"op\"] == \"tvm_op\")\n"
+      "assert sorted(e[\"name\"] for e in events) == ops, (events, ops)\n"
+      "for e in events:\n"
+      "  assert e[\"ph\"] == \"X\" and e[\"dur\"] >= 0 and isinstance(e[\"tid\"], int), e\n"
+      "  assert e[\"args\"][\"op\"] and e[\"args\"][\"output\"].startswith(\"[\"), e\n"
+      "' " +
+      trace + " " + kMlp + "/graph.json 2>&1";
+  EXPECT_EQ(std::system(check.c_str()), 0);
+}
+
 TEST(GraphCli, ErrorsAreOneLineAndNonZero) {
   struct Case {
     std::string args;
@@ -171,6 +198,9 @@ TEST(GraphCli, ErrorsAreOneLineAndNonZero) {
       {kArtifacts + "/graph_kernels.so", 1, "no graph"},
       {kMlp + " --output-dir " + kMlp + "/graph.json", 1,
        "--output-dir " + kMlp + "/graph.json: exists and is not a directory"},
+      {kMlp + " --trace", 2, "--trace needs a value"},
+      {kMlp + " --input data=" + kMlp + "/input_data.npy --trace /nonexistent/t.json", 1,
+       "cannot write the trace to /nonexistent/t.json"},
   };
   for (const Case& c : cases) {
     Result r = RunCli(c.args);

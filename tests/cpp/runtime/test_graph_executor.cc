@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <new>
@@ -20,6 +21,7 @@
 
 #include "../../../runtime/graph_executor/graph_json.h"
 #include "ndarray_test_util.h"
+#include "scoped_chdir.h"
 
 namespace {
 
@@ -105,6 +107,13 @@ TEST(GraphExecutor, RunsTheSingleFileArtifact) {
   std::string a = factory.GetFunction("get_graph_json")();
   std::string b = LoadArtifact(kMlp).GetFunction("get_graph_json")();
   EXPECT_EQ(a, b);
+}
+
+TEST(GraphExecutor, LoadsABareFileNameFromTheCurrentDirectory) {
+  ember::runtime::test_util::ScopedChdir in_artifacts(kArtifacts);
+  Module factory = LoadArtifact("mlp_single.so");
+  EXPECT_STREQ(factory->type_key(), "GraphExecutorFactory");
+  EXPECT_STREQ(LoadArtifact("mlp")->type_key(), "GraphExecutorFactory");
 }
 
 TEST(GraphExecutor, InputInfoListsInputsButNotParams) {

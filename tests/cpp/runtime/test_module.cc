@@ -5,17 +5,20 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "ndarray_test_util.h"
+#include "scoped_chdir.h"
 
 namespace ember::runtime {
 namespace {
 
 using test_util::ErrorOf;
 using test_util::Floats;
+using test_util::ScopedChdir;
 using test_util::Values;
 
 TEST(Module, LoadsDsoAndCallsKernels) {
@@ -142,6 +145,18 @@ TEST(Module, LibraryForAnotherMachineSaysWhichMachine) {
   EXPECT_NE(err.find("built for x86-64, this machine is aarch64"), std::string::npos) << err;
   std::remove(path.c_str());
 #endif
+}
+
+TEST(Module, BareFileNameIsAFileInTheCurrentDirectory) {
+  std::filesystem::path lib(EMBER_TEST_KERNELS_PATH);
+  ScopedChdir in_lib_dir(lib.parent_path());
+  Module bare = Module::LoadFromFile(lib.filename().string());
+  EXPECT_EQ(bare.GetFunction("add_one")(41).As<int>(), 42);
+  Module dotted = Module::LoadFromFile("./" + lib.filename().string());
+  EXPECT_EQ(dotted.GetFunction("add_one")(1).As<int>(), 2);
+  // A bare name that is not in the current directory is not looked up in the library path.
+  std::string err = ErrorOf([] { Module::LoadFromFile("libc.so.6", "so"); });
+  EXPECT_NE(err.find("cannot load library libc.so.6"), std::string::npos) << err;
 }
 
 // A module rebuilt from the blob: answers "greeting" with the bytes it was given.
