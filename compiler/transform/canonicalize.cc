@@ -11,6 +11,7 @@
 
 #include "frontend/onnx/onnx_dtype.h"
 #include "ir/shape_util.h"
+#include "transform/rewrite_context.h"
 
 namespace ember {
 namespace compiler {
@@ -18,8 +19,16 @@ namespace {
 
 using Types = std::vector<TensorType>;
 
-class Canonicalizer {
+class Canonicalizer : public RewriteContext {
  public:
+  // RewriteContext, for expansions that live in files of their own (recurrent.cc).
+  Graph& graph() override { return g_; }
+  int Emit(const std::string& op, const std::string& name, std::vector<int> inputs,
+           AttrMap attrs) override {
+    return EmitNew(op, name, std::move(inputs), std::move(attrs));
+  }
+  void EmitInto(Node node) override { Emit(std::move(node)); }
+
   Canonicalizer(Graph* g, int64_t opset) : g_(*g), opset_(opset) {}
 
   void Run() {
@@ -695,6 +704,10 @@ void Canonicalizer::Visit(Node n) {
   }
   if (op == "If") {
     IfOp(std::move(n));
+    return;
+  }
+  if (op == "LSTM" || op == "GRU" || op == "RNN") {
+    ExpandRecurrent(n, this);
     return;
   }
   if (op == "Shape") {

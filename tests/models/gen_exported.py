@@ -16,6 +16,9 @@ Kinds:
                   makes the condition a constant and the If folds to one branch
   if_bound_*      an If on a sample-rate input, as silero-vad has, with a nested If inside
                   a branch and branches that read outer values; --bind sr=... folds both
+  lstm_*, gru_*,  recurrent layers with the attributes exporters set: both directions,
+  rnn_*           sequence_lens, initial states, peepholes, clip, input_forget,
+                  linear_before_reset, non-default activations; every output compared
 """
 
 import os
@@ -149,8 +152,66 @@ def if_on_bound_rate(rate):
     return m
 
 
+def recurrent(name, seed, op, note, seq=5, batch=3, inputs=4, hidden=6, direction="forward",
+              lens=None, layout=0, initial=True, peepholes=False, **attrs):
+    """One LSTM / GRU / RNN node with seeded weights; Y, Y_h (and Y_c) are graph outputs."""
+    m = Model(name, seed, note, opset=14)  # layout arrived in opset 14
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    dirs = 2 if direction == "bidirectional" else 1
+    x = m.input("x", [batch, seq, inputs] if layout else [seq, batch, inputs])
+    args = [x, m.weight("w", [dirs, gates * hidden, inputs]),
+            m.weight("r", [dirs, gates * hidden, hidden]),
+            m.weight("b", [dirs, 2 * gates * hidden], 0.3)]
+    if lens is None:
+        args.append("")
+    else:
+        m.inits.append(numpy_helper.from_array(np.array(lens, dtype=np.int32), "lens"))
+        args.append("lens")
+    state = [batch, dirs, hidden] if layout else [dirs, batch, hidden]
+    if initial:
+        args.append(m.input("h0", state))
+        if op == "LSTM":
+            args.append(m.input("c0", state))
+    if peepholes:
+        if not initial:
+            args += ["", ""]
+        args.append(m.weight("p", [dirs, 3 * hidden], 0.3))
+    outputs = ["y", "y_h"] + (["y_c"] if op == "LSTM" else [])
+    m.node(op, args, outputs, hidden_size=hidden, direction=direction, layout=layout, **attrs)
+    m.output("y", rank=4)
+    m.output("y_h", rank=3)
+    if op == "LSTM":
+        m.output("y_c", rank=3)
+    return m
+
+
+def recurrent_models():
+    return [
+        recurrent("lstm_bidirectional_lens", 400, "LSTM", "bidirectional LSTM with "
+                  "sequence_lens, initial states and peepholes", direction="bidirectional",
+                  lens=[5, 2, 4], peepholes=True),
+        # ONNX Runtime has no layout 1 (batch-major) recurrent kernels; the ONNX node cases
+        # test_lstm_batchwise and test_gru_batchwise cover it.
+        recurrent("lstm_reverse_clip_input_forget", 401, "LSTM", "reverse LSTM, clip, "
+                  "input_forget, non-default activations", direction="reverse", clip=1.5,
+                  input_forget=1, activations=["HardSigmoid", "Tanh", "Softsign"],
+                  activation_alpha=[0.3], activation_beta=[0.4]),
+        recurrent("lstm_forward_no_state", 402, "LSTM", "forward LSTM without initial states "
+                  "(PyTorch's default)", initial=False, seq=7, batch=1, hidden=8),
+        recurrent("gru_bidirectional_linear_before_reset", 403, "GRU", "bidirectional GRU, "
+                  "linear_before_reset (PyTorch's form), sequence_lens", direction="bidirectional",
+                  lens=[3, 5, 1], linear_before_reset=1),
+        recurrent("gru_reverse", 404, "GRU", "reverse GRU, reset before the product",
+                  direction="reverse"),
+        recurrent("rnn_relu_lens", 405, "RNN", "bidirectional RNN with Relu and LeakyRelu, "
+                  "sequence_lens, clip", direction="bidirectional", lens=[4, 5, 2],
+                  activations=["Relu", "LeakyRelu"], activation_alpha=[0.1], clip=2.0),
+    ]
+
+
 def all_models():
-    return edge_pools() + [if_on_shape(), if_on_bound_rate(16000), if_on_bound_rate(8000)]
+    return (edge_pools() + [if_on_shape(), if_on_bound_rate(16000), if_on_bound_rate(8000)] +
+            recurrent_models())
 
 
 def main(argv):

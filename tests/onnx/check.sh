@@ -3,7 +3,9 @@
 #   1. regenerate the corpus into $BUILD/onnx-corpus (skipped when already there, ~3 s otherwise);
 #   2. the runner's own tests (against a fake toolchain);
 #   3. every core case through $BUILD/bin/emberc and $BUILD/bin/ember-run: the cases listed in
-#      expected_pass_core.txt must pass, and nothing may FAIL, CRASH or TIMEOUT.
+#      expected_pass_core.txt must pass, and nothing may FAIL, CRASH or TIMEOUT;
+#   4. the recurrent-layer cases (LSTM, GRU, RNN) of the extended tier, pinned the same way in
+#      expected_pass_recurrent.txt.
 # BUILD is ${EMBER_BUILD_DIR:-build} under the project root; EMBERC / EMBER_RUN override the tools.
 # Extra arguments go to run_conformance.py (e.g. -k conv, --keep-failed).
 set -euo pipefail
@@ -19,3 +21,5 @@ EMBER_ONNX_CORPUS=$corpus "$py" -m pytest -q -p no:cacheprovider \
     tests/onnx/test_runner.py
 "$py" tests/onnx/run_conformance.py --corpus "$corpus" --tier core --freeze-int-inputs \
     -j "${EMBER_TEST_JOBS:-2}" --expect tests/onnx/expected_pass_core.txt "$@"
+"$py" tests/onnx/run_conformance.py --corpus "$corpus" --tier extended --op LSTM --op GRU --op RNN \
+    --freeze-int-inputs -j "${EMBER_TEST_JOBS:-2}" --expect tests/onnx/expected_pass_recurrent.txt

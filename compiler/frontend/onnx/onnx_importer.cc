@@ -23,7 +23,8 @@ namespace {
 bool HandledByFrontend(const std::string& op) {
   static const char* kOps[] = {"Constant", "Shape",    "Size",     "ConstantOfShape",
                                "Range",    "CastLike", "Upsample", "Sum",
-                               "Mean",     "Max",      "Min",      "If"};
+                               "Mean",     "Max",      "Min",      "If",
+                               "LSTM",     "GRU",      "RNN"};
   for (const char* o : kOps) {
     if (op == o) return true;
   }

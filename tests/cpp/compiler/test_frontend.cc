@@ -160,6 +160,39 @@ TEST(Frontend, AnIfOnRunTimeDataAndBadBindingsAreRefusedClearly) {
   for (const Node& n : g.nodes()) EXPECT_NE(n.op, "If");
 }
 
+TEST(Frontend, RecurrentLayersExpandAndBadAttributesAreNamed) {
+  auto lstm = [](const std::vector<std::string>& activations) {
+    OnnxBuilder b(14);
+    b.Input("x", {3, 1, 2}).FloatInit("w", {1, 8, 2}, std::vector<float>(16, 0.1f));
+    b.FloatInit("r", {1, 8, 2}, std::vector<float>(16, 0.2f));
+    onnx::NodeProto* n = b.Node("LSTM", "lstm0", {"x", "w", "r"}, {"y", "y_h"});
+    OnnxBuilder::IntAttr(n, "hidden_size", 2);
+    if (!activations.empty()) {
+      auto* a = n->add_attribute();
+      a->set_name("activations");
+      a->set_type(onnx::AttributeProto::STRINGS);
+      for (const auto& s : activations) a->add_strings(s);
+    }
+    b.Output("y", {3, 1, 1, 2}).Output("y_h", {1, 1, 2});
+    return b.Bytes();
+  };
+  Graph g = ImportOnnxBytes(lstm({}), "m.onnx", {});
+  int matmuls = 0;
+  for (const Node& n : g.nodes()) {
+    EXPECT_NE(n.op, "LSTM");
+    matmuls += n.op == "MatMul" ? 1 : 0;
+  }
+  EXPECT_EQ(matmuls, 1 + 3) << "one input projection, one recurrent product per step";
+  EXPECT_NE(ErrorOf(lstm({"Sigmoid", "Bogus", "Tanh"}))
+                .find("node 'lstm0' (LSTM): activation "
+                      "'bogus'"),
+            std::string::npos)
+      << ErrorOf(lstm({"Sigmoid", "Bogus", "Tanh"}));
+  EXPECT_NE(
+      ErrorOf(lstm({"Sigmoid", "Tanh"})).find("must name 3 functions (3 per direction), got 2"),
+      std::string::npos);
+}
+
 TEST(Frontend, MalformedFileIsAnError) {
   EXPECT_NE(ErrorOf("this is not a protobuf \x01\x02\xff").find("not a valid ONNX model"),
             std::string::npos);

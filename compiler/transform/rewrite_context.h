@@ -1,0 +1,40 @@
+// What an op's expansion into other ops needs from the pass that runs it (canonicalization): the
+// graph, and a way to emit nodes that are typed and folded as they are emitted.
+#ifndef EMBER_COMPILER_TRANSFORM_REWRITE_CONTEXT_H_
+#define EMBER_COMPILER_TRANSFORM_REWRITE_CONTEXT_H_
+
+#include <ember/compiler/ir/graph.h>
+
+#include <string>
+#include <vector>
+
+namespace ember {
+namespace compiler {
+
+class RewriteContext {
+ public:
+  virtual ~RewriteContext() = default;
+  virtual Graph& graph() = 0;
+  /*! \brief Emits `op` (canonical attributes) on `inputs` into a fresh value; returns its id. */
+  virtual int Emit(const std::string& op, const std::string& name, std::vector<int> inputs,
+                   AttrMap attrs = {}) = 0;
+  /*! \brief Emits a node whose outputs already exist (the expanded node's own outputs). */
+  virtual void EmitInto(Node node) = 0;
+  /*! \brief A constant value named after `name`. */
+  int Constant(const std::string& name, HostTensorPtr value) {
+    return graph().AddConstant(graph().UniqueName(name), std::move(value));
+  }
+};
+
+/*!
+ * \brief LSTM, GRU and RNN (every ONNX attribute and optional input) as primitive ops unrolled
+ *        over the static sequence: one MatMul projects the input of all time steps per direction,
+ *        then each step is a MatMul with the recurrent weights and the gate math (which fusion
+ *        joins to it). sequence_lens is honoured per batch row for both directions.
+ */
+void ExpandRecurrent(const Node& node, RewriteContext* ctx);
+
+}  // namespace compiler
+}  // namespace ember
+
+#endif  // EMBER_COMPILER_TRANSFORM_REWRITE_CONTEXT_H_
