@@ -1,6 +1,7 @@
 // Host evaluation of the ops exported models use for shape math (and cheap weight preprocessing).
 #include <ember/compiler/transform.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -156,6 +157,30 @@ std::vector<int64_t> Unravel(int64_t flat, const std::vector<int64_t>& shape) {
   return c;
 }
 
+// Split in canonical form (axis, split sizes): output k is the k-th run of slices on the axis.
+void SplitEval(const Node& n, const HostTensor& x, const std::vector<TensorType>& out_types,
+               std::vector<HostTensorPtr>* outputs) {
+  const int64_t axis = n.GetInt("axis");
+  const int64_t es = DTypeBytes(x.type.dtype);
+  int64_t outer = 1, inner = es;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.type.shape[d];
+  for (int64_t d = axis + 1; d < x.type.ndim(); ++d) inner *= x.type.shape[d];
+  const int64_t row = x.type.shape[axis] * inner;
+  int64_t offset = 0;
+  outputs->clear();
+  for (const TensorType& t : out_types) {
+    auto part = std::make_shared<HostTensor>(t);
+    part->data.resize(static_cast<size_t>(t.ByteSize()));
+    const int64_t bytes = t.shape[axis] * inner;
+    for (int64_t o = 0; o < outer && bytes > 0; ++o) {
+      std::memcpy(part->data.data() + o * bytes, x.data.data() + o * row + offset,
+                  static_cast<size_t>(bytes));
+    }
+    offset += bytes;
+    outputs->push_back(part);
+  }
+}
+
 }  // namespace
 
 bool HostEvaluate(const Node& n, const std::vector<HostTensorPtr>& in,
@@ -166,6 +191,10 @@ bool HostEvaluate(const Node& n, const std::vector<HostTensorPtr>& in,
   }
   const std::string& op = n.op;
   auto out = std::make_shared<HostTensor>(out_types.at(0));
+  if (op == "Split" && in.size() == 1) {
+    SplitEval(n, *in[0], out_types, outputs);
+    return true;
+  }
   if (in.size() == 1 || op == "Dropout") {
     const HostTensor& x = *in.at(0);
     // Data movement ops on one input, all in canonical attribute form.
@@ -202,6 +231,16 @@ bool HostEvaluate(const Node& n, const std::vector<HostTensorPtr>& in,
         for (size_t d = 0; d < c.size(); ++d) s += (c[d] % x.type.shape[d]) * st[d];
         return s;
       });
+    } else if (op == "Clip") {
+      const double lo = n.GetFloat("min"), hi = n.GetFloat("max");
+      for (int64_t i = 0; i < out->NumElements(); ++i) {
+        if (IsFloat(x.type.dtype)) {
+          out->SetFromDouble(i, std::min(std::max(x.GetAsDouble(i), lo), hi));
+        } else {
+          const double v = std::min(std::max(static_cast<double>(x.GetAsInt(i)), lo), hi);
+          out->SetFromInt(i, static_cast<int64_t>(v));
+        }
+      }
     } else if (op == "Cast") {
       for (int64_t i = 0; i < out->NumElements(); ++i) {
         if (IsFloat(x.type.dtype) && !IsFloat(out->type.dtype)) {

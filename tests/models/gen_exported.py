@@ -16,6 +16,9 @@ Kinds:
                   makes the condition a constant and the If folds to one branch
   if_bound_*      an If on a sample-rate input, as silero-vad has, with a nested If inside
                   a branch and branches that read outer values; --bind sr=... folds both
+  tf_computed_*   tf2onnx's NHWC input and attributes computed from shapes (Pad's pads through
+                  Shape -> Slice -> Mod -> Split -> Clip -> Concat, Reshape's shape through
+                  Gather/Unsqueeze/Concat, a mask through Size/Range/Equal/Not): all must fold
   lstm_*, gru_*,  recurrent layers with the attributes exporters set: both directions,
   rnn_*           sequence_lens, initial states, peepholes, clip, input_forget,
                   linear_before_reset, non-default activations; every output compared
@@ -209,9 +212,41 @@ def recurrent_models():
     ]
 
 
+def tf_computed_attributes():
+    m = Model("tf_computed_pads", 500, "NHWC -> NCHW, Pad's pads and Reshape's shape computed "
+              "from shapes (tf2onnx)")
+    x = m.input("x", [1, 8, 7, 3])
+    t = m.node("Transpose", [x], ["nchw"], perm=[0, 3, 1, 2])
+    hw = m.node("Slice", [m.node("Shape", [t], ["s"]), m.ints("b2", [2]), m.ints("e4", [4])],
+                ["hw"])
+    rem = m.node("Sub", [m.ints("k", [3]), m.node("Mod", [hw, m.ints("three", [3])], ["mod"])],
+                 ["rem"])
+    rem = m.node("Clip", [rem, m.ints("lo", 0), m.ints("hi", 2)], ["rem_clipped"])
+    rem_h, rem_w = m.node("Split", [rem], ["rem_h", "rem_w"], axis=0)
+    before_h = m.node("Div", [rem_h, m.ints("two", [2])], ["before_h"])
+    after_h = m.node("Sub", [rem_h, before_h], ["after_h"])
+    pads = m.node("Concat", [m.ints("z2", [0, 0]), before_h, m.ints("z1", [0]), m.ints("z2b", [0, 0]),
+                             after_h, rem_w], ["pads"], axis=0)
+    y = m.node("Pad", [t, pads], ["padded"])
+    y = m.node("Conv", [y, m.weight("w", [4, 3, 3, 3])], ["conv"], strides=[3, 3])
+    n0 = m.node("Gather", [m.node("Shape", [y], ["sc"]), m.ints("i0", 0)], ["n0"], axis=0)
+    shape = m.node("Concat", [m.node("Unsqueeze", [n0, m.ints("ax0", [0])], ["n0u"]),
+                              m.ints("m1", [-1])], ["shape"], axis=0)
+    flat = m.node("Reshape", [y, shape], ["flat"])
+    idx = m.node("Range", [m.ints("r0", 0), m.node("Size", [flat], ["size"]), m.ints("r1", 1)],
+                 ["idx"])
+    odd = m.node("Not", [m.node("Equal", [m.node("Mod", [idx, m.ints("two2", 2)], ["im"]),
+                                          m.ints("zero", 0)], ["even"])], ["odd"])
+    mask = m.node("Unsqueeze", [m.node("Cast", [odd], ["oddf"], to=TensorProto.FLOAT),
+                                m.ints("ax00", [0])], ["mask"])
+    m.node("Mul", [flat, mask], ["y"])
+    m.output("y", rank=2)
+    return [m]
+
+
 def all_models():
     return (edge_pools() + [if_on_shape(), if_on_bound_rate(16000), if_on_bound_rate(8000)] +
-            recurrent_models())
+            tf_computed_attributes() + recurrent_models())
 
 
 def main(argv):
