@@ -265,7 +265,8 @@ std::vector<Tensor> Resize(const Node& n, const std::vector<Tensor>& in,
     Unsupported(n, "Resize mode '" + mode + "' (supported: nearest, linear, cubic)");
   }
   if (ctm != "half_pixel" && ctm != "asymmetric" && ctm != "align_corners" &&
-      ctm != "pytorch_half_pixel" && ctm != "tf_half_pixel_for_nn") {
+      ctm != "pytorch_half_pixel" && ctm != "tf_half_pixel_for_nn" &&
+      ctm != "half_pixel_symmetric") {
     Unsupported(n, "coordinate_transformation_mode '" + ctm + "'");
   }
   te::DataType ft = te::Float(32);
@@ -283,6 +284,13 @@ std::vector<Tensor> Resize(const Node& n, const std::vector<Tensor>& in,
     }
     if (ctm == "pytorch_half_pixel" && out_len == 1) return te::Const(ft, 0.0);
     if (ctm == "tf_half_pixel_for_nn") return (fi + te::Const(ft, 0.5)) / te::Const(ft, s);
+    if (ctm == "half_pixel_symmetric") {
+      // Opset 19: centres the sampled window when the output size was rounded from in * scale.
+      double adjustment = static_cast<double>(out_len) / (s * static_cast<double>(in_len));
+      double offset = static_cast<double>(in_len) / 2.0 * (1.0 - adjustment);
+      return te::Const(ft, offset) + (fi + te::Const(ft, 0.5)) / te::Const(ft, s) -
+             te::Const(ft, 0.5);
+    }
     return (fi + te::Const(ft, 0.5)) / te::Const(ft, s) - te::Const(ft, 0.5);
   };
   if (mode == "nearest") {

@@ -181,6 +181,10 @@ def newer_opset(opset, ir_version):
     else:
         m.node("Resize", [parts[1], "", m.weight_values("scales", [2.0, 0.5])], ["resized"],
                axes=[3, 2], mode="nearest")
+        # opset 19's half_pixel_symmetric, where 6 * 0.7 rounds down to 4
+        m.node("Resize", [parts[1], "", m.weight_values("scales_sym", [0.7])], ["resized_sym"],
+               axes=[2], mode="linear", coordinate_transformation_mode="half_pixel_symmetric")
+        m.output("resized_sym", rank=4)
     groups = 4 if opset < 21 else 8  # opset 18 scales each group, 21 each channel
     gn = m.node("GroupNormalization", [x, m.weight("gn_scale", [groups]),
                                        m.weight("gn_bias", [groups])], ["gn"],
