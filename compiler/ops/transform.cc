@@ -178,8 +178,8 @@ std::vector<Tensor> Pad(const Node& n, const std::vector<Tensor>& in,
   double value = n.GetFloat("value", 0.0);
   int r = x.ndim();
   if (static_cast<int>(pads.size()) != 2 * r) Fail(n, "pads must have 2*rank entries");
-  if (mode != "constant" && mode != "reflect" && mode != "edge") {
-    Unsupported(n, "Pad mode '" + mode + "' (supported: constant, reflect, edge)");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") {
+    Unsupported(n, "Pad mode '" + mode + "' (supported: constant, reflect, edge, wrap)");
   }
   return {te::Compute(
       out.at(0).shape,
@@ -196,6 +196,9 @@ std::vector<Tensor> Pad(const Node& n, const std::vector<Tensor>& in,
             }
           } else if (mode == "edge") {
             p = te::Min(te::Max(p, Expr(0)), Expr(ext - 1));
+          } else if (mode == "wrap") {
+            // opset 19: circular padding, period ext
+            if (ext > 0) p = te::FloorMod(p, Expr(ext));
           } else {
             // reflect without repeating the edge: period 2*(ext-1)
             if (ext == 1) {

@@ -927,8 +927,8 @@ void Canonicalizer::Visit(Node n) {
     DropInputsFrom(n, 1);
     n.attrs["value"] = n.GetFloat("value", 0.0);
     std::string mode = n.GetString("mode", "constant");
-    if (mode != "constant" && mode != "reflect" && mode != "edge") {
-      NodeUnsupported(n, "mode '" + mode + "' (valid: constant, reflect, edge)");
+    if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") {
+      NodeUnsupported(n, "mode '" + mode + "' (valid: constant, reflect, edge, wrap)");
     }
     n.attrs["mode"] = mode;
   } else if (op == "Clip") {

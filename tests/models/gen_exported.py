@@ -185,6 +185,10 @@ def newer_opset(opset, ir_version):
         m.node("Resize", [parts[1], "", m.weight_values("scales_sym", [0.7])], ["resized_sym"],
                axes=[2], mode="linear", coordinate_transformation_mode="half_pixel_symmetric")
         m.output("resized_sym", rank=4)
+        # opset 19's wrap: circular padding, and a negative pad that crops
+        m.node("Pad", [parts[2], m.ints("wrap_pads", [2, 0, 3, -1]), "", m.ints("hw2", [2, 3])],
+               ["wrapped"], mode="wrap")
+        m.output("wrapped", rank=4)
     groups = 4 if opset < 21 else 8  # opset 18 scales each group, 21 each channel
     gn = m.node("GroupNormalization", [x, m.weight("gn_scale", [groups]),
                                        m.weight("gn_bias", [groups])], ["gn"],
