@@ -336,6 +336,22 @@ TEST(Frontend, NewerModelsAreCheckedWhereLibonnxCannot) {
       << ErrorOf(b.Bytes());
 }
 
+TEST(Frontend, AnIr9ModelAtAnOldOpsetStillMeetsLibonnxsCheckerButNotFloat8) {
+  OnnxBuilder b(13);
+  b.model().set_ir_version(9);
+  b.Input("x", {2}).FloatInit("w", {2}, {1, 2});
+  b.Node("Add", "add", {"x", "w"}, {"y"});
+  b.Output("y", {2});
+  EXPECT_EQ(ImportOnnxBytes(b.Bytes(), "m.onnx", {}).nodes().size(), 1u);
+  constexpr int32_t kFloat8E5M2 = 19;
+  b.model().mutable_graph()->mutable_initializer(0)->set_data_type(kFloat8E5M2);
+  EXPECT_NE(
+      ErrorOf(b.Bytes()).find(
+          "m.onnx: initializer 'w' has element type FLOAT8E5M2, which emberc does not support"),
+      std::string::npos)
+      << ErrorOf(b.Bytes());
+}
+
 TEST(Frontend, NewerOpsEmberCannotRunAreRefusedNamingNodeAndOp) {
   OnnxBuilder b = NewerOpsetModel(18, 9);
   OnnxBuilder::IntAttr(b.model().mutable_graph()->mutable_node(4), "antialias", 1);
