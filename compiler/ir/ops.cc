@@ -417,6 +417,8 @@ const bool kRegistered = [] {
   OpRegistry::Global()->Mutable("BatchNormalization").set_attr_default("epsilon", 1e-5);
   Op("InstanceNormalization", OpPattern::kOpaque, SameAsFirst, 3, 3);
   OpRegistry::Global()->Mutable("InstanceNormalization").set_attr_default("epsilon", 1e-5);
+  // Canonicalize rewrites it into InstanceNormalization; the entry admits it past the importer.
+  Op("GroupNormalization", OpPattern::kOpaque, SameAsFirst, 3, 3);
   Op("LayerNormalization", OpPattern::kOpaque, LayerNormRule, 2, 3);
   OpRegistry::Global()
       ->Mutable("LayerNormalization")

@@ -178,8 +178,8 @@ std::vector<Tensor> Pad(const Node& n, const std::vector<Tensor>& in,
   double value = n.GetFloat("value", 0.0);
   int r = x.ndim();
   if (static_cast<int>(pads.size()) != 2 * r) Fail(n, "pads must have 2*rank entries");
-  if (mode != "constant" && mode != "reflect" && mode != "edge") {
-    Unsupported(n, "Pad mode '" + mode + "' (supported: constant, reflect, edge)");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") {
+    Unsupported(n, "Pad mode '" + mode + "' (supported: constant, reflect, edge, wrap)");
   }
   return {te::Compute(
       out.at(0).shape,
@@ -196,6 +196,9 @@ std::vector<Tensor> Pad(const Node& n, const std::vector<Tensor>& in,
             }
           } else if (mode == "edge") {
             p = te::Min(te::Max(p, Expr(0)), Expr(ext - 1));
+          } else if (mode == "wrap") {
+            // opset 19: circular padding, period ext
+            if (ext > 0) p = te::FloorMod(p, Expr(ext));
           } else {
             // reflect without repeating the edge: period 2*(ext-1)
             if (ext == 1) {
@@ -265,7 +268,8 @@ std::vector<Tensor> Resize(const Node& n, const std::vector<Tensor>& in,
     Unsupported(n, "Resize mode '" + mode + "' (supported: nearest, linear, cubic)");
   }
   if (ctm != "half_pixel" && ctm != "asymmetric" && ctm != "align_corners" &&
-      ctm != "pytorch_half_pixel" && ctm != "tf_half_pixel_for_nn") {
+      ctm != "pytorch_half_pixel" && ctm != "tf_half_pixel_for_nn" &&
+      ctm != "half_pixel_symmetric") {
     Unsupported(n, "coordinate_transformation_mode '" + ctm + "'");
   }
   te::DataType ft = te::Float(32);
@@ -283,6 +287,13 @@ std::vector<Tensor> Resize(const Node& n, const std::vector<Tensor>& in,
     }
     if (ctm == "pytorch_half_pixel" && out_len == 1) return te::Const(ft, 0.0);
     if (ctm == "tf_half_pixel_for_nn") return (fi + te::Const(ft, 0.5)) / te::Const(ft, s);
+    if (ctm == "half_pixel_symmetric") {
+      // Opset 19: centres the sampled window when the output size was rounded from in * scale.
+      double adjustment = static_cast<double>(out_len) / (s * static_cast<double>(in_len));
+      double offset = static_cast<double>(in_len) / 2.0 * (1.0 - adjustment);
+      return te::Const(ft, offset) + (fi + te::Const(ft, 0.5)) / te::Const(ft, s) -
+             te::Const(ft, 0.5);
+    }
     return (fi + te::Const(ft, 0.5)) / te::Const(ft, s) - te::Const(ft, 0.5);
   };
   if (mode == "nearest") {

@@ -131,6 +131,8 @@ class Canonicalizer : public RewriteContext {
   void PadWithRunTimeValue(Node n);
   void ResizeAtRunTime(Node& n);
   void IfOp(Node n);
+  void PadAxesToFullPads(Node& n);
+  void GroupNormOp(Node n);
 
   Graph& g_;
   int64_t opset_;
@@ -468,6 +470,53 @@ void Canonicalizer::ResizeAtRunTime(Node& n) {
   Emit(Node{"Identity", n.name, {}, {cur}, n.outputs});
 }
 
+// Resize-18's `axes` names the axes scales/sizes cover, and `keep_aspect_ratio_policy` fits the
+// sizes with one scale (which then also maps coordinates); both become full-rank scales/sizes.
+void ResizeToFullRank(const Node& n, const std::vector<int64_t>& in, std::vector<double>* scales,
+                      std::vector<int64_t>* sizes) {
+  const int64_t r = static_cast<int64_t>(in.size());
+  std::vector<int64_t> axes(in.size());
+  std::iota(axes.begin(), axes.end(), 0);
+  if (n.HasAttr("axes")) {
+    axes = n.GetInts("axes");
+    for (int64_t& a : axes) a = NormalizeAxis(n, a, r, "axes entry");
+  }
+  const bool by_sizes = !sizes->empty();
+  const size_t given = by_sizes ? sizes->size() : scales->size();
+  if (given != axes.size()) {
+    NodeError(n, std::string(by_sizes ? "sizes" : "scales") + " holds " + std::to_string(given) +
+                     " values, expected " + std::to_string(axes.size()) + " (one per axis of " +
+                     ShapeToString(axes) + ")");
+  }
+  std::vector<double> full_scales(in.size(), 1.0);
+  if (!by_sizes) {
+    for (size_t i = 0; i < axes.size(); ++i) full_scales[axes[i]] = (*scales)[i];
+    *scales = full_scales;
+    return;
+  }
+  std::vector<int64_t> full_sizes = in;
+  const std::string policy = n.GetString("keep_aspect_ratio_policy", "stretch");
+  if (policy == "stretch") {
+    for (size_t i = 0; i < axes.size(); ++i) full_sizes[axes[i]] = (*sizes)[i];
+    scales->clear();
+  } else if (policy == "not_larger" || policy == "not_smaller") {
+    double s = policy == "not_larger" ? std::numeric_limits<double>::infinity() : 0.0;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      double ratio = static_cast<double>((*sizes)[i]) / static_cast<double>(in[axes[i]]);
+      s = policy == "not_larger" ? std::min(s, ratio) : std::max(s, ratio);
+    }
+    for (int64_t a : axes) {
+      full_sizes[a] = static_cast<int64_t>(std::round(s * static_cast<double>(in[a])));
+      full_scales[a] = s;
+    }
+    *scales = full_scales;
+  } else {
+    NodeError(n, "keep_aspect_ratio_policy '" + policy +
+                     "' is not valid (valid: stretch, not_larger, not_smaller)");
+  }
+  *sizes = full_sizes;
+}
+
 void Canonicalizer::ResizeOp(Node& n) {
   const TensorType& x = TypeOf(n.inputs[0]);
   int64_t r = x.ndim();
@@ -495,12 +544,12 @@ void Canonicalizer::ResizeOp(Node& n) {
     }
     if (n.HasInput(2)) scales = ConstInput(n, 2, "scales")->ToDoubleVector();
     if (n.HasInput(3)) sizes = ConstInput(n, 3, "sizes")->ToIntVector();
+    ResizeToFullRank(n, x.shape, &scales, &sizes);
   }
   std::vector<int64_t> out = x.shape;
   if (!sizes.empty()) {
     if (static_cast<int64_t>(sizes.size()) != r) NodeError(n, "sizes length != rank");
-    scales.clear();
-    for (int64_t i = 0; i < r; ++i) {
+    for (int64_t i = 0; scales.empty() && i < r; ++i) {
       scales.push_back(static_cast<double>(sizes[i]) / static_cast<double>(x.shape[i]));
     }
     out = sizes;
@@ -509,9 +558,6 @@ void Canonicalizer::ResizeOp(Node& n) {
     for (int64_t i = 0; i < r; ++i) {
       out[i] = static_cast<int64_t>(std::floor(static_cast<double>(x.shape[i]) * scales[i]));
     }
-  }
-  if (n.HasAttr("axes") || n.GetString("keep_aspect_ratio_policy", "stretch") != "stretch") {
-    NodeUnsupported(n, "Resize axes / keep_aspect_ratio_policy are not supported");
   }
   DropInputsFrom(n, 1);
   AttrMap a;
@@ -861,16 +907,23 @@ void Canonicalizer::Visit(Node n) {
     IntsInputToAttr(n, 1, "repeats");
     DropInputsFrom(n, 1);
   } else if (op == "Resize" || op == "Upsample") {
+    if (n.GetInt("antialias", 0) != 0) {
+      NodeUnsupported(n, "antialias=1 is not supported (only antialias=0)");
+    }
     bool legacy = op == "Upsample" || opset_ < 11;
     size_t si = legacy ? 1 : 2;
     bool runtime_scales = (op != "Upsample" || opset_ >= 9) && n.HasInput(si) &&
                           !g_.value(n.inputs[si]).is_constant() && !n.HasInput(3);
+    if (runtime_scales && (n.HasAttr("axes") || n.HasAttr("keep_aspect_ratio_policy"))) {
+      NodeUnsupported(n, "axes / keep_aspect_ratio_policy need constant scales or sizes");
+    }
     if (runtime_scales) {
       ResizeAtRunTime(n);
       return;
     }
     ResizeOp(n);
   } else if (op == "Pad") {
+    if (opset_ >= 18 && n.HasInput(3)) PadAxesToFullPads(n);
     if (opset_ >= 11 && n.HasInput(2) && !g_.value(n.inputs[2]).is_constant() &&
         n.GetString("mode", "constant") == "constant" && !n.HasInput(3)) {
       PadWithRunTimeValue(std::move(n));
@@ -881,15 +934,14 @@ void Canonicalizer::Visit(Node n) {
       double v = 0;
       if (auto c = ConstInput(n, 2, "constant_value")) v = c->NumElements() ? c->GetAsDouble(0) : 0;
       n.attrs["value"] = v;
-      if (n.HasInput(3)) NodeUnsupported(n, "the axes input of Pad is not supported");
     } else if (opset_ < 2) {
       n.attrs["pads"] = n.GetInts("paddings");
     }
     DropInputsFrom(n, 1);
     n.attrs["value"] = n.GetFloat("value", 0.0);
     std::string mode = n.GetString("mode", "constant");
-    if (mode != "constant" && mode != "reflect" && mode != "edge") {
-      NodeUnsupported(n, "mode '" + mode + "' (valid: constant, reflect, edge)");
+    if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap") {
+      NodeUnsupported(n, "mode '" + mode + "' (valid: constant, reflect, edge, wrap)");
     }
     n.attrs["mode"] = mode;
   } else if (op == "Clip") {
@@ -929,6 +981,11 @@ void Canonicalizer::Visit(Node n) {
     DropInputsFrom(n, 1);
     int64_t dim = TypeOf(n.inputs[0]).shape[axis];
     int64_t parts = static_cast<int64_t>(n.outputs.size());
+    // Split-18's num_outputs splits like opset 13 without `split`: ceil-sized parts, last smaller.
+    if (n.HasAttr("num_outputs") && n.GetInt("num_outputs") != parts) {
+      NodeError(n, "num_outputs is " + std::to_string(n.GetInt("num_outputs")) +
+                       " but the node has " + std::to_string(parts) + " outputs");
+    }
     if (split.empty()) {
       int64_t each = CeilDiv(dim, parts);
       for (int64_t i = 0; i < parts; ++i) split.push_back(std::min(each, dim - i * each));
@@ -960,6 +1017,9 @@ void Canonicalizer::Visit(Node n) {
       LayerNormWithStats(std::move(n));
       return;
     }
+  } else if (op == "GroupNormalization") {
+    GroupNormOp(std::move(n));
+    return;
   } else if (op == "BatchNormalization") {
     if (n.GetInt("training_mode", 0)) {
       BatchNormTraining(std::move(n));
@@ -987,6 +1047,75 @@ void Canonicalizer::Visit(Node n) {
     // two inputs: a plain binary op
   }
   Emit(std::move(n));
+}
+
+// Pad-18's `axes` input names the axes `pads` covers; the other axes get no padding.
+void Canonicalizer::PadAxesToFullPads(Node& n) {
+  const int64_t r = Rank(n, 0);
+  std::vector<int64_t> axes = ConstInput(n, 3, "axes")->ToIntVector();
+  std::vector<int64_t> pads = ConstInput(n, 1, "pads")->ToIntVector();
+  const size_t k = axes.size();
+  if (pads.size() != 2 * k) {
+    NodeError(n, "pads holds " + std::to_string(pads.size()) + " values, expected " +
+                     std::to_string(2 * k) + " (begin and end for each of axes " +
+                     ShapeToString(axes) + ")");
+  }
+  std::vector<int64_t> full(static_cast<size_t>(2 * r), 0);
+  for (size_t i = 0; i < k; ++i) {
+    const int64_t a = NormalizeAxis(n, axes[i], r, "axes entry");
+    full[a] = pads[i];
+    full[r + a] = pads[k + i];
+  }
+  n.inputs[1] = g_.AddConstant(g_.UniqueName(n.name + "_pads"), MakeInt64Tensor(full));
+  DropInputsFrom(n, 3);
+}
+
+// GroupNormalization: a group's statistics are InstanceNormalization's over (N, G, C/G * spatial).
+// Opset 18 scales each group (scale, bias of shape G); opset 21 each channel (shape C), applied
+// after the reshape back.
+void Canonicalizer::GroupNormOp(Node n) {
+  const TensorType x = TypeOf(n.inputs[0]);
+  if (x.ndim() < 2) NodeError(n, "expected input of rank >= 2 (N, C, ...), got " + x.ToString());
+  if (!n.HasAttr("num_groups")) NodeError(n, "missing attribute 'num_groups'");
+  const int64_t groups = n.GetInt("num_groups");
+  const int64_t c = x.shape[1];
+  if (groups < 1 || c % groups != 0) {
+    NodeError(n, "num_groups must divide the " + std::to_string(c) + " channels, got " +
+                     std::to_string(groups));
+  }
+  const int64_t per_channel = c == 0 ? 0 : x.NumElements() / (x.shape[0] * c);
+  const int64_t want = opset_ >= 21 ? c : groups;
+  for (size_t i = 1; i < 3; ++i) {
+    if (TypeOf(n.inputs.at(i)).shape != std::vector<int64_t>{want}) {
+      NodeError(n, std::string(i == 1 ? "scale" : "bias") + " must have shape [" +
+                       std::to_string(want) + "] at opset " + std::to_string(opset_) + ", got " +
+                       TypeOf(n.inputs[i]).ToString());
+    }
+  }
+  AttrMap eps{{"epsilon", n.GetFloat("epsilon", 1e-5)}};
+  int grouped = EmitNew(
+      "Reshape", n.name + "_groups", {n.inputs[0]},
+      {{"__out_shape", std::vector<int64_t>{x.shape[0], groups, c / groups * per_channel}}});
+  if (opset_ < 21) {
+    int norm = EmitNew("InstanceNormalization", n.name + "_norm",
+                       {grouped, n.inputs[1], n.inputs[2]}, eps);
+    Emit(Node{"Reshape", n.name, {{"__out_shape", x.shape}}, {norm}, n.outputs});
+    return;
+  }
+  auto filled = [&](double v, const char* tag) {
+    auto t = std::make_shared<HostTensor>(TensorType{{groups}, x.dtype});
+    for (int64_t i = 0; i < groups; ++i) t->SetFromDouble(i, v);
+    return g_.AddConstant(g_.UniqueName(n.name + tag), t);
+  };
+  int norm = EmitNew("InstanceNormalization", n.name + "_norm",
+                     {grouped, filled(1.0, "_ones"), filled(0.0, "_zeros")}, eps);
+  int back = EmitNew("Reshape", n.name + "_ungroup", {norm}, {{"__out_shape", x.shape}});
+  std::vector<int64_t> per_c(x.shape.size() - 1, 1);
+  per_c[0] = c;
+  int scale = EmitNew("Reshape", n.name + "_scale", {n.inputs[1]}, {{"__out_shape", per_c}});
+  int bias = EmitNew("Reshape", n.name + "_bias", {n.inputs[2]}, {{"__out_shape", per_c}});
+  int scaled = EmitNew("Mul", n.name + "_scaled", {back, scale});
+  Emit(Node{"Add", n.name, {}, {scaled, bias}, n.outputs});
 }
 
 }  // namespace

@@ -22,6 +22,9 @@ Kinds:
   lstm_*, gru_*,  recurrent layers with the attributes exporters set: both directions,
   rnn_*           sequence_lens, initial states, peepholes, clip, input_forget,
                   linear_before_reset, non-default activations; every output compared
+  opset18_ir9,    what newer exporters write (IR 9-10, opsets 18-21, which Debian's libonnx
+  opset21_ir10    does not know): Reduce* axes as an input, Split num_outputs, Pad axes,
+                  Resize axes / keep_aspect_ratio_policy, GroupNormalization, LayerNormalization
 """
 
 import os
@@ -38,7 +41,7 @@ class Model(object):
     """One model under construction: nodes, seeded initialisers, manifest fields."""
 
     def __init__(self, name, seed, note, emberc_args="-", tolerance="-", expect="ok",
-                 opset=OPSET):
+                 opset=OPSET, ir_version=None):
         self.name = name
         self.rs = np.random.RandomState(seed)
         self.note = note
@@ -46,6 +49,7 @@ class Model(object):
         self.tolerance = tolerance
         self.expect = expect
         self.opset = opset
+        self.ir_version = ir_version or (7 if opset <= 13 else 8)
         self.nodes, self.inits, self.inputs, self.outputs = [], [], [], []
 
     def input(self, name, shape, elem=TensorProto.FLOAT):
@@ -61,6 +65,10 @@ class Model(object):
             (self.rs.standard_normal(shape) * scale).astype(np.float32), name))
         return name
 
+    def weight_values(self, name, values):
+        self.inits.append(numpy_helper.from_array(np.array(values, dtype=np.float32), name))
+        return name
+
     def ints(self, name, values):
         self.inits.append(numpy_helper.from_array(np.array(values, dtype=np.int64), name))
         return name
@@ -74,8 +82,9 @@ class Model(object):
         graph = helper.make_graph(self.nodes, self.name, self.inputs, self.outputs, self.inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
                                   producer_name="ember gen_exported.py")
-        model.ir_version = 7 if self.opset <= 13 else 8
-        onnx.checker.check_model(model)
+        model.ir_version = self.ir_version
+        if self.ir_version <= 8 and self.opset <= onnx.defs.onnx_opset_version():
+            onnx.checker.check_model(model)  # an older python3-onnx cannot judge newer models
         onnx.save(model, os.path.join(outdir, self.name + ".onnx"))
         return "\t".join([self.name, self.emberc_args, self.tolerance, self.expect, self.note])
 
@@ -244,9 +253,55 @@ def tf_computed_attributes():
     return [m]
 
 
+def newer_opset(opset, ir_version):
+    """The ops whose signature changed after opset 17, as a PyTorch / tf2onnx export at `opset`
+    writes them: every axes list is an int64 initializer input, not an attribute."""
+    m = Model("opset%d_ir%d" % (opset, ir_version), 2000 + opset,
+              "opset %d, IR %d: Reduce axes input, Split num_outputs, Pad/Resize axes, "
+              "GroupNormalization, LayerNormalization" % (opset, ir_version),
+              opset=opset, ir_version=ir_version)
+    x = m.input("x", [1, 8, 6, 6])
+    mean = m.node("ReduceMean", [x, m.ints("hw", [2, 3])], ["mean"], keepdims=1)
+    peak = m.node("ReduceMax", [x, m.ints("c_axis", [-3])], ["peak"], keepdims=0)
+    centred = m.node("Sub", [x, mean], ["centred"])
+    parts = m.node("Split", [centred], ["s0", "s1", "s2"], axis=1, num_outputs=3)  # 3, 3, 2
+    pad_mode = "constant" if opset < 21 else "reflect"
+    pad_in = [parts[0], m.ints("pads", [1, 2, 2, 1])]
+    pad_in.append(m.weight("pad_value", [], 1.0) if pad_mode == "constant" else "")
+    m.node("Pad", pad_in + [m.ints("pad_axes", [-1, 2])], ["padded"], mode=pad_mode)
+    if opset < 21:
+        # 12 x 9 asked, one scale kept: 1.5 -> 9 x 9
+        m.node("Resize", [parts[1], "", "", m.ints("sizes", [12, 9])], ["resized"],
+               axes=[2, 3], keep_aspect_ratio_policy="not_larger", mode="linear")
+    else:
+        m.node("Resize", [parts[1], "", m.weight_values("scales", [2.0, 0.5])], ["resized"],
+               axes=[3, 2], mode="nearest")
+        # opset 19's half_pixel_symmetric, where 6 * 0.7 rounds down to 4
+        m.node("Resize", [parts[1], "", m.weight_values("scales_sym", [0.7])], ["resized_sym"],
+               axes=[2], mode="linear", coordinate_transformation_mode="half_pixel_symmetric")
+        m.output("resized_sym", rank=4)
+        # opset 19's wrap: circular padding, and a negative pad that crops
+        m.node("Pad", [parts[2], m.ints("wrap_pads", [2, 0, 3, -1]), "", m.ints("hw2", [2, 3])],
+               ["wrapped"], mode="wrap")
+        m.output("wrapped", rank=4)
+    groups = 4 if opset < 21 else 8  # opset 18 scales each group, 21 each channel
+    gn = m.node("GroupNormalization", [x, m.weight("gn_scale", [groups]),
+                                       m.weight("gn_bias", [groups])], ["gn"],
+                num_groups=4, epsilon=1e-5)
+    m.node("LayerNormalization", [gn, m.weight("ln_scale", [6]), m.weight("ln_bias", [6])],
+           ["ln"], axis=-1, epsilon=1e-5)
+    for name in ["peak", "s2", "padded", "resized", "ln"]:
+        m.output(name, rank=3 if name == "peak" else 4)
+    return m
+
+
+def newer_opsets():
+    return [newer_opset(18, 9), newer_opset(21, 10)]
+
+
 def all_models():
     return (edge_pools() + [if_on_shape(), if_on_bound_rate(16000), if_on_bound_rate(8000)] +
-            tf_computed_attributes() + recurrent_models())
+            tf_computed_attributes() + recurrent_models() + newer_opsets())
 
 
 def main(argv):

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "frontend/onnx/onnx_bind_inputs.h"
+#include "frontend/onnx/onnx_newer_opsets.h"
 #include "frontend/onnx/onnx_node_order.h"
 #include "frontend/onnx/onnx_validator.h"
 
@@ -103,27 +104,47 @@ int64_t PrepareOnnxModel(onnx::ModelProto* model, const std::string& source,
   ResolveInputShapes(model, source, options);
   std::vector<BoundInput> bound_here = BindInputs(model, source, options.bindings);
   if (bound != nullptr) *bound = std::move(bound_here);
-  ValidateOnnxModel(*model, FindOpset(*model), source);
-  try {
-    onnx::checker::check_model(*model);
-  } catch (const std::exception& e) {
-    throw CompileError(source + ": the ONNX checker rejected the model: " + e.what());
-  }
   int64_t opset = FindOpset(*model);
-  if (opset < kMinImportOpset || opset > kMaxImportOpset) {
-    int64_t target = opset < kMinImportOpset ? kConvertTargetOpset : kMaxImportOpset;
+  if (opset > kMaxImportOpset) {
+    throw UnsupportedError(
+        source + ": opset " + std::to_string(opset) + " is newer than emberc reads (" +
+        std::to_string(kMinImportOpset) + ".." + std::to_string(kMaxImportOpset) +
+        "); export the model at opset " + std::to_string(kMaxImportOpset) + " or earlier");
+  }
+  // libonnx judges only what it knows; for newer models Ember checks the names and types itself.
+  const bool libonnx_knows_opset = opset <= kLibonnxMaxOpset;
+  if (!libonnx_knows_opset || model->ir_version() > kLibonnxIrVersion) {
+    CheckNewerModel(*model, source);
+  }
+  ValidateOnnxModel(*model, opset, source);
+  if (libonnx_knows_opset) {
+    // IR 9-10 only added element types CheckNewerModel refused, so the checker's IR-8 rules hold.
+    const int64_t ir_version = model->ir_version();
+    model->set_ir_version(std::min(ir_version, kLibonnxIrVersion));
     try {
-      *model = onnx::version_conversion::ConvertVersion(*model, static_cast<int>(target));
+      onnx::checker::check_model(*model);
+    } catch (const std::exception& e) {
+      throw CompileError(source + ": the ONNX checker rejected the model: " + e.what());
+    }
+    model->set_ir_version(ir_version);
+  }
+  if (opset < kMinImportOpset) {
+    try {
+      *model =
+          onnx::version_conversion::ConvertVersion(*model, static_cast<int>(kConvertTargetOpset));
     } catch (const std::exception& e) {
       throw UnsupportedError(
           source + ": opset " + std::to_string(opset) + " is outside " +
           std::to_string(kMinImportOpset) + ".." + std::to_string(kMaxImportOpset) +
-          " and the ONNX version converter could not convert it to " + std::to_string(target) +
-          " (" + ConverterReason(e.what()) + "); export the model at opset " +
-          std::to_string(kMinImportOpset) + " or later");
+          " and the ONNX version converter could not convert it to " +
+          std::to_string(kConvertTargetOpset) + " (" + ConverterReason(e.what()) +
+          "); export the model at opset " + std::to_string(kMinImportOpset) + " or later");
     }
-    opset = target;
+    opset = kConvertTargetOpset;
   }
+  // libonnx's opset-17 schemas would misread newer ops (ReduceMean-18's axes input, Split-18's
+  // num_outputs); canonicalize infers every type itself, so nothing is lost by skipping.
+  if (opset > kLibonnxMaxOpset) return opset;
   try {
     onnx::ShapeInferenceOptions opts;
     opts.check_type = false;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "frontend/onnx/onnx_dtype.h"
+#include "frontend/onnx/onnx_newer_opsets.h"
 
 namespace ember {
 namespace compiler {
@@ -370,6 +371,7 @@ class Validator {
   // Failures here are left for the checker and the full inference pass, which explain them.
   void InferNode(const onnx::NodeProto& n, Scope* scope, const std::string& where) const {
     if (!n.domain().empty() && n.domain() != "ai.onnx") return;
+    if (!LibonnxKnowsOp(n.op_type(), opset_)) return;  // its opset-17 schema would misread it
     const onnx::OpSchema* schema =
         onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset_), "");
     if (!schema || !schema->has_type_and_shape_inference_function()) return;

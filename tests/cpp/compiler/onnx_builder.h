@@ -68,6 +68,12 @@ class OnnxBuilder {
     a->set_type(onnx::AttributeProto::INT);
     a->set_i(v);
   }
+  static void StringAttr(onnx::NodeProto* n, const std::string& key, const std::string& v) {
+    auto* a = n->add_attribute();
+    a->set_name(key);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
   static void IntsAttr(onnx::NodeProto* n, const std::string& key, const std::vector<int64_t>& v) {
     auto* a = n->add_attribute();
     a->set_name(key);

@@ -265,10 +265,147 @@ TEST(Frontend, FailedOpsetConversionGivesTheReasonNotTheAssertion) {
   OnnxBuilder::IntAttr(mul, "axis", 1);
   b.Output("y", {2, 3, 4});
   std::string err = ErrorOf(b.Bytes());
-  EXPECT_NE(err.find("m.onnx: opset 1 is outside 7..17"), std::string::npos) << err;
+  EXPECT_NE(err.find("m.onnx: opset 1 is outside 7..21"), std::string::npos) << err;
   EXPECT_NE(err.find("export the model at opset 7 or later"), std::string::npos) << err;
   EXPECT_EQ(err.find("Assertion"), std::string::npos) << err;
   EXPECT_EQ(err.find(".cc:"), std::string::npos) << err;
+}
+
+// What PyTorch and tf2onnx export at opset 18 with IR 9, which Debian's libonnx (IR 8, opset 17)
+// refuses: axes as inputs, Split's num_outputs, Resize's axes and keep_aspect_ratio_policy.
+OnnxBuilder NewerOpsetModel(int64_t opset, int64_t ir_version) {
+  OnnxBuilder b(opset);
+  b.model().set_ir_version(ir_version);
+  b.Input("x", {1, 8, 6, 6}).IntInit("hw", {2}, {2, 3}).IntInit("pads", {4}, {1, 2, 2, 1});
+  b.IntInit("pad_axes", {2}, {-1, 2}).IntInit("sizes", {2}, {12, 9});
+  b.Node("ReduceMean", "mean", {"x", "hw"}, {"m"});
+  b.Node("Sub", "sub", {"x", "m"}, {"c"});
+  auto* split = b.Node("Split", "split", {"c"}, {"s0", "s1", "s2"});
+  OnnxBuilder::IntAttr(split, "axis", 1);
+  OnnxBuilder::IntAttr(split, "num_outputs", 3);
+  b.Node("Pad", "pad", {"s0", "pads", "", "pad_axes"}, {"p"});
+  auto* resize = b.Node("Resize", "resize", {"s1", "", "", "sizes"}, {"r"});
+  OnnxBuilder::IntsAttr(resize, "axes", {2, 3});
+  OnnxBuilder::StringAttr(resize, "keep_aspect_ratio_policy", "not_larger");
+  b.Output("m", {1, 8, 1, 1}).Output("s2", {1, 2, 6, 6}).Output("p", {1, 3, 9, 9});
+  b.Output("r", {1, 3, 9, 9});
+  return b;
+}
+
+TEST(Frontend, Opset18AndIr9ModelsImportWithTheNewSignatures) {
+  for (auto [opset, ir] : {std::pair<int64_t, int64_t>{18, 9}, {21, 10}, {17, 10}}) {
+    OnnxBuilder b = NewerOpsetModel(opset, ir);
+    if (opset == 17) {
+      // Before 18 Reduce* take axes as an attribute, and Split, Pad, Resize the old forms.
+      b = OnnxBuilder(17);
+      b.model().set_ir_version(ir);
+      b.Input("x", {1, 8, 6, 6});
+      OnnxBuilder::IntsAttr(b.Node("ReduceMean", "mean", {"x"}, {"m"}), "axes", {2, 3});
+      b.Output("m", {1, 8, 1, 1});
+    }
+    Graph g = ImportOnnxBytes(b.Bytes(), "m.onnx", {});
+    const char* want[] = {"float32[1,8,1,1]", "float32[1,2,6,6]", "float32[1,3,9,9]",
+                          "float32[1,3,9,9]"};
+    for (size_t i = 0; i < g.outputs().size(); ++i) {
+      EXPECT_EQ(g.value(g.outputs()[i]).type.ToString(), want[i]) << "opset " << opset << " " << i;
+    }
+  }
+}
+
+TEST(Frontend, GroupNormalizationScalesGroupsAtOpset18AndChannelsAt21) {
+  for (int64_t opset : {18, 21}) {
+    const int64_t n = opset == 18 ? 2 : 4;  // scale/bias: one per group, then one per channel
+    OnnxBuilder b(opset);
+    b.model().set_ir_version(opset == 18 ? 8 : 10);
+    b.Input("x", {1, 4, 3}).FloatInit("s", {n}, std::vector<float>(n, 1.f));
+    b.FloatInit("b", {n}, std::vector<float>(n, 0.f));
+    OnnxBuilder::IntAttr(b.Node("GroupNormalization", "gn", {"x", "s", "b"}, {"y"}), "num_groups",
+                         2);
+    b.Output("y", {1, 4, 3});
+    Graph g = ImportOnnxBytes(b.Bytes(), "m.onnx", {});
+    EXPECT_EQ(g.value(g.outputs()[0]).type.ToString(), "float32[1,4,3]") << opset;
+    b.model().mutable_graph()->mutable_initializer(0)->clear_dims();
+    b.model().mutable_graph()->mutable_initializer(0)->add_dims(n + 1);
+    for (int i = 0; i < 1; ++i)
+      b.model().mutable_graph()->mutable_initializer(0)->add_float_data(1);
+    std::string err = ErrorOf(b.Bytes());
+    EXPECT_NE(err.find("node 'gn' (GroupNormalization): scale must have shape [" +
+                       std::to_string(n) + "] at opset " + std::to_string(opset)),
+              std::string::npos)
+        << err;
+  }
+}
+
+TEST(Frontend, NewerModelsAreCheckedWhereLibonnxCannot) {
+  OnnxBuilder b = NewerOpsetModel(18, 9);
+  b.model().set_ir_version(11);
+  EXPECT_NE(
+      ErrorOf(b.Bytes()).find("m.onnx: IR version 11 is newer than emberc reads (at most 10)"),
+      std::string::npos);
+
+  b = NewerOpsetModel(22, 10);
+  EXPECT_NE(ErrorOf(b.Bytes()).find("m.onnx: opset 22 is newer than emberc reads (7..21)"),
+            std::string::npos);
+
+  b = NewerOpsetModel(18, 9);
+  b.Node("Relu", "relu", {"nowhere"}, {"y"});
+  b.Output("y", {1});
+  EXPECT_NE(ErrorOf(b.Bytes()).find("node 'relu' (Relu) reads 'nowhere', which no earlier node"),
+            std::string::npos)
+      << ErrorOf(b.Bytes());
+
+  b = NewerOpsetModel(18, 9);
+  b.Node("Relu", "relu", {"x"}, {"m"});  // "m" is ReduceMean's output already
+  EXPECT_NE(ErrorOf(b.Bytes()).find("node 'relu' (Relu) defines 'm', which is already defined"),
+            std::string::npos)
+      << ErrorOf(b.Bytes());
+
+  b = NewerOpsetModel(19, 9);
+  constexpr int64_t kFloat8E4M3FN = 17;
+  OnnxBuilder::IntAttr(b.Node("Cast", "cast", {"x"}, {"y"}), "to", kFloat8E4M3FN);
+  EXPECT_NE(ErrorOf(b.Bytes()).find("node 'cast' (Cast): attribute 'to' asks for element type "
+                                    "FLOAT8E4M3FN, which emberc does not support"),
+            std::string::npos)
+      << ErrorOf(b.Bytes());
+}
+
+TEST(Frontend, AnIr9ModelAtAnOldOpsetStillMeetsLibonnxsCheckerButNotFloat8) {
+  OnnxBuilder b(13);
+  b.model().set_ir_version(9);
+  b.Input("x", {2}).FloatInit("w", {2}, {1, 2});
+  b.Node("Add", "add", {"x", "w"}, {"y"});
+  b.Output("y", {2});
+  EXPECT_EQ(ImportOnnxBytes(b.Bytes(), "m.onnx", {}).nodes().size(), 1u);
+  constexpr int32_t kFloat8E5M2 = 19;
+  b.model().mutable_graph()->mutable_initializer(0)->set_data_type(kFloat8E5M2);
+  EXPECT_NE(
+      ErrorOf(b.Bytes()).find(
+          "m.onnx: initializer 'w' has element type FLOAT8E5M2, which emberc does not support"),
+      std::string::npos)
+      << ErrorOf(b.Bytes());
+}
+
+TEST(Frontend, NewerOpsEmberCannotRunAreRefusedNamingNodeAndOp) {
+  OnnxBuilder b = NewerOpsetModel(18, 9);
+  OnnxBuilder::IntAttr(b.model().mutable_graph()->mutable_node(4), "antialias", 1);
+  EXPECT_NE(ErrorOf(b.Bytes()).find("node 'resize' (Resize): antialias=1 is not supported"),
+            std::string::npos)
+      << ErrorOf(b.Bytes());
+
+  b = NewerOpsetModel(18, 9);
+  b.IntInit("image", {2}, {3, 3}).IntInit("block", {2}, {1, 1});
+  b.Node("Col2Im", "col2im", {"x", "image", "block"}, {"y"});
+  b.Output("y", {});
+  EXPECT_NE(ErrorOf(b.Bytes()).find("operator 'Col2Im' (node 'col2im', opset 18) is not supported"),
+            std::string::npos)
+      << ErrorOf(b.Bytes());
+
+  b = NewerOpsetModel(19, 9);
+  OnnxBuilder::StringAttr(b.model().mutable_graph()->mutable_node(3), "mode", "circular");
+  EXPECT_NE(ErrorOf(b.Bytes()).find(
+                "node 'pad' (Pad): mode 'circular' (valid: constant, reflect, edge, wrap)"),
+            std::string::npos)
+      << ErrorOf(b.Bytes());
 }
 
 TEST(Frontend, GatherWithConstantIndicesOutOfRangeIsRefused) {

@@ -1,0 +1,193 @@
+// Ember's own judgement of IR 9-10 / opset 18-21 models, where Debian's libonnx cannot judge.
+#include "frontend/onnx/onnx_newer_opsets.h"
+
+#include <ember/compiler/ir/tensor_type.h>
+
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace ember {
+namespace compiler {
+namespace {
+
+// First opset after 17 where each op changed its inputs, attributes or meaning. Ops whose newer
+// versions only widened the element types (float8, int4: refused by CheckNewerModel) are absent,
+// since libonnx's older schema still reads them right.
+int64_t ChangedSince(const std::string& op) {
+  static const auto* table = new std::unordered_map<std::string, int64_t>{
+      {"ReduceL1", 18},
+      {"ReduceL2", 18},
+      {"ReduceLogSum", 18},
+      {"ReduceLogSumExp", 18},
+      {"ReduceMax", 18},
+      {"ReduceMean", 18},
+      {"ReduceMin", 18},
+      {"ReduceProd", 18},
+      {"ReduceSumSquare", 18},
+      {"Split", 18},
+      {"Pad", 18},
+      {"Resize", 18},
+      {"ScatterElements", 18},
+      {"ScatterND", 18},
+      {"LpPool", 18},
+      {"Col2Im", 18},
+      {"CenterCropPad", 18},
+      {"GroupNormalization", 18},
+      {"BitwiseAnd", 18},
+      {"BitwiseOr", 18},
+      {"BitwiseXor", 18},
+      {"BitwiseNot", 18},
+      {"Mish", 18},
+      {"OptionalHasElement", 18},
+      {"OptionalGetElement", 18},
+      {"Cast", 19},
+      {"CastLike", 19},
+      {"DeformConv", 19},
+      {"AveragePool", 19},
+      {"QuantizeLinear", 19},
+      {"DequantizeLinear", 19},
+      {"AffineGrid", 20},
+      {"DFT", 20},
+      {"Gelu", 20},
+      {"GridSample", 20},
+      {"ImageDecoder", 20},
+      {"RegexFullMatch", 20},
+      {"StringConcat", 20},
+      {"StringSplit", 20},
+  };
+  auto it = table->find(op);
+  return it == table->end() ? 0 : it->second;
+}
+
+// Element types IR 9 (float8) and IR 10 (int4) added; libonnx 1.12 and emberc know neither.
+const char* NewElementTypeName(int32_t elem_type) {
+  switch (elem_type) {
+    case 17:
+      return "FLOAT8E4M3FN";
+    case 18:
+      return "FLOAT8E4M3FNUZ";
+    case 19:
+      return "FLOAT8E5M2";
+    case 20:
+      return "FLOAT8E5M2FNUZ";
+    case 21:
+      return "UINT4";
+    case 22:
+      return "INT4";
+    default:
+      return elem_type > 22 ? "a type newer than IR 10" : nullptr;
+  }
+}
+
+class NewerModelChecker {
+ public:
+  void CheckGraph(const onnx::GraphProto& g, const std::string& where,
+                  std::vector<std::unordered_set<std::string>>* scopes) {
+    scopes->emplace_back();
+    for (const auto& t : g.initializer()) {
+      CheckTensor(t, where + ": initializer '" + t.name() + "'");
+      Define(t.name(), where + ": initializer", scopes);
+    }
+    for (const auto& in : g.input()) {
+      CheckValueType(in, where + ": input '" + in.name() + "'");
+      if (!scopes->back().count(in.name())) Define(in.name(), where + ": input", scopes);
+    }
+    for (const auto& vi : g.value_info()) CheckValueType(vi, where + ": value '" + vi.name() + "'");
+    for (int i = 0; i < g.node_size(); ++i) {
+      const onnx::NodeProto& n = g.node(i);
+      std::string node = where + ": node " +
+                         (n.name().empty() ? "#" + std::to_string(i) : "'" + n.name() + "'") +
+                         " (" + n.op_type() + ")";
+      for (const auto& in : n.input()) {
+        if (!in.empty() && !Defined(in, *scopes)) {
+          throw CompileError(node + " reads '" + in + "', which no earlier node, input or " +
+                             "initializer defines");
+        }
+      }
+      for (const auto& a : n.attribute()) CheckAttribute(n, a, node, scopes);
+      for (const auto& out : n.output()) {
+        if (!out.empty()) Define(out, node, scopes);
+      }
+    }
+    for (const auto& out : g.output()) {
+      CheckValueType(out, where + ": output '" + out.name() + "'");
+      if (!Defined(out.name(), *scopes)) {
+        throw CompileError(where + ": graph output '" + out.name() +
+                           "' is not produced by any node, nor is it an input or initializer");
+      }
+    }
+    scopes->pop_back();
+  }
+
+ private:
+  static bool Defined(const std::string& name,
+                      const std::vector<std::unordered_set<std::string>>& scopes) {
+    for (const auto& s : scopes) {
+      if (s.count(name)) return true;
+    }
+    return false;
+  }
+
+  // ONNX values are SSA: one definition per name in a graph and the graphs around it.
+  static void Define(const std::string& name, const std::string& by,
+                     std::vector<std::unordered_set<std::string>>* scopes) {
+    if (Defined(name, *scopes)) {
+      throw CompileError(by + " defines '" + name + "', which is already defined");
+    }
+    scopes->back().insert(name);
+  }
+
+  void CheckAttribute(const onnx::NodeProto& n, const onnx::AttributeProto& a,
+                      const std::string& node,
+                      std::vector<std::unordered_set<std::string>>* scopes) {
+    if (a.has_t()) CheckTensor(a.t(), node + " attribute '" + a.name() + "'");
+    if ((n.op_type() == "Cast" && a.name() == "to") ||
+        (n.op_type() == "EyeLike" && a.name() == "dtype")) {
+      if (const char* type = NewElementTypeName(static_cast<int32_t>(a.i()))) {
+        throw UnsupportedError(node + ": attribute '" + a.name() + "' asks for element type " +
+                               type + ", which emberc does not support");
+      }
+    }
+    if (a.has_g()) CheckGraph(a.g(), node + " attribute '" + a.name() + "'", scopes);
+    for (const auto& g : a.graphs()) {
+      CheckGraph(g, node + " attribute '" + a.name() + "'", scopes);
+    }
+  }
+
+  void CheckTensor(const onnx::TensorProto& t, const std::string& what) const {
+    if (const char* type = NewElementTypeName(t.data_type())) {
+      throw UnsupportedError(what + " has element type " + type +
+                             ", which emberc does not support");
+    }
+  }
+
+  void CheckValueType(const onnx::ValueInfoProto& vi, const std::string& what) const {
+    if (!vi.type().has_tensor_type()) return;
+    if (const char* type = NewElementTypeName(vi.type().tensor_type().elem_type())) {
+      throw UnsupportedError(what + " has element type " + type +
+                             ", which emberc does not support");
+    }
+  }
+};
+
+}  // namespace
+
+bool LibonnxKnowsOp(const std::string& op, int64_t opset) {
+  int64_t since = ChangedSince(op);
+  return since == 0 || since > opset;
+}
+
+void CheckNewerModel(const onnx::ModelProto& model, const std::string& source) {
+  if (model.ir_version() > kMaxImportIrVersion) {
+    throw UnsupportedError(source + ": IR version " + std::to_string(model.ir_version()) +
+                           " is newer than emberc reads (at most " +
+                           std::to_string(kMaxImportIrVersion) +
+                           "); export the model with IR version 10 or earlier");
+  }
+  std::vector<std::unordered_set<std::string>> scopes;
+  NewerModelChecker().CheckGraph(model.graph(), source, &scopes);
+}
+
+}  // namespace compiler
+}  // namespace ember
