@@ -127,7 +127,10 @@ cross_wheel() {
   EMBER_BUILD_DIR=${BUILD[$1]} "$PY" -m pip wheel --no-build-isolation --no-index --no-deps -q \
     --wheel-dir "$dir" "$ROOT/python" || return 1
   wheel=$(ls "$dir"/ember-*-py3-none-linux_"$1".whl) || return 1
-  "$PY" -m zipfile -l "$wheel" | grep -q '^ember/lib/libember_runtime.so ' || return 1
+  # Listed first, then searched: with pipefail, grep -q ending a pipe early fails the writer.
+  local listing
+  listing=$("$PY" -m zipfile -l "$wheel") || return 1
+  grep -q '^ember/lib/libember_runtime.so ' <<<"$listing" || return 1
   echo "$(basename "$wheel"): $(stat -c %s "$wheel") bytes"
 }
 

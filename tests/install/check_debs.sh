@@ -36,7 +36,10 @@ has() {
 }
 lacks() {
   local deb=$1 pattern=$2
-  if dpkg-deb -c "$deb" | awk '{print $6}' | grep -qE "$pattern"; then
+  local list
+  # Listed first, then searched: with pipefail, grep -q ending a pipe early fails the writer.
+  list=$(dpkg-deb -c "$deb" | awk '{print $6}')
+  if grep -qE "$pattern" <<<"$list"; then
     fail "$(basename "$deb") holds files matching $pattern"
   fi
 }
@@ -52,7 +55,7 @@ done
 has "$dev" usr/include/ember/runtime/graph_executor.h usr/include/ember/runtime/c_runtime_api.h \
   usr/lib/libember_runtime.a usr/lib/libember_runtime.so usr/lib/cmake/Ember/EmberConfig.cmake \
   usr/lib/cmake/Ember/EmberConfigVersion.cmake usr/lib/pkgconfig/ember-runtime.pc
-field "$dev" Depends | grep -q "libember-runtime (= $(field "$runtime" Version))" ||
+grep -q "libember-runtime (= $(field "$runtime" Version))" <<<"$(field "$dev" Depends)" ||
   fail "libember-runtime-dev does not depend on this libember-runtime"
 debs=("$runtime" "$dev")
 if [ "$with_compiler" = ON ]; then
