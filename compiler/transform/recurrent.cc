@@ -2,6 +2,7 @@
 // the ONNX operator specification's; gate order iofc (LSTM), zrh (GRU), i (RNN).
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <numeric>
 
 #include "ir/shape_util.h"
@@ -259,24 +260,35 @@ class RecurrentExpander {
     return TakeAt(s, d, layout_ == 1 ? 1 : 0, Tag(d, name + "0"));
   }
 
-  // [B, 1] true where step `t` (a position in the sequence) is inside row b's length.
-  int Inside(int64_t t, const std::string& name) {
-    int lens = n_.inputs[4];
+  // [B, 1] true where step `t` (a position in the sequence) is inside row b's length. Shared by
+  // both directions and by the recurrence and the output stacking, so made once per t.
+  int Inside(int64_t t) {
+    auto it = inside_.find(t);
+    if (it != inside_.end()) return it->second;
+    const int lens = n_.inputs[4];
+    const std::string name = "_len_inside" + std::to_string(t);
     int step = Scalar(static_cast<double>(t), TypeOf(lens).dtype, name + "_t");
-    return Reshape(Binary("Less", step, lens, name + "_less"), {batch_, 1}, name + "_mask");
+    int mask = Reshape(Binary("Less", step, lens, name + "_less"), {batch_, 1}, name + "_mask");
+    return inside_[t] = mask;
   }
 
   // Per row b, the flat row (len_b - 1 - k) * B + b of a [S * B, ...] tensor: the k-th element
-  // of row b's valid prefix counted from its end (clamped at 0 past the prefix).
-  int ReversedRows(int64_t k, const std::string& name) {
-    int lens = Unary("Cast", n_.inputs[4], name + "_lens",
-                     {{"to", int64_t{7}}, {"__dtype", std::string("int64")}});
-    int pos =
-        Binary("Sub", lens, Scalar(static_cast<double>(k + 1), kInt64, name + "_k"), name + "_pos");
+  // of row b's valid prefix counted from its end (clamped at 0 past the prefix). Made once per k.
+  int ReversedRows(int64_t k) {
+    auto it = reversed_rows_.find(k);
+    if (it != reversed_rows_.end()) return it->second;
+    if (lens_i64_ < 0) {
+      lens_i64_ = Unary("Cast", n_.inputs[4], "_lens_i64",
+                        {{"to", int64_t{7}}, {"__dtype", std::string("int64")}});
+    }
+    const std::string name = "_len_rows" + std::to_string(k);
+    int pos = Binary("Sub", lens_i64_, Scalar(static_cast<double>(k + 1), kInt64, name + "_k"),
+                     name + "_pos");
     pos = Binary("Max", pos, Scalar(0, kInt64, name + "_zero"), name + "_clamped");
     int row =
         Binary("Mul", pos, Scalar(static_cast<double>(batch_), kInt64, name + "_b"), name + "_row");
-    return Binary("Add", row, Indices(0, batch_, name + "_cols"), name + "_flat");
+    return reversed_rows_[k] =
+               Binary("Add", row, Indices(0, batch_, name + "_cols"), name + "_flat");
   }
 
   Direction RunDirection(int x, int64_t d) {
@@ -312,7 +324,7 @@ class RecurrentExpander {
       // Without lengths a reverse direction walks the sequence backwards; with them, each row
       // walks its own valid prefix backwards.
       const int64_t t = reverse ? seq_ - 1 - k : k;
-      int x_k = reverse && lens ? Take(xw_rows, ReversedRows(k, s + "_rows"), 0, s + "_x")
+      int x_k = reverse && lens ? Take(xw_rows, ReversedRows(k), 0, s + "_x")
                                 : TakeAt(xw, t, 0, s + "_x");
       int h_new = -1, c_new = -1;
       if (IsLstm()) {
@@ -362,7 +374,7 @@ class RecurrentExpander {
       if (lens) {
         // Rows whose sequence ended keep their state, and their outputs are zero. Step k is live
         // for row b while k < len_b, in either direction.
-        int live = Inside(k, s + "_live");
+        int live = Inside(k);
         steps[static_cast<size_t>(k)] =
             ctx_.Emit("Where", Tag(d, "_y" + std::to_string(k)), {live, h_new, zeros});
         h = ctx_.Emit("Where", s + "_hkeep", {live, h_new, h});
@@ -396,8 +408,8 @@ class RecurrentExpander {
     std::vector<int> positions;
     for (int64_t t = 0; t < seq_; ++t) {
       const std::string s = Tag(d, "_yt" + std::to_string(t));
-      int picked = Take(flat, ReversedRows(t, s + "_rows"), 0, s + "_pick");
-      int y_t = ctx_.Emit("Where", s + "_y", {Inside(t, s), picked, zeros});
+      int picked = Take(flat, ReversedRows(t), 0, s + "_pick");
+      int y_t = ctx_.Emit("Where", s + "_y", {Inside(t), picked, zeros});
       positions.push_back(Reshape(y_t, {1, batch_, hidden_}, s + "_y3"));
     }
     return Concat(positions, 0, Tag(d, "_y_positions"));
@@ -413,6 +425,9 @@ class RecurrentExpander {
   double clip_ = 0;
   bool input_forget_ = false, linear_before_reset_ = false;
   std::vector<Activation> activations_;
+  // sequence_lens helpers, by step index (see Inside, ReversedRows).
+  std::map<int64_t, int> inside_, reversed_rows_;
+  int lens_i64_ = -1;
 };
 
 }  // namespace
