@@ -164,11 +164,14 @@ void BuildKernelLibrary(const std::vector<FusedGroup>& groups, const Target& tar
   // its blocks) becomes an alias of that function: every name stays exported, the code is
   // optimised and emitted once.
   std::map<std::string, llvm::Function*> by_key;
+  double key_ms = 0;
   for (const FusedGroup& g : groups) {
     lower::LoweredFunc f = lower::LowerGroup(g, sched);
     if (!opts.dump_dir.empty()) loop_text += lower::ToText(f) + "\n";
     func_names.push_back(f.name);
+    auto tk = Clock::now();
     std::string key = codegen::StructuralKey(f, target, layout);
+    key_ms += std::chrono::duration<double, std::milli>(Clock::now() - tk).count();
     auto it = by_key.find(key);
     if (it != by_key.end()) {
       AddAlias(it->second, f.name);
@@ -217,11 +220,12 @@ void BuildKernelLibrary(const std::vector<FusedGroup>& groups, const Target& tar
       opt_ms += task.opt_ms;
       emit_ms += task.emit_ms;
     }
-    std::cerr << "[emberc] kernels: lower+codegen " << ms(t0, t1) << " ms, llvm opt " << opt_ms
-              << " ms + object " << emit_ms << " ms of thread time in " << ms(t1, t2)
-              << " ms wall on " << threads << " threads, link " << ms(t2, t3) << " ms ("
-              << groups.size() << " functions, " << by_key.size() << " distinct, " << tasks.size()
-              << " objects, target " << target.str() << ")\n";
+    std::cerr << "[emberc] kernels: lower+codegen " << ms(t0, t1) << " ms (" << key_ms
+              << " ms of it comparing kernels), llvm opt " << opt_ms << " ms + object " << emit_ms
+              << " ms of thread time in " << ms(t1, t2) << " ms wall on " << threads
+              << " threads, link " << ms(t2, t3) << " ms (" << groups.size() << " functions, "
+              << by_key.size() << " distinct, " << tasks.size() << " objects, target "
+              << target.str() << ")\n";
   }
 }
 

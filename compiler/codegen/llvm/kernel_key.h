@@ -13,8 +13,8 @@
 namespace ember::compiler::codegen {
 
 /*!
- * \brief The LLVM IR f generates with its own name and its arguments' names replaced by
- * placeholders and local value names dropped: two functions with equal keys compute the same
+ * \brief The LLVM IR (as bitcode) f generates with its own name and its arguments' names replaced
+ * by placeholders and local value names dropped: two functions with equal keys compute the same
  * thing from the same argument shapes, so one can stand for the other.
  */
 std::string StructuralKey(const lower::LoweredFunc& f, const Target& target,
