@@ -14,7 +14,7 @@ constexpr const char* kUsage =
     "[-mattr=A]\"]\n"
     "                      [--opt-level 0..3] [--input-shape NAME=d0,d1,...]...\n"
     "                      [--bind NAME=VALUE]... [--system-lib]\n"
-    "                      [--dump-ir DIR] [-v] [--tune] [--tuning-log FILE]\n"
+    "                      [--dump-ir DIR] [-v] [--jobs N] [--tune] [--tuning-log FILE]\n"
     "\n"
     "Compiles an ONNX model into OUTDIR/graph.json, OUTDIR/lib.so (lib.o with --system-lib) and\n"
     "OUTDIR/params.bin for libember_runtime / ember-run.\n"
@@ -27,7 +27,9 @@ constexpr const char* kUsage =
     "                         branch, and the artifact no longer has the input (repeatable)\n"
     "  --system-lib           emit an object that registers its kernels at static-init time\n"
     "  --dump-ir DIR          write the graph after each pass (.txt and Graphviz .dot)\n"
-    "  -v                     print each pass's time and the memory plan\n"
+    "  -v                     print each pass's time, the threads used and the memory plan\n"
+    "  --jobs N               threads that optimise and emit kernels (default: one per\n"
+    "                         hardware thread; the output is the same for every N)\n"
     "  --tune                 time a few schedule parameter candidates per tunable workload on\n"
     "                         this machine (host target only), merge the winners into the tuning\n"
     "                         log and compile with them\n"
@@ -105,6 +107,17 @@ int main(int argc, char** argv) {
                                               v + "'");
         }
         (a == "--tune-repeat" ? opt.tune_repeat : opt.tune_candidates) = n;
+      } else if (a == "--jobs" || a == "-j") {
+        std::string v = value("--jobs");
+        int n = 0;
+        if (v.size() <= 4 && !v.empty() && v.find_first_not_of("0123456789") == std::string::npos) {
+          n = std::stoi(v);
+        }
+        if (n < 1) {
+          throw ember::compiler::CompileError("--jobs must be an integer in 1..9999, got '" + v +
+                                              "'");
+        }
+        opt.jobs = n;
       } else if (a == "-v" || a == "--verbose") {
         opt.verbose = true;
       } else if (a == "--help" || a == "-h") {

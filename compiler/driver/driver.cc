@@ -94,6 +94,8 @@ CompileStats Compile(const CompileOptions& opt) {
   if (opt.opt_level < 0 || opt.opt_level > 3) {
     throw CompileError("--opt-level must be 0..3, got " + std::to_string(opt.opt_level));
   }
+  if (opt.jobs < 0)
+    throw CompileError("--jobs must be at least 1, got " + std::to_string(opt.jobs));
   Target target = opt.target.empty() ? Target::Host() : Target::Parse(opt.target);
   if (opt.tune && !target.is_host) {
     throw CompileError(
@@ -195,6 +197,7 @@ CompileStats Compile(const CompileOptions& opt) {
   bo.opt_level = opt.opt_level;
   bo.dump_dir = opt.dump_dir;
   bo.verbose = opt.verbose;
+  bo.jobs = opt.jobs;
   BuildKernelLibrary(groups, target,
                      (fs::path(opt.out_dir) / LibraryFileName(opt.system_lib)).string(), bo);
   report("codegen", MsSince(t0), graph);

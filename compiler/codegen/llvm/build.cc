@@ -1,143 +1,51 @@
-// BuildKernelLibrary: lower every fused group, generate one LLVM module, optimise it for the
-// target machine, emit one object and link it with ld.lld into lib.so (or keep the object for
-// --system-lib).
+// BuildKernelLibrary: lower every fused group into a module of its own, optimise and emit the
+// modules as objects on a pool of threads, and link the objects in kernel order with ld.lld
+// into lib.so (or one relocatable object for --system-lib). One module per kernel rather than
+// per thread keeps the bytes of the library independent of the thread count.
 #include <ember/compiler/ir/fused_group.h>
 #include <ember/compiler/ir/tensor_type.h>
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/DiagnosticPrinter.h>
-#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/GlobalAlias.h>
 #include <llvm/IR/Verifier.h>
-#include <llvm/MC/TargetRegistry.h>
 #include <llvm/Object/Archive.h>
 #include <llvm/Object/ArchiveWriter.h>
-#include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/FileSystem.h>
-#include <llvm/Support/Path.h>
-#include <llvm/Support/Program.h>
 #include <llvm/Support/raw_ostream.h>
-#include <llvm/Target/TargetMachine.h>
-#include <llvm/Target/TargetOptions.h>
-#include <llvm/TargetParser/Triple.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <iterator>
+#include <map>
 #include <memory>
+#include <thread>
 
 #include "codegen_llvm.h"
 #include "ember/compiler/codegen.h"
 #include "ember/compiler/lower.h"
-
-#ifndef EMBER_LLD_DEFAULT
-#define EMBER_LLD_DEFAULT "ld.lld-19"
-#endif
+#include "emit_objects.h"
+#include "kernel_key.h"
+#include "link.h"
 
 namespace ember::compiler {
 
 namespace {
 
-std::unique_ptr<llvm::TargetMachine> MakeTargetMachine(const Target& target, int opt_level) {
-  std::string err;
-  const llvm::Target* t = llvm::TargetRegistry::lookupTarget(target.triple, err);
-  if (t == nullptr) throw CompileError("target " + target.str() + ": " + err);
-  llvm::TargetOptions opts;
-  // Static initialisers of --system-lib objects go to .init_array, which every ELF libc runs.
-  opts.UseInitArray = true;
-  llvm::Triple triple(target.triple);
-  if (triple.isARM()) opts.FloatABIType = llvm::FloatABI::Hard;
-  llvm::CodeGenOptLevel level = opt_level <= 0   ? llvm::CodeGenOptLevel::None
-                                : opt_level == 1 ? llvm::CodeGenOptLevel::Less
-                                : opt_level == 2 ? llvm::CodeGenOptLevel::Default
-                                                 : llvm::CodeGenOptLevel::Aggressive;
-  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
-      target.triple, target.cpu, target.features, opts, llvm::Reloc::PIC_, std::nullopt, level));
-  if (!tm) throw CompileError("target " + target.str() + ": LLVM could not create a machine");
-  return tm;
-}
+using Clock = std::chrono::steady_clock;
 
-void Optimize(llvm::Module* m, llvm::TargetMachine* tm, int opt_level) {
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PipelineTuningOptions pto;
-  pto.LoopVectorization = opt_level >= 2;
-  pto.SLPVectorization = opt_level >= 2;
-  llvm::PassBuilder pb(tm, pto);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm;
-  if (opt_level <= 0) {
-    mpm = pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0);
-  } else {
-    llvm::OptimizationLevel lvl = opt_level == 1   ? llvm::OptimizationLevel::O1
-                                  : opt_level == 2 ? llvm::OptimizationLevel::O2
-                                                   : llvm::OptimizationLevel::O3;
-    mpm = pb.buildPerModuleDefaultPipeline(lvl);
-  }
-  mpm.run(*m, mam);
-}
+// One LLVM context and module; each is optimised and emitted on one thread at a time.
+struct Unit {
+  std::unique_ptr<llvm::LLVMContext> ctx;
+  std::unique_ptr<llvm::Module> module;
+};
 
-std::string EmitObject(llvm::Module* m, llvm::TargetMachine* tm) {
-  llvm::SmallVector<char, 0> buf;
-  llvm::raw_svector_ostream os(buf);
-  llvm::legacy::PassManager pm;
-  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile)) {
-    throw CompileError("LLVM cannot emit an object file for " + tm->getTargetTriple().str());
-  }
-  pm.run(*m);
-  return std::string(buf.begin(), buf.end());
-}
-
-void WriteFile(const std::string& path, const std::string& data) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(data.data(), static_cast<std::streamsize>(data.size()));
-  if (!f) throw CompileError("cannot write " + path);
-}
-
-std::string LinkerPath() {
-  const char* env = std::getenv("EMBER_LLD");
-  if (env && *env) return env;
-  return EMBER_LLD_DEFAULT;
-}
-
-void LinkShared(const std::string& obj_path, const std::string& out_path) {
-  std::string lld = LinkerPath();
-  auto found = llvm::sys::findProgramByName(lld);
-  if (!found) {
-    throw CompileError("linker '" + lld + "' not found (set EMBER_LLD to the path of ld.lld-19)");
-  }
-  std::string err_file = out_path + ".link.log";
-  std::vector<llvm::StringRef> argv = {*found,        "-shared", "--eh-frame-hdr", "-z",
-                                       "noexecstack", "-o",      out_path,         obj_path};
-  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(err_file),
-                                                llvm::StringRef(err_file)};
-  std::string msg;
-  int rc = llvm::sys::ExecuteAndWait(*found, argv, std::nullopt, redirects, 0, 0, &msg);
-  std::ifstream logf(err_file);
-  std::string log((std::istreambuf_iterator<char>(logf)), std::istreambuf_iterator<char>());
-  llvm::sys::fs::remove(err_file);
-  if (rc != 0) {
-    throw CompileError("linking " + out_path + " with " + *found + " failed (" +
-                       (msg.empty() ? "exit " + std::to_string(rc) : msg) + "): " + log);
-  }
-}
-
-}  // namespace
-
-void BuildKernelLibrary(const std::vector<FusedGroup>& groups, const Target& target,
-                        const std::string& out_path, const BuildOptions& opts) {
-  using Clock = std::chrono::steady_clock;
-  auto t0 = Clock::now();
-  auto tm = MakeTargetMachine(target, opts.opt_level);
-  llvm::LLVMContext ctx;
+Unit NewUnit(const std::string& name, const Target& target, const llvm::DataLayout& layout) {
+  Unit u;
+  u.ctx = std::make_unique<llvm::LLVMContext>();
   // Optimisation remarks and "loop not vectorized" warnings are not the user's business; errors
   // are.
-  ctx.setDiagnosticHandlerCallBack(
+  u.ctx->setDiagnosticHandlerCallBack(
       [](const llvm::DiagnosticInfo* di, void*) {
         if (di->getSeverity() != llvm::DS_Error) return;
         std::string msg;
@@ -147,78 +55,177 @@ void BuildKernelLibrary(const std::vector<FusedGroup>& groups, const Target& tar
         std::cerr << "emberc: LLVM error: " << os.str() << "\n";
       },
       nullptr);
-  auto module = std::make_unique<llvm::Module>("ember_kernels", ctx);
-  module->setTargetTriple(target.triple);
-  module->setDataLayout(tm->createDataLayout());
-  codegen::CodeGenLLVM cg(module.get(), target);
-  cg.ModuleCtx();
+  u.module = std::make_unique<llvm::Module>(name, *u.ctx);
+  u.module->setTargetTriple(target.triple);
+  u.module->setDataLayout(layout);
+  return u;
+}
+
+void AddAlias(llvm::Function* target, const std::string& name) {
+  auto* alias = llvm::GlobalAlias::create(target->getFunctionType(), 0,
+                                          llvm::GlobalValue::ExternalLinkage, name, target);
+  alias->setVisibility(llvm::GlobalValue::DefaultVisibility);
+}
+
+void Verify(const llvm::Module& m) {
+  std::string verr;
+  llvm::raw_string_ostream vos(verr);
+  if (llvm::verifyModule(m, &vos)) {
+    throw CompileError("codegen: invalid module " + m.getName().str() + ": " + vos.str());
+  }
+}
+
+std::string ModuleText(const llvm::Module& m) {
+  std::string ll;
+  llvm::raw_string_ostream os(ll);
+  m.print(os, nullptr);
+  return os.str();
+}
+
+void WriteFile(const std::string& path, const std::string& data) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(data.data(), static_cast<std::streamsize>(data.size()));
+  if (!f) throw CompileError("cannot write " + path);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (!f) throw CompileError("cannot read " + path);
+  return data;
+}
+
+void WriteArchive(const std::string& obj, const std::string& out_path) {
+  llvm::NewArchiveMember member(llvm::MemoryBufferRef(obj, "ember_kernels.o"));
+  member.MemberName = "ember_kernels.o";
+  std::vector<llvm::NewArchiveMember> members;
+  members.push_back(std::move(member));
+  if (llvm::Error e = llvm::writeArchive(out_path, members, llvm::SymtabWritingMode::NormalSymtab,
+                                         llvm::object::Archive::K_GNU, true, false)) {
+    throw CompileError("cannot write archive " + out_path + ": " + llvm::toString(std::move(e)));
+  }
+}
+
+// Writes the objects beside out_path, links them (in task order) and removes them.
+void LinkObjects(const std::vector<codegen::ObjectTask>& tasks, const std::string& out_path,
+                 bool system_lib) {
+  std::vector<std::string> paths;
+  auto cleanup = [&] {
+    for (const std::string& p : paths) llvm::sys::fs::remove(p);
+  };
+  try {
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      paths.push_back(out_path + ".part" + std::to_string(i) + ".o");
+      WriteFile(paths.back(), tasks[i].object);
+    }
+    if (!system_lib) {
+      codegen::LinkShared(paths, out_path);
+    } else if (llvm::StringRef(out_path).ends_with(".a")) {
+      // One member, so a static link that pulls in any kernel pulls in the registration too.
+      std::string merged = out_path + ".merged.o";
+      paths.push_back(merged);
+      codegen::LinkRelocatable({paths.begin(), paths.end() - 1}, merged);
+      WriteArchive(ReadFile(merged), out_path);
+    } else {
+      codegen::LinkRelocatable(paths, out_path);
+    }
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+  cleanup();
+}
+
+}  // namespace
+
+int ResolveJobs(int jobs) {
+  if (jobs > 0) return jobs;
+  unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+void BuildKernelLibrary(const std::vector<FusedGroup>& groups, const Target& target,
+                        const std::string& out_path, const BuildOptions& opts) {
+  auto t0 = Clock::now();
+  const llvm::DataLayout layout =
+      codegen::MakeTargetMachine(target, opts.opt_level)->createDataLayout();
+  // Unit 0 defines __tvm_module_ctx (and registers the kernels for --system-lib); the kernel
+  // units only declare it.
+  std::vector<Unit> units;
+  units.push_back(NewUnit("ember_module", target, layout));
+  codegen::CodeGenLLVM module_cg(units[0].module.get(), target, true);
+  module_cg.ModuleCtx();
   lower::ScheduleOptions sched;
   sched.target = &target;
   sched.tuning_log = opts.tuning_log;
-  std::vector<llvm::Function*> funcs;
+  std::vector<std::string> func_names;
   std::string loop_text;
+  // A group whose function is structurally identical to an earlier one's (MobileNetV2 repeats
+  // its blocks) becomes an alias of that function: every name stays exported, the code is
+  // optimised and emitted once.
+  std::map<std::string, llvm::Function*> by_key;
+  double key_ms = 0;
   for (const FusedGroup& g : groups) {
     lower::LoweredFunc f = lower::LowerGroup(g, sched);
     if (!opts.dump_dir.empty()) loop_text += lower::ToText(f) + "\n";
-    funcs.push_back(cg.AddFunction(f));
+    func_names.push_back(f.name);
+    auto tk = Clock::now();
+    std::string key = codegen::StructuralKey(f, target, layout);
+    key_ms += std::chrono::duration<double, std::milli>(Clock::now() - tk).count();
+    auto it = by_key.find(key);
+    if (it != by_key.end()) {
+      AddAlias(it->second, f.name);
+      continue;
+    }
+    units.push_back(NewUnit(f.name, target, layout));
+    codegen::CodeGenLLVM cg(units.back().module.get(), target, false);
+    by_key.emplace(std::move(key), cg.AddFunction(f));
   }
-  if (opts.system_lib) cg.AddSystemLibRegistration(funcs);
-  std::string verr;
-  llvm::raw_string_ostream vos(verr);
-  if (llvm::verifyModule(*module, &vos))
-    throw CompileError("codegen: invalid module: " + vos.str());
+  if (opts.system_lib) module_cg.AddSystemLibRegistration(func_names);
+  for (const Unit& u : units) Verify(*u.module);
   auto t1 = Clock::now();
-  if (!opts.dump_dir.empty()) {
+  const bool dump = !opts.dump_dir.empty();
+  if (dump) {
     WriteFile(opts.dump_dir + "/kernels.loop.txt", loop_text);
     std::string ll;
-    llvm::raw_string_ostream los(ll);
-    module->print(los, nullptr);
-    WriteFile(opts.dump_dir + "/kernels.ll", los.str());
+    for (const Unit& u : units) ll += ModuleText(*u.module);
+    WriteFile(opts.dump_dir + "/kernels.ll", ll);
   }
-  Optimize(module.get(), tm.get(), opts.opt_level);
-  if (!opts.dump_dir.empty()) {
-    std::string ll;
-    llvm::raw_string_ostream los(ll);
-    module->print(los, nullptr);
-    WriteFile(opts.dump_dir + "/kernels.opt.ll", los.str());
+  std::vector<codegen::ObjectTask> tasks(units.size());
+  for (size_t i = 0; i < units.size(); ++i) {
+    tasks[i].module = units[i].module.get();
+    tasks[i].keep_optimized_ir = dump;
+  }
+  const int threads =
+      codegen::OptimizeAndEmit(&tasks, target, opts.opt_level, ResolveJobs(opts.jobs));
+  for (const codegen::ObjectTask& task : tasks) {
+    if (!task.error.empty()) {
+      throw CompileError("codegen of " + task.module->getName().str() + ": " + task.error);
+    }
   }
   auto t2 = Clock::now();
-  std::string obj = EmitObject(module.get(), tm.get());
-  auto t3 = Clock::now();
-  if (opts.system_lib) {
-    if (llvm::StringRef(out_path).ends_with(".a")) {
-      llvm::NewArchiveMember member(llvm::MemoryBufferRef(obj, "ember_kernels.o"));
-      member.MemberName = "ember_kernels.o";
-      std::vector<llvm::NewArchiveMember> members;
-      members.push_back(std::move(member));
-      if (llvm::Error e =
-              llvm::writeArchive(out_path, members, llvm::SymtabWritingMode::NormalSymtab,
-                                 llvm::object::Archive::K_GNU, true, false)) {
-        throw CompileError("cannot write archive " + out_path + ": " +
-                           llvm::toString(std::move(e)));
-      }
-    } else {
-      WriteFile(out_path, obj);
-    }
-  } else {
-    std::string obj_path = out_path + ".o";
-    WriteFile(obj_path, obj);
-    try {
-      LinkShared(obj_path, out_path);
-    } catch (...) {
-      llvm::sys::fs::remove(obj_path);
-      throw;
-    }
-    llvm::sys::fs::remove(obj_path);
+  if (dump) {
+    std::string ll;
+    for (const codegen::ObjectTask& task : tasks) ll += task.optimized_ir;
+    WriteFile(opts.dump_dir + "/kernels.opt.ll", ll);
   }
-  auto t4 = Clock::now();
+  LinkObjects(tasks, out_path, opts.system_lib);
+  auto t3 = Clock::now();
   if (opts.verbose) {
     auto ms = [](auto a, auto b) {
       return std::chrono::duration<double, std::milli>(b - a).count();
     };
-    std::cerr << "[emberc] kernels: lower+codegen " << ms(t0, t1) << " ms, llvm opt " << ms(t1, t2)
-              << " ms, object " << ms(t2, t3) << " ms, link " << ms(t3, t4) << " ms ("
-              << groups.size() << " functions, target " << target.str() << ")\n";
+    double opt_ms = 0, emit_ms = 0;
+    for (const codegen::ObjectTask& task : tasks) {
+      opt_ms += task.opt_ms;
+      emit_ms += task.emit_ms;
+    }
+    std::cerr << "[emberc] kernels: lower+codegen " << ms(t0, t1) << " ms (" << key_ms
+              << " ms of it comparing kernels), llvm opt " << opt_ms << " ms + object " << emit_ms
+              << " ms of thread time in " << ms(t1, t2) << " ms wall on " << threads
+              << " threads, link " << ms(t2, t3) << " ms (" << groups.size() << " functions, "
+              << by_key.size() << " distinct, " << tasks.size() << " objects, target "
+              << target.str() << ")\n";
   }
 }
 

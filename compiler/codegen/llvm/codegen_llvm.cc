@@ -34,8 +34,12 @@ constexpr unsigned kFieldData = 0, kFieldNdim = 2, kFieldDtype = 3, kFieldShape 
 
 }  // namespace
 
-CodeGenLLVM::CodeGenLLVM(llvm::Module* module, const Target& target)
-    : module_(module), ctx_(module->getContext()), target_(target), b_(module->getContext()) {
+CodeGenLLVM::CodeGenLLVM(llvm::Module* module, const Target& target, bool define_module_ctx)
+    : module_(module),
+      ctx_(module->getContext()),
+      target_(target),
+      b_(module->getContext()),
+      define_module_ctx_(define_module_ctx) {
   i8_ = llvm::Type::getInt8Ty(ctx_);
   i32_ = llvm::Type::getInt32Ty(ctx_);
   i64_ = llvm::Type::getInt64Ty(ctx_);
@@ -92,8 +96,9 @@ llvm::Value* CodeGenLLVM::Str(const std::string& s) {
 
 llvm::GlobalVariable* CodeGenLLVM::ModuleCtx() {
   if (module_ctx_) return module_ctx_;
+  llvm::Constant* init = define_module_ctx_ ? llvm::ConstantPointerNull::get(ptr_) : nullptr;
   module_ctx_ = new llvm::GlobalVariable(*module_, ptr_, false, llvm::GlobalValue::ExternalLinkage,
-                                         llvm::ConstantPointerNull::get(ptr_), "__tvm_module_ctx");
+                                         init, "__tvm_module_ctx");
   module_ctx_->setVisibility(llvm::GlobalValue::DefaultVisibility);
   return module_ctx_;
 }
@@ -213,9 +218,13 @@ void CodeGenLLVM::EmitIndexCheck(const lower::LoweredFunc& f, const lower::Index
   b_.SetInsertPoint(done);
 }
 
+llvm::FunctionType* CodeGenLLVM::PackedFuncType() {
+  return llvm::FunctionType::get(i32_, {ptr_, ptr_, i32_, ptr_, ptr_, ptr_}, false);
+}
+
 llvm::Function* CodeGenLLVM::AddFunction(const lower::LoweredFunc& f) {
   ModuleCtx();
-  auto* fty = llvm::FunctionType::get(i32_, {ptr_, ptr_, i32_, ptr_, ptr_, ptr_}, false);
+  llvm::FunctionType* fty = PackedFuncType();
   func_ = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, f.name, module_);
   if (f.prefer_vector_bits > 0) {
     func_->addFnAttr("prefer-vector-width", std::to_string(f.prefer_vector_bits));
@@ -1027,7 +1036,8 @@ void CodeGenLLVM::EmitParallelFor(const lower::ForNode* f) {
   b_.SetInsertPoint(ok);
 }
 
-void CodeGenLLVM::AddSystemLibRegistration(const std::vector<llvm::Function*>& funcs) {
+void CodeGenLLVM::AddSystemLibRegistration(const std::vector<std::string>& func_names) {
+  llvm::FunctionType* fty = PackedFuncType();
   auto* reg = GetExtern("TVMBackendRegisterSystemLibSymbol",
                         llvm::FunctionType::get(i32_, {ptr_, ptr_}, false));
   auto* ctor = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), false),
@@ -1037,7 +1047,7 @@ void CodeGenLLVM::AddSystemLibRegistration(const std::vector<llvm::Function*>& f
   auto* entry = llvm::BasicBlock::Create(ctx_, "entry", ctor);
   b_.SetInsertPoint(entry);
   b_.CreateCall(reg, {Str("__tvm_module_ctx"), ModuleCtx()});
-  for (llvm::Function* f : funcs) b_.CreateCall(reg, {Str(f->getName().str()), f});
+  for (const std::string& name : func_names) b_.CreateCall(reg, {Str(name), GetExtern(name, fty)});
   b_.CreateRetVoid();
   llvm::appendToGlobalCtors(*module_, ctor, 65535);
 }

@@ -18,15 +18,17 @@ namespace ember::compiler::codegen {
 
 class CodeGenLLVM {
  public:
-  CodeGenLLVM(llvm::Module* module, const Target& target);
+  // define_module_ctx: whether this module defines `__tvm_module_ctx`; the other modules of
+  // the same library only declare it, so the linked library has one.
+  CodeGenLLVM(llvm::Module* module, const Target& target, bool define_module_ctx = true);
 
   /*! \brief Emits the exported packed function for f. */
   llvm::Function* AddFunction(const lower::LoweredFunc& f);
   /*! \brief The `__tvm_module_ctx` global (created once). */
   llvm::GlobalVariable* ModuleCtx();
-  /*! \brief A static constructor registering every function (and the module ctx) with
-   * TVMBackendRegisterSystemLibSymbol. */
-  void AddSystemLibRegistration(const std::vector<llvm::Function*>& funcs);
+  /*! \brief A static constructor registering every named function (and the module ctx) with
+   * TVMBackendRegisterSystemLibSymbol; the functions may live in other modules. */
+  void AddSystemLibRegistration(const std::vector<std::string>& func_names);
 
  private:
   struct FuncState;
@@ -50,6 +52,8 @@ class CodeGenLLVM {
   llvm::Value* ElementPtr(const lower::BufferNode* b, const te::Expr& index, bool clamp,
                           int lanes = 1);
   llvm::Value* EmitVectorLoad(const lower::BufferLoadNode* l);
+  // int32_t f(TVMValue*, int32_t*, int32_t, TVMValue*, int32_t*, void*)
+  llvm::FunctionType* PackedFuncType();
   llvm::Function* ErrorHelper();
   llvm::Function* GetExtern(const std::string& name, llvm::FunctionType* ty);
   llvm::Value* Str(const std::string& s);
@@ -68,6 +72,7 @@ class CodeGenLLVM {
   llvm::Type* i64_;
   llvm::PointerType* ptr_;
   llvm::StructType* dltensor_ty_;
+  bool define_module_ctx_;
   llvm::GlobalVariable* module_ctx_ = nullptr;
   llvm::Function* error_helper_ = nullptr;
   std::unordered_map<std::string, llvm::Constant*> strings_;

@@ -24,6 +24,9 @@ struct BuildOptions {
   int opt_level = 3;     // 0..3, LLVM pass pipeline level
   std::string dump_dir;  // if set: writes <group>.loop.txt, module .ll there
   bool verbose = false;
+  /*! \brief Threads that optimise and emit kernels (--jobs); 0: one per hardware thread. The
+   * library's bytes do not depend on it. */
+  int jobs = 0;
   /*! \brief Tuned schedule parameters to use (compiler/schedule/tuning_log.h); may be null. */
   const schedule::TuningLog* tuning_log = nullptr;
 };
@@ -33,6 +36,9 @@ struct BuildOptions {
  * writes the library to out_path (lib.so, or an object/archive when opts.system_lib).
  * Throws std::runtime_error naming the group and node on unsupported ops or link failures.
  */
+/*! \brief jobs, or the number of hardware threads when jobs is 0. */
+int ResolveJobs(int jobs);
+
 void BuildKernelLibrary(const std::vector<FusedGroup>& groups, const Target& target,
                         const std::string& out_path, const BuildOptions& opts);
 

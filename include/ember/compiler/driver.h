@@ -34,6 +34,8 @@ struct CompileOptions {
   std::string tuning_log;
   int tune_candidates = 6;  // per workload, the default included (0: every candidate)
   int tune_repeat = 3;      // timed repeats per candidate (best taken)
+  /*! \brief --jobs: threads that optimise and emit kernels; 0: one per hardware thread. */
+  int jobs = 0;
 };
 
 struct CompileStats {
