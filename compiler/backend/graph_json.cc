@@ -1,6 +1,6 @@
 // BuildGraphArtifact: graph.json (TVM graph executor format) and the params list.
 #include <ember/compiler/backend.h>
-#include <ember/compiler/transform.h>
+#include <ember/compiler/ir/weight_layout.h>
 #include <ember/runtime/ndarray.h>
 
 #include <cstring>

@@ -16,6 +16,7 @@
 #include <memory>
 #include <sstream>
 
+#include "schedule/table_strategy.h"
 #include "schedule/tuner.h"
 #include "schedule/tuning_log.h"
 
@@ -139,6 +140,8 @@ CompileStats Compile(const CompileOptions& opt) {
   report("import", MsSince(t0), graph);
   dump("import", graph);
 
+  const schedule::TableStrategy strategy(
+      target, opt.strategy ? *opt.strategy : StrategyOptionsFromEnvironment());
   std::vector<Pass> passes = {
       {"fold_constants", FoldConstants},
       {"simplify", Simplify},
@@ -147,10 +150,11 @@ CompileStats Compile(const CompileOptions& opt) {
       {"simplify", Simplify},
       {"dead_code", EliminateDeadCode},
       {"canonicalize_dense", CanonicalizeDense},
-      {"alter_layout", [&target](Graph* g) { AlterConvLayout(g, target); }},
-      {"winograd_weights", [&target](Graph* g) { WinogradConvWeights(g, target); }},
-      {"pack_conv_weights", [&target](Graph* g) { PackConvWeights(g, target); }},
-      {"pack_dense_weights", [&target](Graph* g) { PackDenseWeights(g, target); }},
+      {"alter_layout", [&strategy](Graph* g) { AlterConvLayout(g, strategy); }},
+      {"plan_kernels", [&strategy](Graph* g) { PlanKernels(g, strategy); }},
+      {"winograd_weights", WinogradConvWeights},
+      {"pack_conv_weights", PackConvWeights},
+      {"pack_dense_weights", PackDenseWeights},
   };
   for (const Pass& p : passes) {
     t0 = Clock::now();
@@ -177,6 +181,7 @@ CompileStats Compile(const CompileOptions& opt) {
     to.repeat = opt.tune_repeat;
     to.version = EMBER_VERSION;
     to.log = opt.log;
+    to.scheduler = &strategy;
     schedule::TuneReport tr = schedule::TuneGroups(groups, target, to, tuning.get());
     tuning->Save(tuning_path);
     st.tuned_workloads = tr.measured;
@@ -198,6 +203,7 @@ CompileStats Compile(const CompileOptions& opt) {
   bo.dump_dir = opt.dump_dir;
   bo.verbose = opt.verbose;
   bo.jobs = opt.jobs;
+  bo.scheduler = &strategy;
   BuildKernelLibrary(groups, target,
                      (fs::path(opt.out_dir) / LibraryFileName(opt.system_lib)).string(), bo);
   report("codegen", MsSince(t0), graph);

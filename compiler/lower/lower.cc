@@ -568,7 +568,9 @@ std::vector<IndexCheck> GatherIndexChecks(const FusedGroup& group) {
 
 LoweredFunc LowerGroup(const FusedGroup& group, const ScheduleOptions& opts) {
   LoweredFunc scheduled;
-  if (TryGroupSchedules(group, opts, &scheduled)) return scheduled;
+  if (opts.scheduler != nullptr && opts.scheduler->Schedule(group, opts, &scheduled)) {
+    return scheduled;
+  }
   const Graph& g = *group.graph;
   ops::GraphScope scope(&g);
   std::map<int, Tensor> env;

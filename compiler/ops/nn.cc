@@ -1,8 +1,8 @@
 // Compute rules of Conv, ConvTranspose, pooling, Gemm and MatMul. Attributes follow the
 // canonical form (canonical_ops.h): pads/strides/dilations/kernel_shape are always present.
 #include <ember/compiler/ir/layout.h>
+#include <ember/compiler/ir/weight_layout.h>
 #include <ember/compiler/ir/winograd.h>
-#include <ember/compiler/transform.h>
 
 #include <algorithm>
 #include <numeric>

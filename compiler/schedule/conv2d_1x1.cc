@@ -8,7 +8,7 @@
 // are contiguous in NCHW, so the group's epilogue (bias, activation, residual) is applied to the
 // accumulators before the single store: no padded copy, no intermediate result, one pass over
 // the output. Big planes take this kernel; small ones go to the channels-in-lanes kernel.
-#include <ember/compiler/transform.h>
+#include <ember/compiler/ir/weight_layout.h>
 
 #include <algorithm>
 #include <string>

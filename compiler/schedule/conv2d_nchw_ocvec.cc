@@ -18,8 +18,8 @@
 // channels blocked too (kPackedWeightIcBlockAttr) the reduction steps through one pixel's
 // channels innermost. A blocked output (x = the vector width) takes each finished vector with the
 // epilogue applied in registers straight into the output: no result workspace, no epilogue pass.
+#include <ember/compiler/ir/weight_layout.h>
 #include <ember/compiler/target.h>
-#include <ember/compiler/transform.h>
 
 #include <algorithm>
 #include <string>

@@ -8,7 +8,7 @@
 // SSA and packed into vectors by LLVM's SLP vectoriser), and writes the block to a wide workspace
 // [N, OC, QP]. The epilogue (bias and the group's elementwise/broadcast nodes) is lowered by the
 // default schedule from a te compute that reads the valid columns of the wide workspace.
-#include <ember/compiler/transform.h>
+#include <ember/compiler/ir/weight_layout.h>
 
 #include "conv_group.h"
 #include "schedule.h"

@@ -14,9 +14,9 @@
 //     registers, stored straight into the NCHW[y]c output.
 // The reduction runs on alpha^2 products per tile instead of 9 m^2 (F(4x4): 36 for 144); the
 // transforms are additions and multiplications by small constants on whole vectors.
+#include <ember/compiler/ir/weight_layout.h>
 #include <ember/compiler/ir/winograd.h>
 #include <ember/compiler/target.h>
-#include <ember/compiler/transform.h>
 
 #include <algorithm>
 #include <string>

@@ -3,7 +3,7 @@
 
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/op_registry.h>
-#include <ember/compiler/transform.h>
+#include <ember/compiler/ir/weight_layout.h>
 
 #include <map>
 #include <unordered_map>

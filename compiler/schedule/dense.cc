@@ -14,7 +14,7 @@
 // there are fewer panels than tasks would want, the row tiles of a panel are split between tasks,
 // each with a copy of its own. The columns left over after the last full panel take whole
 // vectors, then one vector each of half, a quarter, ... of the width, reading W in place.
-#include <ember/compiler/transform.h>
+#include <ember/compiler/ir/weight_layout.h>
 
 #include <algorithm>
 #include <string>
@@ -219,13 +219,6 @@ void RestColumns(const DenseContext& c, const DenseParams& p, std::vector<Stmt>*
 }
 
 }  // namespace
-
-int64_t DenseWeightPanel(int64_t columns, const Target& target) {
-  const ScheduleEntry* e = FirstEntryOf(target, ScheduleKind::kDense);
-  if (SchedulesDisabled() || e == nullptr) return 0;
-  const int64_t width = e->dense.vectors * e->dense.lanes;
-  return columns >= width ? width : 0;
-}
 
 bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const DenseParams& entry,
               lower::LoweredFunc* out) {

@@ -7,7 +7,7 @@
 // chains); only the few border pixels, whose taps can fall into the padding, test their columns,
 // and each tap row is tested once per tile. The epilogue is applied to each finished vector
 // before its one store.
-#include <ember/compiler/transform.h>
+#include <ember/compiler/ir/weight_layout.h>
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
 // Group schedules: hand-written loop nests that take over a fused group from the default schedule
-// of compiler/lower/ (private to the compiler; LowerGroup reaches them via TryGroupSchedules).
+// of compiler/lower/ (private to the compiler; TableStrategy chooses among them).
 #ifndef EMBER_COMPILER_SCHEDULE_SCHEDULE_H_
 #define EMBER_COMPILER_SCHEDULE_SCHEDULE_H_
 
@@ -75,24 +75,9 @@ struct ScheduleEntry {
 /*! \brief Every schedule per target; tests and benchmarks iterate it. */
 const std::vector<ScheduleEntry>& ScheduleTable();
 
-/*!
- * \brief The entries a group is offered to on `target`, in order: the one EMBER_SCHEDULE=NAME
- * names when that is set (tests and benchmarks run every entry on the host this way; the loop
- * nests are portable, only the blocking differs), else the entries of the target's class.
- */
-std::vector<const ScheduleEntry*> EntriesFor(const Target& target);
-
-/*! \brief The first of EntriesFor(target) of `kind`, or null. */
-const ScheduleEntry* FirstEntryOf(const Target& target, ScheduleKind kind);
-
 /*! \brief Offers the group to the kernel of one table entry (true: *out is filled). */
 bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::ScheduleOptions& opts,
               lower::LoweredFunc* out);
-
-/*! \brief EMBER_SCHEDULE=NAME (an entry of ScheduleTable) forces that entry on any target. */
-
-/*! \brief True when EMBER_DISABLE_SCHEDULES is set (to anything but 0): default schedule only. */
-bool SchedulesDisabled();
 
 /*!
  * \brief 2-D convolution (any group count, dilation 1, float32) followed by elementwise/broadcast
@@ -193,11 +178,6 @@ bool TryConv2dWinograd(const FusedGroup& group, const lower::ScheduleOptions& op
  * stride 1 ungrouped NCHW[x]c, too few channels, or a plane the tiles would cover wastefully. */
 int64_t WinogradTileFor(const ConvShape& s, const Conv2dOcVecParams& p);
 
-/*! \brief WinogradTileFor of a graph's conv on `target` (0 when schedules are disabled or no
- * channels-in-lanes entry exists); *block receives the output-channel block of the transformed
- * weights' layout. */
-int64_t ConvWinogradTile(const Graph& g, const Node& conv, const Target& target, int64_t* block);
-
 /*! \brief Output columns per channels-in-lanes tile for output width `ow` and block `most`: the
  * largest divisor of `ow` in [most/2, most] (no tail tile), else min(ow, most). */
 int64_t ChooseOwBlock(int64_t ow, int64_t most);
@@ -218,26 +198,6 @@ int64_t OcVecOcBlock(const ConvShape& s, const Conv2dOcVecParams& p);
 /*! \brief Output columns per channels-in-lanes tile of `vectors` vectors before tuning: the
  * entry's ow_block, scaled down for more vectors than the entry's oc_vectors. */
 int64_t OcVecOwBlock(const Conv2dOcVecParams& p, int64_t vectors);
-
-/*! \brief Channel block x of the NCHW[x]c layout the conv's kernel on `target` reads and writes
- * (the channels-in-lanes kernel's vector width), or 0 when the conv stays NCHW (schedules
- * disabled, grouped, or channels that do not fill a vector). */
-int64_t ConvLayoutBlock(const Graph& g, const Node& conv, const Target& target);
-
-/*! \brief Output-channel block of the packed weights the conv kernel that will take `conv` on
- * `target` reads (the packing PackConvWeights applies), or 0 when it reads OIHW weights. */
-int64_t ConvWeightBlock(const Graph& g, const Node& conv, const Target& target);
-
-/*! \brief Panel width (columns) in which PackDenseWeights stores the [K][N] weight of a dense
- * product on `target`: that of the target's dense kernel, or 0 when nothing would read panels
- * (schedules disabled, no dense entry, fewer columns than a panel). A GEMV reads them too: a
- * panel is one sequential stream, where W's rows are N floats apart (a cold weight streams from
- * memory; the hardware prefetchers follow a sequential stream). */
-int64_t DenseWeightPanel(int64_t columns, const Target& target);
-
-/*! \brief Input-channel block of that packing (kPackedWeightIcBlockAttr): the input's block for
- * an ungrouped conv reading NCHW[x]c data, else 0. */
-int64_t ConvWeightIcBlock(const Graph& g, const Node& conv);
 
 }  // namespace ember::compiler::schedule
 

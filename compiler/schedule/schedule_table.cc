@@ -1,18 +1,8 @@
-// The per-target table of group schedules LowerGroup consults before its default schedule.
-#include <cstdlib>
-#include <cstring>
-
-#include "conv_group.h"
+// The per-target table of group schedules (TableStrategy offers groups to its entries).
 #include "schedule.h"
 #include "tuning.h"
 
-namespace ember::compiler {
-namespace schedule {
-
-bool SchedulesDisabled() {
-  const char* v = std::getenv("EMBER_DISABLE_SCHEDULES");
-  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
-}
+namespace ember::compiler::schedule {
 
 TargetClass ClassifyTarget(const Target& t) {
   const std::string& tr = t.triple;
@@ -112,24 +102,6 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
   return table;
 }
 
-std::vector<const ScheduleEntry*> EntriesFor(const Target& target) {
-  const char* forced = std::getenv("EMBER_SCHEDULE");
-  const bool is_forced = forced != nullptr && *forced != '\0';
-  const TargetClass tc = ClassifyTarget(target);
-  std::vector<const ScheduleEntry*> out;
-  for (const ScheduleEntry& e : ScheduleTable()) {
-    if (is_forced ? std::strcmp(forced, e.name) == 0 : e.target == tc) out.push_back(&e);
-  }
-  return out;
-}
-
-const ScheduleEntry* FirstEntryOf(const Target& target, ScheduleKind kind) {
-  for (const ScheduleEntry* e : EntriesFor(target)) {
-    if (e->kind == kind) return e;
-  }
-  return nullptr;
-}
-
 bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::ScheduleOptions& opts,
               lower::LoweredFunc* out) {
   switch (e.kind) {
@@ -150,102 +122,4 @@ bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::Sche
   return false;
 }
 
-namespace {
-
-// The conv as a group of its own (how the schedules would see it without an epilogue).
-bool MatchLoneConv(const Graph& g, const Node& conv, ConvGroup* m) {
-  FusedGroup alone;
-  alone.graph = &g;
-  alone.nodes = {&conv};
-  for (int v : conv.inputs) {
-    if (v != kAbsentValue) alone.inputs.push_back(v);
-  }
-  alone.outputs = {conv.outputs.at(0)};
-  return MatchConvGroup(alone, m);
-}
-
-// The first channels-in-lanes entry for the target (the kernel of NCHW[x]c convs), or null.
-const ScheduleEntry* OcVecEntry(const Target& target) {
-  return FirstEntryOf(target, ScheduleKind::kConv2dOcVec);
-}
-
-bool IsDepthwise(const ConvShape& s) {
-  return s.group == s.c && s.oc == s.c && s.icg == 1 && s.ocg == 1;
-}
-
-}  // namespace
-
-int64_t ConvLayoutBlock(const Graph& g, const Node& conv, const Target& target) {
-  ConvGroup m;
-  if (SchedulesDisabled() || !MatchLoneConv(g, conv, &m) || !IsNchw(m.s)) return 0;
-  const ScheduleEntry* e = OcVecEntry(target);
-  if (e == nullptr) return 0;
-  if (!IsDepthwise(m.s) && m.s.group != 1) return 0;
-  // A depthwise conv whose taps do not fit the registers would run blocked in the slow default
-  // schedule; in NCHW its own schedule takes it.
-  if (IsDepthwise(m.s) && !DepthwiseNchwcTapsFit(m.s, target)) return 0;
-  // The widest vector (the target's, halved down to 4 floats) the output channels fill.
-  for (int64_t block = e->conv_ocvec.lanes; block >= kMinLayoutBlock; block /= 2) {
-    if (m.s.oc % block == 0) return block;
-  }
-  return 0;
-}
-
-int64_t ConvWinogradTile(const Graph& g, const Node& conv, const Target& target, int64_t* block) {
-  ConvGroup m;
-  if (SchedulesDisabled() || !MatchLoneConv(g, conv, &m)) return 0;
-  const ScheduleEntry* e = OcVecEntry(target);
-  if (e == nullptr) return 0;
-  const int64_t tile = WinogradTileFor(m.s, e->conv_ocvec);
-  if (tile != 0) *block = OcVecOcBlock(m.s, BlockedOcVecParams(e->conv_ocvec, m.s));
-  return tile;
-}
-
-int64_t ConvWeightIcBlock(const Graph& g, const Node& conv) {
-  ConvGroup m;
-  if (!MatchLoneConv(g, conv, &m) || m.s.group != 1) return 0;
-  return m.s.in_block;
-}
-
-int64_t ConvWeightBlock(const Graph& g, const Node& conv, const Target& target) {
-  ConvGroup m;
-  if (SchedulesDisabled() || !MatchLoneConv(g, conv, &m)) return 0;
-  if (!IsNchw(m.s)) {
-    // Blocked depthwise weights: [C/x][1][KH][KW][x]; other blocked convs: the ocvec packing.
-    if (IsDepthwise(m.s)) return m.s.out_block;
-    const ScheduleEntry* e = OcVecEntry(target);
-    return e == nullptr ? 0 : OcVecOcBlock(m.s, BlockedOcVecParams(e->conv_ocvec, m.s));
-  }
-  // The first entry that takes the conv decides, as in TryGroupSchedules.
-  for (const ScheduleEntry* e : EntriesFor(target)) {
-    switch (e->kind) {
-      case ScheduleKind::kDepthwiseConv2d:
-      case ScheduleKind::kDense:
-        continue;  // reads OIHW weights, or no conv at all
-      case ScheduleKind::kConv2d1x1:
-        if (!Conv1x1Applies(m.s, e->conv)) continue;
-        return Conv1x1OcBlock(m.s, e->conv.oc_block);
-      case ScheduleKind::kConv2dOcVec:
-        return OcVecOcBlock(m.s, e->conv_ocvec);
-      case ScheduleKind::kConv2dWide:
-        return 0;
-    }
-  }
-  return 0;
-}
-
-}  // namespace schedule
-
-namespace lower {
-
-bool TryGroupSchedules(const FusedGroup& group, const ScheduleOptions& opts, LoweredFunc* out) {
-  if (opts.target == nullptr || schedule::SchedulesDisabled()) return false;
-  if (schedule::TryPool2d(group, opts, out)) return true;
-  for (const schedule::ScheduleEntry* e : schedule::EntriesFor(*opts.target)) {
-    if (schedule::TryEntry(*e, group, opts, out)) return true;
-  }
-  return false;
-}
-
-}  // namespace lower
-}  // namespace ember::compiler
+}  // namespace ember::compiler::schedule

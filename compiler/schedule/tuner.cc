@@ -134,6 +134,7 @@ TuneReport TuneGroups(const std::vector<FusedGroup>& groups, const Target& targe
     std::vector<TuningTask> described;
     lower::ScheduleOptions so;
     so.target = &target;
+    so.scheduler = options.scheduler;
     so.tuning_tasks = &described;
     try {
       lower::LowerGroup(g, so);
@@ -193,6 +194,7 @@ TuneReport TuneGroups(const std::vector<FusedGroup>& groups, const Target& targe
       one.Put(TuningRecord{key, cands[c], 0, options.version});
       BuildOptions bo;
       bo.tuning_log = &one;
+      bo.scheduler = options.scheduler;
       std::string lib =
           dir.path() + "/w" + std::to_string(index) + "_c" + std::to_string(c) + ".so";
       BuildKernelLibrary({group}, target, lib, bo);

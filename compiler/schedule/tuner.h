@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/compiler/lower.h"
 #include "ember/compiler/target.h"
 #include "tuning_log.h"
 
@@ -31,6 +32,8 @@ struct TuneOptions {
   std::string version;
   /*! \brief Progress, one line per workload; may be null. */
   std::ostream* log = nullptr;
+  /*! \brief The compile's kernel choice (the candidates are its kernels' parameters). */
+  const lower::GroupScheduler* scheduler = nullptr;
 };
 
 struct TuneReport {

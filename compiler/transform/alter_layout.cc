@@ -1,8 +1,8 @@
 // AlterConvLayout: conv chains in NCHW[x]c (see ember/compiler/ir/layout.h), with layout
 // transforms only where the chain meets an op that reads NCHW.
 //
-// Walking the nodes in order, a conv whose kernel works blocked (schedule::ConvLayoutBlock), and
-// an elementwise node or a MaxPool reading a blocked value, are rewritten to produce a new,
+// Walking the nodes in order, a conv whose kernel works blocked (KernelStrategy::ConvLayoutBlock),
+// and an elementwise node or a MaxPool reading a blocked value, are rewritten to produce a new,
 // blocked value; the original value is then produced from it by a LayoutTransform, so readers
 // that need NCHW (and graph outputs, whose names users see) keep reading it. Blocked readers
 // take the blocked value directly, and an NCHW value a blocked node reads is transformed once.
@@ -11,12 +11,8 @@
 #include <ember/compiler/ir/op_registry.h>
 #include <ember/compiler/transform.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <utility>
-
-#include "../schedule/schedule.h"
 
 namespace ember {
 namespace compiler {
@@ -26,13 +22,13 @@ bool IsScalarConstant(const Value& v) { return v.is_constant() && v.type.NumElem
 
 class LayoutRewriter {
  public:
-  LayoutRewriter(Graph* g, const Target& target) : g_(g), target_(target) {}
+  LayoutRewriter(Graph* g, const KernelStrategy& strategy) : g_(g), strategy_(strategy) {}
 
   void Run() {
     std::vector<Node> nodes = std::move(g_->nodes());
     g_->nodes().clear();
     for (Node& n : nodes) {
-      const int64_t block = n.op == "Conv"      ? schedule::ConvLayoutBlock(*g_, n, target_)
+      const int64_t block = n.op == "Conv"      ? strategy_.ConvLayoutBlock(*g_, n)
                             : n.op == "MaxPool" ? MaxPoolBlock(n)
                                                 : ElementwiseBlock(n);
       if (block == 0) {
@@ -138,18 +134,15 @@ class LayoutRewriter {
   }
 
   Graph* g_;
-  const Target& target_;
+  const KernelStrategy& strategy_;
   std::map<std::pair<int, int64_t>, int> blocked_;  // (NCHW value, block) -> blocked value
   std::map<int, int64_t> native_block_;  // NCHW value -> block its (blocked) producer wrote
 };
 
 }  // namespace
 
-void AlterConvLayout(Graph* graph, const Target& target) {
-  // EMBER_KEEP_NCHW=1 compiles every conv in NCHW (to compare the layouts side by side).
-  const char* keep = std::getenv("EMBER_KEEP_NCHW");
-  if (keep != nullptr && *keep != '\0' && std::strcmp(keep, "0") != 0) return;
-  LayoutRewriter(graph, target).Run();
+void AlterConvLayout(Graph* graph, const KernelStrategy& strategy) {
+  LayoutRewriter(graph, strategy).Run();
 }
 
 }  // namespace compiler

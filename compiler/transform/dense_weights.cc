@@ -3,13 +3,11 @@
 // exports Gemm with transB = 1, a Keras Dense exports MatMul; a MatMul of an [..., K] input, as in
 // a transformer, becomes Reshape - Gemm - Reshape). PackDenseWeights then stores such
 // weights in the column panels the target's dense kernel tiles (kPackedDenseWidthAttr).
-#include <ember/compiler/target.h>
+#include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/transform.h>
 
 #include <memory>
 #include <vector>
-
-#include "../schedule/schedule.h"
 
 namespace ember {
 namespace compiler {
@@ -111,13 +109,13 @@ void CanonicalizeDense(Graph* graph) {
   EliminateDeadCode(graph);
 }
 
-void PackDenseWeights(Graph* graph, const Target& target) {
+void PackDenseWeights(Graph* graph) {
   for (Node& n : graph->nodes()) {
     if (n.op != "Gemm" || n.HasAttr(kPackedDenseWidthAttr) || n.inputs.size() < 2) continue;
     if (n.GetInt("transA", 0) != 0 || n.GetInt("transB", 0) != 0) continue;
     if (!IsConstantMatrix(*graph, n.inputs[1])) continue;
     const Value& w = graph->value(n.inputs[1]);
-    const int64_t width = schedule::DenseWeightPanel(w.type.shape[1], target);
+    const int64_t width = KernelPlan::Of(n).dense_panel;
     if (width <= 1) continue;
     n.inputs[1] =
         graph->AddConstant(graph->UniqueName(w.name + "_panels"), PackPanels(*w.constant, width));

@@ -1,12 +1,9 @@
 // PackConvWeights: constant Conv weights rewritten once, at compile time, into the blocked layout
-// the target's conv kernel reads (compiler/schedule/conv2d_nchw_ocvec.cc, conv2d_1x1.cc).
-#include <ember/compiler/target.h>
+// the conv's planned kernel reads (compiler/schedule/conv2d_nchw_ocvec.cc, conv2d_1x1.cc).
+#include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/transform.h>
 
 #include <algorithm>
-#include <cstring>
-
-#include "../schedule/schedule.h"
 
 namespace ember {
 namespace compiler {
@@ -33,14 +30,14 @@ HostTensorPtr PackOIHW(const HostTensor& w, int64_t block, int64_t ic_block) {
 
 }  // namespace
 
-void PackConvWeights(Graph* graph, const Target& target) {
+void PackConvWeights(Graph* graph) {
   for (Node& n : graph->nodes()) {
     if (n.op != "Conv" || n.HasAttr(kPackedWeightBlockAttr) || !n.HasInput(1)) continue;
     const Value& w = graph->value(n.inputs[1]);
     if (!w.is_constant() || w.type.dtype != kFloat32 || w.type.shape.size() != 4) continue;
-    int64_t block = schedule::ConvWeightBlock(*graph, n, target);
+    const KernelPlan plan = KernelPlan::Of(n);
+    const int64_t block = plan.weight_block, ic_block = plan.weight_ic_block;
     if (block <= 1) continue;
-    const int64_t ic_block = schedule::ConvWeightIcBlock(*graph, n);
     HostTensorPtr packed = PackOIHW(*w.constant, block, std::max<int64_t>(1, ic_block));
     n.inputs[1] = graph->AddConstant(graph->UniqueName(w.name + "_packed"), packed);
     n.attrs[kPackedWeightBlockAttr] = block;

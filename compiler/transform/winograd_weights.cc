@@ -1,14 +1,9 @@
-// WinogradConvWeights: the constant weights of the convs the target's Winograd kernel takes
+// WinogradConvWeights: the constant weights of the convs planned to run as Winograd
 // (compiler/schedule/conv2d_winograd.cc) transformed once, at compile time, into U = G g G^T per
 // channel pair, in the layout that kernel streams (see kWinogradTileAttr).
+#include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/ir/winograd.h>
-#include <ember/compiler/target.h>
 #include <ember/compiler/transform.h>
-
-#include <cstdlib>
-#include <cstring>
-
-#include "../schedule/schedule.h"
 
 namespace ember {
 namespace compiler {
@@ -34,29 +29,21 @@ HostTensorPtr TransformWeights(const HostTensor& w, const WinogradTransform& t, 
 
 }  // namespace
 
-void WinogradConvWeights(Graph* graph, const Target& target) {
-  // EMBER_NO_WINOGRAD=1 keeps every conv direct: params.bin stays the model's size (transformed
-  // weights are (m + 2)^2 / 9 times larger), and the two can be compared side by side.
-  const char* off = std::getenv("EMBER_NO_WINOGRAD");
-  if (off != nullptr && *off != '\0' && std::strcmp(off, "0") != 0) return;
+void WinogradConvWeights(Graph* graph) {
   for (Node& n : graph->nodes()) {
     if (n.op != "Conv" || n.HasAttr(kWinogradTileAttr) || n.HasAttr(kPackedWeightBlockAttr) ||
         !n.HasInput(1)) {
       continue;
     }
+    const KernelPlan plan = KernelPlan::Of(n);
+    const WinogradTransform* t = FindWinogradTransform(plan.winograd_tile);
+    if (t == nullptr) continue;
     const Value& w = graph->value(n.inputs[1]);
-    if (!w.is_constant() || w.type.dtype != kFloat32 || w.type.shape.size() != 4 ||
-        w.type.shape[2] != 3 || w.type.shape[3] != 3) {
-      continue;
-    }
-    int64_t block = 0;
-    const int64_t tile = schedule::ConvWinogradTile(*graph, n, target, &block);
-    const WinogradTransform* t = FindWinogradTransform(tile);
-    if (t == nullptr || block <= 0 || w.type.shape[0] % block != 0) continue;
-    HostTensorPtr u = TransformWeights(*w.constant, *t, block);
+    if (!w.is_constant()) continue;
+    HostTensorPtr u = TransformWeights(*w.constant, *t, plan.winograd_block);
     n.inputs[1] = graph->AddConstant(graph->UniqueName(w.name + "_winograd"), u);
-    n.attrs[kWinogradTileAttr] = tile;
-    n.attrs[kWinogradBlockAttr] = block;
+    n.attrs[kWinogradTileAttr] = plan.winograd_tile;
+    n.attrs[kWinogradBlockAttr] = plan.winograd_block;
   }
 }
 

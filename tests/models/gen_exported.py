@@ -305,8 +305,9 @@ def all_models():
 
 
 def main(argv):
-    if len(argv) != 1:
-        sys.exit(__doc__)
+    if len(argv) != 1 or argv[0].startswith("-"):
+        print(__doc__)
+        return 0 if argv in (["-h"], ["--help"]) else 2
     outdir = argv[0]
     os.makedirs(outdir, exist_ok=True)
     lines = [m.save(outdir) for m in all_models()]

@@ -158,6 +158,7 @@ void BuildKernelLibrary(const std::vector<FusedGroup>& groups, const Target& tar
   lower::ScheduleOptions sched;
   sched.target = &target;
   sched.tuning_log = opts.tuning_log;
+  sched.scheduler = opts.scheduler;
   std::vector<std::string> func_names;
   std::string loop_text;
   // A group whose function is structurally identical to an earlier one's (MobileNetV2 repeats

@@ -16,6 +16,9 @@ struct FusedGroup;
 namespace schedule {
 class TuningLog;
 }  // namespace schedule
+namespace lower {
+class GroupScheduler;
+}  // namespace lower
 
 struct BuildOptions {
   /*! \brief Emit a static-link object whose initialiser registers each kernel through
@@ -29,6 +32,9 @@ struct BuildOptions {
   int jobs = 0;
   /*! \brief Tuned schedule parameters to use (compiler/schedule/tuning_log.h); may be null. */
   const schedule::TuningLog* tuning_log = nullptr;
+  /*! \brief The hand-written kernels groups are offered to (the driver's strategy); null: the
+   * default schedule for every group. */
+  const lower::GroupScheduler* scheduler = nullptr;
 };
 
 /*!

@@ -5,8 +5,11 @@
 #ifndef EMBER_COMPILER_DRIVER_H_
 #define EMBER_COMPILER_DRIVER_H_
 
+#include <ember/compiler/strategy.h>
+
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -36,7 +39,14 @@ struct CompileOptions {
   int tune_repeat = 3;      // timed repeats per candidate (best taken)
   /*! \brief --jobs: threads that optimise and emit kernels; 0: one per hardware thread. */
   int jobs = 0;
+  /*! \brief The kernel choice's knobs; unset: StrategyOptionsFromEnvironment(). */
+  std::optional<StrategyOptions> strategy;
 };
+
+/*! \brief The knobs of the kernel choice from the environment, where tests and benchmarks set
+ *  them: EMBER_DISABLE_SCHEDULES=1 (default schedule only), EMBER_SCHEDULE=NAME (force one table
+ *  entry), EMBER_KEEP_NCHW=1 (no blocked layout), EMBER_NO_WINOGRAD=1 (direct 3 x 3 convs). */
+StrategyOptions StrategyOptionsFromEnvironment();
 
 struct CompileStats {
   int num_nodes = 0;    // after passes

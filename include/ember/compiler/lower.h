@@ -161,6 +161,21 @@ struct LoweredFunc {
   int prefer_vector_bits = 0;
 };
 
+struct ScheduleOptions;
+
+/*!
+ * \brief Hand-written kernels for fused groups (compiler/schedule/ implements it): LowerGroup
+ * offers each group to it first and falls back to the default schedule when it declines.
+ */
+class GroupScheduler {
+ public:
+  virtual ~GroupScheduler() = default;
+  /*! \brief Lowers the group with the kernel chosen for it and returns true, or returns false
+   * (leaving *out alone) when the default schedule should take it. */
+  virtual bool Schedule(const FusedGroup& group, const ScheduleOptions& opts,
+                        LoweredFunc* out) const = 0;
+};
+
 /*! \brief Default-schedule knobs. */
 struct ScheduleOptions {
   /*! \brief Parallelise an outer loop when the nest does at least this many element updates. */
@@ -168,6 +183,8 @@ struct ScheduleOptions {
   bool parallel = true;
   /*! \brief Target being compiled for; group schedules (compiler/schedule/) key on it. */
   const Target* target = nullptr;
+  /*! \brief Hand-written kernels to offer each group to; null: the default schedule only. */
+  const GroupScheduler* scheduler = nullptr;
   /*! \brief Winners tunable schedules take instead of their table defaults (compiler/schedule/
    * tuning.h); null: the defaults. */
   const schedule::TuningLog* tuning_log = nullptr;
@@ -187,13 +204,6 @@ LoweredFunc LowerTensors(const std::string& name, const std::vector<te::Tensor>&
 /*! \brief Builds te tensors for every node of the group through the op registry's compute rules
  * and lowers them. Throws UnsupportedError naming the node when an op has no compute rule. */
 LoweredFunc LowerGroup(const FusedGroup& group, const ScheduleOptions& opts);
-
-/*!
- * \brief Group schedules (compiler/schedule/): LowerGroup first offers the group to the schedules
- * registered for opts.target; the first that returns true has filled *out. Defined in
- * compiler/schedule/schedule_table.cc.
- */
-bool TryGroupSchedules(const FusedGroup& group, const ScheduleOptions& opts, LoweredFunc* out);
 
 using VarMap = std::unordered_map<const te::ExprNode*, te::Expr>;
 

@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 #include <ember/compiler/codegen.h>
+#include <ember/compiler/driver.h>
 #include <ember/compiler/ir/fused_group.h>
 #include <ember/compiler/ir/graph.h>
 #include <ember/compiler/target.h>
@@ -22,7 +23,30 @@
 #include <string>
 #include <vector>
 
+#include "../../../compiler/schedule/table_strategy.h"
+
 namespace ember::compiler::testing {
+
+/*! \brief The kernel choice a compile for `target` makes, with the knobs tests set in the
+ * environment (EMBER_SCHEDULE, EMBER_DISABLE_SCHEDULES, EMBER_KEEP_NCHW, EMBER_NO_WINOGRAD). */
+inline schedule::TableStrategy StrategyFor(const Target& target) {
+  return schedule::TableStrategy(target, StrategyOptionsFromEnvironment());
+}
+
+/*! \brief opts with the scheduler of StrategyFor(target) when it names none; `strategy` keeps
+ * it alive. */
+inline BuildOptions WithScheduler(BuildOptions opts, const schedule::TableStrategy& strategy) {
+  if (opts.scheduler == nullptr) opts.scheduler = &strategy;
+  return opts;
+}
+
+/*! \brief BuildKernelLibrary with the kernel choice of StrategyFor(target) (unless opts names
+ * a scheduler). */
+inline void BuildWithStrategy(const std::vector<FusedGroup>& groups, const Target& target,
+                              const std::string& path, const BuildOptions& opts = BuildOptions()) {
+  const schedule::TableStrategy strategy = StrategyFor(target);
+  BuildKernelLibrary(groups, target, path, WithScheduler(opts, strategy));
+}
 
 using PackedCFunc = int32_t (*)(TVMValue*, int32_t*, int32_t, TVMValue*, int32_t*, void*);
 
@@ -71,7 +95,7 @@ class Library {
     char tmpl[] = "/tmp/ember_kernel_test_XXXXXX";
     dir_ = mkdtemp(tmpl);
     path_ = dir_ + "/lib.so";
-    BuildKernelLibrary(groups, Target::Host(), path_, opts);
+    BuildWithStrategy(groups, Target::Host(), path_, opts);
     handle_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) ADD_FAILURE() << "dlopen: " << dlerror();
   }

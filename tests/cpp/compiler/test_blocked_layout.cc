@@ -26,6 +26,7 @@ using testing::HostArray;
 using testing::KernelGraph;
 using testing::Library;
 using testing::ScopedEnv;
+using testing::StrategyFor;
 
 struct BlockedCase {
   int64_t n, c, h, w, oc, k, stride, pad, group;
@@ -406,7 +407,7 @@ std::vector<const Node*> NodesOf(const Graph& g, const std::string& op) {
 TEST(BlockedLayout, PassBlocksTheConvChainWithTransformsAtItsEdges) {
   ScopedEnv force("EMBER_SCHEDULE", "conv2d_nchw_ocvec_avx512");
   Chain c;
-  AlterConvLayout(&c.kg.graph, Target::Host());
+  AlterConvLayout(&c.kg.graph, StrategyFor(Target::Host()));
   const Graph& g = c.kg.graph;
   std::vector<const Node*> convs = NodesOf(g, "Conv"), transforms = NodesOf(g, "LayoutTransform");
   ASSERT_EQ(convs.size(), 2u);
@@ -432,20 +433,20 @@ TEST(BlockedLayout, PassLeavesConvsItCannotBlockInNchw) {
   {
     ScopedEnv disable("EMBER_DISABLE_SCHEDULES", "1");
     Chain c;
-    AlterConvLayout(&c.kg.graph, Target::Host());
+    AlterConvLayout(&c.kg.graph, StrategyFor(Target::Host()));
     EXPECT_TRUE(NodesOf(c.kg.graph, "LayoutTransform").empty());
   }
   {
     ScopedEnv keep("EMBER_KEEP_NCHW", "1");
     Chain c;
-    AlterConvLayout(&c.kg.graph, Target::Host());
+    AlterConvLayout(&c.kg.graph, StrategyFor(Target::Host()));
     EXPECT_TRUE(NodesOf(c.kg.graph, "LayoutTransform").empty());
   }
   {
     // A target without a channels-in-lanes kernel (forced wide kernel) keeps NCHW.
     ScopedEnv force("EMBER_SCHEDULE", "conv2d_nchw_wide_avx512");
     Chain c;
-    AlterConvLayout(&c.kg.graph, Target::Host());
+    AlterConvLayout(&c.kg.graph, StrategyFor(Target::Host()));
     EXPECT_TRUE(NodesOf(c.kg.graph, "LayoutTransform").empty());
   }
 }
@@ -484,7 +485,7 @@ TEST(BlockedLayout, PassBlocksDepthwiseConvsOnlyWhereTheirTapsFitTheRegisters) {
                         Case{"llvm -mcpu=skylake-avx512", 5, "NCHW16c"}}) {
     SCOPED_TRACE(std::string(c.target) + ", " + std::to_string(c.k) + "x" + std::to_string(c.k));
     DepthwiseConv d(c.k);
-    AlterConvLayout(&d.kg.graph, Target::Parse(c.target));
+    AlterConvLayout(&d.kg.graph, StrategyFor(Target::Parse(c.target)));
     const Node* conv = NodesOf(d.kg.graph, "Conv").at(0);
     EXPECT_EQ(conv->GetString(kOutLayoutAttr, ""), c.layout);
     EXPECT_EQ(NodesOf(d.kg.graph, "LayoutTransform").empty(), c.layout[0] == '\0');

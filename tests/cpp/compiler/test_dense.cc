@@ -177,8 +177,10 @@ TEST(DenseSchedule, TuningCandidatesFromTheLogAreUsedAndCorrect) {
   FusedGroup group = DenseGraph(dc, &kg);
   Target host = Target::Host();
   std::vector<schedule::TuningTask> tasks;
+  const schedule::TableStrategy strategy = testing::StrategyFor(host);
   lower::ScheduleOptions so;
   so.target = &host;
+  so.scheduler = &strategy;
   so.tuning_tasks = &tasks;
   lower::LowerGroup(group, so);
   ASSERT_EQ(tasks.size(), 1u);

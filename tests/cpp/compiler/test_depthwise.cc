@@ -229,8 +229,8 @@ TEST(Depthwise, CrossCompilesForAArch64AndArmv7) {
       std::string dir = mkdtemp(tmpl);
       BuildOptions bo;
       bo.dump_dir = dir;
-      EXPECT_NO_THROW(
-          BuildKernelLibrary({g.kg.Group("dw", {g.y})}, Target::Parse(spec), dir + "/lib.so", bo));
+      EXPECT_NO_THROW(testing::BuildWithStrategy({g.kg.Group("dw", {g.y})}, Target::Parse(spec),
+                                                 dir + "/lib.so", bo));
       EXPECT_TRUE(TookGroup(ReadFile(dir + "/kernels.loop.txt")));
       EXPECT_TRUE(std::filesystem::exists(dir + "/lib.so"));
       std::filesystem::remove_all(dir);

@@ -1,3 +1,4 @@
+#include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/ir/op_registry.h>
 #include <ember/compiler/ir/winograd.h>
 #include <ember/compiler/target.h>
@@ -217,8 +218,10 @@ TEST(PackDenseWeights, StoresPanelsForTheDenseKernel) {
   int gemv = Add(g, "Gemm", {row, w}, GemmAttrs(0));
   int thin = Add(g, "Gemm", {x, wn}, GemmAttrs(0));
   g.outputs() = {packed, gemv, thin};
-  PackDenseWeights(&g, avx512);
+  PlanKernels(&g, testing::StrategyFor(avx512));
+  PackDenseWeights(&g);
   const Node& n = g.nodes()[0];
+  EXPECT_EQ(KernelPlan::Of(n).kernel, "dense_avx512");
   ASSERT_EQ(n.GetInt(kPackedDenseWidthAttr, 0), 64);
   const Value& p = g.value(n.inputs[1]);
   EXPECT_EQ(p.type.shape, (std::vector<int64_t>{3, 70}));  // the declared shape stays
@@ -273,9 +276,11 @@ TEST(WinogradConvWeights, TransformsThe3x3ConvsTheKernelTakes) {
   AddConv3x3(g, 64, 7, 1, &w7);
   AddConv3x3(g, 64, 28, 2, &ws);
   AddConv3x3(g, 16, 28, 1, &wn);
-  AlterConvLayout(&g, avx512);
-  WinogradConvWeights(&g, avx512);
-  PackConvWeights(&g, avx512);
+  const schedule::TableStrategy strategy = testing::StrategyFor(avx512);
+  AlterConvLayout(&g, strategy);
+  PlanKernels(&g, strategy);
+  WinogradConvWeights(&g);
+  PackConvWeights(&g);
   std::vector<const Node*> convs;
   for (const Node& n : g.nodes()) {
     if (n.op == "Conv") convs.push_back(&n);
@@ -317,10 +322,69 @@ TEST(WinogradConvWeights, NothingWithSchedulesDisabledOrWinogradOff) {
     Graph g;
     int w;
     AddConv3x3(g, 64, 56, 1, &w);
-    AlterConvLayout(&g, avx512);
-    WinogradConvWeights(&g, avx512);
+    const schedule::TableStrategy strategy = testing::StrategyFor(avx512);
+    AlterConvLayout(&g, strategy);
+    PlanKernels(&g, strategy);
+    WinogradConvWeights(&g);
     for (const Node& n : g.nodes()) {
       EXPECT_FALSE(n.HasAttr(kWinogradTileAttr)) << env << " " << n.name;
+    }
+  }
+}
+
+// The strategy pass names each conv's kernel and the weight layout it reads, from the knobs it
+// is given (not the environment): the Winograd and direct kernels on AVX-512, the 1x1 kernel on
+// AVX2 with its output-channel block, nothing at all with schedules off.
+TEST(PlanKernels, NamesEachConvsKernelAndWeightLayout) {
+  struct Case {
+    const char* target;
+    StrategyOptions options;
+    const char* kernel_56;  // the 3x3 conv on a 56 x 56 plane
+    int64_t winograd_tile;
+  };
+  StrategyOptions off, direct;
+  off.schedules = false;
+  direct.winograd = false;
+  for (const Case& c : {Case{"llvm -mcpu=skylake-avx512", {}, "conv2d_nchw_ocvec_avx512", 4},
+                        Case{"llvm -mcpu=skylake-avx512", direct, "conv2d_nchw_ocvec_avx512", 0},
+                        Case{"llvm -mcpu=haswell", {}, "conv2d_nchw_ocvec_avx2", 4},
+                        Case{"llvm -mcpu=skylake-avx512", off, "", 0}}) {
+    SCOPED_TRACE(c.target);
+    Graph g;
+    int w;
+    AddConv3x3(g, 64, 56, 1, &w);
+    const int x = g.AddValue("x1", F32({1, 64, 56, 56}));
+    g.inputs().push_back(x);
+    std::vector<float> w1(64 * 64, 0.5f);
+    const int y = Add(g, "Conv", {x, g.AddConstant("w1", Floats({64, 64, 1, 1}, w1))}, Conv1x1());
+    g.outputs().push_back(y);
+    const schedule::TableStrategy strategy(Target::Parse(c.target), c.options);
+    PlanKernels(&g, strategy);
+    const KernelPlan conv3 = KernelPlan::Of(g.nodes()[0]), conv1 = KernelPlan::Of(g.nodes()[1]);
+    EXPECT_TRUE(KernelPlan::IsPlanned(g.nodes()[0]));
+    EXPECT_EQ(conv1.winograd_tile, 0);
+    if (!c.options.schedules) {
+      EXPECT_EQ(conv3.kernel, "");
+      EXPECT_EQ(conv1.kernel, "");
+      EXPECT_EQ(conv1.weight_block, 0);
+      continue;
+    }
+    // Without the layout pass both convs are NCHW: the 3x3 one runs channels-in-lanes (Winograd
+    // needs blocked data, so no tile here), the 1x1 one the 1x1 kernel with OC blocks of 4.
+    EXPECT_EQ(conv3.kernel, c.kernel_56);
+    EXPECT_EQ(conv3.winograd_tile, 0);
+    EXPECT_GT(conv3.weight_block, 0);
+    EXPECT_EQ(conv1.kernel, std::string("conv2d_1x1_") + (c.kernel_56 + 18));
+    EXPECT_EQ(conv1.weight_block, 4);
+    // After the layout pass the 3x3 conv reads blocked data: Winograd where it is allowed.
+    Graph blocked;
+    AddConv3x3(blocked, 64, 56, 1, &w);
+    AlterConvLayout(&blocked, strategy);
+    PlanKernels(&blocked, strategy);
+    for (const Node& n : blocked.nodes()) {
+      if (n.op == "Conv") {
+        EXPECT_EQ(KernelPlan::Of(n).winograd_tile, c.winograd_tile);
+      }
     }
   }
 }

@@ -63,7 +63,7 @@ class TargetLibrary {
                 const BuildOptions& opts) {
     char tmpl[] = "/tmp/ember_pool_lib_XXXXXX";
     dir_ = mkdtemp(tmpl);
-    BuildKernelLibrary(groups, Target::Parse(target), dir_ + "/lib.so", opts);
+    testing::BuildWithStrategy(groups, Target::Parse(target), dir_ + "/lib.so", opts);
     handle_ = dlopen((dir_ + "/lib.so").c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) ADD_FAILURE() << "dlopen: " << dlerror();
   }
@@ -350,7 +350,8 @@ TEST(PoolSchedule, CrossCompilesForAArch64AndArmv7) {
     std::string dir = mkdtemp(tmpl);
     BuildOptions bo;
     bo.dump_dir = dir;
-    EXPECT_NO_THROW(BuildKernelLibrary({g1, g2}, Target::Parse(target), dir + "/lib.so", bo));
+    EXPECT_NO_THROW(
+        testing::BuildWithStrategy({g1, g2}, Target::Parse(target), dir + "/lib.so", bo));
     std::string loops = ReadFile(dir + "/kernels.loop.txt");
     EXPECT_NE(loops.find("_row"), std::string::npos);
     EXPECT_NE(loops.find("_part"), std::string::npos);

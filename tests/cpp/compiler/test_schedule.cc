@@ -310,9 +310,9 @@ TEST(Schedule, CrossCompilesForAArch64) {
   std::string dir = mkdtemp(tmpl);
   BuildOptions bo;
   bo.dump_dir = dir;
-  EXPECT_NO_THROW(BuildKernelLibrary({kg.Group("conv", {y})},
-                                     Target::Parse("llvm -mtriple=aarch64-linux-gnu"),
-                                     dir + "/lib.so", bo));
+  EXPECT_NO_THROW(testing::BuildWithStrategy({kg.Group("conv", {y})},
+                                             Target::Parse("llvm -mtriple=aarch64-linux-gnu"),
+                                             dir + "/lib.so", bo));
   EXPECT_NE(ReadFile(dir + "/kernels.loop.txt").find("_padded_ws"), std::string::npos);
   std::filesystem::remove_all(dir);
 }

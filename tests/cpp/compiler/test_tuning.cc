@@ -240,8 +240,10 @@ std::string BuildAndCheck(const ConvKernel& ck, const TuningLog* log) {
 schedule::TuningTask Describe(const ConvKernel& ck) {
   Target host = Target::Host();
   std::vector<schedule::TuningTask> tasks;
+  const schedule::TableStrategy strategy = testing::StrategyFor(host);
   lower::ScheduleOptions so;
   so.target = &host;
+  so.scheduler = &strategy;
   so.tuning_tasks = &tasks;
   lower::LowerGroup(ck.Group(), so);
   EXPECT_EQ(tasks.size(), 1u);
@@ -307,8 +309,10 @@ TEST(TuningHook, OcVecBlockWidthFromTheLog) {
   ConvKernel ck;
   Target host = Target::Host();
   std::vector<schedule::TuningTask> tasks;
+  const schedule::TableStrategy strategy = testing::StrategyFor(host);
   lower::ScheduleOptions so;
   so.target = &host;
+  so.scheduler = &strategy;
   so.tuning_tasks = &tasks;
   schedule::OcVecBlocking b = schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 4, 6);
   EXPECT_EQ(b.ow_block, 6);

@@ -1,0 +1,174 @@
+// TableStrategy: each conv's and dense product's kernel, chosen from the schedule table in its
+// order of preference, with the weight layout that kernel reads.
+#include "table_strategy.h"
+
+#include <ember/compiler/ir/layout.h>
+
+#include <cstring>
+
+#include "conv_group.h"
+
+namespace ember::compiler::schedule {
+namespace {
+
+// The conv as a group of its own (how the schedules see it without an epilogue).
+bool MatchLoneConv(const Graph& g, const Node& conv, ConvGroup* m) {
+  FusedGroup alone;
+  alone.graph = &g;
+  alone.nodes = {&conv};
+  for (int v : conv.inputs) {
+    if (v != kAbsentValue) alone.inputs.push_back(v);
+  }
+  alone.outputs = {conv.outputs.at(0)};
+  return MatchConvGroup(alone, m);
+}
+
+bool IsDepthwise(const ConvShape& s) {
+  return s.group == s.c && s.oc == s.c && s.icg == 1 && s.ocg == 1;
+}
+
+// Whether the kernel of entry e takes a conv of this shape (in its final layout).
+bool ConvKernelApplies(const ScheduleEntry& e, const ConvShape& s) {
+  switch (e.kind) {
+    case ScheduleKind::kDepthwiseConv2d:
+      return IsDepthwise(s);
+    case ScheduleKind::kConv2d1x1:
+      return IsNchw(s) && Conv1x1Applies(s, e.conv);
+    case ScheduleKind::kConv2dOcVec:
+      return !IsNchw(s) || OcVecOcBlock(s, e.conv_ocvec) > 0;
+    case ScheduleKind::kConv2dWide:
+      return IsNchw(s);
+    case ScheduleKind::kDense:
+      return false;
+  }
+  return false;
+}
+
+// The output-channel block of the packed weights entry e's kernel reads (0: OIHW).
+int64_t ConvWeightBlock(const ScheduleEntry& e, const ConvShape& s) {
+  switch (e.kind) {
+    case ScheduleKind::kDepthwiseConv2d:  // blocked: [C/x][1][KH][KW][x]
+      return IsNchw(s) ? 0 : s.out_block;
+    case ScheduleKind::kConv2d1x1:
+      return Conv1x1OcBlock(s, e.conv.oc_block);
+    case ScheduleKind::kConv2dOcVec:
+      return OcVecOcBlock(s, BlockedOcVecParams(e.conv_ocvec, s));
+    case ScheduleKind::kConv2dWide:
+    case ScheduleKind::kDense:
+      return 0;
+  }
+  return 0;
+}
+
+// Constant float32 3 x 3 weights whose output channels fill `block`: what the Winograd weight
+// transform needs.
+bool WinogradWeights(const Graph& g, const Node& conv, int64_t block) {
+  const Value& w = g.value(conv.inputs[1]);
+  return w.is_constant() && w.type.dtype == kFloat32 && w.type.shape.size() == 4 &&
+         w.type.shape[2] == 3 && w.type.shape[3] == 3 && block > 0 && w.type.shape[0] % block == 0;
+}
+
+}  // namespace
+
+TableStrategy::TableStrategy(const Target& target, const StrategyOptions& options)
+    : target_(target), options_(options) {
+  if (!options_.schedules) return;
+  const bool forced = !options_.forced_schedule.empty();
+  const TargetClass tc = ClassifyTarget(target_);
+  for (const ScheduleEntry& e : ScheduleTable()) {
+    if (forced ? options_.forced_schedule == e.name : e.target == tc) entries_.push_back(&e);
+  }
+}
+
+const ScheduleEntry* TableStrategy::FirstOf(ScheduleKind kind) const {
+  for (const ScheduleEntry* e : entries_) {
+    if (e->kind == kind) return e;
+  }
+  return nullptr;
+}
+
+int64_t TableStrategy::ConvLayoutBlock(const Graph& g, const Node& conv) const {
+  ConvGroup m;
+  if (!options_.blocked_layout || !MatchLoneConv(g, conv, &m) || !IsNchw(m.s)) return 0;
+  const ScheduleEntry* e = FirstOf(ScheduleKind::kConv2dOcVec);
+  if (e == nullptr) return 0;
+  if (!IsDepthwise(m.s) && m.s.group != 1) return 0;
+  // A depthwise conv whose taps do not fit the registers would run blocked in the slow default
+  // schedule; in NCHW its own schedule takes it.
+  if (IsDepthwise(m.s) && !DepthwiseNchwcTapsFit(m.s, target_)) return 0;
+  // The widest vector (the target's, halved down to 4 floats) the output channels fill.
+  for (int64_t block = e->conv_ocvec.lanes; block >= kMinLayoutBlock; block /= 2) {
+    if (m.s.oc % block == 0) return block;
+  }
+  return 0;
+}
+
+KernelPlan TableStrategy::Choose(const Graph& g, const Node& node) const {
+  if (node.op == "Conv") return ChooseConv(g, node);
+  if (node.op == "Gemm") return ChooseDense(g, node);
+  return KernelPlan{};
+}
+
+KernelPlan TableStrategy::ChooseConv(const Graph& g, const Node& conv) const {
+  KernelPlan plan;
+  ConvGroup m;
+  if (!MatchLoneConv(g, conv, &m)) return plan;
+  for (const ScheduleEntry* e : entries_) {
+    if (!ConvKernelApplies(*e, m.s)) continue;
+    plan.kernel = e->name;
+    const int64_t block = ConvWeightBlock(*e, m.s);
+    if (e->kind == ScheduleKind::kConv2dOcVec && options_.winograd) {
+      const int64_t tile = WinogradTileFor(m.s, e->conv_ocvec);
+      if (tile != 0 && WinogradWeights(g, conv, block)) {
+        plan.winograd_tile = tile;
+        plan.winograd_block = block;
+        return plan;
+      }
+    }
+    if (block > 1) {
+      plan.weight_block = block;
+      if (m.s.group == 1 && m.s.in_block > 1) plan.weight_ic_block = m.s.in_block;
+    }
+    return plan;
+  }
+  return plan;
+}
+
+KernelPlan TableStrategy::ChooseDense(const Graph& g, const Node& gemm) const {
+  KernelPlan plan;
+  const ScheduleEntry* e = FirstOf(ScheduleKind::kDense);
+  if (e == nullptr || gemm.inputs.size() < 2) return plan;
+  plan.kernel = e->name;
+  // Panels pay whenever a panel fills: a GEMV reads them too, as one sequential stream where W's
+  // rows are N floats apart (a cold weight streams from memory; prefetchers follow a stream).
+  const TensorType& w = g.value(gemm.inputs[1]).type;
+  const int64_t width = e->dense.vectors * e->dense.lanes;
+  if (w.shape.size() == 2 && w.shape[1] >= width) plan.dense_panel = width;
+  return plan;
+}
+
+bool TableStrategy::Schedule(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                             lower::LoweredFunc* out) const {
+  if (!options_.schedules) return false;
+  if (TryPool2d(group, opts, out)) return true;
+  // The group's conv or dense product carries its plan (a group built by hand, as in tests, has
+  // it chosen here by the same rule).
+  std::string planned;
+  for (const Node* n : group.nodes) {
+    if (n->op != "Conv" && n->op != "Gemm") continue;
+    planned =
+        KernelPlan::IsPlanned(*n) ? KernelPlan::Of(*n).kernel : Choose(*group.graph, *n).kernel;
+    break;
+  }
+  const ScheduleEntry* first = nullptr;
+  for (const ScheduleEntry* e : entries_) {
+    if (planned == e->name) first = e;
+  }
+  if (first != nullptr && TryEntry(*first, group, opts, out)) return true;
+  for (const ScheduleEntry* e : entries_) {
+    if (e != first && TryEntry(*e, group, opts, out)) return true;
+  }
+  return false;
+}
+
+}  // namespace ember::compiler::schedule

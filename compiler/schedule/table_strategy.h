@@ -1,0 +1,42 @@
+// The kernel choice from the per-target schedule table: one object answers the layout pass, the
+// strategy pass (PlanKernels) and lowering, so each node's kernel is decided in one place.
+#ifndef EMBER_COMPILER_SCHEDULE_TABLE_STRATEGY_H_
+#define EMBER_COMPILER_SCHEDULE_TABLE_STRATEGY_H_
+
+#include <ember/compiler/strategy.h>
+
+#include <vector>
+
+#include "ember/compiler/lower.h"
+#include "ember/compiler/target.h"
+#include "schedule.h"
+
+namespace ember::compiler::schedule {
+
+class TableStrategy : public KernelStrategy, public lower::GroupScheduler {
+ public:
+  TableStrategy(const Target& target, const StrategyOptions& options);
+
+  int64_t ConvLayoutBlock(const Graph& graph, const Node& conv) const override;
+  KernelPlan Choose(const Graph& graph, const Node& node) const override;
+  /*! \brief Pools first (portable, no entry), then the group's planned kernel, then the other
+   * entries in the table's order: a kernel declines a group whose epilogue it cannot fuse. */
+  bool Schedule(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                lower::LoweredFunc* out) const override;
+
+  /*! \brief The entries on offer, in order of preference: the forced one, else the target's. */
+  const std::vector<const ScheduleEntry*>& entries() const { return entries_; }
+
+ private:
+  const ScheduleEntry* FirstOf(ScheduleKind kind) const;
+  KernelPlan ChooseConv(const Graph& graph, const Node& conv) const;
+  KernelPlan ChooseDense(const Graph& graph, const Node& gemm) const;
+
+  Target target_;
+  StrategyOptions options_;
+  std::vector<const ScheduleEntry*> entries_;
+};
+
+}  // namespace ember::compiler::schedule
+
+#endif  // EMBER_COMPILER_SCHEDULE_TABLE_STRATEGY_H_

@@ -1,0 +1,43 @@
+/*!
+ * \file ember/compiler/ir/kernel_plan.h
+ * \brief The kernel chosen for a node, carried on the node from the strategy pass (PlanKernels)
+ *  to weight preparation and lowering, so that the choice is made once.
+ */
+#ifndef EMBER_COMPILER_IR_KERNEL_PLAN_H_
+#define EMBER_COMPILER_IR_KERNEL_PLAN_H_
+
+#include <ember/compiler/ir/graph.h>
+
+#include <cstdint>
+#include <string>
+
+namespace ember {
+namespace compiler {
+
+struct KernelPlan {
+  /*! \brief The kernel (a schedule name, e.g. "conv2d_nchw_ocvec_avx2"); empty: the default
+   * schedule of compiler/lower/. */
+  std::string kernel;
+  /*! \brief Output-channel block of the packed conv weights the kernel reads (0: OIHW). */
+  int64_t weight_block = 0;
+  /*! \brief Input-channel block of that packing (0: none; see kPackedWeightIcBlockAttr). */
+  int64_t weight_ic_block = 0;
+  /*! \brief Winograd output tile m (2 or 4) the kernel runs, and the output-channel block of
+   * its transformed weights; 0: a direct convolution. */
+  int64_t winograd_tile = 0;
+  int64_t winograd_block = 0;
+  /*! \brief Panel width of the dense kernel's packed [K][N] weights (0: unpacked). */
+  int64_t dense_panel = 0;
+
+  /*! \brief True when PlanKernels attached a plan to `node`. */
+  static bool IsPlanned(const Node& node);
+  /*! \brief The plan attached to `node` (all defaults when there is none). */
+  static KernelPlan Of(const Node& node);
+  /*! \brief Stores the plan as the node's attributes (ember_plan_*). */
+  void AttachTo(Node* node) const;
+};
+
+}  // namespace compiler
+}  // namespace ember
+
+#endif  // EMBER_COMPILER_IR_KERNEL_PLAN_H_

@@ -1,0 +1,33 @@
+/*!
+ * \file ember/compiler/ir/weight_layout.h
+ * \brief Ember's attributes for constant weights stored in the layout their kernel reads. The
+ *  weight passes (compiler/transform/) set them; ops and kernels read them.
+ */
+#ifndef EMBER_COMPILER_IR_WEIGHT_LAYOUT_H_
+#define EMBER_COMPILER_IR_WEIGHT_LAYOUT_H_
+
+namespace ember {
+namespace compiler {
+
+/*! \brief Conv attribute set by PackConvWeights: the weight constant holds its data as
+ *  [OC/B][IC/group][KH][KW][B] (B = the attribute's value) under its declared OIHW shape. */
+constexpr const char* kPackedWeightBlockAttr = "ember_packed_weight_block";
+/*! \brief Set by PackConvWeights next to kPackedWeightBlockAttr for convs reading NCHW[X]c data
+ *  (X = the value): the input channels are blocked too, [OC/B][I/X][KH][KW][X][B], so that a
+ *  kernel stepping through the X channels of one pixel reads its weights contiguously. */
+constexpr const char* kPackedWeightIcBlockAttr = "ember_packed_weight_ic_block";
+/*! \brief Conv attributes set by WinogradConvWeights: the conv runs as F(m x m, 3 x 3) (m = the
+ *  tile attribute's value, see ember/compiler/ir/winograd.h) and its weight constant holds
+ *  U = G g G^T of every (output, input) channel pair as [alpha^2][OC/B][IC][B] (B = the block
+ *  attribute's value), under the declared shape [OC][IC][alpha][alpha]. */
+constexpr const char* kWinogradTileAttr = "ember_winograd_tile";
+constexpr const char* kWinogradBlockAttr = "ember_winograd_block";
+/*! \brief Gemm attribute set by PackDenseWeights: the constant [K][N] weight holds its columns in
+ *  panels of P (the value) as [N/P][K][P], then the last N % P columns as [K][N % P], under its
+ *  declared [K][N] shape. */
+constexpr const char* kPackedDenseWidthAttr = "ember_packed_dense_width";
+
+}  // namespace compiler
+}  // namespace ember
+
+#endif  // EMBER_COMPILER_IR_WEIGHT_LAYOUT_H_
