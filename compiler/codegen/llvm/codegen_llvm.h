@@ -1,4 +1,6 @@
-// Loop IR -> LLVM IR for one module (private to compiler/codegen/llvm).
+// Loop IR -> LLVM IR for one module (private to compiler/codegen/llvm): expressions and statements
+// in codegen_llvm.cc, the CPU calling convention in codegen_cpu.cc, parallel loops in
+// codegen_parallel.cc.
 #ifndef EMBER_COMPILER_CODEGEN_LLVM_CODEGEN_LLVM_H_
 #define EMBER_COMPILER_CODEGEN_LLVM_CODEGEN_LLVM_H_
 

@@ -236,6 +236,14 @@ void VisitLoads(const te::Expr& e, const std::function<void(const BufferLoadNode
 te::Expr VectorizeLanes(const te::Expr& e, const te::ExprNode* var, const te::Expr& base,
                         int lanes);
 
+/*! \brief Variables and (non-local) buffers a loop's body reads but does not bind, in order of
+ * first use; the loop's own variable and those of loops inside it are bound. */
+struct FreeVars {
+  std::vector<const te::ExprNode*> vars;
+  std::vector<const BufferNode*> buffers;
+};
+FreeVars CollectFreeVars(const ForNode& loop);
+
 /*! \brief Text form of a lowered function (for --dump-ir and tests). */
 std::string ToText(const LoweredFunc& f);
 
