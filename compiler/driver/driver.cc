@@ -16,9 +16,9 @@
 #include <memory>
 #include <sstream>
 
+#include "autotune/tuner.h"
+#include "autotune/tuning_log.h"
 #include "schedule/table_strategy.h"
-#include "schedule/tuner.h"
-#include "schedule/tuning_log.h"
 
 namespace ember {
 namespace compiler {
@@ -107,13 +107,13 @@ CompileStats Compile(const CompileOptions& opt) {
         "FILE)");
   }
   // Read before the slow part, so that a malformed log fails the compile at once.
-  std::unique_ptr<schedule::TuningLog> tuning;
+  std::unique_ptr<autotune::TuningLog> tuning;
   std::string tuning_path = opt.tuning_log;
   if (opt.tune && tuning_path.empty()) tuning_path = DefaultTuningLogPath(opt.out_dir);
   if (!tuning_path.empty()) {
-    tuning = std::make_unique<schedule::TuningLog>(
-        opt.tune ? schedule::TuningLog::LoadIfExists(tuning_path)
-                 : schedule::TuningLog::Load(tuning_path));
+    tuning = std::make_unique<autotune::TuningLog>(
+        opt.tune ? autotune::TuningLog::LoadIfExists(tuning_path)
+                 : autotune::TuningLog::Load(tuning_path));
   }
   if (!opt.dump_dir.empty()) fs::create_directories(opt.dump_dir);
   int step = 0;
@@ -176,13 +176,13 @@ CompileStats Compile(const CompileOptions& opt) {
 
   CompileStats st;
   if (opt.tune) {
-    schedule::TuneOptions to;
+    autotune::TuneOptions to;
     to.max_candidates = opt.tune_candidates;
     to.repeat = opt.tune_repeat;
     to.version = EMBER_VERSION;
     to.log = opt.log;
     to.scheduler = &strategy;
-    schedule::TuneReport tr = schedule::TuneGroups(groups, target, to, tuning.get());
+    autotune::TuneReport tr = autotune::TuneGroups(groups, target, to, tuning.get());
     tuning->Save(tuning_path);
     st.tuned_workloads = tr.measured;
     st.tune_seconds = tr.seconds;
@@ -214,7 +214,7 @@ CompileStats Compile(const CompileOptions& opt) {
            << st.tuning_log_used << " used\n";
       for (const std::string& key : tuning->used()) {
         *log << "emberc:   " << key << " -> "
-             << schedule::ParamSetToString(tuning->Find(key)->params) << "\n";
+             << autotune::ParamSetToString(tuning->Find(key)->params) << "\n";
       }
     }
   }

@@ -28,13 +28,17 @@
 #include <string>
 #include <vector>
 
+#include "../autotune/tuning_log.h"
 #include "conv_group.h"
 #include "ember/compiler/lower.h"
 #include "ember/compiler/target.h"
 #include "schedule.h"
-#include "tuning_log.h"
 
 namespace ember::compiler::schedule {
+
+using autotune::ParamSet;
+using autotune::TuningLog;
+using autotune::TuningRecord;
 
 /*! \brief One tunable workload as a schedule described it. */
 struct TuningTask {

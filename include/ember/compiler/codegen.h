@@ -13,9 +13,9 @@
 namespace ember::compiler {
 
 struct FusedGroup;
-namespace schedule {
+namespace autotune {
 class TuningLog;
-}  // namespace schedule
+}  // namespace autotune
 namespace lower {
 class GroupScheduler;
 }  // namespace lower
@@ -30,8 +30,8 @@ struct BuildOptions {
   /*! \brief Threads that optimise and emit kernels (--jobs); 0: one per hardware thread. The
    * library's bytes do not depend on it. */
   int jobs = 0;
-  /*! \brief Tuned schedule parameters to use (compiler/schedule/tuning_log.h); may be null. */
-  const schedule::TuningLog* tuning_log = nullptr;
+  /*! \brief Tuned schedule parameters to use (compiler/autotune/tuning_log.h); may be null. */
+  const autotune::TuningLog* tuning_log = nullptr;
   /*! \brief The hand-written kernels groups are offered to (the driver's strategy); null: the
    * default schedule for every group. */
   const lower::GroupScheduler* scheduler = nullptr;

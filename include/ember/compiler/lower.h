@@ -23,8 +23,10 @@ namespace ember::compiler {
 struct FusedGroup;
 struct Target;
 
-namespace schedule {
+namespace autotune {
 class TuningLog;
+}  // namespace autotune
+namespace schedule {
 struct TuningTask;
 }  // namespace schedule
 
@@ -187,7 +189,7 @@ struct ScheduleOptions {
   const GroupScheduler* scheduler = nullptr;
   /*! \brief Winners tunable schedules take instead of their table defaults (compiler/schedule/
    * tuning.h); null: the defaults. */
-  const schedule::TuningLog* tuning_log = nullptr;
+  const autotune::TuningLog* tuning_log = nullptr;
   /*! \brief Set by the tuner: tunable schedules append the workload they describe here. */
   std::vector<schedule::TuningTask>* tuning_tasks = nullptr;
 };

@@ -75,7 +75,7 @@ FusedGroup DenseGraph(const DenseCase& dc, KernelGraph* kg) {
 
 // Builds the case (with `log`, if any), runs it and compares with a reference; returns the loop
 // IR so callers can tell which kernel took the group.
-std::string CheckDense(const DenseCase& dc, const schedule::TuningLog* log = nullptr) {
+std::string CheckDense(const DenseCase& dc, const autotune::TuningLog* log = nullptr) {
   SCOPED_TRACE(CaseName(dc));
   const std::vector<int64_t> oshape{dc.m, dc.n}, bias_shape = BiasShape(dc);
   KernelGraph kg;
@@ -186,12 +186,12 @@ TEST(DenseSchedule, TuningCandidatesFromTheLogAreUsedAndCorrect) {
   ASSERT_EQ(tasks.size(), 1u);
   const schedule::TuningTask& t = tasks[0];
   EXPECT_EQ(t.key.rfind("dense f32 m13 k24 n40 target=", 0), 0u) << t.key;
-  EXPECT_EQ(t.defaults, (schedule::ParamSet{{"rows", 6}, {"vectors", 2}}));  // the AVX2 entry
+  EXPECT_EQ(t.defaults, (autotune::ParamSet{{"rows", 6}, {"vectors", 2}}));  // the AVX2 entry
   ASSERT_GE(t.candidates.size(), 3u);
-  for (const schedule::ParamSet& p : t.candidates) {
-    SCOPED_TRACE(schedule::ParamSetToString(p));
-    schedule::TuningLog log;
-    log.Put(schedule::TuningRecord{t.key, p, 1.0, "test"});
+  for (const autotune::ParamSet& p : t.candidates) {
+    SCOPED_TRACE(autotune::ParamSetToString(p));
+    autotune::TuningLog log;
+    log.Put(autotune::TuningRecord{t.key, p, 1.0, "test"});
     const std::string loops = CheckDense(dc, &log);
     // The last accumulator of a main tile: rows x vectors of them.
     const std::string last = "accdm" + std::to_string(p.at("rows") - 1) + "_" +
@@ -199,8 +199,8 @@ TEST(DenseSchedule, TuningCandidatesFromTheLogAreUsedAndCorrect) {
     EXPECT_NE(loops.find(last), std::string::npos);
     EXPECT_EQ(log.used().size(), 1u);
   }
-  schedule::TuningLog absurd;  // 40 x 2 accumulators cannot fit 16 registers: the table's tile
-  absurd.Put(schedule::TuningRecord{t.key, {{"rows", 40}, {"vectors", 2}}, 1.0, "test"});
+  autotune::TuningLog absurd;  // 40 x 2 accumulators cannot fit 16 registers: the table's tile
+  absurd.Put(autotune::TuningRecord{t.key, {{"rows", 40}, {"vectors", 2}}, 1.0, "test"});
   EXPECT_NE(CheckDense(dc, &absurd).find("accdm5_1["), std::string::npos);
 }
 

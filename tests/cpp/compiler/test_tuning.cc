@@ -1,4 +1,4 @@
-// Tuning (compiler/schedule/tuning*.h, tuner.h): the log's format (golden text, round trip,
+// Tuning (compiler/schedule/tuning.h, compiler/autotune/): the log's format (golden text, round trip,
 // malformed lines), cache sizes, the schedule hook (a log forcing a non-default candidate changes
 // the kernel and keeps it correct; every candidate is correct), and `--tune` end to end.
 #include <ember/compiler/driver.h>
@@ -24,9 +24,9 @@ using testing::ReadFile;
 using testing::ScopedEnv;
 
 namespace fs = std::filesystem;
-using schedule::ParamSet;
-using schedule::TuningLog;
-using schedule::TuningRecord;
+using autotune::ParamSet;
+using autotune::TuningLog;
+using autotune::TuningRecord;
 using testing::Call;
 using testing::HostArray;
 using testing::KernelGraph;
@@ -295,7 +295,7 @@ TEST(TuningHook, EveryCandidateIsCorrect) {
   ConvKernel ck;
   schedule::TuningTask t = Describe(ck);
   for (const ParamSet& p : t.candidates) {
-    SCOPED_TRACE(schedule::ParamSetToString(p));
+    SCOPED_TRACE(autotune::ParamSetToString(p));
     TuningLog log;
     log.Put(TuningRecord{t.key, p, 1.0, "test"});
     std::string loops = BuildAndCheck(ck, &log);
@@ -368,7 +368,7 @@ TEST(TuningHook, OcVecCandidatesAndRowChunksAreCorrect) {
   cands.push_back({{"ow_block", 4}, {"row_chunk", 5}, {"ic_chunk", 1}});
   cands.push_back({{"ow_block", 30}, {"row_chunk", ConvKernel::kH}, {"ic_chunk", 4}});
   for (const ParamSet& p : cands) {
-    SCOPED_TRACE(schedule::ParamSetToString(p));
+    SCOPED_TRACE(autotune::ParamSetToString(p));
     TuningLog log;
     log.Put(TuningRecord{t.key, p, 1.0, "test"});
     BuildAndCheck(ck, &log);
@@ -387,7 +387,7 @@ TEST(TuningHook, OneByOneTileWidthFromTheLog) {
   EXPECT_EQ(t.defaults, (ParamSet{{"width", 16}}));  // the AVX2 entry: 2 vectors of 8
   ASSERT_GE(t.candidates.size(), 2u);
   for (const ParamSet& p : t.candidates) {
-    SCOPED_TRACE(schedule::ParamSetToString(p));
+    SCOPED_TRACE(autotune::ParamSetToString(p));
     TuningLog log;
     log.Put(TuningRecord{t.key, p, 1.0, "test"});
     std::string loops = BuildAndCheck(ck, &log);

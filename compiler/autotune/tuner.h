@@ -6,8 +6,8 @@
 // and compared with the default candidate's outputs (a candidate that disagrees is dropped with a
 // warning: a wrong kernel must never win), then timed on one thread with the runtime's time
 // evaluator (best of `repeat` repeats of at least `min_repeat_ms` each).
-#ifndef EMBER_COMPILER_SCHEDULE_TUNER_H_
-#define EMBER_COMPILER_SCHEDULE_TUNER_H_
+#ifndef EMBER_COMPILER_AUTOTUNE_TUNER_H_
+#define EMBER_COMPILER_AUTOTUNE_TUNER_H_
 
 #include <ember/compiler/ir/fused_group.h>
 
@@ -19,7 +19,7 @@
 #include "ember/compiler/target.h"
 #include "tuning_log.h"
 
-namespace ember::compiler::schedule {
+namespace ember::compiler::autotune {
 
 struct TuneOptions {
   /*! \brief Candidates measured per workload, the default included (0: all it lists). */
@@ -52,6 +52,6 @@ struct TuneReport {
 TuneReport TuneGroups(const std::vector<FusedGroup>& groups, const Target& target,
                       const TuneOptions& options, TuningLog* log);
 
-}  // namespace ember::compiler::schedule
+}  // namespace ember::compiler::autotune
 
-#endif  // EMBER_COMPILER_SCHEDULE_TUNER_H_
+#endif  // EMBER_COMPILER_AUTOTUNE_TUNER_H_

@@ -21,13 +21,14 @@
 #include <random>
 #include <sstream>
 
-#include "tuning.h"
+#include "../schedule/tuning.h"
 
-namespace ember::compiler::schedule {
+namespace ember::compiler::autotune {
 namespace {
 
 namespace fs = std::filesystem;
 using runtime::NDArray;
+using schedule::TuningTask;
 
 bool IsF32(DLDataType t) { return t.code == kDLFloat && t.bits == 32 && t.lanes == 1; }
 
@@ -256,4 +257,4 @@ TuneReport TuneGroups(const std::vector<FusedGroup>& groups, const Target& targe
   return report;
 }
 
-}  // namespace ember::compiler::schedule
+}  // namespace ember::compiler::autotune

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace ember::compiler::schedule {
+namespace ember::compiler::autotune {
 namespace {
 
 constexpr const char* kHeader = "# ember tuning log v1: KEY<TAB>PARAMS<TAB>TIME_MS<TAB>VERSION";
@@ -178,4 +178,4 @@ void TuningLog::Save(const std::string& path) const {
   }
 }
 
-}  // namespace ember::compiler::schedule
+}  // namespace ember::compiler::autotune

@@ -16,8 +16,8 @@
 //
 // A key appears once in a saved file; when a hand-merged file repeats a key, the later line wins.
 // Any other line is an error naming the file, the line number and what was expected.
-#ifndef EMBER_COMPILER_SCHEDULE_TUNING_LOG_H_
-#define EMBER_COMPILER_SCHEDULE_TUNING_LOG_H_
+#ifndef EMBER_COMPILER_AUTOTUNE_TUNING_LOG_H_
+#define EMBER_COMPILER_AUTOTUNE_TUNING_LOG_H_
 
 #include <cstdint>
 #include <map>
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-namespace ember::compiler::schedule {
+namespace ember::compiler::autotune {
 
 /*! \brief A schedule's tunable parameters by name (e.g. lanes, oc_block). */
 using ParamSet = std::map<std::string, int64_t>;
@@ -75,6 +75,6 @@ class TuningLog {
   mutable std::set<std::string> used_;
 };
 
-}  // namespace ember::compiler::schedule
+}  // namespace ember::compiler::autotune
 
-#endif  // EMBER_COMPILER_SCHEDULE_TUNING_LOG_H_
+#endif  // EMBER_COMPILER_AUTOTUNE_TUNING_LOG_H_
