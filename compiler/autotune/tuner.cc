@@ -196,6 +196,7 @@ TuneReport TuneGroups(const std::vector<FusedGroup>& groups, const Target& targe
       BuildOptions bo;
       bo.tuning_log = &one;
       bo.scheduler = options.scheduler;
+      bo.linker = options.linker;
       std::string lib =
           dir.path() + "/w" + std::to_string(index) + "_c" + std::to_string(c) + ".so";
       BuildKernelLibrary({group}, target, lib, bo);

@@ -34,6 +34,8 @@ struct TuneOptions {
   std::ostream* log = nullptr;
   /*! \brief The compile's kernel choice (the candidates are its kernels' parameters). */
   const lower::GroupScheduler* scheduler = nullptr;
+  /*! \brief The linker of the compile (BuildOptions::linker). */
+  std::string linker;
 };
 
 struct TuneReport {

@@ -182,6 +182,7 @@ CompileStats Compile(const CompileOptions& opt) {
     to.version = EMBER_VERSION;
     to.log = opt.log;
     to.scheduler = &strategy;
+    to.linker = LinkerFromEnvironment();
     autotune::TuneReport tr = autotune::TuneGroups(groups, target, to, tuning.get());
     tuning->Save(tuning_path);
     st.tuned_workloads = tr.measured;
@@ -204,6 +205,7 @@ CompileStats Compile(const CompileOptions& opt) {
   bo.verbose = opt.verbose;
   bo.jobs = opt.jobs;
   bo.scheduler = &strategy;
+  bo.linker = LinkerFromEnvironment();
   BuildKernelLibrary(groups, target,
                      (fs::path(opt.out_dir) / LibraryFileName(opt.system_lib)).string(), bo);
   report("codegen", MsSince(t0), graph);

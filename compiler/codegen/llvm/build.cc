@@ -108,7 +108,7 @@ void WriteArchive(const std::string& obj, const std::string& out_path) {
 
 // Writes the objects beside out_path, links them (in task order) and removes them.
 void LinkObjects(const std::vector<codegen::ObjectTask>& tasks, const std::string& out_path,
-                 bool system_lib) {
+                 const BuildOptions& opts) {
   std::vector<std::string> paths;
   auto cleanup = [&] {
     for (const std::string& p : paths) llvm::sys::fs::remove(p);
@@ -118,16 +118,16 @@ void LinkObjects(const std::vector<codegen::ObjectTask>& tasks, const std::strin
       paths.push_back(out_path + ".part" + std::to_string(i) + ".o");
       WriteFile(paths.back(), tasks[i].object);
     }
-    if (!system_lib) {
-      codegen::LinkShared(paths, out_path);
+    if (!opts.system_lib) {
+      codegen::LinkShared(opts.linker, paths, out_path);
     } else if (llvm::StringRef(out_path).ends_with(".a")) {
       // One member, so a static link that pulls in any kernel pulls in the registration too.
       std::string merged = out_path + ".merged.o";
       paths.push_back(merged);
-      codegen::LinkRelocatable({paths.begin(), paths.end() - 1}, merged);
+      codegen::LinkRelocatable(opts.linker, {paths.begin(), paths.end() - 1}, merged);
       WriteArchive(ReadFile(merged), out_path);
     } else {
-      codegen::LinkRelocatable(paths, out_path);
+      codegen::LinkRelocatable(opts.linker, paths, out_path);
     }
   } catch (...) {
     cleanup();
@@ -210,7 +210,7 @@ void BuildKernelLibrary(const std::vector<FusedGroup>& groups, const Target& tar
     for (const codegen::ObjectTask& task : tasks) ll += task.optimized_ir;
     WriteFile(opts.dump_dir + "/kernels.opt.ll", ll);
   }
-  LinkObjects(tasks, out_path, opts.system_lib);
+  LinkObjects(tasks, out_path, opts);
   auto t3 = Clock::now();
   if (opts.verbose) {
     auto ms = [](auto a, auto b) {

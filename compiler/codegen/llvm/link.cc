@@ -5,7 +5,6 @@
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Program.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -18,15 +17,9 @@ namespace ember::compiler::codegen {
 
 namespace {
 
-std::string LinkerPath() {
-  const char* env = std::getenv("EMBER_LLD");
-  if (env && *env) return env;
-  return EMBER_LLD_DEFAULT;
-}
-
-void RunLinker(std::vector<std::string> flags, const std::vector<std::string>& obj_paths,
-               const std::string& out_path) {
-  std::string lld = LinkerPath();
+void RunLinker(const std::string& linker, std::vector<std::string> flags,
+               const std::vector<std::string>& obj_paths, const std::string& out_path) {
+  const std::string lld = linker.empty() ? EMBER_LLD_DEFAULT : linker;
   auto found = llvm::sys::findProgramByName(lld);
   if (!found) {
     throw CompileError("linker '" + lld + "' not found (set EMBER_LLD to the path of ld.lld-19)");
@@ -52,12 +45,14 @@ void RunLinker(std::vector<std::string> flags, const std::vector<std::string>& o
 
 }  // namespace
 
-void LinkShared(const std::vector<std::string>& obj_paths, const std::string& out_path) {
-  RunLinker({"-shared", "--eh-frame-hdr", "-z", "noexecstack"}, obj_paths, out_path);
+void LinkShared(const std::string& linker, const std::vector<std::string>& obj_paths,
+                const std::string& out_path) {
+  RunLinker(linker, {"-shared", "--eh-frame-hdr", "-z", "noexecstack"}, obj_paths, out_path);
 }
 
-void LinkRelocatable(const std::vector<std::string>& obj_paths, const std::string& out_path) {
-  RunLinker({"-r"}, obj_paths, out_path);
+void LinkRelocatable(const std::string& linker, const std::vector<std::string>& obj_paths,
+                     const std::string& out_path) {
+  RunLinker(linker, {"-r"}, obj_paths, out_path);
 }
 
 }  // namespace ember::compiler::codegen

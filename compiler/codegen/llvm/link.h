@@ -7,12 +7,15 @@
 
 namespace ember::compiler::codegen {
 
-/*! \brief Links the objects, in the given order, into a shared library at out_path. */
-void LinkShared(const std::vector<std::string>& obj_paths, const std::string& out_path);
+/*! \brief Links the objects, in the given order, into a shared library at out_path with
+ * `linker` (an ld.lld; empty: the one CMake found). */
+void LinkShared(const std::string& linker, const std::vector<std::string>& obj_paths,
+                const std::string& out_path);
 
 /*! \brief Links the objects, in the given order, into one relocatable object at out_path (the
  * --system-lib form). */
-void LinkRelocatable(const std::vector<std::string>& obj_paths, const std::string& out_path);
+void LinkRelocatable(const std::string& linker, const std::vector<std::string>& obj_paths,
+                     const std::string& out_path);
 
 }  // namespace ember::compiler::codegen
 

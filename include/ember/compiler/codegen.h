@@ -35,6 +35,9 @@ struct BuildOptions {
   /*! \brief The hand-written kernels groups are offered to (the driver's strategy); null: the
    * default schedule for every group. */
   const lower::GroupScheduler* scheduler = nullptr;
+  /*! \brief The ld.lld that links the kernels (the driver takes $EMBER_LLD); empty: the one
+   * CMake found when the compiler was built. */
+  std::string linker;
 };
 
 /*!

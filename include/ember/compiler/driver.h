@@ -48,6 +48,9 @@ struct CompileOptions {
  *  entry), EMBER_KEEP_NCHW=1 (no blocked layout), EMBER_NO_WINOGRAD=1 (direct 3 x 3 convs). */
 StrategyOptions StrategyOptionsFromEnvironment();
 
+/*! \brief $EMBER_LLD, the ld.lld to link kernels with, or "" (the one found at build time). */
+std::string LinkerFromEnvironment();
+
 struct CompileStats {
   int num_nodes = 0;    // after passes
   int num_kernels = 0;  // fused groups

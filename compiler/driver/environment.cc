@@ -1,5 +1,5 @@
-// StrategyOptionsFromEnvironment: the kernel choice's knobs as tests and benchmarks set them.
-// The only place the compiler reads them; passes and schedules get StrategyOptions.
+// The compiler's knobs that tests, benchmarks and odd installations set in the environment. The
+// only place the compiler reads them; passes, schedules and codegen get them as options.
 #include <ember/compiler/driver.h>
 
 #include <cstdlib>
@@ -25,6 +25,11 @@ StrategyOptions StrategyOptionsFromEnvironment() {
   o.blocked_layout = !FlagSet("EMBER_KEEP_NCHW");
   o.winograd = !FlagSet("EMBER_NO_WINOGRAD");
   return o;
+}
+
+std::string LinkerFromEnvironment() {
+  const char* lld = std::getenv("EMBER_LLD");
+  return lld != nullptr ? lld : "";
 }
 
 }  // namespace compiler
