@@ -2,6 +2,7 @@
 // Rules read the canonical form (ember/compiler/ir/canonical_ops.h): constant inputs are attrs.
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/op_registry.h>
+#include <ember/compiler/ir/window_attrs.h>
 
 #include <cmath>
 #include <limits>
@@ -108,9 +109,9 @@ Types ConvRule(const Node& n, const Types& in) {
               "expected X and W of equal rank >= 3, got " + x.ToString() + " and " + w.ToString());
   }
   int64_t sp = x.ndim() - 2;
-  auto k = n.GetInts("kernel_shape"), s = n.GetInts("strides"), d = n.GetInts("dilations"),
-       p = n.GetInts("pads");
-  int64_t group = n.GetInt("group");
+  const WindowAttrs win = WindowAttrs::Of(n, sp);
+  const auto &k = win.kernel, &s = win.strides, &d = win.dilations, &p = win.pads;
+  const int64_t group = win.group;
   if (x.shape[1] != w.shape[1] * group) {
     NodeError(n, "input channels " + std::to_string(x.shape[1]) + " != W channels " +
                      std::to_string(w.shape[1]) + " * group " + std::to_string(group));
@@ -128,9 +129,10 @@ Types ConvTransposeRule(const Node& n, const Types& in) {
   const TensorType& x = in[0];
   const TensorType& w = in[1];
   int64_t sp = x.ndim() - 2;
-  auto k = n.GetInts("kernel_shape"), s = n.GetInts("strides"), d = n.GetInts("dilations"),
-       p = n.GetInts("pads"), op = n.GetInts("output_padding");
-  std::vector<int64_t> out{x.shape[0], w.shape[1] * n.GetInt("group")};
+  const WindowAttrs win = WindowAttrs::Of(n, sp);
+  const auto &k = win.kernel, &s = win.strides, &d = win.dilations, &p = win.pads,
+             &op = win.output_padding;
+  std::vector<int64_t> out{x.shape[0], w.shape[1] * win.group};
   for (int64_t i = 0; i < sp; ++i) {
     out.push_back(s[i] * (x.shape[2 + i] - 1) + op[i] + (k[i] - 1) * d[i] + 1 - p[i] - p[sp + i]);
   }
@@ -143,9 +145,9 @@ Types PoolRule(const Node& n, const Types& in) {
   if (block != 0 && n.outputs.size() > 1) NodeError(n, "a channel-blocked MaxPool has no Indices");
   const TensorType x = Unblocked(n, in[0], block);
   int64_t sp = x.ndim() - 2;
-  auto k = n.GetInts("kernel_shape"), s = n.GetInts("strides"), d = n.GetInts("dilations"),
-       p = n.GetInts("pads");
-  bool ceil_mode = n.GetInt("ceil_mode", 0) != 0;
+  const WindowAttrs win = WindowAttrs::Of(n, sp);
+  const auto &k = win.kernel, &s = win.strides, &d = win.dilations, &p = win.pads;
+  const bool ceil_mode = win.ceil_mode;
   std::vector<int64_t> out{x.shape[0], x.shape[1]};
   for (int64_t i = 0; i < sp; ++i) {
     out.push_back(WindowOut(x.shape[2 + i], k[i], s[i], d[i], p[i], p[sp + i], ceil_mode));

@@ -2,6 +2,7 @@
 // canonical form (canonical_ops.h): pads/strides/dilations/kernel_shape are always present.
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/weight_layout.h>
+#include <ember/compiler/ir/window_attrs.h>
 #include <ember/compiler/ir/winograd.h>
 
 #include <algorithm>
@@ -13,28 +14,6 @@ namespace ember::compiler::ops {
 namespace {
 
 using te::IterVar;
-
-struct Window {
-  std::vector<int64_t> kernel, strides, dilations, pads;  // pads: begins then ends
-};
-
-Window ReadWindow(const Node& n, size_t spatial, const std::vector<int64_t>& kernel_default) {
-  Window w;
-  w.kernel = n.GetInts("kernel_shape", kernel_default);
-  w.strides = n.GetInts("strides", std::vector<int64_t>(spatial, 1));
-  w.dilations = n.GetInts("dilations", std::vector<int64_t>(spatial, 1));
-  w.pads = n.GetInts("pads", std::vector<int64_t>(2 * spatial, 0));
-  std::string auto_pad = n.GetString("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID" && !n.HasAttr("pads")) {
-    Unsupported(n, "auto_pad " + auto_pad + " must be resolved by the frontend");
-  }
-  if (w.kernel.size() != spatial || w.strides.size() != spatial || w.dilations.size() != spatial ||
-      w.pads.size() != 2 * spatial) {
-    Fail(n, "kernel_shape/strides/dilations/pads do not match " + std::to_string(spatial) +
-                " spatial dims");
-  }
-  return w;
-}
 
 // Flat element `flat` of a tensor of `shape` as one index per axis.
 std::vector<Expr> SplitFlat(Expr flat, const std::vector<int64_t>& shape) {
@@ -117,9 +96,9 @@ Tensor ConvNchw(const Node& n, const Tensor& x, const Tensor& w, const Tensor& b
                 const std::vector<int64_t>& oshape) {
   size_t spatial = static_cast<size_t>(x.ndim() - 2);
   std::vector<int64_t> kdef(w.shape().begin() + 2, w.shape().end());
-  Window win = ReadWindow(n, spatial, kdef);
+  const WindowAttrs win = WindowAttrs::Of(n, spatial, kdef);
   const bool winograd = n.HasAttr(kWinogradTileAttr);
-  int64_t group = n.GetInt("group", 1);
+  const int64_t group = win.group;
   int64_t cin = x.shape()[1];
   int64_t cout = w.shape()[0];
   if (group <= 0 || cin % group != 0 || cout % group != 0 || w.shape()[1] != cin / group) {
@@ -199,8 +178,8 @@ Tensor ConvTranspose(const Node& n, const std::vector<Tensor>& in,
   Tensor bias = in.size() > 2 ? in[2] : Tensor();
   size_t spatial = static_cast<size_t>(x.ndim() - 2);
   std::vector<int64_t> kdef(w.shape().begin() + 2, w.shape().end());
-  Window win = ReadWindow(n, spatial, kdef);
-  int64_t group = n.GetInt("group", 1);
+  const WindowAttrs win = WindowAttrs::Of(n, spatial, kdef);
+  const int64_t group = win.group;
   int64_t cin = x.shape()[1];
   int64_t ocg = w.shape()[1];
   if (group <= 0 || cin % group != 0) Fail(n, "channels do not match group");
@@ -253,9 +232,8 @@ Tensor Pool(const Node& n, const std::vector<Tensor>& in, const std::vector<Tens
             bool is_max) {
   const Tensor& x = In(n, in, 0);
   size_t spatial = static_cast<size_t>(x.ndim() - 2);
-  if (!n.HasAttr("kernel_shape")) Fail(n, "kernel_shape is required");
-  Window win = ReadWindow(n, spatial, {});
-  bool include_pad = n.GetInt("count_include_pad", 0) != 0;
+  const WindowAttrs win = WindowAttrs::Of(n, spatial);
+  const bool include_pad = win.count_include_pad;
   std::vector<IterVar> rk;
   for (size_t d = 0; d < spatial; ++d) {
     rk.push_back(te::ReduceAxis(win.kernel[d], "rk" + std::to_string(d)));
@@ -301,7 +279,7 @@ std::vector<Tensor> MaxPoolWithIndices(const Node& n, const std::vector<Tensor>&
   if (out.size() < 2 || n.outputs.size() < 2) return res;
   const Tensor& x = In(n, in, 0);
   size_t spatial = static_cast<size_t>(x.ndim() - 2);
-  Window win = ReadWindow(n, spatial, {});
+  const WindowAttrs win = WindowAttrs::Of(n, spatial);
   bool col_major = n.GetInt("storage_order", 0) != 0;
   int64_t taps = 1;
   for (int64_t k : win.kernel) taps *= k;

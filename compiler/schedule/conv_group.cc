@@ -4,6 +4,7 @@
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/op_registry.h>
 #include <ember/compiler/ir/weight_layout.h>
+#include <ember/compiler/ir/window_attrs.h>
 
 #include <map>
 #include <unordered_map>
@@ -52,23 +53,15 @@ bool ReadGeometry(const Node& conv, const Graph& g, ConvShape* s) {
   if (xt.shape.size() != 4 || wt.shape.size() != 4 || ot.shape.size() != 4) return false;
   if (!IsF32(xt.dtype) || !IsF32(wt.dtype) || !IsF32(ot.dtype)) return false;
   // kernel_shape, not W's spatial dims: Winograd weights hold transformed kernels.
-  const std::vector<int64_t> kernel = conv.GetInts("kernel_shape", {wt.shape[2], wt.shape[3]});
-  std::vector<int64_t> dil = conv.GetInts("dilations", {1, 1});
-  std::vector<int64_t> strides = conv.GetInts("strides", {1, 1});
-  std::vector<int64_t> pads = conv.GetInts("pads", {0, 0, 0, 0});
-  if (dil.size() != 2 || dil[0] != 1 || dil[1] != 1 || strides.size() != 2 || pads.size() != 4 ||
-      kernel.size() != 2) {
+  WindowAttrs win;
+  std::string why;
+  if (!WindowAttrs::Read(conv, 2, {wt.shape[2], wt.shape[3]}, &win, &why) || !win.Undilated()) {
     return false;
   }
-  *s = ConvShape{xt.shape[0], xt.shape[1],
-                 xt.shape[2], xt.shape[3],
-                 ot.shape[1], ot.shape[2],
-                 ot.shape[3], kernel[0],
-                 kernel[1],   strides[0],
-                 strides[1],  pads[0],
-                 pads[1],     conv.GetInt("group", 1),
-                 0,           0,
-                 in_block,    out_block};
+  const std::vector<int64_t>&kernel = win.kernel, &strides = win.strides, &pads = win.pads;
+  *s = ConvShape{xt.shape[0], xt.shape[1], xt.shape[2], xt.shape[3], ot.shape[1], ot.shape[2],
+                 ot.shape[3], kernel[0],   kernel[1],   strides[0],  strides[1],  pads[0],
+                 pads[1],     win.group,   0,           0,           in_block,    out_block};
   if (s->group <= 0 || s->c % s->group != 0 || s->oc % s->group != 0) return false;
   s->icg = s->c / s->group;
   s->ocg = s->oc / s->group;

@@ -18,6 +18,7 @@
 // output width with no bounds checks. Global pools accumulate `kLanes` independent partial
 // results per plane (a vector of accumulators) and combine them at the end.
 #include <ember/compiler/ir/op_registry.h>
+#include <ember/compiler/ir/window_attrs.h>
 
 #include <algorithm>
 #include <functional>
@@ -99,18 +100,11 @@ bool ReadPool(const Graph& g, const Node& n, PoolShape* s) {
   const size_t rank = xt.shape.size();
   if ((rank != 3 && rank != 4) || ot.shape.size() != rank) return false;
   if (ot.shape[0] != xt.shape[0] || ot.shape[1] != xt.shape[1]) return false;
-  std::string auto_pad = n.GetString("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID" && !n.HasAttr("pads")) return false;
-  if (!n.HasAttr("kernel_shape")) return false;
   const size_t sp = rank - 2;
-  std::vector<int64_t> k = n.GetInts("kernel_shape");
-  std::vector<int64_t> st = n.GetInts("strides", std::vector<int64_t>(sp, 1));
-  std::vector<int64_t> dil = n.GetInts("dilations", std::vector<int64_t>(sp, 1));
-  std::vector<int64_t> pads = n.GetInts("pads", std::vector<int64_t>(2 * sp, 0));
-  if (k.size() != sp || st.size() != sp || dil.size() != sp || pads.size() != 2 * sp) return false;
-  for (int64_t v : dil) {
-    if (v != 1) return false;
-  }
+  WindowAttrs win;
+  std::string why;
+  if (!WindowAttrs::Read(n, sp, {}, &win, &why) || !win.Undilated()) return false;
+  const std::vector<int64_t>&k = win.kernel, &st = win.strides, &pads = win.pads;
   for (int64_t v : pads) {
     if (v < 0) return false;
   }
@@ -129,7 +123,7 @@ bool ReadPool(const Graph& g, const Node& n, PoolShape* s) {
   s->s_w = st[sp - 1];
   s->pad_l = pads[sp - 1];
   s->pad_r = pads[2 * sp - 1];
-  s->include_pad = n.GetInt("count_include_pad", 0) != 0;
+  s->include_pad = win.count_include_pad;
   if (s->kh <= 0 || s->kw <= 0 || s->s_h <= 0 || s->s_w <= 0 || s->s_w > 8) return false;
   if (s->oh <= 0 || s->ow <= 0) return false;
   const int64_t jw = s->ow + (s->kw - 1) / s->s_w;

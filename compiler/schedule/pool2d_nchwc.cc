@@ -2,6 +2,7 @@
 // vector max over its taps (taps in the padding skipped), one store per output pixel. One
 // parallel task is (image, channel block, output row).
 #include <ember/compiler/ir/layout.h>
+#include <ember/compiler/ir/window_attrs.h>
 
 #include <limits>
 
@@ -23,11 +24,10 @@ bool TryMaxPool2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& op
   const TensorType& xt = g.value(pool.inputs[0]).type;
   const TensorType& ot = g.value(pool.outputs[0]).type;
   if (xt.shape.size() != 5 || ot.shape.size() != 5 || xt.dtype != kFloat32) return false;
-  const std::vector<int64_t> k = pool.GetInts("kernel_shape"), st = pool.GetInts("strides"),
-                             dil = pool.GetInts("dilations"), pads = pool.GetInts("pads");
-  if (k.size() != 2 || st.size() != 2 || pads.size() != 4 || dil != std::vector<int64_t>{1, 1}) {
-    return false;
-  }
+  WindowAttrs win;
+  std::string why;
+  if (!WindowAttrs::Read(pool, 2, {}, &win, &why) || !win.Undilated()) return false;
+  const std::vector<int64_t>&k = win.kernel, &st = win.strides, &pads = win.pads;
   const int64_t planes = xt.shape[0] * xt.shape[1], h = xt.shape[2], w = xt.shape[3];
   const int64_t oh = ot.shape[2], ow = ot.shape[3];
   const int lanes = static_cast<int>(block);

@@ -9,6 +9,7 @@
 // Transforms nobody reads are dropped at the end.
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/op_registry.h>
+#include <ember/compiler/ir/window_attrs.h>
 #include <ember/compiler/transform.h>
 
 #include <map>
@@ -68,7 +69,9 @@ class LayoutRewriter {
   // A 2-D MaxPool without Indices runs in the block its input was written in (0: NCHW).
   int64_t MaxPoolBlock(const Node& n) const {
     if (n.outputs.size() != 1 || g_->value(n.inputs[0]).type.ndim() != 4) return 0;
-    if (n.GetInts("dilations", {1, 1}) != std::vector<int64_t>{1, 1}) return 0;
+    WindowAttrs win;
+    std::string why;
+    if (!WindowAttrs::Read(n, 2, {}, &win, &why) || !win.Undilated()) return 0;
     return NativeBlock(n.inputs[0]);
   }
 
@@ -77,7 +80,7 @@ class LayoutRewriter {
   // its output's block.
   void RewriteConv(Node n, int64_t block) {
     const int64_t channels = g_->value(n.inputs[0]).type.shape[1];
-    int64_t in_block = n.GetInt("group", 1) > 1 ? block : NativeBlock(n.inputs[0]);
+    int64_t in_block = WindowAttrs::Of(n, 2).group > 1 ? block : NativeBlock(n.inputs[0]);
     if (in_block == 0 && channels % block == 0) in_block = block;
     if (in_block != 0) n.inputs[0] = BlockedValue(n.inputs[0], in_block);
     n.attrs[kDataLayoutAttr] = LayoutName(in_block);
