@@ -13,15 +13,6 @@
 #include "codegen_llvm.h"
 namespace ember::compiler::codegen {
 
-using lower::BufferNode;
-using lower::BufferScope;
-using lower::ForKind;
-using lower::Stmt;
-using lower::StmtKind;
-using te::BinaryOp;
-using te::DataType;
-using te::Expr;
-using te::ExprKind;
 
 // Chunks of a parallel loop per task of the launch (see EmitParallelFor).
 constexpr int64_t kParallelChunksPerTask = 4;
