@@ -11,7 +11,7 @@
 
 #include "frontend/onnx/onnx_dtype.h"
 #include "ir/shape_util.h"
-#include "transform/rewrite_context.h"
+#include "transform/canonicalize_context.h"
 
 namespace ember {
 namespace compiler {
@@ -19,7 +19,7 @@ namespace {
 
 using Types = std::vector<TensorType>;
 
-class Canonicalizer : public RewriteContext {
+class Canonicalizer : public CanonicalizeContext {
  public:
   // RewriteContext, for expansions that live in files of their own (recurrent.cc).
   Graph& graph() override { return g_; }
@@ -28,6 +28,8 @@ class Canonicalizer : public RewriteContext {
     return EmitNew(op, name, std::move(inputs), std::move(attrs));
   }
   void EmitInto(Node node) override { Emit(std::move(node)); }
+
+  int64_t opset() const override { return opset_; }
 
   Canonicalizer(Graph* g, int64_t opset) : g_(*g), opset_(opset) {}
 
@@ -38,19 +40,6 @@ class Canonicalizer : public RewriteContext {
   }
 
  private:
-  const TensorType& TypeOf(int id) { return g_.value(id).type; }
-  int64_t Rank(const Node& n, size_t i) { return TypeOf(n.inputs.at(i)).ndim(); }
-
-  HostTensorPtr ConstInput(const Node& n, size_t i, const char* what) {
-    if (!n.HasInput(i)) return nullptr;
-    const Value& v = g_.value(n.inputs[i]);
-    if (!v.is_constant()) {
-      NodeUnsupported(n, std::string("input ") + std::to_string(i) + " ('" + what + "', value '" +
-                             v.name + "') must be a constant: emberc compiles static shapes");
-    }
-    return v.constant;
-  }
-
   // Indices known at compile time are checked here, so the kernel never meets a bad one.
   void CheckConstantGatherIndices(const Node& n) {
     const Value& indices = g_.value(n.inputs.at(1));
@@ -66,21 +55,6 @@ class Canonicalizer : public RewriteContext {
                          "; valid: " + std::to_string(-dim) + ".." + std::to_string(dim - 1));
       }
     }
-  }
-
-  // Moves input i (if present and constant) into attribute `key` as ints.
-  void IntsInputToAttr(Node& n, size_t i, const char* key) {
-    if (auto c = ConstInput(n, i, key)) n.attrs[key] = c->ToIntVector();
-  }
-
-  void DropInputsFrom(Node& n, size_t keep) {
-    if (n.inputs.size() > keep) n.inputs.resize(keep);
-  }
-
-  void SetConstOutput(int id, HostTensorPtr c) {
-    Value& v = g_.value(id);
-    v.type = c->type;
-    v.constant = std::move(c);
   }
 
   void Emit(Node n) {
@@ -122,17 +96,12 @@ class Canonicalizer : public RewriteContext {
   void Visit(Node n);
   void Window(Node& n, bool transpose);
   void Reduce(Node& n);
-  void ResizeOp(Node& n);
   void SliceOp(Node& n);
   void SoftmaxOp(Node n);
   void Variadic(Node n);
-  void LayerNormWithStats(Node n);
-  void BatchNormTraining(Node n);
   void PadWithRunTimeValue(Node n);
-  void ResizeAtRunTime(Node& n);
   void IfOp(Node n);
   void PadAxesToFullPads(Node& n);
-  void GroupNormOp(Node n);
 
   Graph& g_;
   int64_t opset_;
@@ -282,296 +251,6 @@ void Canonicalizer::SliceOp(Node& n) {
   n.attrs = {{"starts", fs}, {"ends", fe}, {"steps", fst}, {"__out_shape", out}};
 }
 
-// Resize/Upsample whose scales arrive at run time: the model's declared output shape fixes the
-// sizes, and each resized axis becomes index math on the run-time scale + Gather (separable).
-void Canonicalizer::ResizeAtRunTime(Node& n) {
-  bool legacy = n.op == "Upsample" || opset_ < 11;
-  int scales = legacy ? n.inputs[1] : n.inputs[2];
-  auto decl = g_.declared_types.find(n.outputs[0]);
-  if (decl == g_.declared_types.end()) {
-    NodeUnsupported(n,
-                    "scales are computed at run time and the model does not declare the "
-                    "output shape; make the scales a constant");
-  }
-  std::vector<int64_t> out_shape = decl->second.shape;
-  TensorType x = TypeOf(n.inputs[0]);
-  if (static_cast<int64_t>(out_shape.size()) != x.ndim() || x.dtype.code != kDLFloat) {
-    NodeUnsupported(n, "run-time scales need a float input and a declared output of equal rank");
-  }
-  std::string mode = n.GetString("mode", "nearest");
-  if (mode == "bilinear") mode = "linear";
-  std::string ctm =
-      legacy ? "asymmetric" : n.GetString("coordinate_transformation_mode", "half_pixel");
-  std::string nm = legacy ? "floor" : n.GetString("nearest_mode", "round_prefer_floor");
-  if (mode != "nearest" && mode != "linear" && mode != "cubic") {
-    NodeUnsupported(n,
-                    "run-time scales support modes nearest, linear and cubic, got '" + mode + "'");
-  }
-  if (ctm != "half_pixel" && ctm != "asymmetric" && ctm != "align_corners" &&
-      ctm != "pytorch_half_pixel" && ctm != "tf_half_pixel_for_nn") {
-    NodeUnsupported(n, "coordinate_transformation_mode '" + ctm + "' with run-time scales");
-  }
-  DLDataType sdt = TypeOf(scales).dtype;
-  auto scalar = [&](double v, DLDataType dt) {
-    return g_.AddConstant(g_.UniqueName(n.name + "_c"), MakeScalarTensor(dt, v));
-  };
-  auto clip = [&](int v, double lo, double hi, const std::string& tag) {
-    return EmitNew("Clip", n.name + tag, {v}, {{"min", lo}, {"max", hi}});
-  };
-  auto to_index = [&](int v, const std::string& tag) {
-    return EmitNew("Cast", n.name + tag, {v},
-                   {{"to", int64_t{7}}, {"__dtype", std::string("int64")}});
-  };
-  int cur = n.inputs[0];
-  for (int64_t d = 0; d < x.ndim(); ++d) {
-    int64_t in_d = x.shape[d], out_d = out_shape[d];
-    if (in_d == out_d && d < 2) continue;  // batch/channel axes: scale 1 in practice
-    std::string tag = "_ax" + std::to_string(d);
-    auto o = std::make_shared<HostTensor>(TensorType{{out_d}, sdt});
-    for (int64_t i = 0; i < out_d; ++i) o->SetFromDouble(i, static_cast<double>(i));
-    int t;
-    int oid = g_.AddConstant(g_.UniqueName(n.name + tag + "_out_index"), o);
-    int s = EmitNew("Gather", n.name + tag + "_scale",
-                    {scales, g_.AddConstant(g_.UniqueName(n.name + tag + "_axis"),
-                                            MakeScalarTensor(kInt64, static_cast<double>(d)))},
-                    {{"axis", int64_t{0}}});
-    if (ctm == "align_corners") {
-      // x * (in - 1) / (in * scale - 1): ONNX uses the unrounded resized length.
-      if (out_d <= 1) {
-        t = g_.AddConstant(g_.UniqueName(n.name + tag + "_coord"),
-                           std::make_shared<HostTensor>(TensorType{{out_d}, sdt}));
-      } else {
-        int len =
-            EmitNew("Mul", n.name + tag + "_len", {s, scalar(static_cast<double>(in_d), sdt)});
-        int den = EmitNew("Sub", n.name + tag + "_den", {len, scalar(1, sdt)});
-        int num = EmitNew("Mul", n.name + tag + "_num",
-                          {oid, scalar(static_cast<double>(in_d - 1), sdt)});
-        t = EmitNew("Div", n.name + tag + "_coord", {num, den});
-      }
-    } else {
-      if (ctm == "asymmetric") {
-        t = EmitNew("Div", n.name + tag + "_coord", {oid, s});
-      } else {
-        int shifted = EmitNew("Add", n.name + tag + "_center", {oid, scalar(0.5, sdt)});
-        t = EmitNew("Div", n.name + tag + "_scaled", {shifted, s});
-        if (ctm != "tf_half_pixel_for_nn") {
-          t = EmitNew("Sub", n.name + tag + "_coord", {t, scalar(0.5, sdt)});
-        }
-        if (ctm == "pytorch_half_pixel" && out_d <= 1) {
-          t = g_.AddConstant(g_.UniqueName(n.name + tag + "_coord"),
-                             std::make_shared<HostTensor>(TensorType{{out_d}, sdt}));
-        }
-      }
-    }
-    double hi = static_cast<double>(in_d - 1);
-    if (mode == "nearest") {
-      int r;
-      if (nm == "round_prefer_floor") {
-        r = EmitNew("Ceil", n.name + tag + "_round",
-                    {EmitNew("Sub", n.name + tag + "_half", {t, scalar(0.5, sdt)})});
-      } else if (nm == "round_prefer_ceil") {
-        r = EmitNew("Floor", n.name + tag + "_round",
-                    {EmitNew("Add", n.name + tag + "_half", {t, scalar(0.5, sdt)})});
-      } else if (nm == "floor") {
-        r = EmitNew("Floor", n.name + tag + "_round", {t});
-      } else if (nm == "ceil") {
-        r = EmitNew("Ceil", n.name + tag + "_round", {t});
-      } else {
-        NodeUnsupported(n, "nearest_mode '" + nm + "'");
-      }
-      int idx = to_index(clip(r, 0, hi, tag + "_clamp"), tag + "_index");
-      cur = EmitNew("Gather", n.name + tag + "_gather", {cur, idx}, {{"axis", d}});
-    } else if (mode == "cubic") {
-      // Keys' cubic over taps floor(t)-1 .. floor(t)+2; edge taps repeat the border sample, or
-      // with exclude_outside get weight 0 and the remaining weights are renormalised.
-      double a = n.GetFloat("cubic_coeff_a", -0.75);
-      bool exclude = n.GetInt("exclude_outside", 0) != 0;
-      int f = EmitNew("Floor", n.name + tag + "_floor", {t});
-      int s = EmitNew("Sub", n.name + tag + "_frac", {t, f});
-      auto mul = [&](int p, int q, const std::string& k) {
-        return EmitNew("Mul", n.name + tag + k, {p, q});
-      };
-      auto addc = [&](int p, double c, const std::string& k) {
-        return EmitNew("Add", n.name + tag + k, {p, scalar(c, sdt)});
-      };
-      auto mulc = [&](int p, double c, const std::string& k) {
-        return EmitNew("Mul", n.name + tag + k, {p, scalar(c, sdt)});
-      };
-      // Near kernel (|x| <= 1): ((a+2)x - (a+3)) x^2 + 1.
-      auto near = [&](int xv, const std::string& k) {
-        int inner = addc(mulc(xv, a + 2, k + "_n1"), -(a + 3), k + "_n2");
-        return addc(mul(mul(inner, xv, k + "_n3"), xv, k + "_n4"), 1, k + "_n5");
-      };
-      // Far kernel (1 < |x| < 2): ((a x - 5a) x + 8a) x - 4a.
-      auto far = [&](int xv, const std::string& k) {
-        int p1 = addc(mulc(xv, a, k + "_f1"), -5 * a, k + "_f2");
-        int p2 = addc(mul(p1, xv, k + "_f3"), 8 * a, k + "_f4");
-        return addc(mul(p2, xv, k + "_f5"), -4 * a, k + "_f6");
-      };
-      int one_minus = EmitNew("Sub", n.name + tag + "_omf", {scalar(1, sdt), s});
-      std::vector<int> w = {far(addc(s, 1, "_x0"), "_w0"), near(s, "_w1"), near(one_minus, "_w2"),
-                            far(addc(one_minus, 1, "_x3"), "_w3")};
-      std::vector<int> idx(4);
-      for (int k = 0; k < 4; ++k) {
-        std::string kt = tag + "_t" + std::to_string(k);
-        int raw = addc(f, static_cast<double>(k - 1), kt + "_raw");
-        int cl = clip(raw, 0, hi, kt + "_clamp");
-        idx[k] = to_index(cl, kt + "_index");
-        if (exclude) {
-          // 1 inside the input, 0 outside: positions are whole numbers, so |clamped - raw| >= 1.
-          int dist = EmitNew("Abs", n.name + kt + "_dist",
-                             {EmitNew("Sub", n.name + kt + "_off", {cl, raw})});
-          int inside = EmitNew("Sub", n.name + kt + "_inside",
-                               {scalar(1, sdt), clip(dist, 0, 1, kt + "_d")});
-          w[k] = mul(w[k], inside, kt + "_masked");
-        }
-      }
-      if (exclude) {
-        int sum = EmitNew("Add", n.name + tag + "_wsum01", {w[0], w[1]});
-        sum = EmitNew("Add", n.name + tag + "_wsum012", {sum, w[2]});
-        sum = EmitNew("Add", n.name + tag + "_wsum", {sum, w[3]});
-        for (int k = 0; k < 4; ++k) {
-          w[k] = EmitNew("Div", n.name + tag + "_wn" + std::to_string(k), {w[k], sum});
-        }
-      }
-      std::vector<int64_t> wshape(static_cast<size_t>(x.ndim()), 1);
-      wshape[d] = out_d;
-      int acc = -1;
-      for (int k = 0; k < 4; ++k) {
-        std::string kt = tag + "_t" + std::to_string(k);
-        int g = EmitNew("Gather", n.name + kt + "_gather", {cur, idx[k]}, {{"axis", d}});
-        int wr = EmitNew("Reshape", n.name + kt + "_wshape", {w[k]}, {{"__out_shape", wshape}});
-        int term = mul(g, wr, kt + "_term");
-        acc = acc < 0 ? term : EmitNew("Add", n.name + kt + "_acc", {acc, term});
-      }
-      cur = acc;
-    } else {
-      int tc = clip(t, 0, hi, tag + "_clamp");
-      int f = EmitNew("Floor", n.name + tag + "_floor", {tc});
-      int w = EmitNew("Sub", n.name + tag + "_weight", {tc, f});
-      int i0 = to_index(f, tag + "_i0");
-      int f1 =
-          clip(EmitNew("Add", n.name + tag + "_next", {f, scalar(1, sdt)}), 0, hi, tag + "_c1");
-      int i1 = to_index(f1, tag + "_i1");
-      int g0 = EmitNew("Gather", n.name + tag + "_g0", {cur, i0}, {{"axis", d}});
-      int g1 = EmitNew("Gather", n.name + tag + "_g1", {cur, i1}, {{"axis", d}});
-      std::vector<int64_t> wshape(static_cast<size_t>(x.ndim()), 1);
-      wshape[d] = out_d;
-      int wr = EmitNew("Reshape", n.name + tag + "_wshape", {w}, {{"__out_shape", wshape}});
-      int diff = EmitNew("Sub", n.name + tag + "_diff", {g1, g0});
-      cur = EmitNew("Add", n.name + tag + "_lerp",
-                    {g0, EmitNew("Mul", n.name + tag + "_step", {diff, wr})});
-    }
-  }
-  if (TypeOf(cur).shape != out_shape) {
-    NodeError(n, "run-time scales give " + TypeOf(cur).ToString() + " but the model declares " +
-                     ShapeToString(out_shape));
-  }
-  Emit(Node{"Identity", n.name, {}, {cur}, n.outputs});
-}
-
-// Resize-18's `axes` names the axes scales/sizes cover, and `keep_aspect_ratio_policy` fits the
-// sizes with one scale (which then also maps coordinates); both become full-rank scales/sizes.
-void ResizeToFullRank(const Node& n, const std::vector<int64_t>& in, std::vector<double>* scales,
-                      std::vector<int64_t>* sizes) {
-  const int64_t r = static_cast<int64_t>(in.size());
-  std::vector<int64_t> axes(in.size());
-  std::iota(axes.begin(), axes.end(), 0);
-  if (n.HasAttr("axes")) {
-    axes = n.GetInts("axes");
-    for (int64_t& a : axes) a = NormalizeAxis(n, a, r, "axes entry");
-  }
-  const bool by_sizes = !sizes->empty();
-  const size_t given = by_sizes ? sizes->size() : scales->size();
-  if (given != axes.size()) {
-    NodeError(n, std::string(by_sizes ? "sizes" : "scales") + " holds " + std::to_string(given) +
-                     " values, expected " + std::to_string(axes.size()) + " (one per axis of " +
-                     ShapeToString(axes) + ")");
-  }
-  std::vector<double> full_scales(in.size(), 1.0);
-  if (!by_sizes) {
-    for (size_t i = 0; i < axes.size(); ++i) full_scales[axes[i]] = (*scales)[i];
-    *scales = full_scales;
-    return;
-  }
-  std::vector<int64_t> full_sizes = in;
-  const std::string policy = n.GetString("keep_aspect_ratio_policy", "stretch");
-  if (policy == "stretch") {
-    for (size_t i = 0; i < axes.size(); ++i) full_sizes[axes[i]] = (*sizes)[i];
-    scales->clear();
-  } else if (policy == "not_larger" || policy == "not_smaller") {
-    double s = policy == "not_larger" ? std::numeric_limits<double>::infinity() : 0.0;
-    for (size_t i = 0; i < axes.size(); ++i) {
-      double ratio = static_cast<double>((*sizes)[i]) / static_cast<double>(in[axes[i]]);
-      s = policy == "not_larger" ? std::min(s, ratio) : std::max(s, ratio);
-    }
-    for (int64_t a : axes) {
-      full_sizes[a] = static_cast<int64_t>(std::round(s * static_cast<double>(in[a])));
-      full_scales[a] = s;
-    }
-    *scales = full_scales;
-  } else {
-    NodeError(n, "keep_aspect_ratio_policy '" + policy +
-                     "' is not valid (valid: stretch, not_larger, not_smaller)");
-  }
-  *sizes = full_sizes;
-}
-
-void Canonicalizer::ResizeOp(Node& n) {
-  const TensorType& x = TypeOf(n.inputs[0]);
-  int64_t r = x.ndim();
-  std::vector<double> scales;
-  std::vector<int64_t> sizes;
-  std::string mode = n.GetString("mode", "nearest");
-  if (n.op == "Upsample") {
-    if (opset_ >= 9) {
-      scales = ConstInput(n, 1, "scales")->ToDoubleVector();
-    } else {
-      scales = n.GetFloats("scales");
-    }
-    n.attrs["coordinate_transformation_mode"] = std::string("asymmetric");
-    n.attrs["nearest_mode"] = std::string("floor");
-    if (mode == "bilinear") mode = "linear";
-    n.op = "Resize";
-  } else if (opset_ < 11) {
-    scales = ConstInput(n, 1, "scales")->ToDoubleVector();
-    n.attrs["coordinate_transformation_mode"] = std::string("asymmetric");
-    n.attrs["nearest_mode"] = std::string("floor");
-  } else {
-    if (n.HasInput(1) && ConstInput(n, 1, "roi")->NumElements() > 0 &&
-        n.GetString("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize") {
-      NodeUnsupported(n, "coordinate_transformation_mode tf_crop_and_resize is not supported");
-    }
-    if (n.HasInput(2)) scales = ConstInput(n, 2, "scales")->ToDoubleVector();
-    if (n.HasInput(3)) sizes = ConstInput(n, 3, "sizes")->ToIntVector();
-    ResizeToFullRank(n, x.shape, &scales, &sizes);
-  }
-  std::vector<int64_t> out = x.shape;
-  if (!sizes.empty()) {
-    if (static_cast<int64_t>(sizes.size()) != r) NodeError(n, "sizes length != rank");
-    for (int64_t i = 0; scales.empty() && i < r; ++i) {
-      scales.push_back(static_cast<double>(sizes[i]) / static_cast<double>(x.shape[i]));
-    }
-    out = sizes;
-  } else {
-    if (static_cast<int64_t>(scales.size()) != r) NodeError(n, "scales length != rank");
-    for (int64_t i = 0; i < r; ++i) {
-      out[i] = static_cast<int64_t>(std::floor(static_cast<double>(x.shape[i]) * scales[i]));
-    }
-  }
-  DropInputsFrom(n, 1);
-  AttrMap a;
-  a["mode"] = mode;
-  a["coordinate_transformation_mode"] = n.GetString("coordinate_transformation_mode", "half_pixel");
-  a["nearest_mode"] = n.GetString("nearest_mode", "round_prefer_floor");
-  a["cubic_coeff_a"] = n.GetFloat("cubic_coeff_a", -0.75);
-  a["exclude_outside"] = n.GetInt("exclude_outside", 0);
-  a["extrapolation_value"] = n.GetFloat("extrapolation_value", 0.0);
-  a["scales"] = scales;
-  a["__out_shape"] = out;
-  n.attrs = a;
-}
-
 // Before opset 13 Softmax/LogSoftmax/Hardmax flatten to 2-D at `axis` (default 1).
 void Canonicalizer::SoftmaxOp(Node n) {
   int64_t r = Rank(n, 0);
@@ -616,77 +295,6 @@ void Canonicalizer::Variadic(Node n) {
     return;
   }
   Emit(Node{"Identity", n.name, {}, {acc}, n.outputs});
-}
-
-// LayerNormalization whose Mean / InvStdDev outputs are wanted: written out as primitive ops.
-void Canonicalizer::LayerNormWithStats(Node n) {
-  int64_t r = Rank(n, 0);
-  int64_t axis = n.GetInt("axis");
-  std::vector<int64_t> axes;
-  for (int64_t i = axis; i < r; ++i) axes.push_back(i);
-  AttrMap red{{"axes", axes}, {"keepdims", int64_t{1}}};
-  int x = n.inputs[0];
-  DLDataType dt = TypeOf(x).dtype;
-  int mean = EmitNew("ReduceMean", n.name + "_mean", {x}, red);
-  int d = EmitNew("Sub", n.name + "_centered", {x, mean});
-  int dd = EmitNew("Mul", n.name + "_square", {d, d});
-  int var = EmitNew("ReduceMean", n.name + "_var", {dd}, red);
-  int eps = g_.AddConstant(g_.UniqueName(n.name + "_epsilon"),
-                           MakeScalarTensor(dt, n.GetFloat("epsilon", 1e-5)));
-  int ve = EmitNew("Add", n.name + "_var_eps", {var, eps});
-  int sd = EmitNew("Sqrt", n.name + "_std", {ve});
-  int inv = EmitNew("Reciprocal", n.name + "_inv_std", {sd});
-  int norm = EmitNew("Mul", n.name + "_norm", {d, inv});
-  if (n.HasInput(2)) {
-    int scaled = EmitNew("Mul", n.name + "_scaled", {norm, n.inputs[1]});
-    Emit(Node{"Add", n.name, {}, {scaled, n.inputs[2]}, {n.outputs[0]}});
-  } else {
-    Emit(Node{"Mul", n.name, {}, {norm, n.inputs[1]}, {n.outputs[0]}});
-  }
-  Emit(Node{"Identity", n.name + "_mean_out", {}, {mean}, {n.outputs[1]}});
-  if (n.outputs.size() > 2) {
-    Emit(Node{"Identity", n.name + "_inv_std_out", {}, {inv}, {n.outputs[2]}});
-  }
-}
-
-// Training-mode BatchNormalization: batch statistics, written out as primitive ops.
-void Canonicalizer::BatchNormTraining(Node n) {
-  const TensorType& xt = TypeOf(n.inputs[0]);
-  int64_t r = xt.ndim();
-  if (r < 2) NodeError(n, "input must have rank >= 2");
-  int64_t c = xt.shape[1];
-  std::vector<int64_t> axes{0}, cshape{c};
-  for (int64_t i = 2; i < r; ++i) {
-    axes.push_back(i);
-    cshape.push_back(1);
-  }
-  AttrMap red{{"axes", axes}, {"keepdims", int64_t{1}}};
-  DLDataType dt = xt.dtype;
-  auto scalar = [&](double v) {
-    return g_.AddConstant(g_.UniqueName(n.name + "_c"), MakeScalarTensor(dt, v));
-  };
-  auto reshape = [&](int v, std::vector<int64_t> shape, const std::string& tag) {
-    return EmitNew("Reshape", n.name + tag, {v}, {{"__out_shape", shape}});
-  };
-  int x = n.inputs[0];
-  int mean = EmitNew("ReduceMean", n.name + "_batch_mean", {x}, red);
-  int d = EmitNew("Sub", n.name + "_centered", {x, mean});
-  int var =
-      EmitNew("ReduceMean", n.name + "_batch_var", {EmitNew("Mul", n.name + "_sq", {d, d})}, red);
-  int sd =
-      EmitNew("Sqrt", n.name + "_std",
-              {EmitNew("Add", n.name + "_var_eps", {var, scalar(n.GetFloat("epsilon", 1e-5))})});
-  int norm = EmitNew("Div", n.name + "_norm", {d, sd});
-  int scaled = EmitNew("Mul", n.name + "_scaled", {norm, reshape(n.inputs[1], cshape, "_gamma")});
-  Emit(Node{"Add", n.name, {}, {scaled, reshape(n.inputs[2], cshape, "_beta")}, {n.outputs[0]}});
-  double momentum = n.GetFloat("momentum", 0.9);
-  for (size_t k = 1; k < n.outputs.size() && k < 3; ++k) {
-    int batch = reshape(k == 1 ? mean : var, {c}, k == 1 ? "_mean_c" : "_var_c");
-    int old =
-        EmitNew("Mul", n.name + "_old" + std::to_string(k), {n.inputs[2 + k], scalar(momentum)});
-    int cur = EmitNew("Mul", n.name + "_new" + std::to_string(k), {batch, scalar(1 - momentum)});
-    Emit(Node{"Add", n.name + "_running" + std::to_string(k), {}, {old, cur}, {n.outputs[k]}});
-  }
 }
 
 // Pad whose constant_value arrives at run time: zero-pad, then Where(inside-mask, padded, value).
@@ -752,8 +360,9 @@ void Canonicalizer::Visit(Node n) {
     IfOp(std::move(n));
     return;
   }
-  if (op == "LSTM" || op == "GRU" || op == "RNN") {
-    ExpandRecurrent(n, this);
+  const OpDef* def = OpRegistry::Global()->Find(op);
+  if (def != nullptr && def->canonicalize()) {
+    def->canonicalize()(std::move(n), this);
     return;
   }
   if (op == "Shape") {
@@ -906,22 +515,6 @@ void Canonicalizer::Visit(Node n) {
   } else if (op == "Tile") {
     IntsInputToAttr(n, 1, "repeats");
     DropInputsFrom(n, 1);
-  } else if (op == "Resize" || op == "Upsample") {
-    if (n.GetInt("antialias", 0) != 0) {
-      NodeUnsupported(n, "antialias=1 is not supported (only antialias=0)");
-    }
-    bool legacy = op == "Upsample" || opset_ < 11;
-    size_t si = legacy ? 1 : 2;
-    bool runtime_scales = (op != "Upsample" || opset_ >= 9) && n.HasInput(si) &&
-                          !g_.value(n.inputs[si]).is_constant() && !n.HasInput(3);
-    if (runtime_scales && (n.HasAttr("axes") || n.HasAttr("keep_aspect_ratio_policy"))) {
-      NodeUnsupported(n, "axes / keep_aspect_ratio_policy need constant scales or sizes");
-    }
-    if (runtime_scales) {
-      ResizeAtRunTime(n);
-      return;
-    }
-    ResizeOp(n);
   } else if (op == "Pad") {
     if (opset_ >= 18 && n.HasInput(3)) PadAxesToFullPads(n);
     if (opset_ >= 11 && n.HasInput(2) && !g_.value(n.inputs[2]).is_constant() &&
@@ -1011,25 +604,6 @@ void Canonicalizer::Visit(Node n) {
     perm = n.GetInts("perm", perm);
     for (auto& p : perm) p = NormalizeAxis(n, p, r, "perm entry");
     n.attrs["perm"] = perm;
-  } else if (op == "LayerNormalization") {
-    n.attrs["axis"] = NormalizeAxis(n, n.GetInt("axis", -1), Rank(n, 0));
-    if (n.outputs.size() > 1) {
-      LayerNormWithStats(std::move(n));
-      return;
-    }
-  } else if (op == "GroupNormalization") {
-    GroupNormOp(std::move(n));
-    return;
-  } else if (op == "BatchNormalization") {
-    if (n.GetInt("training_mode", 0)) {
-      BatchNormTraining(std::move(n));
-      return;
-    }
-    if (n.outputs.size() > 1) {
-      NodeUnsupported(n, "running mean/var outputs need training_mode=1 (opset 14+)");
-    }
-    n.attrs.erase("spatial");
-    n.attrs.erase("momentum");
   } else if (op == "Dropout") {
     if (opset_ >= 12 && n.HasInput(2) && ConstInput(n, 2, "training_mode")->GetAsInt(0) != 0) {
       NodeUnsupported(n, "training-mode Dropout is not supported");
@@ -1070,55 +644,31 @@ void Canonicalizer::PadAxesToFullPads(Node& n) {
   DropInputsFrom(n, 3);
 }
 
-// GroupNormalization: a group's statistics are InstanceNormalization's over (N, G, C/G * spatial).
-// Opset 18 scales each group (scale, bias of shape G); opset 21 each channel (shape C), applied
-// after the reshape back.
-void Canonicalizer::GroupNormOp(Node n) {
-  const TensorType x = TypeOf(n.inputs[0]);
-  if (x.ndim() < 2) NodeError(n, "expected input of rank >= 2 (N, C, ...), got " + x.ToString());
-  if (!n.HasAttr("num_groups")) NodeError(n, "missing attribute 'num_groups'");
-  const int64_t groups = n.GetInt("num_groups");
-  const int64_t c = x.shape[1];
-  if (groups < 1 || c % groups != 0) {
-    NodeError(n, "num_groups must divide the " + std::to_string(c) + " channels, got " +
-                     std::to_string(groups));
+}  // namespace
+
+HostTensorPtr CanonicalizeContext::ConstInput(const Node& n, size_t i, const char* what) {
+  if (!n.HasInput(i)) return nullptr;
+  const Value& v = graph().value(n.inputs[i]);
+  if (!v.is_constant()) {
+    NodeUnsupported(n, std::string("input ") + std::to_string(i) + " ('" + what + "', value '" +
+                           v.name + "') must be a constant: emberc compiles static shapes");
   }
-  const int64_t per_channel = c == 0 ? 0 : x.NumElements() / (x.shape[0] * c);
-  const int64_t want = opset_ >= 21 ? c : groups;
-  for (size_t i = 1; i < 3; ++i) {
-    if (TypeOf(n.inputs.at(i)).shape != std::vector<int64_t>{want}) {
-      NodeError(n, std::string(i == 1 ? "scale" : "bias") + " must have shape [" +
-                       std::to_string(want) + "] at opset " + std::to_string(opset_) + ", got " +
-                       TypeOf(n.inputs[i]).ToString());
-    }
-  }
-  AttrMap eps{{"epsilon", n.GetFloat("epsilon", 1e-5)}};
-  int grouped = EmitNew(
-      "Reshape", n.name + "_groups", {n.inputs[0]},
-      {{"__out_shape", std::vector<int64_t>{x.shape[0], groups, c / groups * per_channel}}});
-  if (opset_ < 21) {
-    int norm = EmitNew("InstanceNormalization", n.name + "_norm",
-                       {grouped, n.inputs[1], n.inputs[2]}, eps);
-    Emit(Node{"Reshape", n.name, {{"__out_shape", x.shape}}, {norm}, n.outputs});
-    return;
-  }
-  auto filled = [&](double v, const char* tag) {
-    auto t = std::make_shared<HostTensor>(TensorType{{groups}, x.dtype});
-    for (int64_t i = 0; i < groups; ++i) t->SetFromDouble(i, v);
-    return g_.AddConstant(g_.UniqueName(n.name + tag), t);
-  };
-  int norm = EmitNew("InstanceNormalization", n.name + "_norm",
-                     {grouped, filled(1.0, "_ones"), filled(0.0, "_zeros")}, eps);
-  int back = EmitNew("Reshape", n.name + "_ungroup", {norm}, {{"__out_shape", x.shape}});
-  std::vector<int64_t> per_c(x.shape.size() - 1, 1);
-  per_c[0] = c;
-  int scale = EmitNew("Reshape", n.name + "_scale", {n.inputs[1]}, {{"__out_shape", per_c}});
-  int bias = EmitNew("Reshape", n.name + "_bias", {n.inputs[2]}, {{"__out_shape", per_c}});
-  int scaled = EmitNew("Mul", n.name + "_scaled", {back, scale});
-  Emit(Node{"Add", n.name, {}, {scaled, bias}, n.outputs});
+  return v.constant;
 }
 
-}  // namespace
+void CanonicalizeContext::IntsInputToAttr(Node& n, size_t i, const char* key) {
+  if (auto c = ConstInput(n, i, key)) n.attrs[key] = c->ToIntVector();
+}
+
+void CanonicalizeContext::DropInputsFrom(Node& n, size_t keep) {
+  if (n.inputs.size() > keep) n.inputs.resize(keep);
+}
+
+void CanonicalizeContext::SetConstOutput(int id, HostTensorPtr c) {
+  Value& v = graph().value(id);
+  v.type = c->type;
+  v.constant = std::move(c);
+}
 
 void Canonicalize(Graph* graph, int64_t opset) { Canonicalizer(graph, opset).Run(); }
 

@@ -1,11 +1,14 @@
 // ONNX LSTM, GRU and RNN expanded into primitive ops (see rewrite_context.h). The equations are
 // the ONNX operator specification's; gate order iofc (LSTM), zrh (GRU), i (RNN).
+#include <ember/compiler/ir/op_registry.h>
+
 #include <algorithm>
 #include <cctype>
 #include <map>
 #include <numeric>
 
 #include "ir/shape_util.h"
+#include "transform/canonicalize_context.h"
 #include "transform/rewrite_context.h"
 
 namespace ember {
@@ -433,6 +436,16 @@ class RecurrentExpander {
 }  // namespace
 
 void ExpandRecurrent(const Node& node, RewriteContext* ctx) { RecurrentExpander(node, ctx).Run(); }
+
+namespace {
+
+void CanonicalizeRecurrent(Node n, CanonicalizeContext* ctx) { ExpandRecurrent(n, ctx); }
+
+}  // namespace
+
+EMBER_REGISTER_OP_CANONICALIZE("LSTM", CanonicalizeRecurrent);
+EMBER_REGISTER_OP_CANONICALIZE("GRU", CanonicalizeRecurrent);
+EMBER_REGISTER_OP_CANONICALIZE("RNN", CanonicalizeRecurrent);
 
 }  // namespace compiler
 }  // namespace ember

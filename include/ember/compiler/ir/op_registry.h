@@ -23,6 +23,7 @@ namespace compiler {
 namespace te {
 class Tensor;  // defined by the kernel side in include/ember/compiler/te/
 }  // namespace te
+class CanonicalizeContext;  // compiler/transform/canonicalize_context.h
 
 /*! \brief TVM's fusion patterns; smaller values fuse more freely. */
 enum class OpPattern : int {
@@ -45,6 +46,10 @@ using FFold = std::function<std::vector<HostTensorPtr>(const Node& node,
                                                        const std::vector<HostTensorPtr>& inputs,
                                                        const std::vector<TensorType>& outs)>;
 
+/*! \brief Canonicalization rule: rewrites the node into canonical form (constant inputs turned
+ *  into attributes, version differences resolved, expansions into other ops) and emits the result
+ *  through ctx. Ops without one are emitted as they are. */
+using FCanonicalize = std::function<void(Node node, CanonicalizeContext* ctx)>;
 /*! \brief Compute rule (kernel side): te tensors of the outputs from te tensors of the inputs
  *  (absent optional inputs are not passed), given the node and the output types. */
 using FCompute =
@@ -74,6 +79,10 @@ class OpDef {
     infer_type_ = std::move(fn);
     return *this;
   }
+  OpDef& set_canonicalize(FCanonicalize fn) {
+    canonicalize_ = std::move(fn);
+    return *this;
+  }
   OpDef& set_fold(FFold fn) {
     fold_ = std::move(fn);
     return *this;
@@ -101,6 +110,7 @@ class OpDef {
 
   OpPattern Pattern(const Node& node) const { return pattern_fn_ ? pattern_fn_(node) : pattern_; }
   const FInferType& infer_type() const { return infer_type_; }
+  const FCanonicalize& canonicalize() const { return canonicalize_; }
   const FFold& fold() const { return fold_; }
   const FCompute& compute() const { return compute_; }
   bool has_compute() const { return static_cast<bool>(compute_); }
@@ -114,6 +124,7 @@ class OpDef {
   OpPattern pattern_ = OpPattern::kOpaque;
   FPattern pattern_fn_;
   FInferType infer_type_;
+  FCanonicalize canonicalize_;
   FFold fold_;
   FCompute compute_;
   int min_inputs_ = 0;
@@ -151,6 +162,9 @@ std::vector<TensorType> InferNodeTypes(const Node& node, const std::vector<Tenso
 #define EMBER_REGISTER_OP(OpName)                                              \
   static ::ember::compiler::OpDef& EMBER_OP_CONCAT(ember_op_reg_, __COUNTER__) \
       __attribute__((unused)) = ::ember::compiler::OpRegistry::Global()->Mutable(OpName)
+
+/*! \brief Canonicalization side (compiler/transform/): EMBER_REGISTER_OP_CANONICALIZE("If", Fn); */
+#define EMBER_REGISTER_OP_CANONICALIZE(OpName, Fn) EMBER_REGISTER_OP(OpName).set_canonicalize(Fn)
 
 /*! \brief Kernel side: EMBER_REGISTER_OP_COMPUTE("Relu", ReluCompute); */
 #define EMBER_REGISTER_OP_COMPUTE(OpName, Fn) EMBER_REGISTER_OP(OpName).set_compute(Fn)

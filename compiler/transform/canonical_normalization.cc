@@ -1,0 +1,166 @@
+// Canonical forms of LayerNormalization, BatchNormalization and GroupNormalization (registered
+// as their canonicalization rules): the forms with statistics outputs, training mode or groups
+// written out as primitive ops.
+#include <ember/compiler/ir/op_registry.h>
+
+#include <cmath>
+
+#include "ir/shape_util.h"
+#include "transform/canonicalize_context.h"
+
+namespace ember {
+namespace compiler {
+namespace {
+
+// LayerNormalization whose Mean / InvStdDev outputs are wanted: written out as primitive ops.
+void LayerNormWithStats(Node n, CanonicalizeContext* ctx) {
+  int64_t r = ctx->Rank(n, 0);
+  int64_t axis = n.GetInt("axis");
+  std::vector<int64_t> axes;
+  for (int64_t i = axis; i < r; ++i) axes.push_back(i);
+  AttrMap red{{"axes", axes}, {"keepdims", int64_t{1}}};
+  int x = n.inputs[0];
+  DLDataType dt = ctx->TypeOf(x).dtype;
+  int mean = ctx->Emit("ReduceMean", n.name + "_mean", {x}, red);
+  int d = ctx->Emit("Sub", n.name + "_centered", {x, mean});
+  int dd = ctx->Emit("Mul", n.name + "_square", {d, d});
+  int var = ctx->Emit("ReduceMean", n.name + "_var", {dd}, red);
+  int eps = ctx->graph().AddConstant(ctx->graph().UniqueName(n.name + "_epsilon"),
+                                     MakeScalarTensor(dt, n.GetFloat("epsilon", 1e-5)));
+  int ve = ctx->Emit("Add", n.name + "_var_eps", {var, eps});
+  int sd = ctx->Emit("Sqrt", n.name + "_std", {ve});
+  int inv = ctx->Emit("Reciprocal", n.name + "_inv_std", {sd});
+  int norm = ctx->Emit("Mul", n.name + "_norm", {d, inv});
+  if (n.HasInput(2)) {
+    int scaled = ctx->Emit("Mul", n.name + "_scaled", {norm, n.inputs[1]});
+    ctx->EmitInto(Node{"Add", n.name, {}, {scaled, n.inputs[2]}, {n.outputs[0]}});
+  } else {
+    ctx->EmitInto(Node{"Mul", n.name, {}, {norm, n.inputs[1]}, {n.outputs[0]}});
+  }
+  ctx->EmitInto(Node{"Identity", n.name + "_mean_out", {}, {mean}, {n.outputs[1]}});
+  if (n.outputs.size() > 2) {
+    ctx->EmitInto(Node{"Identity", n.name + "_inv_std_out", {}, {inv}, {n.outputs[2]}});
+  }
+}
+
+// Training-mode BatchNormalization: batch statistics, written out as primitive ops.
+void BatchNormTraining(Node n, CanonicalizeContext* ctx) {
+  const TensorType& xt = ctx->TypeOf(n.inputs[0]);
+  int64_t r = xt.ndim();
+  if (r < 2) NodeError(n, "input must have rank >= 2");
+  int64_t c = xt.shape[1];
+  std::vector<int64_t> axes{0}, cshape{c};
+  for (int64_t i = 2; i < r; ++i) {
+    axes.push_back(i);
+    cshape.push_back(1);
+  }
+  AttrMap red{{"axes", axes}, {"keepdims", int64_t{1}}};
+  DLDataType dt = xt.dtype;
+  auto scalar = [&](double v) {
+    return ctx->graph().AddConstant(ctx->graph().UniqueName(n.name + "_c"),
+                                    MakeScalarTensor(dt, v));
+  };
+  auto reshape = [&](int v, std::vector<int64_t> shape, const std::string& tag) {
+    return ctx->Emit("Reshape", n.name + tag, {v}, {{"__out_shape", shape}});
+  };
+  int x = n.inputs[0];
+  int mean = ctx->Emit("ReduceMean", n.name + "_batch_mean", {x}, red);
+  int d = ctx->Emit("Sub", n.name + "_centered", {x, mean});
+  int var = ctx->Emit("ReduceMean", n.name + "_batch_var",
+                      {ctx->Emit("Mul", n.name + "_sq", {d, d})}, red);
+  int sd = ctx->Emit(
+      "Sqrt", n.name + "_std",
+      {ctx->Emit("Add", n.name + "_var_eps", {var, scalar(n.GetFloat("epsilon", 1e-5))})});
+  int norm = ctx->Emit("Div", n.name + "_norm", {d, sd});
+  int scaled = ctx->Emit("Mul", n.name + "_scaled", {norm, reshape(n.inputs[1], cshape, "_gamma")});
+  ctx->EmitInto(
+      Node{"Add", n.name, {}, {scaled, reshape(n.inputs[2], cshape, "_beta")}, {n.outputs[0]}});
+  double momentum = n.GetFloat("momentum", 0.9);
+  for (size_t k = 1; k < n.outputs.size() && k < 3; ++k) {
+    int batch = reshape(k == 1 ? mean : var, {c}, k == 1 ? "_mean_c" : "_var_c");
+    int old =
+        ctx->Emit("Mul", n.name + "_old" + std::to_string(k), {n.inputs[2 + k], scalar(momentum)});
+    int cur = ctx->Emit("Mul", n.name + "_new" + std::to_string(k), {batch, scalar(1 - momentum)});
+    ctx->EmitInto(
+        Node{"Add", n.name + "_running" + std::to_string(k), {}, {old, cur}, {n.outputs[k]}});
+  }
+}
+
+// GroupNormalization: a group's statistics are InstanceNormalization's over (N, G, C/G * spatial).
+// Opset 18 scales each group (scale, bias of shape G); opset 21 each channel (shape C), applied
+// after the reshape back.
+void GroupNormOp(Node n, CanonicalizeContext* ctx) {
+  const TensorType x = ctx->TypeOf(n.inputs[0]);
+  if (x.ndim() < 2) NodeError(n, "expected input of rank >= 2 (N, C, ...), got " + x.ToString());
+  if (!n.HasAttr("num_groups")) NodeError(n, "missing attribute 'num_groups'");
+  const int64_t groups = n.GetInt("num_groups");
+  const int64_t c = x.shape[1];
+  if (groups < 1 || c % groups != 0) {
+    NodeError(n, "num_groups must divide the " + std::to_string(c) + " channels, got " +
+                     std::to_string(groups));
+  }
+  const int64_t per_channel = c == 0 ? 0 : x.NumElements() / (x.shape[0] * c);
+  const int64_t want = ctx->opset() >= 21 ? c : groups;
+  for (size_t i = 1; i < 3; ++i) {
+    if (ctx->TypeOf(n.inputs.at(i)).shape != std::vector<int64_t>{want}) {
+      NodeError(n, std::string(i == 1 ? "scale" : "bias") + " must have shape [" +
+                       std::to_string(want) + "] at opset " + std::to_string(ctx->opset()) +
+                       ", got " + ctx->TypeOf(n.inputs[i]).ToString());
+    }
+  }
+  AttrMap eps{{"epsilon", n.GetFloat("epsilon", 1e-5)}};
+  int grouped = ctx->Emit(
+      "Reshape", n.name + "_groups", {n.inputs[0]},
+      {{"__out_shape", std::vector<int64_t>{x.shape[0], groups, c / groups * per_channel}}});
+  if (ctx->opset() < 21) {
+    int norm = ctx->Emit("InstanceNormalization", n.name + "_norm",
+                         {grouped, n.inputs[1], n.inputs[2]}, eps);
+    ctx->EmitInto(Node{"Reshape", n.name, {{"__out_shape", x.shape}}, {norm}, n.outputs});
+    return;
+  }
+  auto filled = [&](double v, const char* tag) {
+    auto t = std::make_shared<HostTensor>(TensorType{{groups}, x.dtype});
+    for (int64_t i = 0; i < groups; ++i) t->SetFromDouble(i, v);
+    return ctx->graph().AddConstant(ctx->graph().UniqueName(n.name + tag), t);
+  };
+  int norm = ctx->Emit("InstanceNormalization", n.name + "_norm",
+                       {grouped, filled(1.0, "_ones"), filled(0.0, "_zeros")}, eps);
+  int back = ctx->Emit("Reshape", n.name + "_ungroup", {norm}, {{"__out_shape", x.shape}});
+  std::vector<int64_t> per_c(x.shape.size() - 1, 1);
+  per_c[0] = c;
+  int scale = ctx->Emit("Reshape", n.name + "_scale", {n.inputs[1]}, {{"__out_shape", per_c}});
+  int bias = ctx->Emit("Reshape", n.name + "_bias", {n.inputs[2]}, {{"__out_shape", per_c}});
+  int scaled = ctx->Emit("Mul", n.name + "_scaled", {back, scale});
+  ctx->EmitInto(Node{"Add", n.name, {}, {scaled, bias}, n.outputs});
+}
+
+void CanonicalizeLayerNorm(Node n, CanonicalizeContext* ctx) {
+  n.attrs["axis"] = NormalizeAxis(n, n.GetInt("axis", -1), ctx->Rank(n, 0));
+  if (n.outputs.size() > 1) {
+    LayerNormWithStats(std::move(n), ctx);
+    return;
+  }
+  ctx->EmitInto(std::move(n));
+}
+
+void CanonicalizeBatchNorm(Node n, CanonicalizeContext* ctx) {
+  if (n.GetInt("training_mode", 0)) {
+    BatchNormTraining(std::move(n), ctx);
+    return;
+  }
+  if (n.outputs.size() > 1) {
+    NodeUnsupported(n, "running mean/var outputs need training_mode=1 (opset 14+)");
+  }
+  n.attrs.erase("spatial");
+  n.attrs.erase("momentum");
+  ctx->EmitInto(std::move(n));
+}
+
+}  // namespace
+
+EMBER_REGISTER_OP_CANONICALIZE("LayerNormalization", CanonicalizeLayerNorm);
+EMBER_REGISTER_OP_CANONICALIZE("BatchNormalization", CanonicalizeBatchNorm);
+EMBER_REGISTER_OP_CANONICALIZE("GroupNormalization", GroupNormOp);
+
+}  // namespace compiler
+}  // namespace ember

@@ -1,0 +1,34 @@
+// What an op's canonicalization rule (OpDef::canonicalize) gets from the Canonicalize pass: the
+// graph, the model's opset, and emitters that type and fold each node as it is emitted.
+#ifndef EMBER_COMPILER_TRANSFORM_CANONICALIZE_CONTEXT_H_
+#define EMBER_COMPILER_TRANSFORM_CANONICALIZE_CONTEXT_H_
+
+#include <ember/compiler/ir/graph.h>
+
+#include <string>
+
+#include "transform/rewrite_context.h"
+
+namespace ember {
+namespace compiler {
+
+class CanonicalizeContext : public RewriteContext {
+ public:
+  /*! \brief The model's ai.onnx opset, for version differences. */
+  virtual int64_t opset() const = 0;
+
+  const TensorType& TypeOf(int id) { return graph().value(id).type; }
+  int64_t Rank(const Node& n, size_t i) { return TypeOf(n.inputs.at(i)).ndim(); }
+  /*! \brief Input i's constant (null when absent); throws naming the node when it is not one. */
+  HostTensorPtr ConstInput(const Node& n, size_t i, const char* what);
+  /*! \brief Moves input i (if present and constant) into attribute `key` as ints. */
+  void IntsInputToAttr(Node& n, size_t i, const char* key);
+  void DropInputsFrom(Node& n, size_t keep);
+  /*! \brief Makes value `id` the constant c (its type too). */
+  void SetConstOutput(int id, HostTensorPtr c);
+};
+
+}  // namespace compiler
+}  // namespace ember
+
+#endif  // EMBER_COMPILER_TRANSFORM_CANONICALIZE_CONTEXT_H_
