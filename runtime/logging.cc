@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "minimal.h"
+
 namespace ember::runtime::detail {
 
 FatalThrower::FatalThrower() = default;
@@ -45,3 +47,14 @@ int HandleUnknownApiException() noexcept {
 }
 
 }  // namespace ember::runtime::detail
+
+namespace ember::runtime {
+
+void ThrowNotInMinimalRuntime(const char* what) {
+  throw Error(std::string(what) +
+              " is not in this runtime: it was built with EMBER_RUNTIME_MINIMAL=ON, which leaves "
+              "out .npy files, profiling, the debug executor, registry listing and DLPack import; "
+              "use the default build of libember_runtime");
+}
+
+}  // namespace ember::runtime
