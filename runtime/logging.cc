@@ -9,16 +9,20 @@ namespace ember::runtime::detail {
 
 FatalThrower::FatalThrower() = default;
 
-FatalThrower::FatalThrower(std::string failed_check, bool append_to_message)
-    : failed_check_(std::move(failed_check)), append_to_message_(append_to_message) {}
+FatalThrower::FatalThrower(const char* failed_check) : failed_check_(failed_check) {}
+
+FatalThrower::FatalThrower(std::unique_ptr<std::string> failed_comparison)
+    : failed_comparison_(std::move(failed_comparison)) {}
 
 // Users read the sentence the check site wrote, not the condition behind it; a comparison's
 // values are facts worth keeping.
 FatalThrower::~FatalThrower() noexcept(false) {
   std::string message = stream_.str();
-  if (failed_check_.empty()) throw Error(message);
-  if (message.empty()) throw Error("internal check failed: " + failed_check_);
-  if (append_to_message_) message += " (" + failed_check_ + ")";
+  const std::string failed =
+      failed_comparison_ ? *failed_comparison_ : std::string(failed_check_ ? failed_check_ : "");
+  if (failed.empty()) throw Error(message);
+  if (message.empty()) throw Error("internal check failed: " + failed);
+  if (failed_comparison_) message += " (" + failed + ")";
   throw Error(message);
 }
 
