@@ -141,7 +141,7 @@ void GraphExecutor::SetupStorage(const ParamMap* shared_params) {
     }
   }
   std::vector<size_t> pool_bytes(n, 0);
-  std::vector<bool> pool_used(n, false);
+  std::vector<char> pool_used(n, false);
   for (size_t eid = 0; eid < n; ++eid) {
     if (entry_shared_[eid]) continue;
     size_t sid = static_cast<size_t>(graph_.storage_id[eid]);

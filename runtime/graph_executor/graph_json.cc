@@ -6,7 +6,7 @@
 #include <cctype>
 #include <cstdio>
 #include <limits>
-#include <unordered_set>
+#include <vector>
 
 #include "graph_executor/storage_plan_check.h"
 
@@ -135,7 +135,7 @@ class JsonCursor {
   void Open(char bracket) {
     if (Peek() != bracket) Fail(bracket == '{' ? "expected '{'" : "expected '['");
     ++p_;
-    first_.push_back(true);
+    first_.push_back(1);
   }
 
   bool NextItem(char close) {
@@ -149,7 +149,7 @@ class JsonCursor {
       if (c != ',') Fail(close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
       ++p_;
     }
-    first_.back() = false;
+    first_.back() = 0;
     return true;
   }
 
@@ -157,7 +157,7 @@ class JsonCursor {
   const char* p_;
   const char* end_;
   const std::string& source_;
-  std::vector<bool> first_;  // per open bracket: no item read yet
+  std::string first_;  // per open bracket: 1 while no item has been read (no vector<bool> code)
 };
 
 // Walks the JSON with the cursor, reading the fields graph.json defines and skipping the rest.
@@ -470,7 +470,7 @@ void Validate(Graph* g, bool have_row_ptr, const std::string& src) {
       }
     }
   }
-  std::unordered_set<uint32_t> seen;
+  std::vector<char> seen(g->nodes.size(), 0);  // a flag per node: no hash set code
   for (uint32_t nid : g->arg_nodes) {
     if (nid >= g->nodes.size()) {
       EMBER_LOG_FATAL << src << ": arg_nodes lists node " << nid << " but the graph has "
@@ -480,9 +480,8 @@ void Validate(Graph* g, bool have_row_ptr, const std::string& src) {
       EMBER_LOG_FATAL << src << ": arg_nodes lists " << NodeLabel(nid, g->nodes[nid])
                       << ", which is an operator, not an input";
     }
-    if (!seen.insert(nid).second) {
-      EMBER_LOG_FATAL << src << ": arg_nodes lists node " << nid << " twice";
-    }
+    if (seen[nid]) EMBER_LOG_FATAL << src << ": arg_nodes lists node " << nid << " twice";
+    seen[nid] = 1;
   }
   if (g->heads.empty()) EMBER_LOG_FATAL << src << ": heads is empty; the graph has no outputs";
   for (size_t k = 0; k < g->heads.size(); ++k) {
