@@ -86,6 +86,7 @@ void CheckStoragePlan(const Graph& g, const std::string& source) {
   }
   for (size_t sid = 0; sid < n; ++sid) {
     std::vector<LiveRange>& ranges = by_storage[sid];
+    if (ranges.size() < 2) continue;  // nothing to overlap (and qsort takes no null array)
     // libc's qsort rather than std::sort: one call instead of 2.5 KB of sort templates, and
     // ties in entry order, so the message names the same pair on every platform.
     std::qsort(ranges.data(), ranges.size(), sizeof(LiveRange), [](const void* a, const void* b) {
@@ -95,7 +96,7 @@ void CheckStoragePlan(const Graph& g, const std::string& source) {
       return x->eid < y->eid ? -1 : x->eid > y->eid ? 1 : 0;
     });
     // Sorted by start, a range overlaps an earlier one iff it starts before the latest end so far.
-    const LiveRange* longest = ranges.empty() ? nullptr : &ranges[0];
+    const LiveRange* longest = &ranges[0];
     for (size_t i = 1; i < ranges.size(); ++i) {
       const LiveRange& later = ranges[i];
       if (later.first <= longest->last) {
