@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "minimal.h"
+
 using namespace ember::runtime;  // NOLINT(build/namespaces): this file is the C boundary.
 
 namespace {
@@ -211,12 +213,16 @@ int TVMFuncListGlobalNames(int* out_size, const char*** out_array) {
   EMBER_API_BEGIN();
   EMBER_CHECK(out_size != nullptr && out_array != nullptr)
       << "TVMFuncListGlobalNames: null argument";
+#if EMBER_RUNTIME_MINIMAL
+  ThrowNotInMinimalRuntime("TVMFuncListGlobalNames (registry listing)");
+#else
   ApiThreadStore* store = ThreadStore();
   store->names = Registry::ListNames();
   store->name_ptrs.clear();
   for (const std::string& n : store->names) store->name_ptrs.push_back(n.c_str());
   *out_size = static_cast<int>(store->name_ptrs.size());
   *out_array = store->name_ptrs.data();
+#endif
   EMBER_API_END();
 }
 
@@ -282,9 +288,14 @@ int TVMArrayCopyFromTo(TVMArrayHandle from, TVMArrayHandle to, TVMStreamHandle s
 int TVMArrayFromDLPack(DLManagedTensor* from, TVMArrayHandle* out) {
   EMBER_API_BEGIN();
   EMBER_CHECK(out != nullptr) << "TVMArrayFromDLPack: null output";
+#if EMBER_RUNTIME_MINIMAL
+  (void)from;
+  ThrowNotInMinimalRuntime("TVMArrayFromDLPack (DLPack import)");
+#else
   NDArray arr = NDArray::FromDLPack(from);
   *out = NDArray::FFIGetHandle(arr);
   ObjectRefInternal::Release(&arr);
+#endif
   EMBER_API_END();
 }
 

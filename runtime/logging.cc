@@ -3,20 +3,26 @@
 
 #include <cstdio>
 
+#include "minimal.h"
+
 namespace ember::runtime::detail {
 
 FatalThrower::FatalThrower() = default;
 
-FatalThrower::FatalThrower(std::string failed_check, bool append_to_message)
-    : failed_check_(std::move(failed_check)), append_to_message_(append_to_message) {}
+FatalThrower::FatalThrower(const char* failed_check) : failed_check_(failed_check) {}
+
+FatalThrower::FatalThrower(std::unique_ptr<std::string> failed_comparison)
+    : failed_comparison_(std::move(failed_comparison)) {}
 
 // Users read the sentence the check site wrote, not the condition behind it; a comparison's
 // values are facts worth keeping.
 FatalThrower::~FatalThrower() noexcept(false) {
   std::string message = stream_.str();
-  if (failed_check_.empty()) throw Error(message);
-  if (message.empty()) throw Error("internal check failed: " + failed_check_);
-  if (append_to_message_) message += " (" + failed_check_ + ")";
+  const std::string failed =
+      failed_comparison_ ? *failed_comparison_ : std::string(failed_check_ ? failed_check_ : "");
+  if (failed.empty()) throw Error(message);
+  if (message.empty()) throw Error("internal check failed: " + failed);
+  if (failed_comparison_) message += " (" + failed + ")";
   throw Error(message);
 }
 
@@ -45,3 +51,14 @@ int HandleUnknownApiException() noexcept {
 }
 
 }  // namespace ember::runtime::detail
+
+namespace ember::runtime {
+
+void ThrowNotInMinimalRuntime(const char* what) {
+  throw Error(std::string(what) +
+              " is not in this runtime: it was built with EMBER_RUNTIME_MINIMAL=ON, which leaves "
+              "out .npy files, profiling, the debug executor, registry listing and DLPack import; "
+              "use the default build of libember_runtime");
+}
+
+}  // namespace ember::runtime

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "minimal.h"
+
 namespace ember::runtime {
 
 #pragma GCC diagnostic push
@@ -42,12 +44,14 @@ void DeleteView(Object* obj) {
   delete c;
 }
 
+#if !EMBER_RUNTIME_MINIMAL
 void DeleteFromDLPack(Object* obj) {
   auto* c = static_cast<NDArray::Container*>(obj);
   auto* managed = static_cast<DLManagedTensor*>(c->manager_ctx);
   if (managed->deleter != nullptr) managed->deleter(managed);
   delete c;
 }
+#endif
 
 NDArray::Container* NewContainer(ShapeTuple shape, DLDataType dtype, DLDevice dev,
                                  Object::FDeleter deleter) {
@@ -223,6 +227,7 @@ DLManagedTensor* NDArray::ToDLPack() const {
   return managed;
 }
 
+#if !EMBER_RUNTIME_MINIMAL
 NDArray NDArray::FromDLPack(DLManagedTensor* tensor) {
   EMBER_CHECK(tensor != nullptr) << "FromDLPack: null DLManagedTensor";
   const DLTensor& t = tensor->dl_tensor;
@@ -236,6 +241,7 @@ NDArray NDArray::FromDLPack(DLManagedTensor* tensor) {
   c->manager_ctx = tensor;
   return NDArray(ObjectPtr<Object>(c));
 }
+#endif
 
 DLTensor* NDArray::FFIGetHandle(const NDArray& arr) {
   return arr.defined() ? &arr.get_mutable()->dl_tensor : nullptr;

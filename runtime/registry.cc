@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "minimal.h"
+
 namespace ember::runtime {
 
 class RegistryTable {
@@ -55,6 +57,7 @@ class RegistryTable {
     return &it->second->func_;
   }
 
+#if !EMBER_RUNTIME_MINIMAL
   std::vector<std::string> ListNames() {
     std::vector<std::string> names;
     {
@@ -65,6 +68,7 @@ class RegistryTable {
     std::sort(names.begin(), names.end());
     return names;
   }
+#endif
 
  private:
   std::mutex mutex_;
@@ -88,6 +92,8 @@ const PackedFunc* Registry::Get(const std::string& name) {
   return RegistryTable::Global().Get(name);
 }
 
+#if !EMBER_RUNTIME_MINIMAL
 std::vector<std::string> Registry::ListNames() { return RegistryTable::Global().ListNames(); }
+#endif
 
 }  // namespace ember::runtime

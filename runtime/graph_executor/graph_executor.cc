@@ -11,6 +11,8 @@
 #include <limits>
 #include <sstream>
 
+#include "minimal.h"
+
 namespace ember::runtime {
 namespace {
 
@@ -139,7 +141,7 @@ void GraphExecutor::SetupStorage(const ParamMap* shared_params) {
     }
   }
   std::vector<size_t> pool_bytes(n, 0);
-  std::vector<bool> pool_used(n, false);
+  std::vector<char> pool_used(n, false);
   for (size_t eid = 0; eid < n; ++eid) {
     if (entry_shared_[eid]) continue;
     size_t sid = static_cast<size_t>(graph_.storage_id[eid]);
@@ -579,6 +581,11 @@ PackedFunc GraphExecutor::GetFunction(const String& name, const ObjectPtr<Object
       ShareParams(*exec, bytes.data(), bytes.size());
     });
   }
+#if EMBER_RUNTIME_MINIMAL
+  if (n == "run_individual" || n == "trace_json" || n == "profile" || n == "profile_json") {
+    return PackedFunc([n](TVMArgs, TVMRetValue*) { ThrowNotInMinimalRuntime(n.c_str()); });
+  }
+#else
   if (n == "run_individual") {
     // TVM's debug executor result: one double per node and repeat (seconds), as bytes.
     return PackedFunc([sptr_to_self, this](TVMArgs args, TVMRetValue* rv) {
@@ -608,6 +615,7 @@ PackedFunc GraphExecutor::GetFunction(const String& name, const ObjectPtr<Object
       *rv = json ? report.Json() : report.Table();
     });
   }
+#endif
   return PackedFunc();
 }
 

@@ -100,7 +100,7 @@ class GraphExecutor : public ModuleNode {
   std::vector<uint32_t> outputs_;                    // entry id of each head
   std::vector<NDArray> storage_pool_;                // one per storage id (undefined when unused)
   std::vector<NDArray> data_entry_;                  // one view per entry
-  std::vector<bool> entry_shared_;                   // entry views a factory param (read-only)
+  std::vector<char> entry_shared_;                   // entry views a factory param (read-only)
   std::vector<NDArray> entry_owner_;  // keeps memory an entry uses alive (private or shared)
   std::vector<void*> entry_home_;     // the entry's own memory (zero-copy points elsewhere)
   std::vector<std::vector<DLTensor*>> entry_aliases_;  // every DLTensor standing for an entry

@@ -1,13 +1,12 @@
-// graph.json parsing with dmlc's JSON reader; the format is described in graph_json.h.
+// graph.json parsing; the format is described in graph_json.h.
 #include "graph_executor/graph_json.h"
 
-#include <dmlc/json.h>
 #include <ember/runtime/logging.h>
 
 #include <cctype>
+#include <cstdio>
 #include <limits>
-#include <sstream>
-#include <unordered_set>
+#include <vector>
 
 #include "graph_executor/storage_plan_check.h"
 
@@ -21,18 +20,155 @@ constexpr uint32_t kMaxNodeOutputs = 1 << 16;
 // The executor supports tensors of up to this many dimensions.
 constexpr size_t kMaxDims = 32;
 
-// Walks the JSON with dmlc::JSONReader; peeks the underlying stream to dispatch on value type.
+// A JSON tokenizer over the text in memory with the calls of dmlc::JSONReader, which this file
+// used before: dmlc's reader streams through an istringstream and its templates and messages
+// cost the runtime about 12 KB. A syntax error names the line and column; the end of the text
+// closes nothing (dmlc's reader took it for a closing bracket).
+class JsonCursor {
+ public:
+  JsonCursor(const std::string& text, const std::string& source)
+      : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()), source_(source) {}
+
+  // The next non-space character, not consumed; EOF at the end.
+  int Peek() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_;
+    return p_ < end_ ? static_cast<unsigned char>(*p_) : EOF;
+  }
+
+  void BeginObject() { Open('{'); }
+  void BeginArray() { Open('['); }
+
+  // Reads the next key of the innermost object and its ':'; false at its '}'.
+  bool NextObjectItem(std::string* key) {
+    if (!NextItem('}')) return false;
+    ReadString(key);
+    if (Peek() != ':') Fail("expected ':' after an object key");
+    ++p_;
+    return true;
+  }
+
+  // Positions at the next item of the innermost array; false at its ']'.
+  bool NextArrayItem() { return NextItem(']'); }
+
+  void ReadString(std::string* out) {
+    if (Peek() != '"') Fail("expected a string");
+    ++p_;
+    out->clear();
+    while (true) {
+      if (p_ >= end_ || *p_ == '\n' || *p_ == '\r') Fail("unterminated string");
+      char c = *p_++;
+      if (c == '"') return;
+      if (c == '\\') {
+        char e = p_ < end_ ? *p_++ : '\0';
+        switch (e) {
+          case '"':
+          case '\\':
+          case '/':
+            c = e;
+            break;
+          case 'n':
+            c = '\n';
+            break;
+          case 't':
+            c = '\t';
+            break;
+          case 'r':
+            c = '\r';
+            break;
+          case 'b':
+            c = '\b';
+            break;
+          case 'f':
+            c = '\f';
+            break;
+          default:
+            --p_;
+            Fail("unknown string escape");
+        }
+      }
+      out->push_back(c);
+    }
+  }
+
+  // An integer; a fraction, an exponent or a value beyond int64 is refused.
+  int64_t ReadInt() {
+    Peek();
+    bool negative = p_ < end_ && *p_ == '-';
+    if (negative) ++p_;
+    if (p_ >= end_ || *p_ < '0' || *p_ > '9') Fail("expected a number");
+    uint64_t v = 0;
+    const uint64_t limit = static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) + negative;
+    for (; p_ < end_ && *p_ >= '0' && *p_ <= '9'; ++p_) {
+      uint64_t digit = static_cast<uint64_t>(*p_ - '0');
+      if (v > (limit - digit) / 10) Fail("number out of the 64-bit integer range");
+      v = v * 10 + digit;
+    }
+    if (p_ < end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E')) Fail("expected an integer");
+    return negative ? static_cast<int64_t>(0 - v) : static_cast<int64_t>(v);
+  }
+
+  // Consumes a bare token (number, true, false, null); empty if none starts here.
+  std::string Token() {
+    Peek();
+    const char* start = p_;
+    while (p_ < end_ && (std::isalnum(static_cast<unsigned char>(*p_)) || *p_ == '-' ||
+                         *p_ == '+' || *p_ == '.')) {
+      ++p_;
+    }
+    return std::string(start, p_);
+  }
+
+ private:
+  [[noreturn]] void Fail(const char* what) {
+    int line = 1;
+    const char* line_start = begin_;
+    for (const char* q = begin_; q < p_ && q < end_; ++q) {
+      if (*q == '\n') {
+        ++line;
+        line_start = q + 1;
+      }
+    }
+    EMBER_LOG_FATAL << source_ << ": malformed JSON: " << what << " at line " << line << ", column "
+                    << (p_ - line_start + 1);
+  }
+
+  void Open(char bracket) {
+    if (Peek() != bracket) Fail(bracket == '{' ? "expected '{'" : "expected '['");
+    ++p_;
+    first_.push_back(1);
+  }
+
+  bool NextItem(char close) {
+    int c = Peek();
+    if (c == close) {
+      ++p_;
+      first_.pop_back();
+      return false;
+    }
+    if (!first_.back()) {
+      if (c != ',') Fail(close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+      ++p_;
+    }
+    first_.back() = 0;
+    return true;
+  }
+
+  const char* begin_;
+  const char* p_;
+  const char* end_;
+  const std::string& source_;
+  std::string first_;  // per open bracket: 1 while no item has been read (no vector<bool> code)
+};
+
+// Walks the JSON with the cursor, reading the fields graph.json defines and skipping the rest.
 class Walker {
  public:
-  Walker(std::istringstream* is, const std::string& source)
-      : is_(is), reader_(is), source_(source) {}
+  Walker(const std::string& json, const std::string& source)
+      : reader_(json, source), source_(source) {}
 
-  dmlc::JSONReader* reader() { return &reader_; }
+  JsonCursor* reader() { return &reader_; }
 
-  int Peek() {
-    *is_ >> std::ws;
-    return is_->peek();
-  }
+  int Peek() { return reader_.Peek(); }
 
   // Skips any JSON value.
   void Skip(int depth = 0) {
@@ -51,13 +187,7 @@ class Walker {
       reader_.ReadString(&key);
     } else {
       // A number, true, false or null.
-      std::string token;
-      while (is_->peek() != EOF) {
-        int ch = is_->peek();
-        if (!(std::isalnum(ch) || ch == '-' || ch == '+' || ch == '.')) break;
-        token += static_cast<char>(is_->get());
-      }
-      if (token.empty()) {
+      if (reader_.Token().empty()) {
         EMBER_LOG_FATAL << source_ << ": malformed JSON: unexpected character "
                         << (c == EOF ? std::string("<end of file>")
                                      : "'" + std::string(1, static_cast<char>(c)) + "'");
@@ -70,9 +200,7 @@ class Walker {
     if (!(c == '-' || (c >= '0' && c <= '9'))) {
       EMBER_LOG_FATAL << source_ << ": " << what << " must be an integer";
     }
-    int64_t v = 0;
-    reader_.ReadNumber(&v);
-    return v;
+    return reader_.ReadInt();
   }
 
   uint32_t ReadIndex(const std::string& what) {
@@ -142,8 +270,7 @@ class Walker {
   const std::string& source() const { return source_; }
 
  private:
-  std::istringstream* is_;
-  dmlc::JSONReader reader_;
+  JsonCursor reader_;
   const std::string& source_;
 };
 
@@ -238,7 +365,7 @@ GraphNode ReadNode(Walker* w, size_t nid) {
 // One of the graph-level "attrs": ["list_<kind>", value].
 void ReadGraphAttrs(Walker* w, Graph* g, bool* have_dltype, bool* have_shape, bool* have_sid) {
   std::string key;
-  dmlc::JSONReader* r = w->reader();
+  JsonCursor* r = w->reader();
   const std::string& src = w->source();
   r->BeginObject();
   while (r->NextObjectItem(&key)) {
@@ -343,7 +470,7 @@ void Validate(Graph* g, bool have_row_ptr, const std::string& src) {
       }
     }
   }
-  std::unordered_set<uint32_t> seen;
+  std::vector<char> seen(g->nodes.size(), 0);  // a flag per node: no hash set code
   for (uint32_t nid : g->arg_nodes) {
     if (nid >= g->nodes.size()) {
       EMBER_LOG_FATAL << src << ": arg_nodes lists node " << nid << " but the graph has "
@@ -353,9 +480,8 @@ void Validate(Graph* g, bool have_row_ptr, const std::string& src) {
       EMBER_LOG_FATAL << src << ": arg_nodes lists " << NodeLabel(nid, g->nodes[nid])
                       << ", which is an operator, not an input";
     }
-    if (!seen.insert(nid).second) {
-      EMBER_LOG_FATAL << src << ": arg_nodes lists node " << nid << " twice";
-    }
+    if (seen[nid]) EMBER_LOG_FATAL << src << ": arg_nodes lists node " << nid << " twice";
+    seen[nid] = 1;
   }
   if (g->heads.empty()) EMBER_LOG_FATAL << src << ": heads is empty; the graph has no outputs";
   for (size_t k = 0; k < g->heads.size(); ++k) {
@@ -389,40 +515,21 @@ void Validate(Graph* g, bool have_row_ptr, const std::string& src) {
   }
 }
 
-// dmlc's reader reports "[time] file:line: Check failed: ... Error at Line N, around ^`...`";
-// keep the part a user can act on.
-std::string TrimDmlcMessage(const std::string& msg) {
-  std::string s = msg;
-  size_t at = s.find("Error at");
-  if (at == std::string::npos) at = s.find("Check failed");
-  if (at == std::string::npos && !s.empty() && s[0] == '[') {
-    // "[time] file:line: message"
-    size_t colon = s.find(": ", s.find(']'));
-    if (colon != std::string::npos) at = colon + 2;
-  }
-  if (at != std::string::npos) s = s.substr(at);
-  size_t nl = s.find('\n');
-  if (nl != std::string::npos) s = s.substr(0, nl);
-  return s;
-}
-
 }  // namespace
 
 Graph ParseGraphJson(const std::string& json, const std::string& source) {
   Graph g;
-  // dmlc's reader treats end of input as a closing bracket, so truncated text would parse;
-  // a complete document ends with its top-level '}'.
+  // A complete document ends with its top-level '}'; this names truncation as such.
   size_t last = json.find_last_not_of(" \t\r\n");
   if (last == std::string::npos || json[last] != '}') {
     EMBER_LOG_FATAL << source << ": malformed JSON: the text does not end with '}' (truncated?)";
   }
-  std::istringstream is(json);
-  Walker w(&is, source);
+  Walker w(json, source);
   bool have_nodes = false, have_args = false, have_row_ptr = false, have_heads = false;
   bool have_attrs = false, have_dltype = false, have_shape = false, have_sid = false;
-  try {
+  {
     std::string key;
-    dmlc::JSONReader* r = w.reader();
+    JsonCursor* r = w.reader();
     r->BeginObject();
     while (r->NextObjectItem(&key)) {
       if (key == "nodes") {
@@ -448,8 +555,6 @@ Graph ParseGraphJson(const std::string& json, const std::string& source) {
     if (w.Peek() != EOF) {
       EMBER_LOG_FATAL << source << ": malformed JSON: unexpected text after the top-level object";
     }
-  } catch (const dmlc::Error& e) {
-    EMBER_LOG_FATAL << source << ": malformed JSON: " << TrimDmlcMessage(e.what());
   }
   const char* missing = !have_nodes    ? "nodes"
                         : !have_args   ? "arg_nodes"

@@ -10,6 +10,9 @@
 #   3. the MLPs, the small CNN and MobileNetV2 (tests/models/gen_models.py) compiled for x86-64,
 #      aarch64 and armv7 hard-float NEON; the ARM outputs, from the cross-built ember-run under qemu, must
 #      match the x86-64 ones on the same input within rtol 1e-3 / atol 1e-4;
+#   3b. for aarch64, the minimal runtime (EMBER_RUNTIME_MINIMAL=ON, its own build directory): the
+#      same aarch64 artifacts run through tests/minimal/minimal_run.c (C ABI only) under qemu must
+#      match x86-64, and what the build leaves out must fail with a message naming the option;
 #   4. the `core` ONNX conformance tier (tests/onnx/run_conformance.py) with the ARM artifacts under
 #      qemu against the same cases on x86-64: every case that passes on x86-64 must pass on ARM.
 #      Default: one case per operator, aarch64 only. --full: the whole tier, aarch64 and armv7.
@@ -19,6 +22,7 @@
 #   EMBER_CROSS_BUILD_ROOT  cross build directories go to $EMBER_CROSS_BUILD_ROOT/cross-<arch>
 #                           (default: build)
 #   EMBER_CROSS_BUILD_AARCH64, EMBER_CROSS_BUILD_ARMHF   a build directory for one arch instead
+#   EMBER_CROSS_BUILD_AARCH64_MINIMAL   the minimal runtime's (default: <aarch64 build>-minimal)
 #   EMBER_CROSS_WORK        models, artifacts, reports (default: $EMBER_CROSS_BUILD_ROOT/cross-work)
 #   EMBER_CROSS_JOBS        parallel jobs for builds, ctest and conformance (default 2)
 # Exit status 0 only if every step passed; the summary at the end lists each step and its time.
@@ -48,6 +52,7 @@ JOBS=${EMBER_CROSS_JOBS:-2}
 
 declare -A BUILD=([aarch64]=$(abspath "${EMBER_CROSS_BUILD_AARCH64:-$CROSS_ROOT/cross-aarch64}")
                  [armhf]=$(abspath "${EMBER_CROSS_BUILD_ARMHF:-$CROSS_ROOT/cross-armhf}"))
+MINIMAL_BUILD=$(abspath "${EMBER_CROSS_BUILD_AARCH64_MINIMAL:-${BUILD[aarch64]}-minimal}")
 declare -A TOOLCHAIN=([aarch64]=aarch64-linux-gnu.cmake [armhf]=arm-linux-gnueabihf.cmake)
 declare -A SYSROOT=([aarch64]=/usr/aarch64-linux-gnu [armhf]=/usr/arm-linux-gnueabihf)
 declare -A QEMU=([aarch64]=qemu-aarch64 [armhf]=qemu-arm)
@@ -108,6 +113,30 @@ cross_ctest() {
   ctest --test-dir "${BUILD[$1]}" -N -R "$QEMU_NOT_RUN" | grep 'Test *#' | sed 's/^/  /'
   ctest --test-dir "${BUILD[$1]}" --output-on-failure -j "$JOBS" --timeout 600 \
     -E "$QEMU_NOT_RUN" | tail -25
+}
+
+# The minimal runtime for aarch64: the library and tests/minimal's C driver, nothing else.
+minimal_build() {
+  cmake -S "$ROOT" -B "$MINIMAL_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_TOOLCHAIN_FILE="$ROOT/toolchains/${TOOLCHAIN[aarch64]}" -DEMBER_RUNTIME_MINIMAL=ON \
+    >"$WORK/logs/configure-aarch64-minimal.log" 2>&1 ||
+    { tail -30 "$WORK/logs/configure-aarch64-minimal.log"; return 1; }
+  cmake --build "$MINIMAL_BUILD" -j "$JOBS"
+}
+# minimal_check MODEL: the artifact model_check compiled for aarch64, run by the minimal runtime.
+minimal_check() {
+  local m=$1 art=$WORK/aarch64/$1 out=$WORK/aarch64-minimal/$1
+  [ -f "$art/lib.so" ] || { echo "no aarch64 artifact for $m (its model step failed)"; return 1; }
+  rm -rf "$out" && mkdir -p "$out" || return 1
+  # shellcheck disable=SC2046
+  $(emulator aarch64) "$MINIMAL_BUILD/bin/ember_minimal_run" "$art" \
+    "$WORK/models/${m}_input.npy" "$out" || return 1
+  "$PY" "$ROOT/tests/cross/compare_outputs.py" "$WORK/x86_64/$m/out" "$out" \
+    --rtol 1e-3 --atol 1e-4 --label "$m aarch64 minimal runtime vs x86-64"
+}
+minimal_absent() {
+  # shellcheck disable=SC2046
+  $(emulator aarch64) "$MINIMAL_BUILD/bin/ember_minimal_run" --check-absent "$WORK/aarch64/mlp"
 }
 
 # cmake --install of the cross build, then apps/cpp_deploy built out of tree against the prefix
@@ -233,7 +262,7 @@ sizes() {
   for f in lib/libember_runtime.so lib/libember_runtime.a bin/ember-run bin/cpp_deploy bin/bundle_static; do
     [ -f "$dir/$f" ] || continue
     case $f in *.a) "$strip" --strip-debug -o "$tmp" "$dir/$f" ;; *) "$strip" --strip-unneeded -o "$tmp" "$dir/$f" ;; esac
-    printf '  %-8s %-26s %9d bytes stripped\n' "$label" "$f" "$(stat -c %s "$tmp")"
+    printf '  %-16s %-26s %9d bytes stripped\n' "$label" "$f" "$(stat -c %s "$tmp")"
   done
   rm -f "$tmp"
 }
@@ -269,6 +298,13 @@ for arch in "${ARCHES[@]}"; do
     step "$arch: $m matches x86-64 (rtol 1e-3, atol 1e-4)" model_check "$arch" "$m"
   done
 done
+if [[ " ${ARCHES[*]} " == *" aarch64 "* ]]; then
+  step "aarch64: minimal runtime (EMBER_RUNTIME_MINIMAL=ON) cross build" minimal_build
+  for m in mlp cnn mobilenetv2; do
+    step "aarch64 minimal runtime: $m matches x86-64 (rtol 1e-3, atol 1e-4)" minimal_check "$m"
+  done
+  step "aarch64 minimal runtime: left-out calls fail naming the option" minimal_absent
+fi
 step "conformance: corpus and emberc wrappers" prepare_conformance
 if [ $FULL = 1 ]; then
   for arch in "${ARCHES[@]}"; do
@@ -283,6 +319,7 @@ echo
 echo "=== stripped sizes (Release)"
 sizes x86-64 "$HOST_BUILD" strip
 for arch in "${ARCHES[@]}"; do sizes "$arch" "${BUILD[$arch]}" "${STRIP[$arch]}"; done
+[[ " ${ARCHES[*]} " == *" aarch64 "* ]] && sizes "aarch64 minimal" "$MINIMAL_BUILD" "${STRIP[aarch64]}"
 
 echo
 echo "=== summary ($([ $FULL = 1 ] && echo full || echo default) mode, $((SECONDS - T0)) s)"
