@@ -3,6 +3,7 @@
 
 Usage:
   bench/footprint.py [--model NAME]... [--repeat N] [--jobs J] [--threads T] [--models DIR]
+                     [--sizes]
 
 For every model written by tests/models/gen_models.py (resnet18 and mobilenetv2 by default):
 
@@ -13,7 +14,9 @@ For every model written by tests/models/gen_models.py (resnet18 and mobilenetv2 
     artifact's files and the runtime library evicted from it (posix_fadvise DONTNEED, which
     needs no privileges; pages another process holds mapped stay resident); prints the median
     load time (dlopen, graph.json, params.bin, executor), the first inference, and the steady
-    median, with first / steady as a ratio.
+    median, with first / steady as a ratio;
+ 3. with --sizes: bench/runtime_size.py, the runtime's stripped size per target (x86-64,
+    aarch64, armv7) and flavour (default, minimal) and where its bytes go (it builds each).
 
 Medians only: the machine is shared and noisy. Tools: build/bin/emberc and build/bin/ember-run, or
 $EMBERC / $EMBER_RUN. Exit status 1 when a compile or a run fails.
@@ -138,6 +141,8 @@ def main(argv):
     ap.add_argument("--repeat", type=int, default=3, help="runs per figure (median taken)")
     ap.add_argument("--jobs", type=int, default=0, help="emberc --jobs (default: its own)")
     ap.add_argument("--threads", type=int, default=1, help="ember-run --threads")
+    ap.add_argument("--sizes", action="store_true",
+                    help="also print the runtime's sizes (bench/runtime_size.py)")
     args = ap.parse_args(argv)
     if args.repeat < 1:
         fail("--repeat must be at least 1, got %d" % args.repeat)
@@ -179,6 +184,10 @@ def main(argv):
                                                   cold)
             print("%-12s %-5s %8.2f %8.2f %8.2f %7.2f" %
                   (name, "cold" if cold else "warm", load, first, steady, first / steady))
+    if args.sizes:
+        print()
+        sys.stdout.flush()
+        return subprocess.call([sys.executable, os.path.join(HERE, "runtime_size.py")])
     return 0
 
 
