@@ -1,6 +1,8 @@
-// Graph executor overheads: run() on a chain of 100 do-nothing kernels (target < 50 ns per node)
-// and artifact loading, on the test artifacts (tests/cpp/runtime/artifacts).
+// Graph executor overheads: run() on a chain of 100 do-nothing kernels (target < 50 ns per node),
+// artifact loading, and a thread-safe ExecutorPool run against one executor's set_input / run /
+// get_output, on the test artifacts (tests/cpp/runtime/artifacts).
 #include <benchmark/benchmark.h>
+#include <ember/runtime/executor_pool.h>
 #include <ember/runtime/graph_executor.h>
 
 #include <string>
@@ -72,6 +74,36 @@ void BM_CreateExecutorFromFactory(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_CreateExecutorFromFactory)->Unit(benchmark::kMicrosecond);
+
+// One executor, one thread: what a pool call adds to (check-out, every input, copy-out).
+void BM_ExecutorSetRunGetMlp(benchmark::State& state) {
+  Module gmod = LoadArtifact(kArtifacts + "/mlp").GetFunction("default")(kCPU);
+  PackedFunc set_input = gmod.GetFunction("set_input"), run = gmod.GetFunction("run");
+  PackedFunc get_output = gmod.GetFunction("get_output");
+  NDArray x = NDArray::Empty(ShapeTuple({1, 8}), kFloat32, kCPU);
+  NDArray y = NDArray::Empty(ShapeTuple({1, 10}), kFloat32, kCPU);
+  for (auto _ : state) {
+    set_input(0, x);
+    run();
+    get_output(0, y);
+  }
+}
+BENCHMARK(BM_ExecutorSetRunGetMlp);
+
+// The same work through one shared pool from 1, 2 and 8 threads (per-call time across threads).
+void BM_ExecutorPoolRunMlp(benchmark::State& state) {
+  static ExecutorPool* pool = nullptr;
+  if (state.thread_index() == 0 && pool == nullptr)
+    pool = new ExecutorPool(LoadArtifact(kArtifacts + "/mlp"));
+  NDArray x = NDArray::Empty(ShapeTuple({1, 8}), kFloat32, kCPU);
+  NDArray y = NDArray::Empty(ShapeTuple({1, 10}), kFloat32, kCPU);
+  std::vector<const DLTensor*> in{x.operator->()};
+  std::vector<DLTensor*> out{&y.get_mutable()->dl_tensor};
+  for (auto _ : state) pool->Run(in, out);
+  state.counters["executors"] =
+      benchmark::Counter(pool->NumExecutors(), benchmark::Counter::kAvgThreads);
+}
+BENCHMARK(BM_ExecutorPoolRunMlp)->Threads(1)->Threads(2)->Threads(8)->UseRealTime();
 
 }  // namespace
 

@@ -18,10 +18,11 @@ import numpy as np
 from ._ffi.base import _LIB, EmberError, check_call
 from ._ffi.packed_func import PackedFunc, get_global_func, register_handle_class, register_return
 from ._ffi.types import TypeCode, cpu
+from . import ndarray as nd
 from .ndarray import NDArray
 
-__all__ = ["Module", "load_module", "load_artifact", "GraphModule", "BenchmarkResult",
-           "ProfileResult"]
+__all__ = ["Module", "load_module", "load_artifact", "GraphModule", "ExecutorPool",
+           "BenchmarkResult", "ProfileResult"]
 
 _TVMModFree = _LIB.TVMModFree
 
@@ -171,6 +172,7 @@ class GraphModule:
         self._get_input = module.get_function("get_input", allow_missing=True)
         self._get_input_info = module.get_function("get_input_info", allow_missing=True)
         self._load_params = module.get_function("load_params", allow_missing=True)
+        self._output_meta = {}
 
     def set_input(self, key=None, value=None, **params):
         """``set_input("data", array)``, ``set_input(0, array)`` or ``set_input(data=a, mask=b)``.
@@ -196,11 +198,19 @@ class GraphModule:
         self._run()
 
     def get_output(self, index, out=None):
-        """Output ``index`` as an NDArray (copied into ``out`` when given)."""
+        """Output ``index`` copied into a new NDArray (into ``out`` when given).
+
+        A copy, not a view of the executor's memory, so a later ``run()`` cannot change it."""
         if out is not None:
             self._get_output(index, out)
             return out
-        return self._get_output(index)
+        meta = self._output_meta.get(index)
+        if meta is None:
+            view = self._get_output(index)
+            meta = self._output_meta[index] = (view.shape, view.dtype)
+        copy = nd.empty(meta[0], meta[1])
+        self._get_output(index, copy)
+        return copy
 
     def get_input(self, key):
         if self._get_input is None:
@@ -289,6 +299,70 @@ class GraphModule:
 
     def __getitem__(self, name):
         return self.module[name]
+
+
+class ExecutorPool:
+    """Runs callable from many threads at once, as ONNX Runtime's ``Session.run``.
+
+    ``ExecutorPool("out/")`` (or a factory Module, or a GraphModule from ``load_artifact``) holds
+    executors of one factory that share its params; each ``run`` checks one out, sets every input,
+    runs and copies the outputs into new NumPy arrays, with the GIL released while it runs::
+
+        pool = ember.ExecutorPool("out/")
+        y, = pool.run(data=x)            # from any number of threads
+
+    ``max_executors`` bounds the executors (0: one per concurrent call).
+    """
+
+    def __init__(self, artifact, max_executors=0):
+        if isinstance(artifact, GraphModule):
+            factory = artifact.factory
+            if factory is None:
+                raise EmberError("ExecutorPool: this GraphModule has no factory; give the "
+                                 "artifact path or load_artifact's GraphModule")
+        elif isinstance(artifact, Module):
+            factory = artifact
+        else:
+            path = os.fspath(artifact)
+            if not os.path.exists(path):
+                raise FileNotFoundError("ExecutorPool: no such file or directory: %s" % path)
+            factory = get_global_func("runtime.load_artifact")(path)
+        if not isinstance(max_executors, int) or max_executors < 0:
+            raise ValueError("ExecutorPool: max_executors must be an int >= 0 (0 = no bound), "
+                             "got %r" % (max_executors,))
+        self.factory = factory
+        self.module = get_global_func("runtime.create_executor_pool")(factory, max_executors)
+        self._run = self.module["run"]
+        io = json.loads(self.module["get_io_json"]())
+        self._inputs = [(i["name"], np.dtype(i["dtype"])) for i in io["inputs"]]
+        self._outputs = [(tuple(o["shape"]), np.dtype(o["dtype"])) for o in io["outputs"]]
+        self.input_names = [name for name, _ in self._inputs]
+
+    @property
+    def num_executors(self):
+        """Executors made so far (at most the number of calls that ran at once)."""
+        return self.module["get_num_executors"]()
+
+    def run(self, inputs=None, **kwargs):
+        """Outputs (a list of NumPy arrays) for ``inputs`` (a dict) and/or keyword inputs; every
+        input must be given. Thread-safe."""
+        given = dict(inputs or {})
+        for name, value in kwargs.items():
+            if name in given:
+                raise TypeError("ExecutorPool.run: input %r is given twice" % name)
+            given[name] = value
+        unknown = sorted(set(given) - set(self.input_names))
+        if unknown:
+            raise KeyError("ExecutorPool.run: no input named %r; inputs are: %s" %
+                           (unknown[0], ", ".join(self.input_names) or "(none)"))
+        missing = [name for name in self.input_names if name not in given]
+        if missing:
+            raise ValueError("ExecutorPool.run: input %r is missing; every call gives every "
+                             "input (%s)" % (missing[0], ", ".join(self.input_names)))
+        args = [_as_input(given[name], name) for name in self.input_names]
+        outs = [np.empty(shape, dtype) for shape, dtype in self._outputs]
+        self._run(*args, *outs)
+        return outs
 
 
 def _as_input(value, name):

@@ -58,7 +58,37 @@ size_t EntryBytes(const std::vector<int64_t>& shape, DLDataType dtype, size_t ei
   return static_cast<size_t>(count * item);
 }
 
+// A per-thread address: the token CallGuard stores to say which thread holds an executor.
+uintptr_t ThisThreadToken() {
+  thread_local const char token = 0;
+  return reinterpret_cast<uintptr_t>(&token);
+}
+
 }  // namespace
+
+GraphExecutor::CallGuard::CallGuard(const GraphExecutor* exec, const char* call) : exec_(exec) {
+  const uintptr_t me = ThisThreadToken();
+  uintptr_t holder = 0;
+  if (!exec->owner_.compare_exchange_strong(holder, me, std::memory_order_acquire,
+                                            std::memory_order_relaxed) &&
+      holder != me) {
+    const char* other = exec->owner_call_.load(std::memory_order_relaxed);
+    EMBER_LOG_FATAL << "GraphExecutor::" << call << " called from two threads at once (another "
+                    << "thread is in " << (other != nullptr ? other : "a call")
+                    << " on this executor); an executor serves one call at a time: use an "
+                    << "ExecutorPool (C++ ember/runtime/executor_pool.h, the global "
+                    << "runtime.create_executor_pool, Python ember.ExecutorPool) for concurrent "
+                    << "runs, or one executor per thread";
+  }
+  if (exec->owner_depth_++ == 0) exec->owner_call_.store(call, std::memory_order_relaxed);
+}
+
+GraphExecutor::CallGuard::~CallGuard() {
+  if (--exec_->owner_depth_ == 0) {
+    exec_->owner_call_.store(nullptr, std::memory_order_relaxed);
+    exec_->owner_.store(0, std::memory_order_release);
+  }
+}
 
 void GraphExecutor::Init(const std::string& graph_json, Module lib,
                          const std::vector<DLDevice>& devs, const ParamMap* shared_params) {
@@ -236,6 +266,11 @@ void GraphExecutor::SetupOpExecs() {
 }
 
 void GraphExecutor::RunOp(size_t i) {
+  CallGuard guard(this, "run");
+  ExecOp(i);
+}
+
+void GraphExecutor::ExecOp(size_t i) {
   OpExec& op = ops_[i];
   try {
     if (op.fn != nullptr) {
@@ -252,8 +287,9 @@ void GraphExecutor::RunOp(size_t i) {
 }
 
 void GraphExecutor::Run() {
+  CallGuard guard(this, "run");
   threading::RunScope run;  // keeps the pool's workers spinning between the run's launches
-  for (size_t i = 0; i < ops_.size(); ++i) RunOp(i);
+  for (size_t i = 0; i < ops_.size(); ++i) ExecOp(i);
 }
 
 NodeTiming GraphExecutor::DescribeOp(size_t i) const {
@@ -313,6 +349,24 @@ const std::string& GraphExecutor::InputName(int index) const {
   return graph_.nodes[input_nodes_[static_cast<size_t>(index)]].name;
 }
 
+std::vector<int> GraphExecutor::DataInputs() const {
+  std::vector<int> out;
+  for (int i = 0; i < NumInputs(); ++i) {
+    if (std::find(param_names_.begin(), param_names_.end(), InputName(i)) == param_names_.end()) {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+const DLTensor& GraphExecutor::InputTensor(int index) const {
+  return data_entry_[InputEntry(index, "input")].get()->dl_tensor;
+}
+
+const DLTensor& GraphExecutor::OutputTensor(int index) const {
+  return data_entry_[OutputEntry(index, "output")].get()->dl_tensor;
+}
+
 uint32_t GraphExecutor::InputEntry(int index, const char* caller) const {
   if (index < 0 || index >= NumInputs()) {
     EMBER_LOG_FATAL << caller << ": input index " << index << " is out of range; the graph has "
@@ -358,6 +412,7 @@ void GraphExecutor::MakeEntryWritable(uint32_t eid) {
 }
 
 void GraphExecutor::SetInput(int index, const DLTensor* data) {
+  CallGuard guard(this, "set_input");
   uint32_t eid = InputEntry(index, "set_input");
   CheckTensorMatches(eid, data, "set_input \"" + InputName(index) + "\"");
   // A shared param gets memory of its own before it is written; a zero-copied input goes back
@@ -371,6 +426,7 @@ void GraphExecutor::SetInput(int index, const DLTensor* data) {
 }
 
 void GraphExecutor::SetInputZeroCopy(int index, const DLTensor* data) {
+  CallGuard guard(this, "set_input_zero_copy");
   uint32_t eid = InputEntry(index, "set_input_zero_copy");
   std::string what = "set_input_zero_copy \"" + InputName(index) + "\"";
   CheckTensorMatches(eid, data, what);
@@ -386,6 +442,7 @@ void GraphExecutor::SetInputZeroCopy(int index, const DLTensor* data) {
 }
 
 void GraphExecutor::SetOutputZeroCopy(int index, const DLTensor* data) {
+  CallGuard guard(this, "set_output_zero_copy");
   uint32_t eid = OutputEntry(index, "set_output_zero_copy");
   std::string what = "set_output_zero_copy " + std::to_string(index);
   CheckTensorMatches(eid, data, what);
@@ -403,20 +460,24 @@ void GraphExecutor::SetOutputZeroCopy(int index, const DLTensor* data) {
 }
 
 NDArray GraphExecutor::GetInput(int index) const {
+  CallGuard guard(this, "get_input");
   return data_entry_[InputEntry(index, "get_input")];
 }
 
 NDArray GraphExecutor::GetOutput(int index) const {
+  CallGuard guard(this, "get_output");
   return data_entry_[OutputEntry(index, "get_output")];
 }
 
 void GraphExecutor::CopyOutputTo(int index, DLTensor* out) const {
+  CallGuard guard(this, "get_output");
   uint32_t eid = OutputEntry(index, "get_output");
   CheckTensorMatches(eid, out, "get_output " + std::to_string(index));
   NDArray::CopyFromTo(&data_entry_[eid].get()->dl_tensor, out);
 }
 
 void GraphExecutor::LoadParams(const char* data, size_t size) {
+  CallGuard guard(this, "load_params");
   NamedArrays params = ::ember::runtime::LoadParams(data, size, "load_params");
   for (const auto& [name, arr] : params) {
     int index = GetInputIndex(name);
@@ -429,6 +490,7 @@ void GraphExecutor::LoadParams(const char* data, size_t size) {
 }
 
 void GraphExecutor::ShareParams(const GraphExecutor& other, const char* data, size_t size) {
+  CallGuard guard(this, "share_params");
   // Only the names are read; the arrays come from \p other.
   ByteReader r(data, size, "share_params");
   r.Read<uint64_t>("params magic");
@@ -592,6 +654,7 @@ PackedFunc GraphExecutor::GetFunction(const String& name, const ObjectPtr<Object
   if (n == "run_individual") {
     // TVM's debug executor result: one double per node and repeat (seconds), as bytes.
     return PackedFunc([sptr_to_self, this](TVMArgs args, TVMRetValue* rv) {
+      CallGuard guard(this, "run_individual");
       int number = args.size() > 0 ? args[0].operator int() : 10;
       int repeat = args.size() > 1 ? args[1].operator int() : 1;
       int min_repeat_ms = args.size() > 2 ? args[2].operator int() : 1;
@@ -604,13 +667,15 @@ PackedFunc GraphExecutor::GetFunction(const String& name, const ObjectPtr<Object
     });
   }
   if (n == "trace_json") {
-    return PackedFunc([sptr_to_self](TVMArgs args, TVMRetValue* rv) {
+    return PackedFunc([sptr_to_self, this](TVMArgs args, TVMRetValue* rv) {
+      CallGuard guard(this, "trace_json");
       *rv = TraceExecutorRuns(Module(sptr_to_self), args.size() > 0 ? args[0].operator int() : 1);
     });
   }
   if (n == "profile" || n == "profile_json") {
     bool json = n == "profile_json";
-    return PackedFunc([sptr_to_self, json](TVMArgs args, TVMRetValue* rv) {
+    return PackedFunc([sptr_to_self, this, json](TVMArgs args, TVMRetValue* rv) {
+      CallGuard guard(this, json ? "profile_json" : "profile");
       int number = args.size() > 0 ? args[0].operator int() : 10;
       int repeat = args.size() > 1 ? args[1].operator int() : 1;
       int min_repeat_ms = args.size() > 2 ? args[2].operator int() : 1;

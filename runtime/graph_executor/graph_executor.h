@@ -8,6 +8,8 @@
 #include <ember/runtime/ndarray.h>
 #include <ember/runtime/packed_func.h>
 
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -21,8 +23,30 @@ namespace ember::runtime {
 /*! \brief Params by name, as a factory holds them; executors view them read-only. */
 using ParamMap = std::unordered_map<std::string, NDArray>;
 
+/*!
+ * One executor serves one call at a time: its inputs, activations and outputs are single buffers.
+ * Every stateful call (set_input*, set_output_zero_copy, run, get_input, get_output, load_params,
+ * share_params, the profiler) claims the executor for its duration, and a call that finds it
+ * claimed by another thread throws (CallGuard) instead of reading or writing buffers another
+ * thread is using. ExecutorPool (executor_pool.h) is the thread-safe way to run concurrently.
+ */
 class GraphExecutor : public ModuleNode {
  public:
+  /*!
+   * \brief Claims the executor for the calling thread for its lifetime; throws naming \p call and
+   * the call in progress when another thread holds it. The same thread may claim again (nested).
+   */
+  class CallGuard {
+   public:
+    CallGuard(const GraphExecutor* exec, const char* call);
+    ~CallGuard();
+    CallGuard(const CallGuard&) = delete;
+    CallGuard& operator=(const CallGuard&) = delete;
+
+   private:
+    const GraphExecutor* exec_;
+  };
+
   const char* type_key() const final { return "GraphExecutor"; }
   PackedFunc GetFunction(const String& name, const ObjectPtr<Object>& sptr_to_self) final;
 
@@ -42,6 +66,12 @@ class GraphExecutor : public ModuleNode {
   int InputIndexOrThrow(const std::string& name, const char* caller) const;
   int NumInputs() const { return static_cast<int>(input_nodes_.size()); }
   int NumOutputs() const { return static_cast<int>(outputs_.size()); }
+  /*! \brief Indices of the inputs that are not params (what get_input_info lists), in order. */
+  std::vector<int> DataInputs() const;
+  const std::string& InputName(int index) const;
+  /*! \brief Type and shape of input \p index or output \p index as the graph declares them. */
+  const DLTensor& InputTensor(int index) const;
+  const DLTensor& OutputTensor(int index) const;
   void SetInput(int index, const DLTensor* data);
   void SetInputZeroCopy(int index, const DLTensor* data);
   void SetOutputZeroCopy(int index, const DLTensor* data);
@@ -79,6 +109,8 @@ class GraphExecutor : public ModuleNode {
     int num_args = 0;
   };
 
+  /*! Calls operator \p i once, unguarded (Run holds the claim for the whole run). */
+  void ExecOp(size_t i);
   void SetupStorage(const ParamMap* shared_params);
   void SetupOpExecs();
   /*! Points every DLTensor that stands for entry \p eid at \p data. */
@@ -86,7 +118,6 @@ class GraphExecutor : public ModuleNode {
   void CheckTensorMatches(uint32_t eid, const DLTensor* t, const std::string& what) const;
   /*! Gives a shared (read-only) param entry private memory before it is written. */
   void MakeEntryWritable(uint32_t eid);
-  const std::string& InputName(int index) const;
   std::string InputNames() const;
   uint32_t InputEntry(int index, const char* caller) const;
   uint32_t OutputEntry(int index, const char* caller) const;
@@ -107,7 +138,17 @@ class GraphExecutor : public ModuleNode {
   std::vector<DLDataType> entry_dtype_;
   std::vector<std::string> param_names_;  // inputs bound from params (load/share/factory)
   std::vector<OpExec> ops_;
+  // CallGuard's claim: the claiming thread's token (0 = free), its nesting depth and its call.
+  mutable std::atomic<uintptr_t> owner_{0};
+  mutable int owner_depth_ = 0;  // touched only by the owner
+  mutable std::atomic<const char*> owner_call_{nullptr};
 };
+
+/*!
+ * \brief A new executor from \p factory (a GraphExecutorFactory module) on \p devs, sharing the
+ * factory's params; what the factory's "default" function returns.
+ */
+Module FactoryCreateExecutor(const Module& factory, const std::vector<DLDevice>& devs);
 
 /*! \brief Devices from packed arguments \p first..: DLDevice values or (type, id) int pairs. */
 std::vector<DLDevice> GraphExecutorDevicesFromArgs(TVMArgs args, int first);

@@ -252,6 +252,15 @@ Module CreateGraphExecutorFactory(const std::string& graph_json, const NamedArra
   return Module(ObjectPtr<Object>(std::move(factory)));
 }
 
+Module FactoryCreateExecutor(const Module& factory, const std::vector<DLDevice>& devs) {
+  if (!factory.defined() || std::strcmp(factory->type_key(), kFactoryTypeKey) != 0) {
+    EMBER_LOG_FATAL << "expected a " << kFactoryTypeKey << " module (what load_artifact returns), "
+                    << "got " << (factory.defined() ? factory->type_key() : "a null module");
+  }
+  auto* node = static_cast<GraphExecutorFactory*>(factory.get());
+  return node->CreateExecutor(devs);
+}
+
 Module LoadArtifact(const std::string& path) {
   if (!IsDirectory(path)) {
     struct stat st;

@@ -118,3 +118,37 @@ def test_bind_folds_an_if_and_the_bound_input_is_refused_at_run_time(bound_rate_
     assert not np.allclose(outputs[16000], outputs[8000])
     with pytest.raises(TypeError, match="bind"):
         ember.compile(os.path.join(bound_rate_models, "if_bound_8000.onnx"), bind=["sr"])
+
+
+def test_compile_a_model_with_external_data_matches_embedded_weights(cnn_model, tmp_path):
+    _compiler_or_skip()
+    import onnx
+    model = onnx.load(cnn_model)
+    ext_dir = tmp_path / "ext"
+    (ext_dir / "weights").mkdir(parents=True)
+    onnx.save_model(model, str(ext_dir / "cnn.onnx"), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="weights/cnn.data", size_threshold=0)
+    assert (ext_dir / "weights" / "cnn.data").stat().st_size > 0
+    shapes = {"input": (1, 3, 32, 32)}
+    x = np.random.RandomState(1).uniform(-1, 1, (1, 3, 32, 32)).astype("float32")
+    outs = []
+    for path in (cnn_model, str(ext_dir / "cnn.onnx")):
+        gmod = ember.load_artifact(ember.compile(path, input_shapes=shapes).export(
+            str(tmp_path / ("out%d" % len(outs)))))
+        gmod.run(input=x)
+        outs.append(gmod.get_output(0).numpy())
+    assert outs[0].tobytes() == outs[1].tobytes()
+
+    # A location outside the model's directory is refused, naming the tensor.
+    (tmp_path / "outside.data").write_bytes((ext_dir / "weights" / "cnn.data").read_bytes())
+    escaped = onnx.load(str(ext_dir / "cnn.onnx"), load_external_data=False)
+    tensor = next(t for t in escaped.graph.initializer
+                  if t.data_location == onnx.TensorProto.EXTERNAL)
+    for entry in tensor.external_data:
+        if entry.key == "location":
+            entry.value = "../outside.data"
+    with open(str(ext_dir / "escaped.onnx"), "wb") as f:
+        f.write(escaped.SerializeToString())
+    with pytest.raises(ember.EmberError, match="tensor '%s': external data location "
+                       "'../outside.data' contains '..'" % tensor.name):
+        ember.compile(str(ext_dir / "escaped.onnx"), input_shapes=shapes)

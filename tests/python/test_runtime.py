@@ -266,3 +266,80 @@ def test_read_params_matches_the_writer_and_refuses_garbage(tmp_path):
         read_params(blob[:40])
     with pytest.raises(ember.EmberError, match="magic"):
         read_params(b"\0" * 64)
+
+
+def test_executor_pool_runs_from_eight_threads_match_one_thread(add_relu_artifact):
+    import threading
+    pool = ember.ExecutorPool(add_relu_artifact)
+    assert pool.input_names == ["x"]
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal((2, 2)).astype("float32") for _ in range(8)]
+    want = [_expected(x) for x in inputs]
+    bad = []
+
+    def worker(t):
+        for i in range(200):
+            relu, add = pool.run(x=inputs[(t + i) % 8])
+            ref = want[(t + i) % 8]
+            if not (np.array_equal(relu, ref[0]) and np.array_equal(add, ref[1])):
+                bad.append((t, i))
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert bad == []
+    assert 1 <= pool.num_executors <= 8
+    # The other ways in: a factory Module, a GraphModule, a dict of inputs, and bounded.
+    gmod = ember.load_artifact(add_relu_artifact)
+    for made in (ember.ExecutorPool(gmod.factory), ember.ExecutorPool(gmod, max_executors=1)):
+        relu, _ = made.run({"x": inputs[0]})
+        np.testing.assert_array_equal(relu, want[0][0])
+
+
+def test_executor_pool_errors_name_the_input(add_relu_artifact):
+    pool = ember.ExecutorPool(add_relu_artifact)
+    with pytest.raises(ValueError, match="input 'x' is missing"):
+        pool.run()
+    with pytest.raises(KeyError, match="no input named 'y'; inputs are: x"):
+        pool.run(x=np.zeros((2, 2), "float32"), y=1)
+    with pytest.raises(ember.EmberError, match=r"set_input \"x\": expected float32\[2, 2\]"):
+        pool.run(x=np.zeros((3, 2), "float32"))
+    with pytest.raises(ValueError, match="max_executors"):
+        ember.ExecutorPool(add_relu_artifact, max_executors=-1)
+    relu, _ = pool.run(x=np.ones((2, 2), "float32"))  # still usable after the failures
+    np.testing.assert_array_equal(relu, _expected(np.ones((2, 2), "float32"))[0])
+
+
+def test_one_graph_module_from_eight_threads_refuses_rather_than_tears(add_relu_artifact):
+    # The case: one executor, 8 Python threads. Overlapping calls are refused; every
+    # output a thread did get is the output of some input, never a mix.
+    import threading
+    gmod = ember.load_artifact(add_relu_artifact)
+    inputs = [np.full((2, 2), float(t), dtype="float32") for t in range(8)]
+    valid = [_expected(x)[0].tobytes() for x in inputs]
+    torn, refused, done = [], [], []
+
+    def worker(t):
+        for _ in range(200):
+            try:
+                gmod.set_input(x=inputs[t])
+                gmod.run()
+                out = gmod.get_output(0).numpy().tobytes()
+            except ember.EmberError as e:
+                assert "called from two threads at once" in str(e), str(e)
+                assert "ExecutorPool" in str(e), str(e)
+                refused.append(t)
+                continue
+            done.append(t)
+            if out not in valid:
+                torn.append(t)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert torn == []
+    assert done

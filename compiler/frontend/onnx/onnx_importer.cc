@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "frontend/onnx/onnx_dtype.h"
+#include "frontend/onnx/onnx_external_data.h"
 #include "frontend/onnx/onnx_model_check.h"
 
 namespace ember {
@@ -311,14 +312,20 @@ Graph ImportModel(onnx::ModelProto model, const std::string& source, const Impor
 
 }  // namespace
 
-Graph ImportOnnxBytes(const std::string& bytes, const std::string& source,
-                      const ImportOptions& options) {
+namespace {
+onnx::ModelProto ParseModel(const std::string& bytes, const std::string& source) {
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) {
     throw CompileError(source + ": not a valid ONNX model (protobuf parsing failed)");
   }
   if (!model.has_graph()) throw CompileError(source + ": not a valid ONNX model (no graph)");
-  return ImportModel(std::move(model), source, options);
+  return model;
+}
+}  // namespace
+
+Graph ImportOnnxBytes(const std::string& bytes, const std::string& source,
+                      const ImportOptions& options) {
+  return ImportModel(ParseModel(bytes, source), source, options);
 }
 
 Graph ImportOnnxFile(const std::string& path, const ImportOptions& options) {
@@ -330,7 +337,10 @@ Graph ImportOnnxFile(const std::string& path, const ImportOptions& options) {
   if (!f) throw CompileError(path + ": cannot open file: " + std::strerror(errno));
   std::ostringstream ss;
   ss << f.rdbuf();
-  return ImportOnnxBytes(ss.str(), path, options);
+  onnx::ModelProto model = ParseModel(ss.str(), path);
+  // External data is read here, from the model's directory only, before libonnx sees the model.
+  LoadExternalData(&model, std::filesystem::path(path).parent_path().string(), path);
+  return ImportModel(std::move(model), path, options);
 }
 
 std::pair<std::string, std::string> ParseBinding(const std::string& spec) {

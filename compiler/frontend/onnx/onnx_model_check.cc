@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "frontend/onnx/onnx_bind_inputs.h"
+#include "frontend/onnx/onnx_external_data.h"
 #include "frontend/onnx/onnx_newer_opsets.h"
 #include "frontend/onnx/onnx_node_order.h"
 #include "frontend/onnx/onnx_validator.h"
@@ -100,6 +101,8 @@ void ResolveInputShapes(onnx::ModelProto* m, const std::string& source,
 
 int64_t PrepareOnnxModel(onnx::ModelProto* model, const std::string& source,
                          const ImportOptions& options, std::vector<BoundInput>* bound) {
+  // libonnx's checker would resolve a location against the current directory: refuse first.
+  RefuseExternalData(model, source);
   SortNodesTopologically(model->mutable_graph(), source);
   ResolveInputShapes(model, source, options);
   std::vector<BoundInput> bound_here = BindInputs(model, source, options.bindings);

@@ -14,12 +14,13 @@ namespace ember {
 namespace compiler {
 
 /*!
- * \brief Sorts the nodes into data order (onnx_node_order.h), fixes input dims from `options`
- * (every remaining one must be static), makes the inputs of options.bindings constants (what was
- * bound goes to *bound when not null; onnx_bind_inputs.h), validates what
- * libonnx trusts (onnx_validator.h), runs libonnx's checker, converts an opset below
- * kMinImportOpset, and infers shapes. For IR 9-10 or opset 18-21, which libonnx does not know,
- * Ember checks names and types itself and skips what libonnx would misjudge
+ * \brief Refuses a tensor that still keeps its data in an external file (ImportOnnxFile reads
+ * external data in first: onnx_external_data.h), sorts the nodes into data order
+ * (onnx_node_order.h), fixes input dims from `options` (every remaining one must be static), makes
+ * the inputs of options.bindings constants (what was bound goes to *bound when not null;
+ * onnx_bind_inputs.h), validates what libonnx trusts (onnx_validator.h), runs libonnx's checker,
+ * converts an opset below kMinImportOpset, and infers shapes. For IR 9-10 or opset 18-21, which
+ * libonnx does not know, Ember checks names and types itself and skips what libonnx would misjudge
  * (onnx_newer_opsets.h). Returns the opset the model now has.
  * Throws CompileError (UnsupportedError for an opset it cannot read or convert) naming `source`.
  */

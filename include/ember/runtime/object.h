@@ -32,6 +32,18 @@
 #include <type_traits>
 #include <utility>
 
+// 1 when built with ThreadSanitizer (GCC: __SANITIZE_THREAD__; clang: __has_feature).
+#if defined(__SANITIZE_THREAD__)
+#define EMBER_THREAD_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define EMBER_THREAD_SANITIZER 1
+#endif
+#endif
+#ifndef EMBER_THREAD_SANITIZER
+#define EMBER_THREAD_SANITIZER 0
+#endif
+
 namespace ember::runtime {
 
 /*! \brief Type indices fixed at compile time; equal to TVM's so foreign callers agree. */
@@ -88,8 +100,13 @@ class Object {
   // Reference counting; public for ObjectPtr and the C ABI (TVMObjectRetain / TVMObjectFree).
   void IncRef() { ref_counter_.fetch_add(1, std::memory_order_relaxed); }
   void DecRef() {
+#if EMBER_THREAD_SANITIZER
+    // ThreadSanitizer does not model fences (GCC refuses them): the acquire joins the decrement.
+    if (ref_counter_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+#else
     if (ref_counter_.fetch_sub(1, std::memory_order_release) == 1) {
       std::atomic_thread_fence(std::memory_order_acquire);
+#endif
       if (deleter_ != nullptr) deleter_(this);
     }
   }
