@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "minimal.h"
+#include "ndarray_header.h"
 
 namespace ember::runtime {
 
@@ -299,7 +300,7 @@ void NDArray::Save(ByteWriter* w) const {
   w->Write(static_cast<const char*>(h.data) + h.byte_offset, nbytes);
 }
 
-NDArray NDArray::Load(ByteReader* r) {
+NDArray ReadArrayHeader(ByteReader* r) {
   const std::string& src = r->source();
   uint64_t magic = r->Read<uint64_t>("array magic");
   if (magic != kNDArrayMagic) {
@@ -309,8 +310,7 @@ NDArray NDArray::Load(ByteReader* r) {
                     << " (expected 0xDD5E40F096B4A13F): not an NDArray";
   }
   r->Read<uint64_t>("array reserved field");
-  DLDevice dev = r->Read<DLDevice>("array device");
-  (void)dev;  // Stored for compatibility; this runtime loads onto the cpu.
+  r->Read<DLDevice>("array device");  // stored for compatibility; arrays load onto the cpu
   int32_t ndim = r->Read<int32_t>("array ndim");
   EMBER_CHECK(ndim >= 0 && ndim <= kMaxNdim)
       << src << ": array ndim " << ndim << " is out of range [0, " << kMaxNdim << "]";
@@ -330,8 +330,13 @@ NDArray NDArray::Load(ByteReader* r) {
   EMBER_CHECK_LE(expected, r->remaining())
       << src << ": truncated array data: shape " << ShapeTuple(shape) << " needs " << expected
       << " bytes";
-  NDArray arr = Empty(ShapeTuple(std::move(shape)), dtype, kCPU);
-  arr.CopyFromBytes(r->Take(expected, "array data"), expected);
+  return NDArray::Empty(ShapeTuple(std::move(shape)), dtype, kCPU);
+}
+
+NDArray NDArray::Load(ByteReader* r) {
+  NDArray arr = ReadArrayHeader(r);
+  const size_t bytes = arr.NBytes();
+  arr.CopyFromBytes(r->Take(bytes, "array data"), bytes);
   return arr;
 }
 

@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "graph_executor/graph_executor.h"
+#include "ndarray_header.h"
 
 namespace ember::runtime {
 namespace {
@@ -118,37 +119,9 @@ bool InLoadedLibrary(const char* p, size_t n) {
 // One array in the params encoding (see NDArray::Load), copied out in chunks so that the bytes
 // already copied can be dropped from memory while a large array is still being read.
 NDArray LoadArrayReleasing(ByteReader* r, const char* region_begin) {
-  constexpr uint64_t kNDArrayMagic = 0xDD5E40F096B4A13FULL;
-  constexpr int kMaxNdim = 32;
   constexpr size_t kChunk = size_t{1} << 20;  // bytes resident twice at most while copying
-  const std::string& src = r->source();
-  if (r->Read<uint64_t>("array magic") != kNDArrayMagic) {
-    EMBER_LOG_FATAL << src << ": bad array magic at byte " << r->offset() - 8
-                    << " (expected 0xDD5E40F096B4A13F): not an NDArray";
-  }
-  r->Read<uint64_t>("array reserved field");
-  r->Read<DLDevice>("array device");  // stored for compatibility; arrays load onto the cpu
-  int32_t ndim = r->Read<int32_t>("array ndim");
-  EMBER_CHECK(ndim >= 0 && ndim <= kMaxNdim)
-      << src << ": array ndim " << ndim << " is out of range [0, " << kMaxNdim << "]";
-  DLDataType dtype = r->Read<DLDataType>("array dtype");
-  EMBER_CHECK(dtype.bits > 0 && dtype.lanes > 0 && dtype.code <= kDLBfloat)
-      << src << ": invalid array dtype (code " << int{dtype.code} << ", bits " << int{dtype.bits}
-      << ", lanes " << dtype.lanes << ")";
-  std::vector<int64_t> shape(static_cast<size_t>(ndim));
-  for (auto& d : shape) d = r->Read<int64_t>("array shape");
-  DLTensor probe{};
-  probe.ndim = ndim;
-  probe.shape = shape.data();
-  probe.dtype = dtype;
-  size_t expected = GetDataSize(probe);
-  int64_t data_bytes = r->Read<int64_t>("array byte size");
-  EMBER_CHECK(data_bytes >= 0 && static_cast<uint64_t>(data_bytes) == expected)
-      << src << ": array byte size " << data_bytes << " does not match its shape and dtype ("
-      << expected << " bytes)";
-  EMBER_CHECK_LE(expected, r->remaining())
-      << src << ": truncated array data: need " << expected << " bytes";
-  NDArray arr = NDArray::Empty(ShapeTuple(std::move(shape)), dtype, kCPU);
+  NDArray arr = ReadArrayHeader(r);
+  const size_t expected = arr.NBytes();
   char* dst = static_cast<char*>(arr->data);
   for (size_t done = 0; done < expected;) {
     size_t n = std::min(kChunk, expected - done);
