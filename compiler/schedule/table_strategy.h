@@ -24,9 +24,6 @@ class TableStrategy : public KernelStrategy, public lower::GroupScheduler {
   bool Schedule(const FusedGroup& group, const lower::ScheduleOptions& opts,
                 lower::LoweredFunc* out) const override;
 
-  /*! \brief The entries on offer, in order of preference: the forced one, else the target's. */
-  const std::vector<const ScheduleEntry*>& entries() const { return entries_; }
-
  private:
   const ScheduleEntry* FirstOf(ScheduleKind kind) const;
   KernelPlan ChooseConv(const Graph& graph, const Node& conv) const;
@@ -34,6 +31,7 @@ class TableStrategy : public KernelStrategy, public lower::GroupScheduler {
 
   Target target_;
   StrategyOptions options_;
+  // The entries on offer, in order of preference: the forced one, else the target's.
   std::vector<const ScheduleEntry*> entries_;
 };
 
