@@ -18,6 +18,8 @@
 
 #include "autotune/tuner.h"
 #include "autotune/tuning_log.h"
+#include "driver/control_flow_scheduler.h"
+#include "driver/graph_passes.h"
 #include "schedule/table_strategy.h"
 
 namespace ember {
@@ -142,21 +144,8 @@ CompileStats Compile(const CompileOptions& opt) {
 
   const schedule::TableStrategy strategy(
       target, opt.strategy ? *opt.strategy : StrategyOptionsFromEnvironment());
-  std::vector<Pass> passes = {
-      {"fold_constants", FoldConstants},
-      {"simplify", Simplify},
-      {"fold_batchnorm", FoldBatchNorm},
-      {"fold_constants", FoldConstants},
-      {"simplify", Simplify},
-      {"dead_code", EliminateDeadCode},
-      {"canonicalize_dense", CanonicalizeDense},
-      {"alter_layout", [&strategy](Graph* g) { AlterConvLayout(g, strategy); }},
-      {"plan_kernels", [&strategy](Graph* g) { PlanKernels(g, strategy); }},
-      {"winograd_weights", WinogradConvWeights},
-      {"pack_conv_weights", PackConvWeights},
-      {"pack_dense_weights", PackDenseWeights},
-  };
-  for (const Pass& p : passes) {
+  const ControlFlowScheduler scheduler(&strategy, &strategy, opt.opt_level);
+  for (const Pass& p : GraphPasses(strategy)) {
     t0 = Clock::now();
     p.run(&graph);
     report(p.name, MsSince(t0), graph);
@@ -181,7 +170,7 @@ CompileStats Compile(const CompileOptions& opt) {
     to.repeat = opt.tune_repeat;
     to.version = EMBER_VERSION;
     to.log = opt.log;
-    to.scheduler = &strategy;
+    to.scheduler = &scheduler;
     to.linker = LinkerFromEnvironment();
     autotune::TuneReport tr = autotune::TuneGroups(groups, target, to, tuning.get());
     tuning->Save(tuning_path);
@@ -204,7 +193,7 @@ CompileStats Compile(const CompileOptions& opt) {
   bo.dump_dir = opt.dump_dir;
   bo.verbose = opt.verbose;
   bo.jobs = opt.jobs;
-  bo.scheduler = &strategy;
+  bo.scheduler = &scheduler;
   bo.linker = LinkerFromEnvironment();
   BuildKernelLibrary(groups, target,
                      (fs::path(opt.out_dir) / LibraryFileName(opt.system_lib)).string(), bo);

@@ -89,6 +89,11 @@ std::string ToText(const LoweredFunc& f) {
     os << "  workspace " << w->name << ": " << te::DataTypeName(w->dtype) << "[" << w->size
        << "]\n";
   }
+  for (const auto& [view, target] : f.aliases) {
+    os << "  alias " << view->name << ": " << te::DataTypeName(view->dtype) << "[" << view->size
+       << "] = " << (target->scope == BufferScope::kConstant ? "constant " : "") << target->name
+       << "\n";
+  }
   PrintStmt(os, f.body, 1);
   return os.str();
 }

@@ -30,6 +30,20 @@ class Canonicalizer : public CanonicalizeContext {
   void EmitInto(Node node) override { Emit(std::move(node)); }
 
   int64_t opset() const override { return opset_; }
+  void Canonicalize(Node node) override { Visit(std::move(node)); }
+  std::vector<Node> CanonicalizeApart(std::vector<Node> nodes) override {
+    std::vector<Node> outer;
+    outer.swap(g_.nodes());
+    try {
+      for (Node& n : nodes) Visit(std::move(n));
+    } catch (...) {
+      g_.nodes().swap(outer);
+      throw;
+    }
+    g_.nodes().swap(outer);
+    return outer;
+  }
+  void EmitTyped(Node node) override { g_.nodes().push_back(std::move(node)); }
 
   Canonicalizer(Graph* g, int64_t opset) : g_(*g), opset_(opset) {}
 
@@ -100,7 +114,6 @@ class Canonicalizer : public CanonicalizeContext {
   void SoftmaxOp(Node n);
   void Variadic(Node n);
   void PadWithRunTimeValue(Node n);
-  void IfOp(Node n);
   void PadAxesToFullPads(Node& n);
 
   Graph& g_;
@@ -322,43 +335,12 @@ void Canonicalizer::PadWithRunTimeValue(Node n) {
   Emit(Node{"Where", n.name, {}, {m, padded, value}, n.outputs});
 }
 
-// An If whose condition is known at compile time (shapes, constants, --bind) is its taken branch:
-// the branch's nodes join the graph here, and the If's outputs become copies of the branch's.
-void Canonicalizer::IfOp(Node n) {
-  const Value& cond = g_.value(n.inputs.at(0));
-  if (!cond.is_constant()) {
-    NodeUnsupported(n, "its condition '" + cond.name +
-                           "' is computed from data at run time; emberc folds an If whose "
-                           "condition is known at compile time (from shapes, constants or "
-                           "emberc --bind NAME=VALUE)");
-  }
-  if (cond.constant->NumElements() != 1) {
-    NodeError(n, "the condition must hold one element, got " + cond.type.ToString());
-  }
-  const bool take_then = cond.constant->GetAsDouble(0) != 0;
-  const SubgraphPtr branch = n.GetSubgraph(take_then ? "then_branch" : "else_branch");
-  if (branch->outputs.size() != n.outputs.size()) {
-    NodeError(n, std::string(take_then ? "then_branch" : "else_branch") + " has " +
-                     std::to_string(branch->outputs.size()) + " outputs, the If has " +
-                     std::to_string(n.outputs.size()));
-  }
-  for (const Node& inner : branch->nodes) Visit(inner);
-  for (size_t i = 0; i < n.outputs.size(); ++i) {
-    Emit(Node{
-        "Identity", n.name + "_out" + std::to_string(i), {}, {branch->outputs[i]}, {n.outputs[i]}});
-  }
-}
-
 void Canonicalizer::Visit(Node n) {
   const std::string& op = n.op;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (n.inputs[i] != kAbsentValue && TypeOf(n.inputs[i]).dtype.bits == 0) {
       NodeError(n, "input " + std::to_string(i) + " has no type");
     }
-  }
-  if (op == "If") {
-    IfOp(std::move(n));
-    return;
   }
   const OpDef* def = OpRegistry::Global()->Find(op);
   if (def != nullptr && def->canonicalize()) {

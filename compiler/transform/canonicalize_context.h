@@ -6,6 +6,7 @@
 #include <ember/compiler/ir/graph.h>
 
 #include <string>
+#include <vector>
 
 #include "transform/rewrite_context.h"
 
@@ -26,6 +27,16 @@ class CanonicalizeContext : public RewriteContext {
   void DropInputsFrom(Node& n, size_t keep);
   /*! \brief Makes value `id` the constant c (its type too). */
   void SetConstOutput(int id, HostTensorPtr c);
+
+  /*! \brief Canonicalizes `node` where it stands, as the pass does every node of the graph
+   * (a node of a subgraph being instantiated: an If's taken branch, a Loop's unrolled body). */
+  virtual void Canonicalize(Node node) = 0;
+  /*! \brief Canonicalizes `nodes` into a list of their own rather than the graph (a branch that
+   * stays a subgraph); their values are typed and folded as usual. */
+  virtual std::vector<Node> CanonicalizeApart(std::vector<Node> nodes) = 0;
+  /*! \brief Appends `node` as it is: its outputs' types are already set (a node no shape rule
+   * describes, such as an If whose branches were canonicalized apart). */
+  virtual void EmitTyped(Node node) = 0;
 };
 
 }  // namespace compiler

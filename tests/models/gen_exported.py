@@ -16,6 +16,11 @@ Kinds:
                   makes the condition a constant and the If folds to one branch
   if_bound_*      an If on a sample-rate input, as silero-vad has, with a nested If inside
                   a branch and branches that read outer values; --bind sr=... folds both
+  if_data_*       Ifs decided by data (a wake-word verifier behind a score threshold, taken and
+                  skipped; nested Ifs reading values of both scopes): one kernel runs the
+                  taken branch
+  loop_*          a Loop whose trip count is a constant or a shape, carrying a state and
+                  scanning it: unrolled
   tf_computed_*   tf2onnx's NHWC input and attributes computed from shapes (Pad's pads through
                   Shape -> Slice -> Mod -> Split -> Clip -> Concat, Reshape's shape through
                   Gather/Unsqueeze/Concat, a mask through Size/Range/Equal/Not): all must fold
@@ -164,6 +169,113 @@ def if_on_bound_rate(rate):
     return m
 
 
+def if_on_data(name, seed, threshold):
+    """openWakeWord's verifier form: a score from a small head, GreaterOrEqual -> Cast -> If whose
+    then_branch is a 3-Gemm verifier and whose else_branch passes the score through (an outer
+    value). The condition depends on data, so the If stays and only the taken branch runs."""
+    taken = "taken" if threshold <= 0 else "skipped"
+    m = Model(name, seed, "If on a score threshold (wake-word verifier), branch %s" % taken)
+    x = m.input("x", [1, 16])
+    score = m.node("Gemm", [x, m.weight("head_w", [16, 1]), m.weight("head_b", [1])], ["logit"])
+    score = m.node("Sigmoid", [score], ["score"])
+    best = m.node("ReduceMax", [score], ["best"], keepdims=0)
+    passed = m.node("GreaterOrEqual", [best, m.weight_values("threshold", threshold)],
+                    ["passed"])
+    cond = m.node("Cast", [passed], ["verify"], to=TensorProto.BOOL)
+    verifier = [m.weight("v1", [16, 32]), m.weight("c1", [32]), m.weight("v2", [32, 32]),
+                m.weight("c2", [32]), m.weight("v3", [32, 1]), m.weight("c3", [1])]
+    inits, m.inits = m.inits[-6:], m.inits[:-6]  # the verifier's weights live in its branch
+    then_graph = branch("verify", [
+        helper.make_node("Gemm", ["x", "v1", "c1"], ["h1"], name="verify_gemm1"),
+        helper.make_node("Relu", ["h1"], ["r1"], name="verify_relu1"),
+        helper.make_node("Gemm", ["r1", "v2", "c2"], ["h2"], name="verify_gemm2"),
+        helper.make_node("Relu", ["h2"], ["r2"], name="verify_relu2"),
+        helper.make_node("Gemm", ["r2", "v3", "c3"], ["h3"], name="verify_gemm3"),
+        helper.make_node("Sigmoid", ["h3"], ["verified"], name="verify_sigmoid")],
+        ["verified"], inits)
+    assert [t.name for t in inits] == verifier
+    else_graph = branch("pass", [helper.make_node("Identity", ["score"], ["kept"],
+                                                  name="pass_identity")], ["kept"])
+    m.node("If", [cond], ["y"], then_branch=then_graph, else_branch=else_graph)
+    m.output("y", rank=2)
+    return m
+
+
+def if_on_data_nested():
+    """Nested Ifs both decided by data: the inner one's condition is computed inside the outer
+    then_branch from an outer value, and its branches read values of both scopes."""
+    m = Model("if_data_nested", 410, "If on data with an If on data inside a branch")
+    x = m.input("x", [2, 8])
+    mm = m.node("MatMul", [x, m.weight("w", [8, 8])], ["mm"])
+    total = m.node("ReduceSum", [x], ["total"], keepdims=0)
+    cond = m.node("Greater", [total, m.weight_values("zero", 0.0)], ["positive"])
+    inner_then = branch("inner_then", [helper.make_node("Add", ["mm", "x"], ["sum_out"],
+                                                        name="inner_add")], ["sum_out"])
+    inner_else = branch("inner_else", [helper.make_node("Mul", ["scaled", "x"], ["mul_out"],
+                                                        name="inner_mul")], ["mul_out"])
+    then_graph = branch("then", [
+        helper.make_node("Mul", ["mm", "x"], ["scaled"], name="then_scale"),
+        helper.make_node("ReduceSum", ["scaled"], ["energy"], name="then_energy", keepdims=0),
+        helper.make_node("Less", ["energy", "zero"], ["low"], name="then_less"),
+        helper.make_node("If", ["low"], ["inner"], name="inner_if", then_branch=inner_then,
+                         else_branch=inner_else),
+        helper.make_node("Relu", ["inner"], ["then_out"], name="then_relu")], ["then_out"])
+    else_graph = branch("else", [helper.make_node("Neg", ["mm"], ["else_out"],
+                                                  name="else_neg")], ["else_out"])
+    m.node("If", [cond], ["y"], then_branch=then_graph, else_branch=else_graph)
+    m.output("y", rank=2)
+    return m
+
+
+def loop_with_constant_count(name, seed, count_from_shape):
+    """A recurrence written as Loop (PyTorch's scripted for-loop, tf2onnx's while): the trip count
+    is a constant or comes from a shape, the condition is a constant true, one value is carried
+    and each iteration's state is a scan output. Unrolled at compile time."""
+    args = "--input-shape seq=3,1,4" if count_from_shape else "-"
+    m = Model(name, seed, "Loop with a %s trip count and a scan output" % (
+        "shape-derived" if count_from_shape else "constant"), emberc_args=args)
+    h0 = m.input("h0", [1, 4])
+    if count_from_shape:
+        seq = m.input("seq", ["T", 1, 4])
+        shape = m.node("Shape", [seq], ["seq_shape"])
+        count = m.node("Gather", [shape, m.ints("axis0", 0)], ["count"], axis=0)
+        m.ints("axes0", [0])
+    else:
+        count = m.ints("count", 3)
+    keep = m.node("Constant", [], ["keep"], value=numpy_helper.from_array(np.array(True)))
+    w = m.weight("w", [4, 4])
+    step = [helper.make_node("MatMul", ["h", w], ["hw"], name="step_matmul"),
+            helper.make_node("Cast", ["i"], ["fi"], name="step_cast", to=TensorProto.FLOAT),
+            helper.make_node("Add", ["hw", "fi"], ["pre"], name="step_add"),
+            helper.make_node("Tanh", ["pre"], ["h_next"], name="step_tanh"),
+            helper.make_node("Identity", ["c"], ["c_next"], name="step_cond"),
+            helper.make_node("Identity", ["h_next"], ["h_scan"], name="step_scan")]
+    if count_from_shape:  # each step also adds its slice of the sequence
+        step[2:2] = [
+            helper.make_node("Unsqueeze", ["i", "axes0"], ["i1"], name="step_index"),
+            helper.make_node("Gather", ["seq", "i1"], ["x_t"], name="step_gather", axis=0),
+            helper.make_node("Squeeze", ["x_t", "axes0"], ["x_s"], name="step_squeeze"),
+            helper.make_node("Add", ["hw", "x_s"], ["hwx"], name="step_input")]
+        step[6].input[0] = "hwx"
+    body = helper.make_graph(step, "body", [
+        helper.make_tensor_value_info("i", TensorProto.INT64, []),
+        helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+        helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, 4])], [
+        helper.make_tensor_value_info("c_next", TensorProto.BOOL, []),
+        helper.make_tensor_value_info("h_next", TensorProto.FLOAT, [1, 4]),
+        helper.make_tensor_value_info("h_scan", TensorProto.FLOAT, [1, 4])])
+    m.node("Loop", [count, keep, h0], ["h_last", "h_all"], body=body)
+    m.output("h_last", rank=2)
+    m.output("h_all", rank=3)
+    return m
+
+
+def control_flow():
+    return [if_on_data("if_data_taken", 400, 0.0), if_on_data("if_data_skipped", 401, 1.5),
+            if_on_data_nested(), loop_with_constant_count("loop_constant", 420, False),
+            loop_with_constant_count("loop_shape", 421, True)]
+
+
 def recurrent(name, seed, op, note, seq=5, batch=3, inputs=4, hidden=6, direction="forward",
               lens=None, layout=0, initial=True, peepholes=False, **attrs):
     """One LSTM / GRU / RNN node with seeded weights; Y, Y_h (and Y_c) are graph outputs."""
@@ -301,7 +413,7 @@ def newer_opsets():
 
 def all_models():
     return (edge_pools() + [if_on_shape(), if_on_bound_rate(16000), if_on_bound_rate(8000)] +
-            tf_computed_attributes() + recurrent_models() + newer_opsets())
+            control_flow() + tf_computed_attributes() + recurrent_models() + newer_opsets())
 
 
 def main(argv):

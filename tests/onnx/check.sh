@@ -5,7 +5,8 @@
 #   3. every core case through $BUILD/bin/emberc and $BUILD/bin/ember-run: the cases listed in
 #      expected_pass_core.txt must pass, and nothing may FAIL, CRASH or TIMEOUT;
 #   4. the recurrent-layer cases (LSTM, GRU, RNN) of the extended tier, pinned the same way in
-#      expected_pass_recurrent.txt.
+#      expected_pass_recurrent.txt;
+#   5. the control-flow cases (If, Loop) of the other tier, pinned in expected_pass_control_flow.txt.
 # BUILD is ${EMBER_BUILD_DIR:-build} under the project root; EMBERC / EMBER_RUN override the tools.
 # Extra arguments go to run_conformance.py (e.g. -k conv, --keep-failed).
 set -euo pipefail
@@ -23,3 +24,5 @@ EMBER_ONNX_CORPUS=$corpus "$py" -m pytest -q -p no:cacheprovider \
     -j "${EMBER_TEST_JOBS:-2}" --expect tests/onnx/expected_pass_core.txt "$@"
 "$py" tests/onnx/run_conformance.py --corpus "$corpus" --tier extended --op LSTM --op GRU --op RNN \
     --freeze-int-inputs -j "${EMBER_TEST_JOBS:-2}" --expect tests/onnx/expected_pass_recurrent.txt
+"$py" tests/onnx/run_conformance.py --corpus "$corpus" --tier other --op If --op Loop \
+    --freeze-int-inputs -j "${EMBER_TEST_JOBS:-2}" --expect tests/onnx/expected_pass_control_flow.txt

@@ -14,7 +14,6 @@
 #include "codegen_llvm.h"
 namespace ember::compiler::codegen {
 
-
 namespace {
 
 // TVM type codes for tensor arguments (c_runtime_api.h).
@@ -291,6 +290,7 @@ llvm::Function* CodeGenLLVM::AddFunction(const lower::LoweredFunc& f) {
     b_.SetInsertPoint(ok);
     buffers_[w.get()] = p;
   }
+  for (const auto& [view, target] : f.aliases) buffers_[view.get()] = BufferPtr(target.get());
   EmitStmt(f.body);
   b_.CreateBr(cleanup_bb_);
   b_.SetInsertPoint(cleanup_bb_);

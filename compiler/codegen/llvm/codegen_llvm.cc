@@ -86,6 +86,7 @@ llvm::Value* CodeGenLLVM::Str(const std::string& s) {
 llvm::Value* CodeGenLLVM::BufferPtr(const BufferNode* b) {
   auto it = buffers_.find(b);
   if (it != buffers_.end()) return it->second;
+  if (b->scope == BufferScope::kConstant) return ConstantBuffer(b);
   if (b->scope != BufferScope::kLocal) {
     throw std::runtime_error("codegen: buffer " + b->name + " used outside its scope");
   }
@@ -98,6 +99,17 @@ llvm::Value* CodeGenLLVM::BufferPtr(const BufferNode* b) {
   if (b->size > 1) llvm::cast<llvm::AllocaInst>(p)->setAlignment(llvm::Align(64));
   buffers_[b] = p;
   return p;
+}
+
+// Read-only data of the module, shared by the function and its parallel closures.
+llvm::Value* CodeGenLLVM::ConstantBuffer(const BufferNode* b) {
+  llvm::StringRef raw(reinterpret_cast<const char*>(b->bytes.data()), b->bytes.size());
+  auto* init = llvm::ConstantDataArray::getString(ctx_, raw, /*AddNull=*/false);
+  auto* global = new llvm::GlobalVariable(*module_, init->getType(), /*isConstant=*/true,
+                                          llvm::GlobalValue::PrivateLinkage, init, b->name);
+  global->setAlignment(llvm::Align(64));
+  buffers_[b] = global;
+  return global;
 }
 
 llvm::Value* CodeGenLLVM::ElementPtr(const BufferNode* b, const Expr& index, bool clamp,

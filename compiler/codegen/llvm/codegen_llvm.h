@@ -50,6 +50,7 @@ class CodeGenLLVM {
                 const lower::Stmt& body);
   void EmitParallelFor(const lower::ForNode* f);
   llvm::Value* BufferPtr(const lower::BufferNode* b);
+  llvm::Value* ConstantBuffer(const lower::BufferNode* b);
   // `lanes`: elements the access covers (a clamped index stays `lanes` before the end).
   llvm::Value* ElementPtr(const lower::BufferNode* b, const te::Expr& index, bool clamp,
                           int lanes = 1);

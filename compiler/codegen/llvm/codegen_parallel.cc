@@ -13,7 +13,6 @@
 #include "codegen_llvm.h"
 namespace ember::compiler::codegen {
 
-
 // Chunks of a parallel loop per task of the launch (see EmitParallelFor).
 constexpr int64_t kParallelChunksPerTask = 4;
 

@@ -24,7 +24,7 @@ namespace {
 bool HandledByFrontend(const std::string& op) {
   static const char* kOps[] = {"Constant", "Shape",    "Size",     "ConstantOfShape",
                                "Range",    "CastLike", "Upsample", "Sum",
-                               "Mean",     "Max",      "Min",      "If",
+                               "Mean",     "Max",      "Min",      "If",       "Loop",
                                "LSTM",     "GRU",      "RNN"};
   for (const char* o : kOps) {
     if (op == o) return true;

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ember/compiler/te/expr.h"
@@ -32,7 +33,10 @@ struct TuningTask;
 
 namespace lower {
 
-enum class BufferScope { kArg, kWorkspace, kLocal };
+/*! \brief Where a buffer lives: a packed-function argument, workspace memory allocated at entry,
+ * the stack, or read-only data inside lib.so (a weight of a branch of an If, which the artifact's
+ * params cannot reach). */
+enum class BufferScope { kArg, kWorkspace, kLocal, kConstant };
 
 class BufferNode {
  public:
@@ -41,6 +45,8 @@ class BufferNode {
   int64_t size = 0;  // elements
   BufferScope scope = BufferScope::kArg;
   int arg_index = -1;  // kArg only
+  /*! \brief kConstant only: the contents, laid out as the runtime lays out an NDArray. */
+  std::vector<uint8_t> bytes;
 };
 using Buffer = std::shared_ptr<const BufferNode>;
 
@@ -157,6 +163,9 @@ struct LoweredFunc {
   std::vector<IndexCheck> index_checks;
   std::vector<Buffer> workspaces;  // allocated at entry, freed at exit
   std::vector<Buffer> locals;      // scalars on the stack
+  /*! \brief {view, target}: the view names target's memory under its own element type (the
+   * kernels of an If's branch, stitched into one function, keep their own buffers). */
+  std::vector<std::pair<Buffer, Buffer>> aliases;
   Stmt body;
   /*! \brief > 0: SIMD width in bits LLVM should prefer (a schedule's register block assumes it;
    * x86 otherwise prefers 256 bits on AVX-512 CPUs). */

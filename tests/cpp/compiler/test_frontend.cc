@@ -1,4 +1,5 @@
 #include <ember/compiler/frontend.h>
+#include <ember/compiler/ir/subgraph.h>
 #include <gtest/gtest.h>
 
 #include "onnx_builder.h"
@@ -130,15 +131,48 @@ TEST(Frontend, AnIfOnABoundInputFoldsToItsBranchAndTheInputIsRecorded) {
   }
 }
 
-TEST(Frontend, AnIfOnRunTimeDataAndBadBindingsAreRefusedClearly) {
+// The If stays, its branches closed over what they read: x becomes an input of the If and each
+// branch reads it through a formal input of its own.
+TEST(Frontend, AnIfOnRunTimeDataStaysWithClosedBranches) {
   OnnxBuilder b;
   b.Input("x", {2}).Input("flag", {}, onnx::TensorProto::BOOL);
   AddIfOnCondition(b, "flag");
   b.Output("y", {2});
-  EXPECT_NE(ErrorOf(b.Bytes()).find("node 'if0' (If): its condition 'flag' is computed from data "
-                                    "at run time"),
+  Graph g = ImportOnnxBytes(b.Bytes(), "m.onnx", {});
+  ASSERT_EQ(g.nodes().size(), 1u);
+  const Node& n = g.nodes()[0];
+  EXPECT_EQ(n.op, "If");
+  ASSERT_EQ(n.inputs.size(), 2u);
+  EXPECT_EQ(g.value(n.inputs[0]).name, "flag");
+  EXPECT_EQ(g.value(n.inputs[1]).name, "x");
+  EXPECT_EQ(g.value(n.outputs[0]).type.ToString(), "float32[2]");
+  for (const char* key : {"then_branch", "else_branch"}) {
+    SubgraphPtr branch = n.GetSubgraph(key);
+    ASSERT_EQ(branch->inputs.size(), 1u);
+    ASSERT_EQ(branch->nodes.size(), 1u);
+    EXPECT_EQ(branch->nodes[0].inputs, branch->inputs) << key;
+  }
+}
+
+TEST(Frontend, AnIfWhoseBranchesDisagreeAndBadBindingsAreRefusedClearly) {
+  OnnxBuilder b;
+  b.Input("x", {2}).Input("flag", {}, onnx::TensorProto::BOOL).IntInit("two", {1}, {2});
+  AddIfOnCondition(b, "flag");
+  b.Output("y", {2});
+  OnnxBuilder tiled = b;
+  auto* else_node = tiled.model()
+                        .mutable_graph()
+                        ->mutable_node(0)
+                        ->mutable_attribute(1)
+                        ->mutable_g()
+                        ->mutable_node(0);
+  else_node->set_op_type("Tile");
+  else_node->add_input("two");
+  EXPECT_NE(ErrorOf(tiled.Bytes())
+                .find("node 'if0' (If): output 0 is float32[2] from then_branch but float32[4] "
+                      "from else_branch"),
             std::string::npos)
-      << ErrorOf(b.Bytes());
+      << ErrorOf(tiled.Bytes());
   ImportOptions opts;
   opts.bindings["rate"] = "1";
   EXPECT_NE(ErrorOf(b.Bytes(), opts)
@@ -158,6 +192,62 @@ TEST(Frontend, AnIfOnRunTimeDataAndBadBindingsAreRefusedClearly) {
   ASSERT_FALSE(g.nodes().empty());
   EXPECT_EQ(g.nodes()[0].op, "Relu");  // the then branch, then the copy to the If's output
   for (const Node& n : g.nodes()) EXPECT_NE(n.op, "If");
+}
+
+// Loop(M, cond, h): body h + x, scanned. M a constant (or bound) unrolls; else it is refused.
+std::string LoopModel(bool constant_count) {
+  OnnxBuilder b;
+  b.Input("x", {2}).Input("h0", {2});
+  if (constant_count) {
+    b.IntInit("m", {}, {3});
+  } else {
+    b.Input("m", {}, onnx::TensorProto::INT64);
+  }
+  onnx::NodeProto* n = b.Node("Loop", "loop0", {"m", "", "h0"}, {"h", "hs"});
+  auto* a = n->add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto* body = a->mutable_g();
+  body->set_name("body");
+  const std::pair<const char*, onnx::TensorProto::DataType> formals[] = {
+      {"i", onnx::TensorProto::INT64},
+      {"c", onnx::TensorProto::BOOL},
+      {"h_in", onnx::TensorProto::FLOAT}};
+  for (const auto& [name, type] : formals) {
+    auto* in = body->add_input();
+    in->set_name(name);
+    in->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+  }
+  const std::tuple<const char*, std::vector<std::string>, const char*> steps[] = {
+      {"Identity", {"c"}, "c_out"},
+      {"Add", {"h_in", "x"}, "h_out"},
+      {"Identity", {"h_out"}, "scan"}};
+  for (const auto& [op, ins, out] : steps) {
+    auto* node = body->add_node();
+    node->set_op_type(op);
+    node->set_name(std::string("body_") + out);
+    for (const auto& i : ins) node->add_input(i);
+    node->add_output(out);
+    body->add_output()->set_name(out);
+  }
+  b.Output("h", {2}).Output("hs", {3, 2});
+  return b.Bytes();
+}
+
+TEST(Frontend, ALoopOfKnownTripCountUnrollsAndADataDependentOneIsRefused) {
+  Graph g = ImportOnnxBytes(LoopModel(true), "m.onnx", {});
+  int adds = 0;
+  for (const Node& n : g.nodes()) {
+    EXPECT_NE(n.op, "Loop");
+    adds += n.op == "Add" ? 1 : 0;
+  }
+  EXPECT_EQ(adds, 3) << "one body per iteration";
+  EXPECT_EQ(g.value(g.outputs()[1]).type.ToString(), "float32[3,2]");
+  EXPECT_NE(ErrorOf(LoopModel(false))
+                .find("node 'loop0' (Loop): its trip count M 'm' is computed from data at run "
+                      "time"),
+            std::string::npos)
+      << ErrorOf(LoopModel(false));
 }
 
 TEST(Frontend, RecurrentLayersExpandAndBadAttributesAreNamed) {

@@ -1,0 +1,25 @@
+#include "driver/graph_passes.h"
+
+namespace ember {
+namespace compiler {
+
+std::vector<Pass> GraphPasses(const KernelStrategy& strategy) {
+  const KernelStrategy* s = &strategy;
+  return {
+      {"fold_constants", FoldConstants},
+      {"simplify", Simplify},
+      {"fold_batchnorm", FoldBatchNorm},
+      {"fold_constants", FoldConstants},
+      {"simplify", Simplify},
+      {"dead_code", EliminateDeadCode},
+      {"canonicalize_dense", CanonicalizeDense},
+      {"alter_layout", [s](Graph* g) { AlterConvLayout(g, *s); }},
+      {"plan_kernels", [s](Graph* g) { PlanKernels(g, *s); }},
+      {"winograd_weights", WinogradConvWeights},
+      {"pack_conv_weights", PackConvWeights},
+      {"pack_dense_weights", PackDenseWeights},
+  };
+}
+
+}  // namespace compiler
+}  // namespace ember
