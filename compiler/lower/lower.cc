@@ -635,6 +635,17 @@ LoweredFunc LowerGroup(const FusedGroup& group, const ScheduleOptions& opts) {
             [&](const std::vector<Expr>& idx) { return te::Cast(ops::ExprType(tt.dtype), r(idx)); },
             r->name + "_cast");
       }
+      if (group.nodes.size() > 1 && tt.dtype.code == kDLFloat && tt.dtype.bits == 16) {
+        // float16 arithmetic runs in float; a node's result is float16 all the same, as it would
+        // be in memory between two kernels (ONNX Runtime rounds there too).
+        const te::DataType f32 = te::Float(32);
+        r = te::Compute(
+            r.shape(),
+            [&](const std::vector<Expr>& idx) {
+              return te::Cast(r.dtype(), te::Cast(f32, r(idx)));
+            },
+            r->name + "_fp16");
+      }
       env[node->outputs[k]] = r;
     }
   }

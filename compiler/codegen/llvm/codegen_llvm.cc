@@ -50,8 +50,9 @@ llvm::Type* CodeGenLLVM::ValueType(DataType t) {
   }
   if (te::IsBool(t)) return llvm::Type::getInt1Ty(ctx_);
   if (t.code == kDLFloat) {
-    if (t.bits == 16) return llvm::Type::getHalfTy(ctx_);
-    if (t.bits == 32) return llvm::Type::getFloatTy(ctx_);
+    // float16 values are computed in float (CPUs without fp16 arithmetic would widen every
+    // operation anyway, rounding after each); memory keeps half (StorageType).
+    if (t.bits == 16 || t.bits == 32) return llvm::Type::getFloatTy(ctx_);
     if (t.bits == 64) return llvm::Type::getDoubleTy(ctx_);
     throw std::runtime_error("codegen: unsupported float width " + std::to_string(t.bits));
   }
@@ -64,11 +65,31 @@ llvm::Type* CodeGenLLVM::StorageType(DataType t) {
     if (t.lanes > 1) throw std::runtime_error("codegen: bool vectors have no storage type");
     return i8_;
   }
+  if (t.code == kDLFloat && t.bits == 16) {
+    llvm::Type* half = llvm::Type::getHalfTy(ctx_);
+    return t.lanes > 1 ? llvm::FixedVectorType::get(half, t.lanes) : half;
+  }
   bool saved = index_mode_;
   index_mode_ = false;
   llvm::Type* ty = ValueType(t);
   index_mode_ = saved;
   return ty;
+}
+
+llvm::Type* CodeGenLLVM::ElementType(const BufferNode* b) {
+  // A kernel's float16 scalars and accumulators on the stack stay in float, as it computes.
+  if (b->scope == BufferScope::kLocal && te::IsFloat(b->dtype) && b->dtype.bits == 16) {
+    return ValueType(b->dtype);
+  }
+  return StorageType(b->dtype);
+}
+
+llvm::Value* CodeGenLLVM::RoundToHalf(llvm::Value* v) {
+  llvm::Type* half = b_.getHalfTy();
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType())) {
+    half = llvm::FixedVectorType::get(half, vt->getNumElements());
+  }
+  return b_.CreateFPExt(b_.CreateFPTrunc(v, half), v->getType());
 }
 
 llvm::Function* CodeGenLLVM::GetExtern(const std::string& name, llvm::FunctionType* ty) {
@@ -93,7 +114,7 @@ llvm::Value* CodeGenLLVM::BufferPtr(const BufferNode* b) {
   // Locals live in the entry block of the function being emitted (closures get their own).
   llvm::IRBuilder<> eb(&func_->getEntryBlock(), func_->getEntryBlock().begin());
   llvm::Value* p = eb.CreateAlloca(
-      StorageType(b->dtype),
+      ElementType(b),
       b->size > 1 ? llvm::ConstantInt::get(i32_, static_cast<uint64_t>(b->size)) : nullptr,
       b->name);
   if (b->size > 1) llvm::cast<llvm::AllocaInst>(p)->setAlignment(llvm::Align(64));
@@ -125,7 +146,7 @@ llvm::Value* CodeGenLLVM::ElementPtr(const BufferNode* b, const Expr& index, boo
         llvm::Intrinsic::smin, idx,
         llvm::ConstantInt::get(index_ty_, std::max<int64_t>(0, b->size - lanes)));
   }
-  return b_.CreateInBoundsGEP(StorageType(b->dtype), base, idx);
+  return b_.CreateInBoundsGEP(ElementType(b), base, idx);
 }
 
 llvm::Value* CodeGenLLVM::EmitIndex(const Expr& e) {
@@ -146,15 +167,18 @@ llvm::Value* CodeGenLLVM::EmitCast(DataType to, DataType from, llvm::Value* v) {
     return b_.CreateVectorSplat(to.lanes, EmitCast(te::WithLanes(to, 1), from, v));
   }
   llvm::Type* tt = ValueType(to);
-  if (v->getType() == tt && te::IsFloat(to) == te::IsFloat(from)) return v;
+  const bool to_half = te::IsFloat(to) && to.bits == 16 && !(te::IsFloat(from) && from.bits == 16);
+  if (v->getType() == tt && te::IsFloat(to) == te::IsFloat(from) && !to_half) return v;
   if (te::IsBool(to)) {
     if (te::IsFloat(from)) return b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
     return b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
   }
   if (te::IsFloat(to)) {
-    if (te::IsFloat(from)) return b_.CreateFPCast(v, tt);
-    if (te::IsInt(from)) return b_.CreateSIToFP(v, tt);
-    return b_.CreateUIToFP(v, tt);
+    llvm::Value* r = te::IsFloat(from) ? b_.CreateFPCast(v, tt)
+                     : te::IsInt(from) ? b_.CreateSIToFP(v, tt)
+                                       : b_.CreateUIToFP(v, tt);
+    // A cast to float16 rounds to it, as the stored value would.
+    return to_half ? RoundToHalf(r) : r;
   }
   // integer target
   if (te::IsFloat(from)) {
@@ -169,8 +193,10 @@ llvm::Value* CodeGenLLVM::Emit(const Expr& e) {
       llvm::Type* t = ValueType(e.dtype());
       return llvm::ConstantInt::get(t, static_cast<uint64_t>(e.as<te::IntImmNode>()->value), true);
     }
-    case ExprKind::kFloatImm:
-      return llvm::ConstantFP::get(ValueType(e.dtype()), e.as<te::FloatImmNode>()->value);
+    case ExprKind::kFloatImm: {
+      llvm::Value* c = llvm::ConstantFP::get(ValueType(e.dtype()), e.as<te::FloatImmNode>()->value);
+      return e.dtype().bits == 16 ? RoundToHalf(c) : c;
+    }
     case ExprKind::kVar: {
       auto it = vars_.find(e.get());
       if (it == vars_.end()) {
@@ -206,12 +232,13 @@ llvm::Value* CodeGenLLVM::Emit(const Expr& e) {
       const BufferNode* buf = l->buffer.get();
       if (e.dtype().lanes != buf->dtype.lanes) return EmitVectorLoad(l);
       llvm::Value* p = ElementPtr(buf, l->index, clamp_depth_ > 0);
-      llvm::Type* st = StorageType(buf->dtype);
+      llvm::Type* st = ElementType(buf);
       llvm::Value* v = b_.CreateLoad(st, p);
       if (te::IsBool(buf->dtype)) return b_.CreateICmpNE(v, llvm::ConstantInt::get(st, 0));
       llvm::Type* want = ValueType(buf->dtype);
-      if (want != st) v = CastInt(v, want, te::IsInt(buf->dtype));
-      return v;
+      if (want == st) return v;
+      return st->isFloatingPointTy() ? b_.CreateFPExt(v, want)
+                                     : CastInt(v, want, te::IsInt(buf->dtype));
     }
     case ExprKind::kTensorLoad:
     case ExprKind::kReduce:
@@ -229,7 +256,12 @@ llvm::Value* CodeGenLLVM::EmitVectorLoad(const lower::BufferLoadNode* l) {
   }
   llvm::Value* p = ElementPtr(buf, l->index, clamp_depth_ > 0, lanes);
   // Only element alignment is known: the vector's own alignment would allow aligned moves.
-  return b_.CreateAlignedLoad(ValueType(l->dtype), p, llvm::Align(te::StorageBytes(buf->dtype)));
+  const bool half_in_memory =
+      buf->scope != BufferScope::kLocal && te::IsFloat(buf->dtype) && buf->dtype.bits == 16;
+  llvm::Type* want = ValueType(l->dtype);
+  llvm::Type* stored = half_in_memory ? StorageType(l->dtype) : want;
+  llvm::Value* v = b_.CreateAlignedLoad(stored, p, llvm::Align(te::StorageBytes(buf->dtype)));
+  return half_in_memory ? b_.CreateFPExt(v, want) : v;
 }
 
 llvm::Value* CodeGenLLVM::EmitBinary(const te::BinaryNode* bn) {
@@ -445,7 +477,7 @@ void CodeGenLLVM::EmitStmt(const Stmt& s) {
       auto* st = static_cast<const lower::StoreNode*>(s.get());
       llvm::Value* v = Emit(st->value);
       const BufferNode* buf = st->buffer.get();
-      llvm::Type* sty = StorageType(buf->dtype);
+      llvm::Type* sty = ElementType(buf);
       if (st->value.dtype().lanes != buf->dtype.lanes) {
         // A vector into consecutive scalar elements; only element alignment is known.
         if (buf->dtype.lanes != 1 || st->value.dtype().code != buf->dtype.code ||
@@ -453,6 +485,9 @@ void CodeGenLLVM::EmitStmt(const Stmt& s) {
           throw std::runtime_error("codegen: cannot store " + te::DataTypeName(st->value.dtype()) +
                                    " into " + buf->name + " of type " +
                                    te::DataTypeName(buf->dtype) + " in " + func_name_);
+        }
+        if (buf->scope != BufferScope::kLocal && te::IsFloat(buf->dtype) && buf->dtype.bits == 16) {
+          v = b_.CreateFPTrunc(v, StorageType(st->value.dtype()));
         }
         b_.CreateAlignedStore(v, ElementPtr(buf, st->index, false),
                               llvm::Align(te::StorageBytes(buf->dtype)));

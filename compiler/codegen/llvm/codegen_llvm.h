@@ -51,6 +51,10 @@ class CodeGenLLVM {
   void EmitParallelFor(const lower::ForNode* f);
   llvm::Value* BufferPtr(const lower::BufferNode* b);
   llvm::Value* ConstantBuffer(const lower::BufferNode* b);
+  // The type of b's elements in memory: half for float16 buffers, but not for locals.
+  llvm::Type* ElementType(const lower::BufferNode* b);
+  // v rounded to float16 precision and widened back (float16 values live in float).
+  llvm::Value* RoundToHalf(llvm::Value* v);
   // `lanes`: elements the access covers (a clamped index stays `lanes` before the end).
   llvm::Value* ElementPtr(const lower::BufferNode* b, const te::Expr& index, bool clamp,
                           int lanes = 1);
