@@ -13,6 +13,9 @@
 #   3b. for aarch64, the minimal runtime (EMBER_RUNTIME_MINIMAL=ON, its own build directory): the
 #      same aarch64 artifacts run through tests/minimal/minimal_run.c (C ABI only) under qemu must
 #      match x86-64, and what the build leaves out must fail with a message naming the option;
+#   3c. exporter-shaped models with control flow (tests/models/gen_exported.py: Ifs on run-time
+#      data, nested; a Loop with a shape-derived trip count) compiled for each ARM target must
+#      match x86-64 the same way;
 #   4. the `core` ONNX conformance tier (tests/onnx/run_conformance.py) with the ARM artifacts under
 #      qemu against the same cases on x86-64: every case that passes on x86-64 must pass on ARM.
 #      Default: one case per operator, aarch64 only. --full: the whole tier, aarch64 and armv7.
@@ -211,6 +214,56 @@ model_check() {
     --rtol 1e-3 --atol 1e-4 --label "$m $arch vs x86-64"
 }
 
+# --- 3c. exporter-shaped models with control flow: If on data (one kernel), unrolled Loop ------
+EXPORTED=(if_data_nested if_data_taken loop_shape)
+# --input NAME=FILE for every seeded input of model $1, and its emberc arguments.
+exported_inputs() {
+  local f
+  for f in "$WORK/exported/$1"_in_*.npy; do
+    printf -- '--input %s=%s ' "$(basename "$f" .npy | sed "s/^$1_in_//")" "$f"
+  done
+}
+exported_args() { if [ "$1" = loop_shape ]; then echo "--input-shape seq=3,1,4"; fi; }
+prepare_exported() {
+  "$PY" "$ROOT/tests/models/gen_exported.py" "$WORK/exported" >/dev/null || return 1
+  "$PY" - "$WORK/exported" "${EXPORTED[@]}" <<'EOF' || return 1
+import os, sys
+import numpy as np
+import onnx
+d = sys.argv[1]
+for m in sys.argv[2:]:
+    g = onnx.load(os.path.join(d, m + ".onnx")).graph
+    inits = {t.name for t in g.initializer}
+    for k, inp in enumerate(i for i in g.input if i.name not in inits):
+        shape = [x.dim_value or 3 for x in inp.type.tensor_type.shape.dim]
+        x = np.random.default_rng(2024 + k).standard_normal(shape).astype(np.float32)
+        np.save(os.path.join(d, "%s_in_%s.npy" % (m, inp.name)), x)
+EOF
+  local m art
+  for m in "${EXPORTED[@]}"; do
+    art=$WORK/x86_64/$m
+    rm -rf "$art" && mkdir -p "$art/out" || return 1
+    # shellcheck disable=SC2046
+    "$HOST_BUILD/bin/emberc" compile "$WORK/exported/$m.onnx" -o "$art" $(exported_args "$m") ||
+      return 1
+    # shellcheck disable=SC2046
+    "$HOST_BUILD/bin/ember-run" "$art" $(exported_inputs "$m") --output-dir "$art/out" \
+      >/dev/null || return 1
+  done
+}
+exported_check() {
+  local arch=$1 m=$2 art=$WORK/$1/$2
+  rm -rf "$art" && mkdir -p "$art/out" || return 1
+  # shellcheck disable=SC2046
+  "$HOST_BUILD/bin/emberc" compile "$WORK/exported/$m.onnx" -o "$art" $(exported_args "$m") \
+    --target "${TARGET[$arch]}" || return 1
+  # shellcheck disable=SC2046
+  $(emulator "$arch") "${BUILD[$arch]}/bin/ember-run" "$art" $(exported_inputs "$m") \
+    --output-dir "$art/out" >/dev/null || return 1
+  "$PY" "$ROOT/tests/cross/compare_outputs.py" "$WORK/x86_64/$m/out" "$art/out" \
+    --rtol 1e-3 --atol 1e-4 --label "$m $arch vs x86-64"
+}
+
 # --- 4. ONNX conformance (core tier) ------------------------------------------------------------
 CORPUS=$WORK/onnx-corpus
 prepare_conformance() {
@@ -296,6 +349,12 @@ step "models: generate, x86-64 reference outputs" prepare_models
 for arch in "${ARCHES[@]}"; do
   for m in "${MODELS[@]}"; do
     step "$arch: $m matches x86-64 (rtol 1e-3, atol 1e-4)" model_check "$arch" "$m"
+  done
+done
+step "exported models with control flow: generate, x86-64 reference outputs" prepare_exported
+for arch in "${ARCHES[@]}"; do
+  for m in "${EXPORTED[@]}"; do
+    step "$arch: $m matches x86-64 (rtol 1e-3, atol 1e-4)" exported_check "$arch" "$m"
   done
 done
 if [[ " ${ARCHES[*]} " == *" aarch64 "* ]]; then
