@@ -22,10 +22,29 @@ namespace {
 
 // Ops the importer or canonicalizer consume themselves (no registry entry needed).
 bool HandledByFrontend(const std::string& op) {
-  static const char* kOps[] = {"Constant", "Shape",    "Size",     "ConstantOfShape",
-                               "Range",    "CastLike", "Upsample", "Sum",
-                               "Mean",     "Max",      "Min",      "If",       "Loop",
-                               "LSTM",     "GRU",      "RNN"};
+  static const char* kOps[] = {"Constant",
+                               "Shape",
+                               "Size",
+                               "ConstantOfShape",
+                               "Range",
+                               "CastLike",
+                               "Upsample",
+                               "Sum",
+                               "Mean",
+                               "Max",
+                               "Min",
+                               "If",
+                               "Loop",
+                               "LSTM",
+                               "GRU",
+                               "RNN",
+                               "QuantizeLinear",
+                               "DequantizeLinear",
+                               "DynamicQuantizeLinear",
+                               "ConvInteger",
+                               "MatMulInteger",
+                               "QLinearConv",
+                               "QLinearMatMul"};
   for (const char* o : kOps) {
     if (op == o) return true;
   }

@@ -1,0 +1,181 @@
+// Canonical forms of the ONNX quantization ops (registered as their canonicalization rules):
+// QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear become float arithmetic with ONNX's
+// rounding (half to even) and saturation; ConvInteger, MatMulInteger, QLinearConv and
+// QLinearMatMul become an int32 Conv / MatMul on zero-point-shifted operands (exact, as ONNX
+// Runtime's integer kernels are), then, for the QLinear forms, requantization by the float
+// multiplier x_scale * w_scale / y_scale. Constant operands (weights, their scales) fold here, so
+// a weight's dequantization costs nothing at run time.
+#include <ember/compiler/ir/op_registry.h>
+
+#include <string>
+#include <vector>
+
+#include "frontend/onnx/onnx_dtype.h"
+#include "ir/shape_util.h"
+#include "transform/canonicalize_context.h"
+
+namespace ember {
+namespace compiler {
+namespace {
+
+// Emits `op` in its ONNX form (at the model's opset) as the pass would canonicalize it; returns
+// its output.
+class Expander {
+ public:
+  Expander(const Node& node, CanonicalizeContext* ctx) : node_(node), ctx_(ctx) {}
+
+  int Op(const std::string& op, std::vector<int> inputs, AttrMap attrs = {}) {
+    Graph& g = ctx_->graph();
+    const std::string name = node_.name + "_" + op + std::to_string(count_++);
+    const int out = g.AddValue(g.UniqueName(name), TensorType{});
+    ctx_->Canonicalize(Node{op, name, std::move(attrs), std::move(inputs), {out}});
+    return out;
+  }
+  /*! \brief The last step writes the node's own output `out`. */
+  void OpInto(int out, const std::string& op, std::vector<int> inputs, AttrMap attrs = {}) {
+    ctx_->Canonicalize(Node{op, node_.name, std::move(attrs), std::move(inputs), {out}});
+  }
+  int Cast(int x, DLDataType to) { return Op("Cast", {x}, {{"to", int64_t{DTypeToOnnx(to)}}}); }
+  int Scalar(DLDataType dtype, double v) {
+    return ctx_->Constant(node_.name + "_k", MakeScalarTensor(dtype, v));
+  }
+  const TensorType& TypeOf(int id) { return ctx_->TypeOf(id); }
+
+  /*! \brief A per-axis parameter (1-D, one entry per index of `axis` of a rank-`rank` tensor)
+   * shaped to broadcast along that axis; a scalar or one-element one as it is. */
+  int AlongAxis(int param, int64_t axis, int64_t rank) {
+    const TensorType t = TypeOf(param);
+    if (t.NumElements() == 1 || rank == 0) return param;
+    if (t.ndim() != 1) {
+      NodeError(node_, "a per-axis scale or zero point must be 1-D, got " + t.ToString());
+    }
+    axis = NormalizeAxis(node_, axis, rank, "axis");
+    std::vector<int64_t> shape(static_cast<size_t>(rank), 1);
+    shape[static_cast<size_t>(axis)] = t.shape[0];
+    return Op("Reshape", {param, ctx_->Constant(node_.name + "_shape", MakeInt64Tensor(shape))});
+  }
+
+  /*! \brief round_half_even(x / scale) + zero_point, saturated to `to` (float in, float out). */
+  int QuantizeFloat(int x, int scale, int zero_point, DLDataType to) {
+    int q = Op("Round", {Op("Div", {x, scale})});
+    if (zero_point != kAbsentValue) q = Op("Add", {q, Cast(zero_point, kFloat32)});
+    const bool is_signed = to.code == kDLInt;
+    const double lo = is_signed ? -(1 << (to.bits - 1)) : 0;
+    const double hi = is_signed ? (1 << (to.bits - 1)) - 1 : (1 << to.bits) - 1;
+    return Op("Min", {Op("Max", {q, Scalar(kFloat32, lo)}), Scalar(kFloat32, hi)});
+  }
+
+  /*! \brief x - zero_point in int32 (zero_point along `axis` of x when per-axis). */
+  int Shifted(int x, int zero_point, int64_t axis) {
+    const int wide = Cast(x, kInt32);
+    if (zero_point == kAbsentValue) return wide;
+    return Op("Sub", {wide, Cast(AlongAxis(zero_point, axis, TypeOf(x).ndim()), kInt32)});
+  }
+
+  const Node& node() const { return node_; }
+  int Input(size_t i) const { return node_.HasInput(i) ? node_.inputs[i] : kAbsentValue; }
+
+ private:
+  const Node& node_;
+  CanonicalizeContext* ctx_;
+  int count_ = 0;
+};
+
+void QuantizeLinear(Node n, CanonicalizeContext* ctx) {
+  Expander e(n, ctx);
+  const int64_t axis = n.GetInt("axis", 1);
+  const int64_t rank = e.TypeOf(n.inputs.at(0)).ndim();
+  const int zp = e.Input(2);
+  const DLDataType to = zp == kAbsentValue ? kUInt8 : e.TypeOf(zp).dtype;
+  if (to.bits != 8) NodeUnsupported(n, "quantizes to 8-bit integers, got " + DTypeToString(to));
+  const int zp_along = zp == kAbsentValue ? zp : e.AlongAxis(zp, axis, rank);
+  int x = n.inputs[0];
+  if (e.TypeOf(x).dtype != kFloat32) x = e.Cast(x, kFloat32);
+  const int q = e.QuantizeFloat(x, e.AlongAxis(n.inputs.at(1), axis, rank), zp_along, to);
+  e.OpInto(n.outputs[0], "Cast", {q}, {{"to", int64_t{DTypeToOnnx(to)}}});
+}
+
+void DequantizeLinear(Node n, CanonicalizeContext* ctx) {
+  Expander e(n, ctx);
+  const int64_t axis = n.GetInt("axis", 1);
+  const int64_t rank = e.TypeOf(n.inputs.at(0)).ndim();
+  const int x = e.Shifted(n.inputs[0], e.Input(2), axis);
+  e.OpInto(n.outputs[0], "Mul", {e.Cast(x, kFloat32), e.AlongAxis(n.inputs.at(1), axis, rank)});
+}
+
+// y_scale = (max(x, 0) - min(x, 0)) / 255, y_zero_point = saturate(round(-min / y_scale)),
+// y = saturate(round(x / y_scale) + y_zero_point), all uint8.
+void DynamicQuantizeLinear(Node n, CanonicalizeContext* ctx) {
+  Expander e(n, ctx);
+  const int x = n.inputs.at(0);
+  const AttrMap all = {{"keepdims", int64_t{0}}};
+  const int hi = e.Op("Max", {e.Op("ReduceMax", {x}, all), e.Scalar(kFloat32, 0)});
+  const int lo = e.Op("Min", {e.Op("ReduceMin", {x}, all), e.Scalar(kFloat32, 0)});
+  const int scale = e.Op("Div", {e.Op("Sub", {hi, lo}), e.Scalar(kFloat32, 255)});
+  const int zp = e.Op("Min", {e.Op("Max", {e.Op("Round", {e.Op("Div", {e.Op("Neg", {lo}), scale})}),
+                                           e.Scalar(kFloat32, 0)}),
+                              e.Scalar(kFloat32, 255)});
+  int q = e.Op("Round", {e.Op("Div", {x, scale})});
+  q = e.Op("Min",
+           {e.Op("Max", {e.Op("Add", {q, zp}), e.Scalar(kFloat32, 0)}), e.Scalar(kFloat32, 255)});
+  const AttrMap to_u8 = {{"to", int64_t{DTypeToOnnx(kUInt8)}}};
+  e.OpInto(n.outputs.at(0), "Cast", {q}, to_u8);
+  if (n.outputs.size() > 1) e.OpInto(n.outputs[1], "Identity", {scale});
+  if (n.outputs.size() > 2) e.OpInto(n.outputs[2], "Cast", {zp}, to_u8);
+}
+
+// The int32 product of the zero-point-shifted operands: a is n's input a_index (zero point at
+// a_zp, per row of a MatMul's A), b at b_index (zero point at b_zp, per output channel: axis 0
+// of a conv weight, the last axis of a MatMul's B).
+int IntegerProduct(Expander& e, bool conv, size_t a_index, size_t a_zp, size_t b_index,
+                   size_t b_zp) {
+  const Node& n = e.node();
+  const int64_t a_rank = e.TypeOf(n.inputs.at(a_index)).ndim();
+  const int a = e.Shifted(n.inputs.at(a_index), e.Input(a_zp), conv ? 1 : a_rank - 2);
+  const int64_t b_rank = e.TypeOf(n.inputs.at(b_index)).ndim();
+  const int b = e.Shifted(n.inputs.at(b_index), e.Input(b_zp), conv ? 0 : b_rank - 1);
+  if (!conv) return e.Op("MatMul", {a, b});
+  return e.Op("Conv", {a, b}, n.attrs);
+}
+
+void ConvInteger(Node n, CanonicalizeContext* ctx) {
+  Expander e(n, ctx);
+  e.OpInto(n.outputs[0], "Identity", {IntegerProduct(e, true, 0, 2, 1, 3)});
+}
+
+void MatMulInteger(Node n, CanonicalizeContext* ctx) {
+  Expander e(n, ctx);
+  e.OpInto(n.outputs[0], "Identity", {IntegerProduct(e, false, 0, 2, 1, 3)});
+}
+
+// QLinearConv(x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp[, B]) and
+// QLinearMatMul(a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp): the int32 accumulator
+// (+ bias), times x_scale * w_scale / y_scale, rounded half to even, + y_zp, saturated.
+void QLinear(Node n, CanonicalizeContext* ctx) {
+  Expander e(n, ctx);
+  const bool conv = n.op == "QLinearConv";
+  int acc = IntegerProduct(e, conv, 0, 2, 3, 5);
+  const int64_t rank = e.TypeOf(acc).ndim();
+  if (conv && n.HasInput(8)) acc = e.Op("Add", {acc, e.AlongAxis(n.inputs[8], 1, rank)});
+  const int64_t channel_axis = conv ? 1 : rank - 1;
+  const int w_scale = e.AlongAxis(n.inputs.at(4), channel_axis, rank);
+  const int multiplier = e.Op("Div", {e.Op("Mul", {n.inputs.at(1), w_scale}), n.inputs.at(6)});
+  const int y_zp = n.inputs.at(7);
+  const DLDataType to = e.TypeOf(y_zp).dtype;
+  const int scaled = e.Op("Mul", {e.Cast(acc, kFloat32), multiplier});
+  const int q = e.QuantizeFloat(scaled, e.Scalar(kFloat32, 1), y_zp, to);
+  e.OpInto(n.outputs[0], "Cast", {q}, {{"to", int64_t{DTypeToOnnx(to)}}});
+}
+
+}  // namespace
+
+EMBER_REGISTER_OP_CANONICALIZE("QuantizeLinear", QuantizeLinear);
+EMBER_REGISTER_OP_CANONICALIZE("DequantizeLinear", DequantizeLinear);
+EMBER_REGISTER_OP_CANONICALIZE("DynamicQuantizeLinear", DynamicQuantizeLinear);
+EMBER_REGISTER_OP_CANONICALIZE("ConvInteger", ConvInteger);
+EMBER_REGISTER_OP_CANONICALIZE("MatMulInteger", MatMulInteger);
+EMBER_REGISTER_OP_CANONICALIZE("QLinearConv", QLinear);
+EMBER_REGISTER_OP_CANONICALIZE("QLinearMatMul", QLinear);
+
+}  // namespace compiler
+}  // namespace ember
