@@ -1,10 +1,12 @@
 /*!
  * \file ember/compiler/ir/op_registry.h
- * \brief One entry per operator: attribute defaults, shape rule, fusion pattern and compute rule.
+ * \brief One entry per operator: attribute defaults, shape rule, fusion pattern, canonical form,
+ *        host constant fold and compute rule.
  *
- * The graph side (compiler/ir/ops_*.cc) registers shape rules and patterns; the kernel side
- * (compiler/ops/) registers compute rules with EMBER_REGISTER_OP_COMPUTE. Both write into the same
- * entry, found by ONNX op type.
+ * The graph side (compiler/ir/ops.cc) registers shape rules and patterns; canonicalization
+ * (compiler/transform/canonical_*.cc) the canonical forms; the kernel side (compiler/ops/) compute
+ * rules with EMBER_REGISTER_OP_COMPUTE and host folds (the ops/ files named *_fold.cc). All write
+ * into the same entry, found by ONNX op type.
  */
 #ifndef EMBER_COMPILER_IR_OP_REGISTRY_H_
 #define EMBER_COMPILER_IR_OP_REGISTRY_H_
@@ -41,7 +43,9 @@ const char* OpPatternName(OpPattern p);
 using FInferType =
     std::function<std::vector<TensorType>(const Node& node, const std::vector<TensorType>& inputs)>;
 
-/*! \brief Host evaluation for constant folding: all (present) inputs are constants. */
+/*! \brief Host constant fold: the output tensors from the node (canonical form), the constants
+ *  of its present inputs (absent ones skipped) and the output types; an empty result declines
+ *  and the node stays in the graph. Errors in the data (an index out of range) throw. */
 using FFold = std::function<std::vector<HostTensorPtr>(const Node& node,
                                                        const std::vector<HostTensorPtr>& inputs,
                                                        const std::vector<TensorType>& outs)>;
