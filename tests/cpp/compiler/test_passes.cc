@@ -133,6 +133,30 @@ TEST(Simplify, OutputThatIsAnIdentityOfTheInputKeepsItsSlot) {
   EXPECT_EQ(g.outputs()[0], x);
 }
 
+// Which nodes forward their input is registry data (OpDef::is_no_op): a full Slice, a zero Pad
+// and a one-input Concat go; a Cast that changes the dtype stays.
+TEST(Simplify, DropsNoOpsTheRegistryNames) {
+  Graph g;
+  int x = g.AddValue("x", F32({2, 3}));
+  g.inputs().push_back(x);
+  int s = Add(g, "Slice", {x},
+              {{"starts", std::vector<int64_t>{0, 0}},
+               {"ends", std::vector<int64_t>{2, 3}},
+               {"steps", std::vector<int64_t>{1, 1}},
+               {"__out_shape", std::vector<int64_t>{2, 3}}});
+  int p = Add(g, "Pad", {s},
+              {{"pads", std::vector<int64_t>{0, 0, 0, 0}},
+               {"mode", std::string("constant")},
+               {"value", 0.0}});
+  int c = Add(g, "Concat", {p}, {{"axis", int64_t{0}}});
+  int y = Add(g, "Cast", {c}, {{"__dtype", std::string("int32")}});
+  g.outputs().push_back(y);
+  Simplify(&g);
+  ASSERT_EQ(g.nodes().size(), 1u) << g.ToText();
+  EXPECT_EQ(g.nodes()[0].op, "Cast");
+  EXPECT_EQ(g.nodes()[0].inputs[0], x);
+}
+
 Graph ConvBn(bool with_conv) {
   Graph g;
   int x = g.AddValue("x", F32({1, 2, 3, 3}));

@@ -60,6 +60,11 @@ using FCompute =
     std::function<std::vector<te::Tensor>(const Node& node, const std::vector<te::Tensor>& inputs,
                                           const std::vector<TensorType>& out_types)>;
 
+/*! \brief True when the node's output equals its first input element for element, given their
+ *  types (Simplify forwards the input): Identity always, Transpose with the identity perm, ... */
+using FIsNoOp =
+    std::function<bool(const Node& node, const TensorType& input, const TensorType& output)>;
+
 /*! \brief Pattern that may depend on the node (e.g. Conv is out-elemwise-fusable, but Reshape is
  * injective). */
 using FPattern = std::function<OpPattern(const Node& node)>;
@@ -95,6 +100,16 @@ class OpDef {
     compute_ = std::move(fn);
     return *this;
   }
+  OpDef& set_is_no_op(FIsNoOp fn) {
+    is_no_op_ = std::move(fn);
+    return *this;
+  }
+  /*! \brief The output is the input's elements in order, in another shape (Simplify merges
+   *  chains of these into one Reshape). */
+  OpDef& set_reshape_like() {
+    reshape_like_ = true;
+    return *this;
+  }
   /*! \brief Inputs allowed (ONNX counts, optional ones included). */
   OpDef& set_num_inputs(int min_inputs, int max_inputs) {
     min_inputs_ = min_inputs;
@@ -117,6 +132,8 @@ class OpDef {
   const FCanonicalize& canonicalize() const { return canonicalize_; }
   const FFold& fold() const { return fold_; }
   const FCompute& compute() const { return compute_; }
+  const FIsNoOp& is_no_op() const { return is_no_op_; }
+  bool reshape_like() const { return reshape_like_; }
   bool has_compute() const { return static_cast<bool>(compute_); }
   int min_inputs() const { return min_inputs_; }
   int max_inputs() const { return max_inputs_; }
@@ -131,6 +148,8 @@ class OpDef {
   FCanonicalize canonicalize_;
   FFold fold_;
   FCompute compute_;
+  FIsNoOp is_no_op_;
+  bool reshape_like_ = false;
   int min_inputs_ = 0;
   int max_inputs_ = 1 << 20;
   AttrMap attr_defaults_;
