@@ -4,6 +4,7 @@
 #include <ember/compiler/ir/op_registry.h>
 #include <ember/compiler/ir/window_attrs.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -346,6 +347,44 @@ void Op(const char* name, OpPattern p, FInferType rule, int min_in, int max_in) 
       .set_num_inputs(min_in, max_in);
 }
 
+// Simplify's no-op tests (OpDef::is_no_op): the op forwards its input when the types match and
+// its attributes move nothing.
+bool AllEqual(const std::vector<int64_t>& v, int64_t x) {
+  return std::all_of(v.begin(), v.end(), [x](int64_t e) { return e == x; });
+}
+
+FIsNoOp SameTypeAnd(bool (*moves_nothing)(const Node&)) {
+  return [moves_nothing](const Node& n, const TensorType& in, const TensorType& out) {
+    return in == out && moves_nothing(n);
+  };
+}
+
+void RegisterNoOps() {
+  auto reg = [](const char* op, FIsNoOp fn) { OpRegistry::Global()->Mutable(op).set_is_no_op(fn); };
+  for (const char* op : {"Identity", "Dropout"}) {
+    reg(op, [](const Node&, const TensorType&, const TensorType&) { return true; });
+  }
+  for (const char* op : {"Cast", "Expand", "Reshape"}) {
+    reg(op, SameTypeAnd([](const Node&) { return true; }));
+  }
+  reg("Concat", SameTypeAnd([](const Node& n) { return n.inputs.size() == 1; }));
+  reg("Transpose", SameTypeAnd([](const Node& n) {
+        auto perm = n.GetInts("perm");
+        for (size_t i = 0; i < perm.size(); ++i) {
+          if (perm[i] != static_cast<int64_t>(i)) return false;
+        }
+        return true;
+      }));
+  reg("Slice", SameTypeAnd([](const Node& n) {
+        return AllEqual(n.GetInts("starts"), 0) && AllEqual(n.GetInts("steps"), 1);
+      }));
+  reg("Pad", SameTypeAnd([](const Node& n) { return AllEqual(n.GetInts("pads"), 0); }));
+  reg("Tile", SameTypeAnd([](const Node& n) { return AllEqual(n.GetInts("repeats"), 1); }));
+  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) {
+    OpRegistry::Global()->Mutable(op).set_reshape_like();
+  }
+}
+
 const bool kRegistered = [] {
   for (const char* u :
        {"Abs",        "Neg", "Relu",     "Sigmoid",  "Tanh",      "Exp",  "Log",   "Sqrt",
@@ -447,6 +486,7 @@ const bool kRegistered = [] {
   Op("DepthToSpace", OpPattern::kInjective, DepthToSpaceRule, 1, 1);
   OpRegistry::Global()->Mutable("DepthToSpace").set_attr_default("mode", std::string("DCR"));
   Op("SpaceToDepth", OpPattern::kInjective, SpaceToDepthRule, 1, 1);
+  RegisterNoOps();
   return true;
 }();
 

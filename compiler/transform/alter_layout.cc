@@ -29,14 +29,16 @@ class LayoutRewriter {
     std::vector<Node> nodes = std::move(g_->nodes());
     g_->nodes().clear();
     for (Node& n : nodes) {
-      const int64_t block = n.op == "Conv"      ? strategy_.ConvLayoutBlock(*g_, n)
-                            : n.op == "MaxPool" ? MaxPoolBlock(n)
-                                                : ElementwiseBlock(n);
+      const bool conv = n.op == "Conv";
+      const bool max_pool = n.op == "MaxPool";
+      const int64_t block = conv       ? strategy_.ConvLayoutBlock(*g_, n)
+                            : max_pool ? MaxPoolBlock(n)
+                                       : ElementwiseBlock(n);
       if (block == 0) {
         g_->nodes().push_back(std::move(n));
-      } else if (n.op == "Conv") {
+      } else if (conv) {
         RewriteConv(std::move(n), block);
-      } else if (n.op == "MaxPool") {
+      } else if (max_pool) {
         n.inputs[0] = BlockedValue(n.inputs[0], block);
         n.attrs[kDataLayoutAttr] = LayoutName(block);
         EmitBlocked(std::move(n), block);

@@ -14,8 +14,8 @@ namespace {
 
 // Resize/Upsample whose scales arrive at run time: the model's declared output shape fixes the
 // sizes, and each resized axis becomes index math on the run-time scale + Gather (separable).
-void ResizeAtRunTime(Node& n, CanonicalizeContext* ctx) {
-  bool legacy = n.op == "Upsample" || ctx->opset() < 11;
+void ResizeAtRunTime(Node& n, bool upsample, CanonicalizeContext* ctx) {
+  bool legacy = upsample || ctx->opset() < 11;
   int scales = legacy ? n.inputs[1] : n.inputs[2];
   auto decl = ctx->graph().declared_types.find(n.outputs[0]);
   if (decl == ctx->graph().declared_types.end()) {
@@ -249,13 +249,13 @@ void ResizeToFullRank(const Node& n, const std::vector<int64_t>& in, std::vector
   *sizes = full_sizes;
 }
 
-void ResizeOp(Node& n, CanonicalizeContext* ctx) {
+void ResizeOp(Node& n, bool upsample, CanonicalizeContext* ctx) {
   const TensorType& x = ctx->TypeOf(n.inputs[0]);
   int64_t r = x.ndim();
   std::vector<double> scales;
   std::vector<int64_t> sizes;
   std::string mode = n.GetString("mode", "nearest");
-  if (n.op == "Upsample") {
+  if (upsample) {
     if (ctx->opset() >= 9) {
       scales = ctx->ConstInput(n, 1, "scales")->ToDoubleVector();
     } else {
@@ -306,31 +306,33 @@ void ResizeOp(Node& n, CanonicalizeContext* ctx) {
 
 // Resize (any opset) and Upsample: constant scales or sizes become the canonical Resize; scales
 // computed at run time become index math (ResizeAtRunTime).
-void CanonicalizeResize(Node n, CanonicalizeContext* ctx) {
-  const std::string& op = n.op;
+void CanonicalizeResize(Node n, bool upsample, CanonicalizeContext* ctx) {
   if (n.GetInt("antialias", 0) != 0) {
     NodeUnsupported(n, "antialias=1 is not supported (only antialias=0)");
   }
-  bool legacy = op == "Upsample" || ctx->opset() < 11;
+  bool legacy = upsample || ctx->opset() < 11;
   size_t si = legacy ? 1 : 2;
-  bool runtime_scales = (op != "Upsample" || ctx->opset() >= 9) && n.HasInput(si) &&
+  bool runtime_scales = (!upsample || ctx->opset() >= 9) && n.HasInput(si) &&
                         !ctx->graph().value(n.inputs[si]).is_constant() && !n.HasInput(3);
   if (runtime_scales && (n.HasAttr("axes") || n.HasAttr("keep_aspect_ratio_policy"))) {
     NodeUnsupported(n, "axes / keep_aspect_ratio_policy need constant scales or sizes");
   }
   if (runtime_scales) {
-    ResizeAtRunTime(n, ctx);
+    ResizeAtRunTime(n, upsample, ctx);
     return;
   }
-  ResizeOp(n, ctx);
+  ResizeOp(n, upsample, ctx);
 
   ctx->EmitInto(std::move(n));
 }
 
+void ResizeRule(Node n, CanonicalizeContext* ctx) { CanonicalizeResize(std::move(n), false, ctx); }
+void UpsampleRule(Node n, CanonicalizeContext* ctx) { CanonicalizeResize(std::move(n), true, ctx); }
+
 }  // namespace
 
-EMBER_REGISTER_OP_CANONICALIZE("Resize", CanonicalizeResize);
-EMBER_REGISTER_OP_CANONICALIZE("Upsample", CanonicalizeResize);
+EMBER_REGISTER_OP_CANONICALIZE("Resize", ResizeRule);
+EMBER_REGISTER_OP_CANONICALIZE("Upsample", UpsampleRule);
 
 }  // namespace compiler
 }  // namespace ember

@@ -46,8 +46,8 @@ bool IsConstantMatrix(const Graph& g, int id) {
 }
 
 // n as a Gemm reading its constant weight as [K][N] (n: a MatMul or Gemm with a 2-D input).
-void AsGemmKN(Graph* graph, Node* n) {
-  if (n->op == "MatMul") {
+void AsGemmKN(Graph* graph, Node* n, bool matmul) {
+  if (matmul) {
     n->op = "Gemm";
     n->attrs["alpha"] = 1.0;
     n->attrs["beta"] = 1.0;
@@ -82,7 +82,7 @@ void EmitBatchedAsGemm(Graph* graph, Node n) {
   Node gemm = std::move(n);
   gemm.inputs[0] = a2;
   gemm.outputs = {y2};
-  AsGemmKN(graph, &gemm);
+  AsGemmKN(graph, &gemm, true);
   const std::string name = gemm.name;
   graph->nodes().push_back(std::move(gemm));
   graph->nodes().push_back(
@@ -95,12 +95,13 @@ void CanonicalizeDense(Graph* graph) {
   std::vector<Node> nodes = std::move(graph->nodes());
   graph->nodes().clear();
   for (Node& n : nodes) {
-    const bool dense = (n.op == "MatMul" || n.op == "Gemm") && n.inputs.size() >= 2 &&
-                       IsConstantMatrix(*graph, n.inputs[1]);
+    const bool matmul = n.op == "MatMul";
+    const bool dense =
+        (matmul || n.op == "Gemm") && n.inputs.size() >= 2 && IsConstantMatrix(*graph, n.inputs[1]);
     const size_t rank = dense ? graph->value(n.inputs[0]).type.shape.size() : 0;
     if (dense && rank == 2) {
-      AsGemmKN(graph, &n);
-    } else if (dense && rank > 2 && n.op == "MatMul") {
+      AsGemmKN(graph, &n, matmul);
+    } else if (dense && rank > 2 && matmul) {
       EmitBatchedAsGemm(graph, std::move(n));
       continue;
     }

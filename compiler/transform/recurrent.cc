@@ -1,5 +1,9 @@
-// ONNX LSTM, GRU and RNN expanded into primitive ops (see rewrite_context.h). The equations are
-// the ONNX operator specification's; gate order iofc (LSTM), zrh (GRU), i (RNN).
+// LSTM, GRU and RNN (every ONNX attribute and optional input) as primitive ops unrolled over the
+// static sequence, registered as their canonicalization rules: one MatMul projects the input of
+// all time steps per direction, then each step is a MatMul with the recurrent weights and the
+// gate math (which fusion joins to it). sequence_lens is honoured per batch row for both
+// directions. The equations are the ONNX operator specification's; gate order iofc (LSTM), zrh
+// (GRU), i (RNN).
 #include <ember/compiler/ir/op_registry.h>
 
 #include <algorithm>
@@ -26,9 +30,12 @@ std::string Lower(std::string s) {
   return s;
 }
 
+enum class Cell { kLstm, kGru, kRnn };
+
 class RecurrentExpander {
  public:
-  RecurrentExpander(const Node& n, RewriteContext* ctx) : n_(n), ctx_(*ctx), g_(ctx->graph()) {}
+  RecurrentExpander(const Node& n, Cell cell, RewriteContext* ctx)
+      : n_(n), cell_(cell), ctx_(*ctx), g_(ctx->graph()) {}
 
   void Run() {
     ReadAttributes();
@@ -70,8 +77,8 @@ class RecurrentExpander {
     int y = -1, h = -1, c = -1;
   };
 
-  bool IsLstm() const { return n_.op == "LSTM"; }
-  bool IsGru() const { return n_.op == "GRU"; }
+  bool IsLstm() const { return cell_ == Cell::kLstm; }
+  bool IsGru() const { return cell_ == Cell::kGru; }
   std::string Tag(int64_t d, const std::string& what) const {
     return n_.name + "_d" + std::to_string(d) + what;
   }
@@ -419,6 +426,7 @@ class RecurrentExpander {
   }
 
   const Node& n_;
+  const Cell cell_;
   RewriteContext& ctx_;
   Graph& g_;
   DLDataType dtype_{};
@@ -433,19 +441,16 @@ class RecurrentExpander {
   int lens_i64_ = -1;
 };
 
-}  // namespace
-
-void ExpandRecurrent(const Node& node, RewriteContext* ctx) { RecurrentExpander(node, ctx).Run(); }
-
-namespace {
-
-void CanonicalizeRecurrent(Node n, CanonicalizeContext* ctx) { ExpandRecurrent(n, ctx); }
+template <Cell kCell>
+void CanonicalizeRecurrent(Node n, CanonicalizeContext* ctx) {
+  RecurrentExpander(n, kCell, ctx).Run();
+}
 
 }  // namespace
 
-EMBER_REGISTER_OP_CANONICALIZE("LSTM", CanonicalizeRecurrent);
-EMBER_REGISTER_OP_CANONICALIZE("GRU", CanonicalizeRecurrent);
-EMBER_REGISTER_OP_CANONICALIZE("RNN", CanonicalizeRecurrent);
+EMBER_REGISTER_OP_CANONICALIZE("LSTM", CanonicalizeRecurrent<Cell::kLstm>);
+EMBER_REGISTER_OP_CANONICALIZE("GRU", CanonicalizeRecurrent<Cell::kGru>);
+EMBER_REGISTER_OP_CANONICALIZE("RNN", CanonicalizeRecurrent<Cell::kRnn>);
 
 }  // namespace compiler
 }  // namespace ember

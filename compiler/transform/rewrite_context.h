@@ -26,14 +26,6 @@ class RewriteContext {
   }
 };
 
-/*!
- * \brief LSTM, GRU and RNN (every ONNX attribute and optional input) as primitive ops unrolled
- *        over the static sequence: one MatMul projects the input of all time steps per direction,
- *        then each step is a MatMul with the recurrent weights and the gate math (which fusion
- *        joins to it). sequence_lens is honoured per batch row for both directions.
- */
-void ExpandRecurrent(const Node& node, RewriteContext* ctx);
-
 }  // namespace compiler
 }  // namespace ember
 

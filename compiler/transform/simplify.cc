@@ -1,4 +1,6 @@
-// Simplify: removes nodes that do not change their input and merges reshape chains.
+// Simplify: removes nodes that do not change their input and merges reshape chains. Which ops
+// those are is registry data (OpDef::is_no_op, OpDef::reshape_like, registered in ir/ops.cc).
+#include <ember/compiler/ir/op_registry.h>
 #include <ember/compiler/transform.h>
 
 namespace ember {
@@ -6,36 +8,16 @@ namespace compiler {
 namespace {
 
 bool IsReshapeLike(const std::string& op) {
-  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze";
-}
-
-bool AllEqual(const std::vector<int64_t>& v, int64_t x) {
-  for (int64_t e : v) {
-    if (e != x) return false;
-  }
-  return true;
+  const OpDef* def = OpRegistry::Global()->Find(op);
+  return def != nullptr && def->reshape_like();
 }
 
 // True when the node's only output equals its first input element for element.
 bool IsNoOp(const Graph& g, const Node& n) {
   if (n.outputs.size() != 1 || n.inputs.empty() || n.inputs[0] == kAbsentValue) return false;
-  const TensorType& in = g.value(n.inputs[0]).type;
-  const TensorType& out = g.value(n.outputs[0]).type;
-  if (n.op == "Identity" || n.op == "Dropout") return true;
-  if (in != out) return false;
-  if (n.op == "Cast" || n.op == "Expand" || n.op == "Reshape") return true;
-  if (n.op == "Concat" && n.inputs.size() == 1) return true;
-  if (n.op == "Transpose") {
-    auto perm = n.GetInts("perm");
-    for (size_t i = 0; i < perm.size(); ++i) {
-      if (perm[i] != static_cast<int64_t>(i)) return false;
-    }
-    return true;
-  }
-  if (n.op == "Slice") return AllEqual(n.GetInts("starts"), 0) && AllEqual(n.GetInts("steps"), 1);
-  if (n.op == "Pad") return AllEqual(n.GetInts("pads"), 0);
-  if (n.op == "Tile") return AllEqual(n.GetInts("repeats"), 1);
-  return false;
+  const OpDef* def = OpRegistry::Global()->Find(n.op);
+  if (def == nullptr || !def->is_no_op()) return false;
+  return def->is_no_op()(n, g.value(n.inputs[0]).type, g.value(n.outputs[0]).type);
 }
 
 }  // namespace
@@ -51,9 +33,10 @@ void Simplify(Graph* graph) {
     if (IsReshapeLike(n.op)) {
       n.op = "Reshape";
       n.attrs = {{"__out_shape", graph->value(n.outputs[0]).type.shape}};
-      // Reshape(Reshape(x)) -> Reshape(x); the inner one dies if nothing else reads it.
+      // Reshape(Reshape(x)) -> Reshape(x); the inner one dies if nothing else reads it. Every
+      // reshape-like node kept has been written as a Reshape.
       int p = producer[static_cast<size_t>(n.inputs[0])];
-      if (p >= 0 && kept[static_cast<size_t>(p)].op == "Reshape") {
+      if (p >= 0 && IsReshapeLike(kept[static_cast<size_t>(p)].op)) {
         n.inputs[0] = kept[static_cast<size_t>(p)].inputs[0];
       }
       if (graph->value(n.inputs[0]).type == graph->value(n.outputs[0]).type) {

@@ -67,6 +67,44 @@ TEST(HostEvaluate, GatherConcatSliceOnInt64) {
   EXPECT_EQ(out[0]->ToIntVector(), (std::vector<int64_t>{3, 1}));
 }
 
+// Shape math folds in int64 with ONNX's integer semantics; floats convert as Cast says.
+TEST(HostEvaluate, IntegerArithmeticAndCastsFollowOnnx) {
+  std::vector<HostTensorPtr> out;
+  const TensorType i64{{4}, kInt64};
+  auto lhs = MakeInt64Tensor({7, -7, 7, -7}), rhs = MakeInt64Tensor({2, 2, -2, -2});
+  ASSERT_TRUE(HostEvaluate(Node{"Div", "d", {}, {0, 1}, {2}}, {lhs, rhs}, {i64}, &out));
+  EXPECT_EQ(out[0]->ToIntVector(), (std::vector<int64_t>{3, -3, -3, 3}));
+  ASSERT_TRUE(HostEvaluate(Node{"Mod", "m", {}, {0, 1}, {2}}, {lhs, rhs}, {i64}, &out));
+  EXPECT_EQ(out[0]->ToIntVector(), (std::vector<int64_t>{1, 1, -1, -1}));
+  ASSERT_TRUE(
+      HostEvaluate(Node{"Mod", "f", {{"fmod", int64_t{1}}}, {0, 1}, {2}}, {lhs, rhs}, {i64}, &out));
+  EXPECT_EQ(out[0]->ToIntVector(), (std::vector<int64_t>{1, -1, 1, -1}));
+  EXPECT_THROW(HostEvaluate(Node{"Div", "z", {}, {0, 1}, {2}}, {lhs, MakeInt64Tensor({1, 0, 1, 1})},
+                            {i64}, &out),
+               CompileError);
+  auto floats = Floats({3}, {-1.5f, 0, 2.5f});
+  ASSERT_TRUE(
+      HostEvaluate(Node{"Cast", "c", {}, {0}, {1}}, {floats}, {TensorType{{3}, kInt64}}, &out));
+  EXPECT_EQ(out[0]->ToIntVector(), (std::vector<int64_t>{-1, 0, 2}));
+  ASSERT_TRUE(
+      HostEvaluate(Node{"Cast", "b", {}, {0}, {1}}, {floats}, {TensorType{{3}, kBool}}, &out));
+  EXPECT_EQ(out[0]->ToIntVector(), (std::vector<int64_t>{1, 0, 1}));
+  Node prod{"ReduceProd", "p", {{"axes", std::vector<int64_t>{0}}}, {0}, {1}};
+  ASSERT_TRUE(HostEvaluate(prod, {MakeInt64Tensor({2, 3, 4})}, {TensorType{{1}, kInt64}}, &out));
+  EXPECT_EQ(out[0]->ToIntVector(), (std::vector<int64_t>{24}));
+}
+
+// The registry decides: no fold, no evaluation, unless there is nothing to compute.
+TEST(HostEvaluate, OpsWithoutAFoldDeclineUnlessTheResultIsEmpty) {
+  std::vector<HostTensorPtr> out;
+  Node softmax{"Softmax", "s", {{"axis", int64_t{0}}}, {0}, {1}};
+  EXPECT_FALSE(HostEvaluate(softmax, {Floats({2}, {1, 2})}, {F32({2})}, &out));
+  ASSERT_TRUE(HostEvaluate(softmax, {Floats({0}, {})}, {F32({0})}, &out));
+  EXPECT_EQ(out[0]->type, F32({0}));
+  EXPECT_FALSE(HostEvaluate(Node{"Sqrt", "q", {}, {0}, {1}}, {MakeInt64Tensor({4})},
+                            {TensorType{{1}, kInt64}}, &out));
+}
+
 TEST(Simplify, RemovesIdentityAndNoOpsAndMergesReshapes) {
   Graph g;
   int x = g.AddValue("x", F32({2, 6}));
@@ -93,6 +131,30 @@ TEST(Simplify, OutputThatIsAnIdentityOfTheInputKeepsItsSlot) {
   Simplify(&g);
   EXPECT_TRUE(g.nodes().empty());
   EXPECT_EQ(g.outputs()[0], x);
+}
+
+// Which nodes forward their input is registry data (OpDef::is_no_op): a full Slice, a zero Pad
+// and a one-input Concat go; a Cast that changes the dtype stays.
+TEST(Simplify, DropsNoOpsTheRegistryNames) {
+  Graph g;
+  int x = g.AddValue("x", F32({2, 3}));
+  g.inputs().push_back(x);
+  int s = Add(g, "Slice", {x},
+              {{"starts", std::vector<int64_t>{0, 0}},
+               {"ends", std::vector<int64_t>{2, 3}},
+               {"steps", std::vector<int64_t>{1, 1}},
+               {"__out_shape", std::vector<int64_t>{2, 3}}});
+  int p = Add(g, "Pad", {s},
+              {{"pads", std::vector<int64_t>{0, 0, 0, 0}},
+               {"mode", std::string("constant")},
+               {"value", 0.0}});
+  int c = Add(g, "Concat", {p}, {{"axis", int64_t{0}}});
+  int y = Add(g, "Cast", {c}, {{"__dtype", std::string("int32")}});
+  g.outputs().push_back(y);
+  Simplify(&g);
+  ASSERT_EQ(g.nodes().size(), 1u) << g.ToText();
+  EXPECT_EQ(g.nodes()[0].op, "Cast");
+  EXPECT_EQ(g.nodes()[0].inputs[0], x);
 }
 
 Graph ConvBn(bool with_conv) {

@@ -1,10 +1,12 @@
 /*!
  * \file ember/compiler/ir/op_registry.h
- * \brief One entry per operator: attribute defaults, shape rule, fusion pattern and compute rule.
+ * \brief One entry per operator: attribute defaults, shape rule, fusion pattern, canonical form,
+ *        host constant fold and compute rule.
  *
- * The graph side (compiler/ir/ops_*.cc) registers shape rules and patterns; the kernel side
- * (compiler/ops/) registers compute rules with EMBER_REGISTER_OP_COMPUTE. Both write into the same
- * entry, found by ONNX op type.
+ * The graph side (compiler/ir/ops.cc) registers shape rules and patterns; canonicalization
+ * (compiler/transform/canonical_*.cc) the canonical forms; the kernel side (compiler/ops/) compute
+ * rules with EMBER_REGISTER_OP_COMPUTE and host folds (the ops/ files named *_fold.cc). All write
+ * into the same entry, found by ONNX op type.
  */
 #ifndef EMBER_COMPILER_IR_OP_REGISTRY_H_
 #define EMBER_COMPILER_IR_OP_REGISTRY_H_
@@ -41,7 +43,9 @@ const char* OpPatternName(OpPattern p);
 using FInferType =
     std::function<std::vector<TensorType>(const Node& node, const std::vector<TensorType>& inputs)>;
 
-/*! \brief Host evaluation for constant folding: all (present) inputs are constants. */
+/*! \brief Host constant fold: the output tensors from the node (canonical form), the constants
+ *  of its present inputs (absent ones skipped) and the output types; an empty result declines
+ *  and the node stays in the graph. Errors in the data (an index out of range) throw. */
 using FFold = std::function<std::vector<HostTensorPtr>(const Node& node,
                                                        const std::vector<HostTensorPtr>& inputs,
                                                        const std::vector<TensorType>& outs)>;
@@ -55,6 +59,11 @@ using FCanonicalize = std::function<void(Node node, CanonicalizeContext* ctx)>;
 using FCompute =
     std::function<std::vector<te::Tensor>(const Node& node, const std::vector<te::Tensor>& inputs,
                                           const std::vector<TensorType>& out_types)>;
+
+/*! \brief True when the node's output equals its first input element for element, given their
+ *  types (Simplify forwards the input): Identity always, Transpose with the identity perm, ... */
+using FIsNoOp =
+    std::function<bool(const Node& node, const TensorType& input, const TensorType& output)>;
 
 /*! \brief Pattern that may depend on the node (e.g. Conv is out-elemwise-fusable, but Reshape is
  * injective). */
@@ -91,6 +100,16 @@ class OpDef {
     compute_ = std::move(fn);
     return *this;
   }
+  OpDef& set_is_no_op(FIsNoOp fn) {
+    is_no_op_ = std::move(fn);
+    return *this;
+  }
+  /*! \brief The output is the input's elements in order, in another shape (Simplify merges
+   *  chains of these into one Reshape). */
+  OpDef& set_reshape_like() {
+    reshape_like_ = true;
+    return *this;
+  }
   /*! \brief Inputs allowed (ONNX counts, optional ones included). */
   OpDef& set_num_inputs(int min_inputs, int max_inputs) {
     min_inputs_ = min_inputs;
@@ -113,6 +132,8 @@ class OpDef {
   const FCanonicalize& canonicalize() const { return canonicalize_; }
   const FFold& fold() const { return fold_; }
   const FCompute& compute() const { return compute_; }
+  const FIsNoOp& is_no_op() const { return is_no_op_; }
+  bool reshape_like() const { return reshape_like_; }
   bool has_compute() const { return static_cast<bool>(compute_); }
   int min_inputs() const { return min_inputs_; }
   int max_inputs() const { return max_inputs_; }
@@ -127,6 +148,8 @@ class OpDef {
   FCanonicalize canonicalize_;
   FFold fold_;
   FCompute compute_;
+  FIsNoOp is_no_op_;
+  bool reshape_like_ = false;
   int min_inputs_ = 0;
   int max_inputs_ = 1 << 20;
   AttrMap attr_defaults_;

@@ -1,0 +1,71 @@
+// Canonical forms of the ops whose result is known from shapes and constants at compile time
+// (Shape, Size, ConstantOfShape, Range): their outputs become constants and the nodes vanish, so
+// the shape subgraphs of exported models fold away.
+#include <ember/compiler/ir/op_registry.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "ir/shape_util.h"
+#include "transform/canonicalize_context.h"
+
+namespace ember {
+namespace compiler {
+namespace {
+
+void ShapeOp(Node n, CanonicalizeContext* ctx) {
+  auto s = ctx->TypeOf(n.inputs.at(0)).shape;
+  int64_t r = static_cast<int64_t>(s.size());
+  int64_t b = n.GetInt("start", 0), e = n.GetInt("end", r);
+  if (b < 0) b += r;
+  if (e < 0) e += r;
+  b = std::clamp<int64_t>(b, 0, r);
+  e = std::clamp<int64_t>(e, b, r);
+  ctx->SetConstOutput(n.outputs[0],
+                      MakeInt64Tensor(std::vector<int64_t>(s.begin() + b, s.begin() + e)));
+}
+
+void SizeOp(Node n, CanonicalizeContext* ctx) {
+  ctx->SetConstOutput(
+      n.outputs[0],
+      MakeScalarTensor(kInt64, static_cast<double>(ctx->TypeOf(n.inputs[0]).NumElements())));
+}
+
+void ConstantOfShapeOp(Node n, CanonicalizeContext* ctx) {
+  auto shape = ctx->ConstInput(n, 0, "shape")->ToIntVector();
+  HostTensorPtr v = n.HasAttr("value") ? n.GetTensor("value") : MakeScalarTensor(kFloat32, 0);
+  auto t = std::make_shared<HostTensor>(TensorType{shape, v->type.dtype});
+  int64_t es = DTypeBytes(v->type.dtype);
+  for (int64_t i = 0; i < t->NumElements(); ++i) {
+    std::memcpy(t->data.data() + i * es, v->data.data(), static_cast<size_t>(es));
+  }
+  ctx->SetConstOutput(n.outputs[0], t);
+}
+
+void RangeOp(Node n, CanonicalizeContext* ctx) {
+  auto s = ctx->ConstInput(n, 0, "start"), l = ctx->ConstInput(n, 1, "limit"),
+       d = ctx->ConstInput(n, 2, "delta");
+  double a = s->GetAsDouble(0), b = l->GetAsDouble(0), c = d->GetAsDouble(0);
+  if (c == 0) NodeError(n, "delta is 0");
+  int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((b - a) / c)));
+  auto t = std::make_shared<HostTensor>(TensorType{{cnt}, s->type.dtype});
+  for (int64_t i = 0; i < cnt; ++i) {
+    if (s->type.dtype.code == kDLFloat) {
+      t->SetFromDouble(i, a + static_cast<double>(i) * c);
+    } else {
+      t->SetFromInt(i, s->GetAsInt(0) + i * d->GetAsInt(0));
+    }
+  }
+  ctx->SetConstOutput(n.outputs[0], t);
+}
+
+}  // namespace
+
+EMBER_REGISTER_OP_CANONICALIZE("Shape", ShapeOp);
+EMBER_REGISTER_OP_CANONICALIZE("Size", SizeOp);
+EMBER_REGISTER_OP_CANONICALIZE("ConstantOfShape", ConstantOfShapeOp);
+EMBER_REGISTER_OP_CANONICALIZE("Range", RangeOp);
+
+}  // namespace compiler
+}  // namespace ember
