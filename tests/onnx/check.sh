@@ -6,7 +6,8 @@
 #      expected_pass_core.txt must pass, and nothing may FAIL, CRASH or TIMEOUT;
 #   4. the recurrent-layer cases (LSTM, GRU, RNN) of the extended tier, pinned the same way in
 #      expected_pass_recurrent.txt;
-#   5. the control-flow cases (If, Loop) of the other tier, pinned in expected_pass_control_flow.txt.
+#   5. the control-flow cases (If, Loop) of the other tier, pinned in expected_pass_control_flow.txt;
+#   6. the quantization cases of the other tier, pinned in expected_pass_quantized.txt.
 # BUILD is ${EMBER_BUILD_DIR:-build} under the project root; EMBERC / EMBER_RUN override the tools.
 # Extra arguments go to run_conformance.py (e.g. -k conv, --keep-failed).
 set -euo pipefail
@@ -26,3 +27,7 @@ EMBER_ONNX_CORPUS=$corpus "$py" -m pytest -q -p no:cacheprovider \
     --freeze-int-inputs -j "${EMBER_TEST_JOBS:-2}" --expect tests/onnx/expected_pass_recurrent.txt
 "$py" tests/onnx/run_conformance.py --corpus "$corpus" --tier other --op If --op Loop \
     --freeze-int-inputs -j "${EMBER_TEST_JOBS:-2}" --expect tests/onnx/expected_pass_control_flow.txt
+"$py" tests/onnx/run_conformance.py --corpus "$corpus" --tier other --op QuantizeLinear \
+    --op DequantizeLinear --op DynamicQuantizeLinear --op ConvInteger --op MatMulInteger \
+    --op QLinearConv --op QLinearMatMul --freeze-int-inputs \
+    -j "${EMBER_TEST_JOBS:-2}" --expect tests/onnx/expected_pass_quantized.txt
