@@ -131,9 +131,10 @@ def ember_input_args(reference):
     return args
 
 
-def compare_outputs(ref_dir, got_dir, count, rtol, atol, range_frac=0.0):
+def compare_outputs(ref_dir, got_dir, count, rtol, atol, range_frac=0.0, mean_frac=0.0):
     """None when every output_N.npy matches, else a one-line reason. With range_frac, an
-    output's absolute tolerance is at least that fraction of its expected range (max - min)."""
+    output's absolute tolerance is at least that fraction of its expected range (max - min);
+    with mean_frac, the mean absolute difference must also stay within that fraction of it."""
     for i in range(count):
         name = "output_%d.npy" % i
         exp = np.load(os.path.join(ref_dir, name), allow_pickle=False)
@@ -160,6 +161,10 @@ def compare_outputs(ref_dir, got_dir, count, rtol, atol, range_frac=0.0):
             return ("%s: %d/%d elements differ (rtol=%g atol=%g), worst at %s: got %r, expected %r"
                     % (name, int((~close).sum()), close.size, rtol, out_atol, worst,
                        got[worst].item(), exp[worst].item()))
+        mean = float(np.abs(g - e).mean()) if g.size else 0.0
+        if mean_frac > 0 and mean > mean_frac * spread:
+            return "%s: mean difference %g is over %g of the range %g" % (name, mean, mean_frac,
+                                                                          spread)
     return None
 
 

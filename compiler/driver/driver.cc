@@ -3,6 +3,7 @@
 #include <ember/compiler/codegen.h>
 #include <ember/compiler/driver.h>
 #include <ember/compiler/frontend.h>
+#include <ember/compiler/ir/subgraph.h>
 #include <ember/compiler/target.h>
 #include <ember/compiler/transform.h>
 #include <ember/runtime/c_runtime_api.h>
@@ -53,6 +54,22 @@ std::string GroupsText(const Graph& g, const std::vector<FusedGroup>& groups) {
     for (const Node* n : fg.nodes) os << "    " << n->op << "  # " << n->name << "\n";
   }
   return os.str();
+}
+
+// A model that rounds values computed at run time (a quantizer's round(x / scale), ONNX Round)
+// needs its float arithmetic exactly as written: one ulp before a rounding moves the quantized
+// value by a whole step, and dynamically quantized models compound it layer after layer.
+bool RoundsAtRunTime(const std::vector<Node>& nodes) {
+  for (const Node& n : nodes) {
+    if (n.op == "Round") return true;
+    for (const auto& [key, attr] : n.attrs) {
+      const SubgraphPtr* branch = std::get_if<SubgraphPtr>(&attr);
+      if (branch != nullptr && *branch != nullptr && RoundsAtRunTime((*branch)->nodes)) {
+        return true;
+      }
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -195,6 +212,7 @@ CompileStats Compile(const CompileOptions& opt) {
   bo.jobs = opt.jobs;
   bo.scheduler = &scheduler;
   bo.linker = LinkerFromEnvironment();
+  bo.exact_float = RoundsAtRunTime(graph.nodes());
   BuildKernelLibrary(groups, target,
                      (fs::path(opt.out_dir) / LibraryFileName(opt.system_lib)).string(), bo);
   report("codegen", MsSince(t0), graph);

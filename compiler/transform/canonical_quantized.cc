@@ -8,6 +8,7 @@
 #include <ember/compiler/ir/op_registry.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "frontend/onnx/onnx_dtype.h"
@@ -151,9 +152,8 @@ void MatMulInteger(Node n, CanonicalizeContext* ctx) {
 // QLinearConv(x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp[, B]) and
 // QLinearMatMul(a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp): the int32 accumulator
 // (+ bias), times x_scale * w_scale / y_scale, rounded half to even, + y_zp, saturated.
-void QLinear(Node n, CanonicalizeContext* ctx) {
+void QLinear(Node n, CanonicalizeContext* ctx, bool conv) {
   Expander e(n, ctx);
-  const bool conv = n.op == "QLinearConv";
   int acc = IntegerProduct(e, conv, 0, 2, 3, 5);
   const int64_t rank = e.TypeOf(acc).ndim();
   if (conv && n.HasInput(8)) acc = e.Op("Add", {acc, e.AlongAxis(n.inputs[8], 1, rank)});
@@ -174,8 +174,12 @@ EMBER_REGISTER_OP_CANONICALIZE("DequantizeLinear", DequantizeLinear);
 EMBER_REGISTER_OP_CANONICALIZE("DynamicQuantizeLinear", DynamicQuantizeLinear);
 EMBER_REGISTER_OP_CANONICALIZE("ConvInteger", ConvInteger);
 EMBER_REGISTER_OP_CANONICALIZE("MatMulInteger", MatMulInteger);
-EMBER_REGISTER_OP_CANONICALIZE("QLinearConv", QLinear);
-EMBER_REGISTER_OP_CANONICALIZE("QLinearMatMul", QLinear);
+EMBER_REGISTER_OP_CANONICALIZE("QLinearConv", [](Node n, CanonicalizeContext* ctx) {
+  QLinear(std::move(n), ctx, true);
+});
+EMBER_REGISTER_OP_CANONICALIZE("QLinearMatMul", [](Node n, CanonicalizeContext* ctx) {
+  QLinear(std::move(n), ctx, false);
+});
 
 }  // namespace compiler
 }  // namespace ember

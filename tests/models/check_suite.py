@@ -11,9 +11,10 @@ named by position in the header comment of each manifest; this script needs:
   emberc_args  extra `emberc compile` arguments ("-": none); --input-shape NAME=a,b
                becomes ORT's --shape NAME=axb, and --bind NAME=VALUE feeds ORT that
                value for NAME (emberc removes the input from the artifact)
-  tolerance    "-" (rtol=1e-3,atol=1e-4) or a comma list of rtol=R, atol=A and
+  tolerance    "-" (rtol=1e-3,atol=1e-4) or a comma list of rtol=R, atol=A,
                range=F: an output's absolute tolerance is at least F times the range
-               of ORT's values for it (for float16 models, whose rounding differs)
+               of ORT's values for it (for float16 models, whose rounding differs), and
+               mean=F: the mean absolute difference must also be within F times it
   expect       "ok": compile, run, match ORT; "error:TEXT": emberc must refuse the
                model with a one-line message containing TEXT (and not crash)
 
@@ -53,15 +54,16 @@ class Row(object):
         for key, value in zip(columns, fields):
             setattr(self, key, value)
         self.args = [] if self.emberc_args == "-" else shlex.split(self.emberc_args)
-        self.rtol, self.atol, self.range_frac = parse_tolerance(self.tolerance, where)
+        self.rtol, self.atol, self.range_frac, self.mean_frac = parse_tolerance(self.tolerance,
+                                                                                 where)
         if self.expect != "ok" and not self.expect.startswith("error:"):
             raise SystemExit("%s: expect must be ok or error:TEXT, got %r" % (where, self.expect))
 
 
 def parse_tolerance(text, where):
-    rtol, atol, range_frac = DEFAULT_RTOL, DEFAULT_ATOL, 0.0
+    rtol, atol, range_frac, mean_frac = DEFAULT_RTOL, DEFAULT_ATOL, 0.0, 0.0
     if text == "-":
-        return rtol, atol, range_frac
+        return rtol, atol, range_frac, mean_frac
     for item in text.split(","):
         key, _, value = item.partition("=")
         try:
@@ -74,9 +76,11 @@ def parse_tolerance(text, where):
             atol = number
         elif key == "range":
             range_frac = number
+        elif key == "mean":
+            mean_frac = number
         else:
-            raise SystemExit("%s: unknown tolerance %r (rtol, atol, range)" % (where, key))
-    return rtol, atol, range_frac
+            raise SystemExit("%s: unknown tolerance %r (rtol, atol, range, mean)" % (where, key))
+    return rtol, atol, range_frac, mean_frac
 
 
 def read_manifest(path):
@@ -159,7 +163,7 @@ def check_model(row, ort, emberc, ember_run, model_path, base, result):
     compare_ort.run(ember_run + [art] + feed + ["--output-dir", out], "ember-run " + row.name)
     result["run_s"] = round(time.time() - start, 2)
     return compare_ort.compare_outputs(ref, out, len(reference["outputs"]), row.rtol, row.atol,
-                                       row.range_frac)
+                                       row.range_frac, row.mean_frac)
 
 
 def main(argv):

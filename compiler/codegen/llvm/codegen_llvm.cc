@@ -38,10 +38,15 @@ CodeGenLLVM::CodeGenLLVM(llvm::Module* module, const Target& target, bool define
   auto* dtype_ty = llvm::StructType::get(ctx_, {i8_, i8_, llvm::Type::getInt16Ty(ctx_)});
   dltensor_ty_ = llvm::StructType::create(ctx_, {ptr_, device_ty, i32_, dtype_ty, ptr_, ptr_, i64_},
                                           "DLTensor");
+  b_.setFastMathFlags(FastFloat());
+}
+
+llvm::FastMathFlags CodeGenLLVM::FastFloat() {
+  // Reassociation lets LLVM vectorise reductions; contraction makes multiply-adds single FMAs.
   llvm::FastMathFlags fmf;
   fmf.setAllowReassoc();
   fmf.setAllowContract();
-  b_.setFastMathFlags(fmf);
+  return fmf;
 }
 
 llvm::Type* CodeGenLLVM::ValueType(DataType t) {

@@ -51,6 +51,8 @@ class CodeGenLLVM {
   void EmitParallelFor(const lower::ForNode* f);
   llvm::Value* BufferPtr(const lower::BufferNode* b);
   llvm::Value* ConstantBuffer(const lower::BufferNode* b);
+  // The flags of every float operation unless a function asks for exact_float.
+  static llvm::FastMathFlags FastFloat();
   // The type of b's elements in memory: half for float16 buffers, but not for locals.
   llvm::Type* ElementType(const lower::BufferNode* b);
   // v rounded to float16 precision and widened back (float16 values live in float).

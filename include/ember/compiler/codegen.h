@@ -38,6 +38,10 @@ struct BuildOptions {
   /*! \brief The ld.lld that links the kernels (the driver takes $EMBER_LLD); empty: the one
    * CMake found when the compiler was built. */
   std::string linker;
+  /*! \brief Float arithmetic exactly as written, each operation rounded (no reassociation, no
+   * fused multiply-add): for models that round at run time, where one ulp moves a quantized
+   * value by a whole step (the driver decides; see Compile). */
+  bool exact_float = false;
 };
 
 /*!
