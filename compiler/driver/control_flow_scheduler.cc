@@ -122,16 +122,10 @@ class IfFunctionBuilder {
       for (size_t i = 0; i < lf.args.size(); ++i) {
         f_.aliases.emplace_back(lf.args[i].buffer, BufferOf(branch, values.at(i), &where));
       }
+      // The kernel's checks of its run-time indices run where it would start, in the branch.
       for (const lower::IndexCheck& check : lf.index_checks) {
-        const Buffer& indices =
-            f_.aliases.at(f_.aliases.size() - lf.args.size() + static_cast<size_t>(check.arg))
-                .second;
-        if (indices->scope != BufferScope::kArg) {
-          throw UnsupportedError(node_.Describe() + ": kernel " + kernel.func_name + " of " + key +
-                                 " reads indices the branch computes at run time; emberc "
-                                 "checks run-time indices only on a kernel's inputs");
-        }
-        f_.index_checks.push_back({indices->arg_index, check.extent, check.message});
+        const Buffer& indices = lf.args.at(static_cast<size_t>(check.arg)).buffer;
+        body.push_back(lower::CheckIndices(indices, indices->size, check.extent, check.message));
       }
       // After the kernel's own arguments: a nested If's views name its arguments.
       f_.aliases.insert(f_.aliases.end(), lf.aliases.begin(), lf.aliases.end());

@@ -79,6 +79,9 @@ struct FreeCollector {
         E(p->index);
         break;
       }
+      case StmtKind::kIndexCheck:
+        Buf(static_cast<const IndexCheckNode*>(s.get())->buffer.get());
+        break;
       case StmtKind::kIf: {
         auto* p = static_cast<const IfNode*>(s.get());
         E(p->cond);

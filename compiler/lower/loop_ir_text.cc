@@ -55,6 +55,12 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
       os << pad << "prefetch " << p->buffer->name << "[" << ExprText(p->index) << "]\n";
       break;
     }
+    case StmtKind::kIndexCheck: {
+      auto* p = static_cast<const IndexCheckNode*>(s.get());
+      os << pad << "check " << p->buffer->name << "[0:" << p->count << "] in [-" << p->extent
+         << ", " << p->extent << ")\n";
+      break;
+    }
     case StmtKind::kIf: {
       auto* p = static_cast<const IfNode*>(s.get());
       os << pad << "if " << ExprText(p->cond) << ":\n";

@@ -51,6 +51,15 @@ Expr VectorLoad(const Buffer& b, Expr index, int lanes) {
       std::make_shared<BufferLoadNode>(te::WithLanes(b->dtype, lanes), b, std::move(index)));
 }
 
+Stmt CheckIndices(Buffer buffer, int64_t count, int64_t extent, std::string message) {
+  auto n = std::make_shared<IndexCheckNode>();
+  n->buffer = std::move(buffer);
+  n->count = count;
+  n->extent = extent;
+  n->message = std::move(message);
+  return n;
+}
+
 Stmt For(Expr var, int64_t extent, ForKind kind, Stmt body) {
   auto n = std::make_shared<ForNode>();
   n->var = std::move(var);
@@ -516,6 +525,8 @@ Stmt SubstituteStmt(const Stmt& s, const VarMap& vars) {
       auto* p = static_cast<const PrefetchNode*>(s.get());
       return Prefetch(p->buffer, Substitute(p->index, vars));
     }
+    case StmtKind::kIndexCheck:
+      return s;
     case StmtKind::kIf: {
       auto* p = static_cast<const IfNode*>(s.get());
       return If(Substitute(p->cond, vars), SubstituteStmt(p->then_case, vars),

@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import onnx
 from onnx import numpy_helper
+import pytest
 
 import ember
 
@@ -80,3 +81,37 @@ def test_nested_ifs_on_data_take_every_path(tmp_path):
         np.testing.assert_allclose(_run(gmod, x=x), expected, rtol=1e-4, atol=1e-5)
         paths.add(path)
     assert paths == {("then", True), ("then", False), ("else",)}
+
+
+def test_a_branch_checks_its_gather_indices_only_when_taken(tmp_path):
+    """then: Gather(x, idx); else: Gather(x, idx + 1). idx = [0, 3] is valid for the then branch
+    only, so it must run when the sum of x picks it; idx = [0, 7] must fail naming the Gather."""
+    from onnx import TensorProto, helper
+
+    def branch(name, indices):
+        return helper.make_graph(
+            [helper.make_node("Gather", ["x", indices], [name + "_out"], axis=0,
+                              name=name + "_gather")],
+            name, [], [helper.make_tensor_value_info(name + "_out", TensorProto.FLOAT, None)])
+    graph = helper.make_graph(
+        [helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
+         helper.make_node("Greater", ["total", "zero"], ["positive"]),
+         helper.make_node("Add", ["idx", "one"], ["next"]),
+         helper.make_node("If", ["positive"], ["y"], then_branch=branch("then", "idx"),
+                          else_branch=branch("else", "next"))], "gather_if",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3]),
+         helper.make_tensor_value_info("idx", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0]),
+         helper.make_tensor("one", TensorProto.INT64, [], [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    _compiler_or_skip()
+    path = tmp_path / "gather_if.onnx"
+    path.write_bytes(model.SerializeToString())
+    gmod = ember.load_artifact(ember.compile(str(path)).export(str(tmp_path / "artifact")))
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    np.testing.assert_array_equal(_run(gmod, x=x, idx=np.array([0, 3])), x[[0, 3]])
+    np.testing.assert_array_equal(_run(gmod, x=-x - 1, idx=np.array([0, 2])), (-x - 1)[[1, 3]])
+    with pytest.raises(ember.EmberError, match="then_gather.*outside -4..3.*7"):
+        _run(gmod, x=x, idx=np.array([0, 7]))

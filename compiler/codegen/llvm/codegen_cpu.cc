@@ -122,17 +122,20 @@ void CodeGenLLVM::Check(llvm::Value* ok, const std::string& prefix, llvm::Value*
   b_.CreateCondBr(ok, cont, fail, md.createBranchWeights(1 << 20, 1));
   b_.SetInsertPoint(fail);
   b_.CreateCall(ErrorHelper(), {Str(prefix), b_.CreateSExt(got, i64_)});
-  b_.CreateRet(b_.getInt32(-1));
+  if (status_ != nullptr) {
+    // In the body: leave through the cleanup block, which frees the workspaces.
+    b_.CreateStore(b_.getInt32(-1), status_);
+    b_.CreateBr(cleanup_bb_);
+  } else {
+    b_.CreateRet(b_.getInt32(-1));
+  }
   b_.SetInsertPoint(cont);
 }
 
-void CodeGenLLVM::EmitIndexCheck(const lower::LoweredFunc& f, const lower::IndexCheck& check) {
-  const lower::ArgInfo& a = f.args.at(static_cast<size_t>(check.arg));
-  int64_t count = 1;
-  for (int64_t d : a.shape) count *= d;
+void CodeGenLLVM::EmitIndexCheck(llvm::Value* data, int bits, int64_t count, int64_t extent,
+                                 const std::string& message) {
   if (count == 0) return;
-  llvm::Type* elem_ty = llvm::IntegerType::get(ctx_, a.dtype.bits);
-  llvm::Value* data = buffers_.at(a.buffer.get());
+  llvm::Type* elem_ty = llvm::IntegerType::get(ctx_, bits);
   auto* pre = b_.GetInsertBlock();
   auto* loop = llvm::BasicBlock::Create(ctx_, "index_check", func_);
   auto* done = llvm::BasicBlock::Create(ctx_, "index_check_done", func_);
@@ -141,9 +144,9 @@ void CodeGenLLVM::EmitIndexCheck(const lower::LoweredFunc& f, const lower::Index
   auto* i = b_.CreatePHI(i64_, 2);
   i->addIncoming(b_.getInt64(0), pre);
   llvm::Value* v = b_.CreateSExt(b_.CreateLoad(elem_ty, b_.CreateGEP(elem_ty, data, i)), i64_);
-  Check(b_.CreateAnd(b_.CreateICmpSGE(v, b_.getInt64(-check.extent)),
-                     b_.CreateICmpSLT(v, b_.getInt64(check.extent))),
-        check.message, v);
+  Check(b_.CreateAnd(b_.CreateICmpSGE(v, b_.getInt64(-extent)),
+                     b_.CreateICmpSLT(v, b_.getInt64(extent))),
+        message, v);
   auto* next = b_.CreateAdd(i, b_.getInt64(1));
   i->addIncoming(next, b_.GetInsertBlock());
   b_.CreateCondBr(b_.CreateICmpSLT(next, b_.getInt64(count)), loop, done);
@@ -258,7 +261,12 @@ llvm::Function* CodeGenLLVM::AddFunction(const lower::LoweredFunc& f) {
     data = b_.CreateGEP(i8_, data, off, a.name + "_data");
     buffers_[a.buffer.get()] = data;
   }
-  for (const lower::IndexCheck& check : f.index_checks) EmitIndexCheck(f, check);
+  status_ = nullptr;
+  for (const lower::IndexCheck& check : f.index_checks) {
+    const lower::ArgInfo& a = f.args.at(static_cast<size_t>(check.arg));
+    EmitIndexCheck(buffers_.at(a.buffer.get()), a.dtype.bits, a.buffer->size, check.extent,
+                   check.message);
+  }
   // Workspaces, freed on every exit through the cleanup block.
   status_ = b_.CreateAlloca(i32_, nullptr, "status");
   b_.CreateStore(b_.getInt32(0), status_);

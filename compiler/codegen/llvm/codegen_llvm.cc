@@ -516,6 +516,12 @@ void CodeGenLLVM::EmitStmt(const Stmt& s) {
                          {addr, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
       break;
     }
+    case StmtKind::kIndexCheck: {
+      auto* p = static_cast<const lower::IndexCheckNode*>(s.get());
+      EmitIndexCheck(BufferPtr(p->buffer.get()), p->buffer->dtype.bits, p->count, p->extent,
+                     p->message);
+      break;
+    }
     case StmtKind::kIf: {
       auto* p = static_cast<const lower::IfNode*>(s.get());
       llvm::Value* c = Emit(p->cond);

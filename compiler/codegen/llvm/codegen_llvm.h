@@ -69,7 +69,9 @@ class CodeGenLLVM {
   // Branches to an error block (message prefix + got value) when !ok.
   void Check(llvm::Value* ok, const std::string& prefix, llvm::Value* got);
   // Returns -1 naming the first element of an argument outside [-extent, extent).
-  void EmitIndexCheck(const lower::LoweredFunc& f, const lower::IndexCheck& check);
+  // Every one of `count` integers of `bits` at data in [-extent, extent), else an error.
+  void EmitIndexCheck(llvm::Value* data, int bits, int64_t count, int64_t extent,
+                      const std::string& message);
 
   llvm::Module* module_;
   llvm::LLVMContext& ctx_;

@@ -69,7 +69,7 @@ te::Expr BufferLoad(const Buffer& b, te::Expr index);
 /*! \brief buffer[index .. index + lanes) as one vector (a plain load when lanes is 1). */
 te::Expr VectorLoad(const Buffer& b, te::Expr index, int lanes);
 
-enum class StmtKind { kFor, kStore, kIf, kSeq, kPrefetch };
+enum class StmtKind { kFor, kStore, kIf, kSeq, kPrefetch, kIndexCheck };
 enum class ForKind { kSerial, kParallel, kVectorized, kUnrolled };
 
 class StmtNode {
@@ -113,6 +113,20 @@ class PrefetchNode : public StmtNode {
   te::Expr index;
 };
 
+/*! \brief Every one of the `count` integers of `buffer` must lie in [-extent, extent); the
+ * first that does not ends the function with -1 and TVMAPISetLastError(`message` + the index).
+ * A kernel's checks on its arguments run at entry (LoweredFunc::index_checks); this form checks
+ * indices where they are read, inside the branch of an If that computes them. Never inside a
+ * parallel loop. */
+class IndexCheckNode : public StmtNode {
+ public:
+  IndexCheckNode() : StmtNode(StmtKind::kIndexCheck) {}
+  Buffer buffer;
+  int64_t count = 0;
+  int64_t extent = 0;
+  std::string message;
+};
+
 class IfNode : public StmtNode {
  public:
   IfNode() : StmtNode(StmtKind::kIf) {}
@@ -135,6 +149,7 @@ Stmt Store(Buffer buffer, te::Expr index, te::Expr value);
 Stmt If(te::Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt Prefetch(Buffer buffer, te::Expr index);
 Stmt Seq(std::vector<Stmt> stmts);
+Stmt CheckIndices(Buffer buffer, int64_t count, int64_t extent, std::string message);
 
 /*! \brief One argument of the packed function: a DLTensor with a static shape and dtype. */
 struct ArgInfo {
