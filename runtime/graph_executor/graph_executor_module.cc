@@ -13,6 +13,7 @@
 namespace ember::runtime {
 
 namespace {
+
 // An input named by a string or given by index.
 int InputArg(const GraphExecutor* self, const TVMArgValue& arg, const char* caller) {
   if (arg.type_code() == kTVMStr || arg.type_code() == kTVMObjectHandle) {
@@ -22,134 +23,153 @@ int InputArg(const GraphExecutor* self, const TVMArgValue& arg, const char* call
 }
 
 std::string BytesArg(const TVMArgValue& arg) { return arg.operator std::string(); }
+
+// The body of one function of the interface: the executor, the module holding it, the call.
+using Body = void (*)(GraphExecutor* self, const ObjectPtr<Object>& module, TVMArgs args,
+                      TVMRetValue* rv);
+
+struct NamedBody {
+  const char* name;
+  Body body;
+};
+
+#if !EMBER_RUNTIME_MINIMAL
+// (number, repeat, min_repeat_ms) from the optional arguments, TVM's defaults.
+ProfileReport ProfileArgs(const ObjectPtr<Object>& module, TVMArgs args) {
+  int number = args.size() > 0 ? args[0].operator int() : 10;
+  int repeat = args.size() > 1 ? args[1].operator int() : 1;
+  int min_repeat_ms = args.size() > 2 ? args[2].operator int() : 1;
+  return ProfileExecutor(Module(module), number, repeat, min_repeat_ms);
+}
+#endif
+
 }  // namespace
 
 PackedFunc GraphExecutor::GetFunction(const String& name, const ObjectPtr<Object>& sptr_to_self) {
-  std::string n = name.str();
-  // Each closure holds the module so it outlives the handle the caller dropped.
-  if (n == "set_input") {
-    return PackedFunc([sptr_to_self, this](TVMArgs args, TVMRetValue*) {
-      EMBER_CHECK_EQ(args.size(), 2) << "set_input(name_or_index, array)";
-      SetInput(InputArg(this, args[0], "set_input"), args[1].operator DLTensor*());
-    });
-  }
-  if (n == "set_input_zero_copy") {
-    return PackedFunc([sptr_to_self, this](TVMArgs args, TVMRetValue*) {
-      EMBER_CHECK_EQ(args.size(), 2) << "set_input_zero_copy(name_or_index, array)";
-      SetInputZeroCopy(InputArg(this, args[0], "set_input_zero_copy"),
-                       args[1].operator DLTensor*());
-    });
-  }
-  if (n == "set_output_zero_copy") {
-    return PackedFunc([sptr_to_self, this](TVMArgs args, TVMRetValue*) {
-      EMBER_CHECK_EQ(args.size(), 2) << "set_output_zero_copy(index, array)";
-      SetOutputZeroCopy(args[0].operator int(), args[1].operator DLTensor*());
-    });
-  }
-  if (n == "run") {
-    return PackedFunc([sptr_to_self, this](TVMArgs, TVMRetValue*) { Run(); });
-  }
-  if (n == "get_output") {
-    return PackedFunc([sptr_to_self, this](TVMArgs args, TVMRetValue* rv) {
-      EMBER_CHECK(args.size() == 1 || args.size() == 2) << "get_output(index[, out])";
-      if (args.size() == 2) {
-        CopyOutputTo(args[0].operator int(), args[1].operator DLTensor*());
-      } else {
-        *rv = GetOutput(args[0].operator int());
-      }
-    });
-  }
-  if (n == "get_input") {
-    return PackedFunc([sptr_to_self, this](TVMArgs args, TVMRetValue* rv) {
-      EMBER_CHECK_EQ(args.size(), 1) << "get_input(name_or_index)";
-      *rv = GetInput(InputArg(this, args[0], "get_input"));
-    });
-  }
-  if (n == "get_num_outputs") {
-    return PackedFunc([sptr_to_self, this](TVMArgs, TVMRetValue* rv) { *rv = NumOutputs(); });
-  }
-  if (n == "get_num_inputs") {
-    return PackedFunc([sptr_to_self, this](TVMArgs, TVMRetValue* rv) { *rv = NumInputs(); });
-  }
-  if (n == "get_input_index") {
-    return PackedFunc([sptr_to_self, this](TVMArgs args, TVMRetValue* rv) {
-      *rv = GetInputIndex(args[0].operator std::string());
-    });
-  }
-  if (n == "get_input_name") {
-    return PackedFunc([sptr_to_self, this](TVMArgs args, TVMRetValue* rv) {
-      int index = args[0].operator int();
-      InputEntry(index, "get_input_name");
-      *rv = InputName(index);
-    });
-  }
-  if (n == "get_input_info") {
-    return PackedFunc([sptr_to_self, this](TVMArgs, TVMRetValue* rv) { *rv = GetInputInfo(); });
-  }
-  if (n == "get_bound_inputs") {  // Ember's: {name: value} of the inputs emberc --bind fixed
-    return PackedFunc([sptr_to_self, this](TVMArgs, TVMRetValue* rv) {
-      Map<String, String> bound;
-      for (const auto& [name, value] : bound_inputs_) bound.Set(String(name), String(value));
-      *rv = bound;
-    });
-  }
-  if (n == "get_output_info") {
-    return PackedFunc([sptr_to_self, this](TVMArgs, TVMRetValue* rv) { *rv = GetOutputInfo(); });
-  }
-  if (n == "load_params") {
-    return PackedFunc([sptr_to_self, this](TVMArgs args, TVMRetValue*) {
-      std::string bytes = BytesArg(args[0]);
-      LoadParams(bytes.data(), bytes.size());
-    });
-  }
-  if (n == "share_params") {
-    return PackedFunc([sptr_to_self, this](TVMArgs args, TVMRetValue*) {
-      Module other = args[0].operator Module();
-      const auto* exec = other.as<GraphExecutor>();
-      EMBER_CHECK(exec != nullptr) << "share_params: argument 0 is a " << other->type_key()
-                                   << " module, expected a GraphExecutor";
-      std::string bytes = BytesArg(args[1]);
-      ShareParams(*exec, bytes.data(), bytes.size());
-    });
-  }
+  // Plain functions behind one closure type: a closure type per function would be a PackedFunc
+  // instance each, library size for nothing.
+  static const NamedBody kFunctions[] = {
+    {"set_input",
+     [](GraphExecutor* self, const ObjectPtr<Object>&, TVMArgs args, TVMRetValue*) {
+       EMBER_CHECK_EQ(args.size(), 2) << "set_input(name_or_index, array)";
+       self->SetInput(InputArg(self, args[0], "set_input"), args[1].operator DLTensor*());
+     }},
+    {"set_input_zero_copy",
+     [](GraphExecutor* self, const ObjectPtr<Object>&, TVMArgs args, TVMRetValue*) {
+       EMBER_CHECK_EQ(args.size(), 2) << "set_input_zero_copy(name_or_index, array)";
+       self->SetInputZeroCopy(InputArg(self, args[0], "set_input_zero_copy"),
+                              args[1].operator DLTensor*());
+     }},
+    {"set_output_zero_copy",
+     [](GraphExecutor* self, const ObjectPtr<Object>&, TVMArgs args, TVMRetValue*) {
+       EMBER_CHECK_EQ(args.size(), 2) << "set_output_zero_copy(index, array)";
+       self->SetOutputZeroCopy(args[0].operator int(), args[1].operator DLTensor*());
+     }},
+    {"run",
+     [](GraphExecutor* self, const ObjectPtr<Object>&, TVMArgs, TVMRetValue*) { self->Run(); }},
+    {"get_output",
+     [](GraphExecutor* self, const ObjectPtr<Object>&, TVMArgs args, TVMRetValue* rv) {
+       EMBER_CHECK(args.size() == 1 || args.size() == 2) << "get_output(index[, out])";
+       if (args.size() == 2) {
+         self->CopyOutputTo(args[0].operator int(), args[1].operator DLTensor*());
+       } else {
+         *rv = self->GetOutput(args[0].operator int());
+       }
+     }},
+    {"get_input",
+     [](GraphExecutor* self, const ObjectPtr<Object>&, TVMArgs args, TVMRetValue* rv) {
+       EMBER_CHECK_EQ(args.size(), 1) << "get_input(name_or_index)";
+       *rv = self->GetInput(InputArg(self, args[0], "get_input"));
+     }},
+    {"get_num_outputs", [](GraphExecutor* self, const ObjectPtr<Object>&, TVMArgs,
+                           TVMRetValue* rv) { *rv = self->NumOutputs(); }},
+    {"get_num_inputs", [](GraphExecutor* self, const ObjectPtr<Object>&, TVMArgs,
+                          TVMRetValue* rv) { *rv = self->NumInputs(); }},
+    {"get_input_index",
+     [](GraphExecutor* self, const ObjectPtr<Object>&, TVMArgs args, TVMRetValue* rv) {
+       *rv = self->GetInputIndex(args[0].operator std::string());
+     }},
+    {"get_input_name",
+     [](GraphExecutor* self, const ObjectPtr<Object>&, TVMArgs args, TVMRetValue* rv) {
+       int index = args[0].operator int();
+       self->InputEntry(index, "get_input_name");
+       *rv = self->InputName(index);
+     }},
+    {"get_input_info", [](GraphExecutor* self, const ObjectPtr<Object>&, TVMArgs,
+                          TVMRetValue* rv) { *rv = self->GetInputInfo(); }},
+    // Ember's: {name: value} of the inputs emberc --bind fixed.
+    {"get_bound_inputs",
+     [](GraphExecutor* self, const ObjectPtr<Object>&, TVMArgs, TVMRetValue* rv) {
+       Map<String, String> bound;
+       for (const auto& [name, value] : self->bound_inputs_) {
+         bound.Set(String(name), String(value));
+       }
+       *rv = bound;
+     }},
+    {"get_output_info", [](GraphExecutor* self, const ObjectPtr<Object>&, TVMArgs,
+                           TVMRetValue* rv) { *rv = self->GetOutputInfo(); }},
+    {"load_params",
+     [](GraphExecutor* self, const ObjectPtr<Object>&, TVMArgs args, TVMRetValue*) {
+       std::string bytes = BytesArg(args[0]);
+       self->LoadParams(bytes.data(), bytes.size());
+     }},
+    {"share_params",
+     [](GraphExecutor* self, const ObjectPtr<Object>&, TVMArgs args, TVMRetValue*) {
+       Module other = args[0].operator Module();
+       const auto* exec = other.as<GraphExecutor>();
+       EMBER_CHECK(exec != nullptr) << "share_params: argument 0 is a " << other->type_key()
+                                    << " module, expected a GraphExecutor";
+       std::string bytes = BytesArg(args[1]);
+       self->ShareParams(*exec, bytes.data(), bytes.size());
+     }},
 #if EMBER_RUNTIME_MINIMAL
-  if (n == "run_individual" || n == "trace_json" || n == "profile" || n == "profile_json") {
-    return PackedFunc([n](TVMArgs, TVMRetValue*) { ThrowNotInMinimalRuntime(n.c_str()); });
-  }
+    {"run_individual", [](GraphExecutor*, const ObjectPtr<Object>&, TVMArgs,
+                          TVMRetValue*) { ThrowNotInMinimalRuntime("run_individual"); }},
+    {"trace_json", [](GraphExecutor*, const ObjectPtr<Object>&, TVMArgs,
+                      TVMRetValue*) { ThrowNotInMinimalRuntime("trace_json"); }},
+    {"profile", [](GraphExecutor*, const ObjectPtr<Object>&, TVMArgs,
+                   TVMRetValue*) { ThrowNotInMinimalRuntime("profile"); }},
+    {"profile_json", [](GraphExecutor*, const ObjectPtr<Object>&, TVMArgs,
+                        TVMRetValue*) { ThrowNotInMinimalRuntime("profile_json"); }},
 #else
-  if (n == "run_individual") {
     // TVM's debug executor result: one double per node and repeat (seconds), as bytes.
-    return PackedFunc([sptr_to_self, this](TVMArgs args, TVMRetValue* rv) {
-      CallGuard guard(this, "run_individual");
-      int number = args.size() > 0 ? args[0].operator int() : 10;
-      int repeat = args.size() > 1 ? args[1].operator int() : 1;
-      int min_repeat_ms = args.size() > 2 ? args[2].operator int() : 1;
-      ProfileReport report = ProfileExecutor(Module(sptr_to_self), number, repeat, min_repeat_ms);
-      std::vector<double> by_node(graph_.nodes.size(), 0.0);
-      for (const NodeTiming& t : report.nodes) by_node[t.node_id] = t.mean_us * 1e-6;
-      std::string bytes(reinterpret_cast<const char*>(by_node.data()),
-                        by_node.size() * sizeof(double));
-      *rv = TVMByteArray{bytes.data(), bytes.size()};
-    });
-  }
-  if (n == "trace_json") {
-    return PackedFunc([sptr_to_self, this](TVMArgs args, TVMRetValue* rv) {
-      CallGuard guard(this, "trace_json");
-      *rv = TraceExecutorRuns(Module(sptr_to_self), args.size() > 0 ? args[0].operator int() : 1);
-    });
-  }
-  if (n == "profile" || n == "profile_json") {
-    bool json = n == "profile_json";
-    return PackedFunc([sptr_to_self, this, json](TVMArgs args, TVMRetValue* rv) {
-      CallGuard guard(this, json ? "profile_json" : "profile");
-      int number = args.size() > 0 ? args[0].operator int() : 10;
-      int repeat = args.size() > 1 ? args[1].operator int() : 1;
-      int min_repeat_ms = args.size() > 2 ? args[2].operator int() : 1;
-      ProfileReport report = ProfileExecutor(Module(sptr_to_self), number, repeat, min_repeat_ms);
-      *rv = json ? report.Json() : report.Table();
-    });
-  }
+    {"run_individual",
+     [](GraphExecutor* self, const ObjectPtr<Object>& module, TVMArgs args, TVMRetValue* rv) {
+       CallGuard guard(self, "run_individual");
+       ProfileReport report = ProfileArgs(module, args);
+       std::vector<double> by_node(self->graph_.nodes.size(), 0.0);
+       for (const NodeTiming& t : report.nodes) by_node[t.node_id] = t.mean_us * 1e-6;
+       std::string bytes(reinterpret_cast<const char*>(by_node.data()),
+                         by_node.size() * sizeof(double));
+       *rv = TVMByteArray{bytes.data(), bytes.size()};
+     }},
+    {"trace_json",
+     [](GraphExecutor* self, const ObjectPtr<Object>& module, TVMArgs args, TVMRetValue* rv) {
+       CallGuard guard(self, "trace_json");
+       *rv = TraceExecutorRuns(Module(module), args.size() > 0 ? args[0].operator int() : 1);
+     }},
+    {"profile",
+     [](GraphExecutor* self, const ObjectPtr<Object>& module, TVMArgs args, TVMRetValue* rv) {
+       CallGuard guard(self, "profile");
+       *rv = ProfileArgs(module, args).Table();
+     }},
+    {"profile_json",
+     [](GraphExecutor* self, const ObjectPtr<Object>& module, TVMArgs args, TVMRetValue* rv) {
+       CallGuard guard(self, "profile_json");
+       *rv = ProfileArgs(module, args).Json();
+     }},
 #endif
+  };
+  const std::string n = name.str();
+  for (const NamedBody& f : kFunctions) {
+    if (n != f.name) continue;
+    // The closure holds the module so it outlives the handle the caller dropped.
+    GraphExecutor* self = this;
+    Body body = f.body;
+    return PackedFunc([sptr_to_self, self, body](TVMArgs args, TVMRetValue* rv) {
+      body(self, sptr_to_self, args, rv);
+    });
+  }
   return PackedFunc();
 }
 
