@@ -46,7 +46,7 @@ bool ComputeNode(const Graph& g, const Node& node, std::map<int, te::Tensor>* en
 using VarMap = std::unordered_map<const te::ExprNode*, te::Expr>;
 
 // Rebuilds an expression with variables replaced; te computes are inlined, placeholders of the
-// group's inputs become loads of their argument buffers and the conv's raw result becomes
+// group's inputs become loads of their argument buffers and the anchor's raw result becomes
 // `raw_value` (checked to be read at `raw_index` only).
 struct EpilogueInliner {
   std::unordered_map<const te::TensorNode*, lower::Buffer> args;
