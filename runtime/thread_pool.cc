@@ -12,18 +12,17 @@
 //
 // Only one launch at a time owns the pool (state.mu); a launch that finds it busy, and any launch
 // from inside a task, runs its tasks serially on the calling thread instead of blocking.
+//
+// Which cores the workers run on, and pinning them there, is threading_backend.cc's.
 #include <ember/runtime/c_backend_api.h>
 #include <ember/runtime/logging.h>
 #include <ember/runtime/registry.h>
 #include <ember/runtime/threading.h>
 #include <pthread.h>
-#include <sched.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -33,17 +32,20 @@
 #include <vector>
 
 #include "thread_pool_sync.h"
+#include "threading_backend.h"
 
 namespace ember::runtime::threading {
 namespace {
 
+using backend::CoresOf;
+using backend::FormatCpuList;
+using backend::ModeName;
 using sync::FutexWait;
 using sync::FutexWake;
 using sync::SpinUntil;
 
 constexpr size_t kCacheLine = 64;
 constexpr int kNoFailure = -1;
-constexpr const char* kSysfsCpuDir = "/sys/devices/system/cpu";
 
 // True while this thread runs a task; a launch from here runs serially.
 thread_local bool tls_in_task = false;
@@ -106,60 +108,6 @@ void StoreSpinMicros(int micros, std::atomic<uint64_t>* spin_ns) {
                  "] microseconds, got " + std::to_string(micros));
   }
   spin_ns->store(static_cast<uint64_t>(micros) * 1000, std::memory_order_relaxed);
-}
-
-// "0-3,6" for {0,1,2,3,6}.
-std::string FormatCpuList(const std::vector<int>& cpus) {
-  std::string out;
-  for (size_t i = 0; i < cpus.size();) {
-    size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    if (!out.empty()) out += ',';
-    out += std::to_string(cpus[i]);
-    if (j > i) out += '-' + std::to_string(cpus[j]);
-    i = j + 1;
-  }
-  return out.empty() ? "none" : out;
-}
-
-const char* ModeName(AffinityMode mode) {
-  switch (mode) {
-    case AffinityMode::kBig:
-      return "big";
-    case AffinityMode::kLittle:
-      return "little";
-    case AffinityMode::kAll:
-      break;
-  }
-  return "all";
-}
-
-const std::vector<int>& CoresOf(const CpuTopology& topo, AffinityMode mode) {
-  switch (mode) {
-    case AffinityMode::kBig:
-      return topo.big;
-    case AffinityMode::kLittle:
-      return topo.little;
-    case AffinityMode::kAll:
-      break;
-  }
-  return topo.all;
-}
-
-std::vector<int> ProcessCpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-    }
-  }
-  if (cpus.empty()) {
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    for (long cpu = 0; cpu < std::max(online, 1L); ++cpu) cpus.push_back(static_cast<int>(cpu));
-  }
-  return cpus;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -293,15 +241,6 @@ int Barrier(Job* job, int task_id) {
 // ---------------------------------------------------------------------------------------------
 // The pool.
 
-void WarnAffinityOnce(int err) {
-  static std::once_flag once;
-  std::call_once(once, [err] {
-    EMBER_LOG_WARNING << "thread pool: could not pin the workers to their cores "
-                         "(pthread_setaffinity_np: "
-                      << std::strerror(err) << "); running them unpinned";
-  });
-}
-
 class ThreadPool {
  public:
   ThreadPool(int num_threads, std::vector<int> cpus)
@@ -390,7 +329,7 @@ class ThreadPool {
 
   void WorkerLoop(int index) {
     Worker& w = workers_[index];
-    PinThisThread();
+    backend::PinThisThread(cpus_);
     auto has_post = [&w] { return w.state.load(std::memory_order_acquire) != kIdle; };
     for (;;) {
       if (!SpinUntil(has_post, KeepSpinning)) {
@@ -410,17 +349,6 @@ class ThreadPool {
         FutexWake(&remaining_, 1);
       }
     }
-  }
-
-  void PinThisThread() {
-    if (cpus_.empty()) return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int cpu : cpus_) {
-      if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &set);
-    }
-    int err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-    if (err != 0) WarnAffinityOnce(err);
   }
 
   void StopWorkers() {
@@ -678,42 +606,6 @@ EMBER_REGISTER_GLOBAL("runtime.config_threadpool").set_body_typed([](int mode, i
   Configure(static_cast<AffinityMode>(mode), nthreads);
 });
 EMBER_REGISTER_GLOBAL("runtime.NumThreads").set_body_typed([] { return NumThreads(); });
-
-CpuTopology ReadCpuTopology(const std::string& sysfs_cpu_dir, const std::vector<int>& cpus) {
-  CpuTopology topo;
-  topo.all = cpus;
-  std::sort(topo.all.begin(), topo.all.end());
-  topo.all.erase(std::unique(topo.all.begin(), topo.all.end()), topo.all.end());
-  std::vector<long> freq;
-  for (int cpu : topo.all) {
-    std::string path = sysfs_cpu_dir + "/cpu" + std::to_string(cpu) + "/cpufreq/cpuinfo_max_freq";
-    long khz = 0;
-    FILE* f = std::fopen(path.c_str(), "r");
-    if (f != nullptr) {
-      if (std::fscanf(f, "%ld", &khz) != 1) khz = 0;
-      std::fclose(f);
-    }
-    if (khz <= 0) break;
-    freq.push_back(khz);
-  }
-  topo.has_frequencies = !topo.all.empty() && freq.size() == topo.all.size();
-  if (topo.has_frequencies) {
-    const long slowest = *std::min_element(freq.begin(), freq.end());
-    for (size_t i = 0; i < topo.all.size(); ++i) {
-      (freq[i] == slowest ? topo.little : topo.big).push_back(topo.all[i]);
-    }
-  }
-  if (topo.big.empty()) {  // all cores alike, or nothing known: no distinction to make
-    topo.big = topo.all;
-    topo.little = topo.all;
-  }
-  return topo;
-}
-
-const CpuTopology& GetCpuTopology() {
-  static const CpuTopology* topo = new CpuTopology(ReadCpuTopology(kSysfsCpuDir, ProcessCpus()));
-  return *topo;
-}
 
 }  // namespace ember::runtime::threading
 

@@ -324,16 +324,17 @@ std::vector<Tensor> Resize(const Node& n, const std::vector<Tensor>& in,
         },
         n.name + "_out")};
   }
+  // The dimensions cubic and linear interpolate along; the others are copied through.
+  std::vector<int> dims;
+  for (int d = 0; d < r; ++d) {
+    if (!(oshape[d] == x.shape()[d] && scales[d] == 1.0)) dims.push_back(d);
+  }
   if (mode == "cubic") {
     double a = n.GetFloat("cubic_coeff_a", -0.75);
     bool exclude = n.GetInt("exclude_outside", 0) != 0;
     return {te::Compute(
         oshape,
         [&](const std::vector<Expr>& i) {
-          std::vector<int> dims;
-          for (int d = 0; d < r; ++d) {
-            if (!(oshape[d] == x.shape()[d] && scales[d] == 1.0)) dims.push_back(d);
-          }
           // Per resized dim: 4 taps at floor(c)-1 .. floor(c)+2 with Keys' cubic weights.
           std::vector<std::vector<Expr>> tap_idx(r), tap_w(r);
           for (int d : dims) {
@@ -386,10 +387,6 @@ std::vector<Tensor> Resize(const Node& n, const std::vector<Tensor>& in,
   return {te::Compute(
       oshape,
       [&](const std::vector<Expr>& i) {
-        std::vector<int> dims;
-        for (int d = 0; d < r; ++d) {
-          if (!(oshape[d] == x.shape()[d] && scales[d] == 1.0)) dims.push_back(d);
-        }
         std::vector<Expr> lo(r), hi(r), w(r);
         for (int d : dims) {
           int64_t len = x.shape()[d];

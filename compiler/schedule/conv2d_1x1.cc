@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "conv_group.h"
+#include "loop_builders.h"
 #include "schedule.h"
 #include "tuning.h"
 
@@ -33,7 +34,7 @@ struct GemmContext {
   int64_t ocb;           // output channels per tile
   int64_t packed_block;  // > 1: weights stored [OC/B][IC][B] (PackConvWeights), else [OC][IC]
   Buffer x, w, out;
-  const ConvEpilogueAt& at;
+  const EpilogueAt& at;
   Expr n;
   lower::LoweredFunc* f;  // receives the accumulator locals
 };
@@ -114,7 +115,7 @@ bool TryConv2d1x1(const FusedGroup& group, const lower::ScheduleOptions& opts,
   if (packed_block > 1 && packed_block % ocb != 0) return false;  // the default schedule reads it
   lower::LoweredFunc f;
   Buffer xb, wb;
-  ConvEpilogueAt at;
+  EpilogueAt at;
   if (!BuildConvEpilogueAt(group, m, &f, &xb, &wb, &at)) return false;
   const Buffer& ob = f.args.back().buffer;
   Expr n = te::MakeVar("n");

@@ -55,7 +55,7 @@ struct TileContext {
   Expr n;                 // image
   lower::LoweredFunc* f;  // receives the accumulator locals
   // Blocked output only: the group's epilogue, applied to each vector before its final store.
-  const ConvEpilogueAt* at = nullptr;
+  const EpilogueAt* at = nullptr;
   // > 0: each reduction step also prefetches the weights this many floats ahead.
   int64_t prefetch_ahead = 0;
 };
@@ -190,7 +190,7 @@ constexpr int64_t kEpilogueSliceBytes = 16 * 1024;
 // epilogue reads every operand plane-flat (EpilogueReadsPlaneFlat), a task's rows are one loop
 // over flat positions (long enough to vectorise on small planes); otherwise one loop per row.
 Stmt BlockedEpilogue(const ConvShape& s, int64_t ocb, const Buffer& result, const Buffer& out,
-                     const ConvEpilogueAt& at, const Expr& n, const lower::ScheduleOptions& opts) {
+                     const EpilogueAt& at, const Expr& n, const lower::ScheduleOptions& opts) {
   const int64_t ocbs = s.oc / ocb, plane = s.oh * s.ow;
   const bool flat = EpilogueReadsPlaneFlat(at, s.ow);
   int64_t rows = 1;
@@ -294,7 +294,7 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   };
   // The epilogue as an expression per element runs in the cache-friendly order of
   // BlockedEpilogue; the default lowering (output order, a gather per element) is the fallback.
-  ConvEpilogueAt at;
+  EpilogueAt at;
   const bool own_epilogue = BuildConvEpilogueAt(group, m, &f, &xb, &wb, &at);
   const bool blocked_out = s.out_block != 0;
   if (blocked_out) {

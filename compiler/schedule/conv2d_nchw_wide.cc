@@ -11,6 +11,7 @@
 #include <ember/compiler/ir/weight_layout.h>
 
 #include "conv_group.h"
+#include "loop_builders.h"
 #include "schedule.h"
 #include "tuning.h"
 

@@ -180,7 +180,7 @@ Stmt Products(const ConvShape& s, const Plan& p, const Buffer& v, const Buffer& 
 // Step 4 for one output channel vector and tile row of the band from tile row band0, the
 // epilogue applied before each store.
 Stmt OutputTransform(const ConvShape& s, const Plan& p, const Buffer& m, const Buffer& out,
-                     const ConvEpilogueAt& at, const Expr& n, const Expr& band0,
+                     const EpilogueAt& at, const Expr& n, const Expr& band0,
                      lower::LoweredFunc* f) {
   const int64_t a = p.t->alpha, mt = p.t->m, cvs = s.oc / p.lanes;
   Expr task = te::MakeVar("ot"), tx = te::MakeVar("tx");
@@ -263,7 +263,7 @@ bool TryConv2dWinograd(const FusedGroup& group, const lower::ScheduleOptions& op
 
   lower::LoweredFunc f;
   Buffer xb, wb;
-  ConvEpilogueAt at;
+  EpilogueAt at;
   if (!BuildConvEpilogueAt(group, cg, &f, &xb, &wb, &at) ||
       !EpilogueVectorizes(at, static_cast<int>(p.lanes))) {
     return false;

@@ -1,15 +1,16 @@
 // A fused group made of one 2-D convolution and its elementwise epilogue, as the conv schedules
-// see it: matching, the convolution's geometry, and lowering of the epilogue.
+// see it: matching, the convolution's geometry, and the conv's view of the epilogue builder
+// (epilogue.h, shared with the dense and pool schedules).
 #ifndef EMBER_COMPILER_SCHEDULE_CONV_GROUP_H_
 #define EMBER_COMPILER_SCHEDULE_CONV_GROUP_H_
 
 #include <ember/compiler/ir/fused_group.h>
 
 #include <functional>
-#include <string>
 #include <vector>
 
 #include "ember/compiler/lower.h"
+#include "epilogue.h"
 
 namespace ember::compiler::schedule {
 
@@ -38,9 +39,6 @@ struct ConvGroup {
 /*! \brief The output channel of element i of the conv's output (in its layout). */
 te::Expr OutputChannel(const ConvShape& s, const std::vector<te::Expr>& i);
 
-/*! \brief True when value `vid` is one of the group's inputs (read, not computed, inside it). */
-bool IsGroupInput(const FusedGroup& group, int vid);
-
 /*! \brief Fills *m and returns true when the group has the form above and its conv reads plain
  * (OIHW or blocked) weights, not Winograd-transformed ones (kWinogradTileAttr). */
 bool MatchConvGroup(const FusedGroup& group, ConvGroup* m);
@@ -51,84 +49,21 @@ bool MatchWinogradConvGroup(const FusedGroup& group, ConvGroup* m);
 using ConvResultIndex = std::function<te::Expr(const std::vector<te::Expr>& i)>;
 
 /*!
- * \brief Lowers the group with the convolution replaced by reads of a float32 workspace of
- * `result_elems` elements (named after the conv, "_result_ws") at `index`, plus the bias. The
- * returned function's body is the epilogue only; *result is that workspace (already in
- * f.workspaces) and *x, *w the argument buffers of the conv's data and weight. The caller
- * prepends the statements that fill *result. Returns false when a node has no usable compute.
+ * \brief LowerEpilogue for the conv: the convolution replaced by reads of a float32 workspace of
+ * `result_elems` elements (named after the conv, "_result_ws") at `index`, plus the bias; *x, *w
+ * are the argument buffers of the conv's data and weight. Returns false (leaving *f alone) when
+ * a node has no usable compute.
  */
 bool LowerConvEpilogue(const FusedGroup& group, const ConvGroup& m, int64_t result_elems,
                        const ConvResultIndex& index, const lower::ScheduleOptions& opts,
                        lower::LoweredFunc* f, lower::Buffer* result, lower::Buffer* x,
                        lower::Buffer* w);
 
-/*! \brief Value of the group's output at element i (n, oc, oh, ow) given the conv's raw result
- * `acc` there (no bias): bias and epilogue nodes applied, loads on the function's arguments. */
-using ConvEpilogueAt = std::function<te::Expr(const std::vector<te::Expr>& i, const te::Expr& acc)>;
-
-/*!
- * \brief The group's epilogue as a per-element expression, for schedules that apply it in
- * registers before their single store. Fills f->name and f->args (the group inputs, then the
- * output; f->body stays empty), *x and *w (the conv's data and weight buffers) and *at. Returns
- * false when a node has no usable compute or an epilogue node reads the conv's result at another
- * element than the one it writes.
- */
+/*! \brief BuildEpilogueAt for the conv: `at` maps output element (n, oc, oh, ow) (with the
+ * block lane last for NCHW[x]c) and the conv's raw result there to the group's output; *x and *w
+ * are the conv's data and weight buffers. */
 bool BuildConvEpilogueAt(const FusedGroup& group, const ConvGroup& m, lower::LoweredFunc* f,
-                         lower::Buffer* x, lower::Buffer* w, ConvEpilogueAt* at);
-
-/*! \brief The operands of a group's anchor (a conv, a dense product) BuildEpilogueAt needs. */
-struct AnchorOperands {
-  int x_id = -1, w_id = -1;  // value ids of the data and the weights
-  int bias_id = -1;          // value id of the bias the anchor adds, or < 0
-  /*! \brief The bias element added at output element i (unused without a bias). */
-  std::function<std::vector<te::Expr>(const std::vector<te::Expr>& i)> bias_index;
-};
-
-/*!
- * \brief BuildConvEpilogueAt for any anchor node: `at` maps an output element and the anchor's
- * raw result there (no bias) to the group's output, the bias and the epilogue nodes applied.
- */
-bool BuildEpilogueAt(const FusedGroup& group, const Node& anchor, const AnchorOperands& operands,
-                     lower::LoweredFunc* f, lower::Buffer* x, lower::Buffer* w, ConvEpilogueAt* at);
-
-/*! \brief True when applying `at` at (n, oc, 0, q), q = oh * OW + ow the flat plane position,
- * reads every operand where (n, oc, oh, ow) would: each operand reads the whole output plane or
- * none of it (no broadcast along one spatial axis only). Lets a schedule run the epilogue over
- * flat plane positions. */
-bool EpilogueReadsPlaneFlat(const ConvEpilogueAt& at, int64_t ow);
-
-/*! \brief `at` applied to a vector `acc` of `lanes` channels of one NCHW[lanes]c block at
- * (n, cb, oh, ow), lane k being channel cb * lanes + k; undefined when the epilogue does not
- * vectorize (VectorizeLanes refuses intrinsics on lane-dependent values, for one). */
-te::Expr EpilogueOnBlockVector(const ConvEpilogueAt& at, const te::Expr& n, const te::Expr& cb,
-                               const te::Expr& oh, const te::Expr& ow, const te::Expr& acc,
-                               int lanes);
-
-/*! \brief True when EpilogueOnBlockVector is defined for this epilogue. */
-bool EpilogueVectorizes(const ConvEpilogueAt& at, int lanes);
-
-/*! \brief A float32 buffer of `size` elements in `scope`. */
-lower::Buffer NewFloatBuffer(const std::string& name, int64_t size, lower::BufferScope scope);
-
-/*! \brief A register-tile accumulator: one local of `lanes` float32 values (a SIMD register when
- * lanes is the target's vector width; a scalar when 1). */
-lower::Buffer NewVectorAccumulator(const std::string& name, int64_t lanes);
-
-/*! \brief The statements of a register tile of rows x vectors accumulators of `lanes` floats
- * (locals PREFIX<r>_<v>, added to f->locals), each reduction step adding a broadcast value times
- * a weight vector: `init` zeroes them, `update` is one step acc[r][v] += x(r) * w(v), `store`
- * holds store(r, v, acc) for each once reduced. */
-struct BroadcastTile {
-  BroadcastTile(const std::string& prefix, int64_t rows, int64_t vectors, int lanes,
-                const std::function<te::Expr(int64_t r)>& x,
-                const std::function<te::Expr(int64_t v)>& w,
-                const std::function<lower::Stmt(int64_t r, int64_t v, const te::Expr& acc)>& store,
-                lower::LoweredFunc* f);
-  /*! \brief init, then `reduction` (loops around `update`), then the stores. */
-  lower::Stmt With(const lower::Stmt& reduction) const;
-
-  std::vector<lower::Stmt> init, update, store;
-};
+                         lower::Buffer* x, lower::Buffer* w, EpilogueAt* at);
 
 /*! \brief Copies image n of the conv's input `x` into a zero-padded [C][PH][PW] plane set
  * ([C/x][PH][PW][x] for NCHW[x]c input; rows and columns past the input's end padding are zeros

@@ -20,7 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "conv_group.h"
+#include "epilogue.h"
+#include "loop_builders.h"
 #include "schedule.h"
 #include "tuning.h"
 
@@ -97,7 +98,7 @@ struct WeightSource {
 struct DenseContext {
   const DenseGroup& d;
   Buffer a, w, out;
-  const ConvEpilogueAt& at;
+  const EpilogueAt& at;
   lower::LoweredFunc* f;  // receives the accumulator locals
 };
 
@@ -226,7 +227,7 @@ bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const
   if (!MatchDenseGroup(group, &d)) return false;
   lower::LoweredFunc f;
   Buffer ab, wb;
-  ConvEpilogueAt at;
+  EpilogueAt at;
   const bool row_bias = d.bias_is_row;
   AnchorOperands operands{
       d.a_id, d.w_id, d.bias_id, [row_bias](const std::vector<Expr>& i) {

@@ -171,7 +171,7 @@ bool TryDepthwiseConv2d(const FusedGroup& group, const lower::ScheduleOptions& o
 
   lower::LoweredFunc f;
   Buffer xb, wb;
-  ConvEpilogueAt at;
+  EpilogueAt at;
   if (!BuildConvEpilogueAt(group, m, &f, &xb, &wb, &at)) return false;
   const Buffer& ob = f.args.back().buffer;
   const Node* conv = m.conv;

@@ -29,7 +29,7 @@ struct RowContext {
   int lanes;                    // = the layout's block
   Buffer x, out;                // [N][C/x][H][W][x], [N][C/x][OH][OW][x]
   std::vector<Buffer> weights;  // one vector local per tap, loaded once per task
-  const ConvEpilogueAt& at;     // the group's epilogue per element of the blocked output
+  const EpilogueAt& at;         // the group's epilogue per element of the blocked output
   Expr n, cb, oh;               // the task
   lower::LoweredFunc* f;        // receives the accumulator locals
 };
@@ -125,7 +125,7 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
 
   lower::LoweredFunc f;
   Buffer xb, wb;
-  ConvEpilogueAt at;
+  EpilogueAt at;
   if (!BuildConvEpilogueAt(group, m, &f, &xb, &wb, &at)) return false;
   const int lanes = static_cast<int>(block);
   if (!EpilogueVectorizes(at, lanes)) return false;

@@ -40,6 +40,35 @@ inline void PrefetchFloats(const lower::Buffer& b, const te::Expr& first, int64_
   for (int64_t v = 0; v < floats; v += kLineFloats) out->push_back(lower::Prefetch(b, first + v));
 }
 
+/*! \brief A float32 buffer of `size` elements in `scope`. */
+inline lower::Buffer NewFloatBuffer(const std::string& name, int64_t size,
+                                    lower::BufferScope scope) {
+  return lower::NewBuffer(name, te::Float(32), size, scope);
+}
+
+/*! \brief A register-tile accumulator: one local of `lanes` float32 values (a SIMD register when
+ * lanes is the target's vector width; a scalar when 1). */
+inline lower::Buffer NewVectorAccumulator(const std::string& name, int64_t lanes) {
+  return lower::NewBuffer(name, te::WithLanes(te::Float(32), static_cast<int>(lanes)), 1,
+                          lower::BufferScope::kLocal);
+}
+
+/*! \brief The statements of a register tile of rows x vectors accumulators of `lanes` floats
+ * (locals PREFIX<r>_<v>, added to f->locals), each reduction step adding a broadcast value times
+ * a weight vector: `init` zeroes them, `update` is one step acc[r][v] += x(r) * w(v), `store`
+ * holds store(r, v, acc) for each once reduced. */
+struct BroadcastTile {
+  BroadcastTile(const std::string& prefix, int64_t rows, int64_t vectors, int lanes,
+                const std::function<te::Expr(int64_t r)>& x,
+                const std::function<te::Expr(int64_t v)>& w,
+                const std::function<lower::Stmt(int64_t r, int64_t v, const te::Expr& acc)>& store,
+                lower::LoweredFunc* f);
+  /*! \brief init, then `reduction` (loops around `update`), then the stores. */
+  lower::Stmt With(const lower::Stmt& reduction) const;
+
+  std::vector<lower::Stmt> init, update, store;
+};
+
 }  // namespace ember::compiler::schedule
 
 #endif  // EMBER_COMPILER_SCHEDULE_LOOP_BUILDERS_H_

@@ -24,7 +24,7 @@
 #include <functional>
 #include <map>
 
-#include "../ops/op_common.h"
+#include "epilogue.h"
 #include "loop_builders.h"
 #include "schedule.h"
 
@@ -33,7 +33,6 @@ namespace {
 
 using lower::Buffer;
 using lower::BufferLoad;
-using lower::BufferNode;
 using lower::BufferScope;
 using lower::ForKind;
 using lower::Stmt;
@@ -279,9 +278,7 @@ bool TryPool2d(const FusedGroup& group, const lower::ScheduleOptions& opts,
   PoolShape s;
   if (!ReadPool(g, *pool, &s)) return false;
   const int x_id = pool->inputs[0];
-  bool x_is_input = false;
-  for (int v : group.inputs) x_is_input = x_is_input || v == x_id;
-  if (!x_is_input) return false;
+  if (!IsGroupInput(group, x_id)) return false;
   const Value& pv = g.value(pool->outputs[0]);
   const Value& gout = g.value(group.outputs[0]);
   if (!IsF32(gout.type.dtype)) return false;
@@ -303,93 +300,25 @@ bool TryPool2d(const FusedGroup& group, const lower::ScheduleOptions& opts,
     }
     pool_out = f.args.back().buffer;
   } else {
-    // ---- te: the epilogue reads the pool's result from a workspace ----
-    ops::GraphScope scope(&g);
-    std::map<int, Tensor> env;
-    std::vector<Tensor> inputs;
-    std::vector<lower::ArgInfo> args;
-    for (int vid : group.inputs) {
-      const Value& v = g.value(vid);
-      Tensor t = te::Placeholder(v.type.shape, ops::ExprType(v.type.dtype), v.name);
-      env[vid] = t;
-      inputs.push_back(t);
-      args.push_back(lower::ArgInfo{v.name, v.type.shape, v.type.dtype, nullptr});
-    }
-    const size_t num_inputs = inputs.size();
-    Tensor res = te::Placeholder(pv.type.shape, te::Float(32), pool->name + "_pool");
-    inputs.push_back(res);
-    args.push_back(lower::ArgInfo{pool->name + "_pool", pv.type.shape, pv.type.dtype, nullptr});
-    env[pv.id] = res;
-    for (const Node* node : group.nodes) {
-      if (node == pool) continue;
-      const OpDef* def = OpRegistry::Global()->Find(node->op);
-      std::vector<Tensor> ins;
-      for (int vid : node->inputs) {
-        if (vid == kAbsentValue) {
-          ins.push_back(Tensor());
-          continue;
-        }
-        auto it = env.find(vid);
-        if (it != env.end()) {
-          ins.push_back(it->second);
-        } else if (g.value(vid).is_constant() && g.value(vid).constant->NumElements() <= 256) {
-          ins.push_back(ops::ConstTensor(*g.value(vid).constant, g.value(vid).name));
-        } else if (g.value(vid).is_constant()) {
-          ins.push_back(Tensor());
-        } else {
-          return false;
-        }
-      }
-      std::vector<TensorType> out_types;
-      for (int o : node->outputs) out_types.push_back(g.value(o).type);
-      std::vector<Tensor> r = def->compute()(*node, ins, out_types);
-      if (r.size() < node->outputs.size()) return false;
-      for (size_t k = 0; k < node->outputs.size(); ++k) {
-        if (r[k].shape() != out_types[k].shape ||
-            r[k].dtype() != ops::ExprType(out_types[k].dtype)) {
-          return false;
-        }
-        env[node->outputs[k]] = r[k];
-      }
-    }
-    auto oit = env.find(group.outputs[0]);
-    if (oit == env.end()) return false;
-    args.push_back(lower::ArgInfo{gout.name, gout.type.shape, gout.type.dtype, nullptr});
-    f = lower::LowerTensors(group.func_name, inputs, {oit->second}, args, opts);
-    // The pool's result is a workspace, not an argument.
-    pool_out = f.args[num_inputs].buffer;
-    auto* pb = const_cast<BufferNode*>(pool_out.get());
-    pb->scope = BufferScope::kWorkspace;
-    pb->arg_index = -1;
-    pb->name += "_ws";
-    f.args.erase(f.args.begin() + static_cast<std::ptrdiff_t>(num_inputs));
-    for (size_t i = num_inputs; i < f.args.size(); ++i) {
-      const_cast<BufferNode*>(f.args[i].buffer.get())->arg_index = static_cast<int>(i);
-    }
-    f.workspaces.push_back(pool_out);
+    // The epilogue reads the pool's result from a workspace.
+    const lower::ArgInfo raw{pool->name + "_pool", pv.type.shape, pv.type.dtype, nullptr};
+    auto output = [](const Tensor& res, const std::map<int, Tensor>&) { return res; };
+    if (!LowerEpilogue(group, *pool, raw, output, opts, &f, &pool_out)) return false;
   }
-  Buffer xb;
-  for (size_t i = 0; i < group.inputs.size(); ++i) {
-    if (group.inputs[i] == x_id) {
-      xb = f.args[i].buffer;
-      break;
-    }
-  }
+  Buffer xb = GroupInputBuffer(group, f, x_id);
   if (!xb) return false;
 
   Stmt pool_stmt;
   const bool global = s.kind == PoolKind::kGlobalMax || s.kind == PoolKind::kGlobalAvg;
   if (global) {
-    Buffer part =
-        lower::NewBuffer(pool->name + "_part", te::Float(32), kLanes, BufferScope::kLocal);
+    Buffer part = NewFloatBuffer(pool->name + "_part", kLanes, BufferScope::kLocal);
     f.locals.push_back(part);
     int64_t work = s.planes * s.spatial;
     bool par = opts.parallel && work >= opts.parallel_min_work && s.planes > 1;
     pool_stmt = GlobalPool(s, xb, pool_out, part, par);
   } else {
     const int64_t jw = s.ow + (s.kw - 1) / s.s_w;
-    Buffer row =
-        lower::NewBuffer(pool->name + "_row", te::Float(32), s.s_w * jw, BufferScope::kLocal);
+    Buffer row = NewFloatBuffer(pool->name + "_row", s.s_w * jw, BufferScope::kLocal);
     f.locals.push_back(row);
     int64_t work = s.planes * s.oh * s.ow * s.kh * s.kw;
     bool par = opts.parallel && work >= opts.parallel_min_work && s.planes > 1;

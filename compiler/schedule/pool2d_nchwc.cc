@@ -6,7 +6,6 @@
 
 #include <limits>
 
-#include "conv_group.h"
 #include "loop_builders.h"
 #include "schedule.h"
 

@@ -28,6 +28,24 @@ struct Conv2dParams {
   int prefer_vector_bits = 0;
   /*! \brief float32 values per SIMD register (the 1x1 kernel's vector width; divides lanes). */
   int simd_lanes = 4;
+
+  // Setters by name, so that a row of the table says what it sets (schedule_table.cc).
+  Conv2dParams& Lanes(int64_t v) {
+    lanes = v;
+    return *this;
+  }
+  Conv2dParams& OcBlock(int64_t v) {
+    oc_block = v;
+    return *this;
+  }
+  Conv2dParams& VectorBits(int v) {
+    prefer_vector_bits = v;
+    return *this;
+  }
+  Conv2dParams& SimdLanes(int v) {
+    simd_lanes = v;
+    return *this;
+  }
 };
 
 /*! \brief Register block of the channels-in-lanes convolution: `ow_block` output columns times
@@ -37,6 +55,23 @@ struct Conv2dOcVecParams {
   int64_t oc_vectors = 2;
   int64_t ow_block = 12;
   int prefer_vector_bits = 0;
+
+  Conv2dOcVecParams& Lanes(int64_t v) {
+    lanes = v;
+    return *this;
+  }
+  Conv2dOcVecParams& OcVectors(int64_t v) {
+    oc_vectors = v;
+    return *this;
+  }
+  Conv2dOcVecParams& OwBlock(int64_t v) {
+    ow_block = v;
+    return *this;
+  }
+  Conv2dOcVecParams& VectorBits(int v) {
+    prefer_vector_bits = v;
+    return *this;
+  }
 };
 
 /*! \brief Depthwise blocking: `lanes` output columns per vector register. */
@@ -44,9 +79,18 @@ struct DepthwiseParams {
   int64_t lanes = 8;
   /*! \brief > 0: SIMD width the block assumes (sets LoweredFunc::prefer_vector_bits). */
   int prefer_vector_bits = 0;
-  /*! \brief Vector registers the tiling assumes; 0: those of the compile target. TryEntry sets
-   * the entry's own, so an entry forced onto another target (EMBER_SCHEDULE) tiles the same. */
+  /*! \brief Vector registers the tiling assumes; 0: those of the compile target. Table rows
+   * hold their target's, so an entry forced onto another target (EMBER_SCHEDULE) tiles the same. */
   int vector_registers = 0;
+
+  DepthwiseParams& Lanes(int64_t v) {
+    lanes = v;
+    return *this;
+  }
+  DepthwiseParams& VectorBits(int v) {
+    prefer_vector_bits = v;
+    return *this;
+  }
 };
 
 /*! \brief Dense product blocking: `rows` rows of A times `vectors` vectors of `lanes` output
@@ -57,19 +101,38 @@ struct DenseParams {
   int64_t vectors = 4;
   /*! \brief > 0: SIMD width the block assumes (sets LoweredFunc::prefer_vector_bits). */
   int prefer_vector_bits = 0;
+
+  DenseParams& Lanes(int64_t v) {
+    lanes = v;
+    return *this;
+  }
+  DenseParams& Rows(int64_t v) {
+    rows = v;
+    return *this;
+  }
+  DenseParams& Vectors(int64_t v) {
+    vectors = v;
+    return *this;
+  }
+  DenseParams& VectorBits(int v) {
+    prefer_vector_bits = v;
+    return *this;
+  }
 };
 
 /*! \brief Which kernel an entry describes; the table lists them in order of preference. */
 enum class ScheduleKind { kDepthwiseConv2d, kConv2d1x1, kConv2dWide, kConv2dOcVec, kDense };
 
+/*! \brief One kernel on one target class. Only the parameters of its kind are set (the table's
+ * rows are built per kind: schedule_table.cc); the others keep their defaults. */
 struct ScheduleEntry {
   const char* name;
   TargetClass target;
   ScheduleKind kind;
-  Conv2dParams conv;
-  Conv2dOcVecParams conv_ocvec;
-  DepthwiseParams depthwise;
-  DenseParams dense;
+  Conv2dParams conv;             // kConv2d1x1, kConv2dWide
+  Conv2dOcVecParams conv_ocvec;  // kConv2dOcVec
+  DepthwiseParams depthwise;     // kDepthwiseConv2d
+  DenseParams dense;             // kDense
 };
 
 /*! \brief Every schedule per target; tests and benchmarks iterate it. */

@@ -19,6 +19,44 @@ TargetClass ClassifyTarget(const Target& t) {
   return TargetClass::kGeneric;
 }
 
+namespace {
+
+// One builder per kernel kind: a row sets its kind's parameters only, each by name.
+template <typename Params>
+ScheduleEntry Entry(const char* name, TargetClass target, ScheduleKind kind,
+                    Params ScheduleEntry::*params, const Params& p) {
+  ScheduleEntry e{};
+  e.name = name;
+  e.target = target;
+  e.kind = kind;
+  e.*params = p;
+  return e;
+}
+
+ScheduleEntry Depthwise(const char* name, TargetClass target, DepthwiseParams p) {
+  // The entry's own register file: forced onto another target (EMBER_SCHEDULE), it tiles the same.
+  p.vector_registers = VectorRegisters(target);
+  return Entry(name, target, ScheduleKind::kDepthwiseConv2d, &ScheduleEntry::depthwise, p);
+}
+
+ScheduleEntry Conv1x1(const char* name, TargetClass target, const Conv2dParams& p) {
+  return Entry(name, target, ScheduleKind::kConv2d1x1, &ScheduleEntry::conv, p);
+}
+
+ScheduleEntry ConvWide(const char* name, TargetClass target, const Conv2dParams& p) {
+  return Entry(name, target, ScheduleKind::kConv2dWide, &ScheduleEntry::conv, p);
+}
+
+ScheduleEntry ConvOcVec(const char* name, TargetClass target, const Conv2dOcVecParams& p) {
+  return Entry(name, target, ScheduleKind::kConv2dOcVec, &ScheduleEntry::conv_ocvec, p);
+}
+
+ScheduleEntry Dense(const char* name, TargetClass target, const DenseParams& p) {
+  return Entry(name, target, ScheduleKind::kDense, &ScheduleEntry::dense, p);
+}
+
+}  // namespace
+
 const std::vector<ScheduleEntry>& ScheduleTable() {
   // Depthwise convs first (the conv kernels would take them at a fraction of the speed): one
   // vector of output columns per row step, the full register width of each target class. Then
@@ -26,78 +64,40 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
   // 28 accumulators; register blocks must fit the register file with room for the loaded and
   // broadcast operands); the wide kernel takes the convs they refuse (output channels per group
   // not a multiple of the vector width).
-  using K = ScheduleKind;
+  using T = TargetClass;
   using DW = DepthwiseParams;
+  using C = Conv2dParams;
+  using OcVec = Conv2dOcVecParams;
   static const std::vector<ScheduleEntry> table = {
-      {"depthwise_conv2d_avx512",
-       TargetClass::kAvx512,
-       K::kDepthwiseConv2d,
-       {},
-       {},
-       DW{16, 512},
-       {}},
-      {"depthwise_conv2d_avx2", TargetClass::kAvx2, K::kDepthwiseConv2d, {}, {}, DW{8, 0}, {}},
-      {"depthwise_conv2d_sse", TargetClass::kSse, K::kDepthwiseConv2d, {}, {}, DW{4, 0}, {}},
-      {"depthwise_conv2d_neon", TargetClass::kNeon64, K::kDepthwiseConv2d, {}, {}, DW{4, 0}, {}},
-      {"depthwise_conv2d_neon32", TargetClass::kNeon32, K::kDepthwiseConv2d, {}, {}, DW{4, 0}, {}},
-      {"conv2d_1x1_avx512",
-       TargetClass::kAvx512,
-       K::kConv2d1x1,
-       Conv2dParams{64, 4, 512, 16},
-       {},
-       {},
-       {}},
-      {"conv2d_1x1_avx2", TargetClass::kAvx2, K::kConv2d1x1, Conv2dParams{16, 4, 0, 8}, {}, {}, {}},
-      {"conv2d_1x1_sse", TargetClass::kSse, K::kConv2d1x1, Conv2dParams{8, 4}, {}, {}, {}},
-      {"conv2d_1x1_neon", TargetClass::kNeon64, K::kConv2d1x1, Conv2dParams{16, 4}, {}, {}, {}},
-      {"conv2d_1x1_neon32", TargetClass::kNeon32, K::kConv2d1x1, Conv2dParams{8, 4}, {}, {}, {}},
-      {"conv2d_nchw_ocvec_avx512",
-       TargetClass::kAvx512,
-       K::kConv2dOcVec,
-       {},
-       {16, 2, 14, 512},
-       {},
-       {}},
-      {"conv2d_nchw_ocvec_avx2", TargetClass::kAvx2, K::kConv2dOcVec, {}, {8, 2, 6, 0}, {}, {}},
-      {"conv2d_nchw_ocvec_sse", TargetClass::kSse, K::kConv2dOcVec, {}, {4, 2, 6, 0}, {}, {}},
-      {"conv2d_nchw_ocvec_neon", TargetClass::kNeon64, K::kConv2dOcVec, {}, {4, 2, 12, 0}, {}, {}},
-      {"conv2d_nchw_ocvec_neon32", TargetClass::kNeon32, K::kConv2dOcVec, {}, {4, 2, 6, 0}, {}, {}},
-      {"conv2d_nchw_wide_avx512",
-       TargetClass::kAvx512,
-       K::kConv2dWide,
-       Conv2dParams{64, 4, 512},
-       {},
-       {},
-       {}},
-      {"conv2d_nchw_wide_avx2",
-       TargetClass::kAvx2,
-       K::kConv2dWide,
-       Conv2dParams{16, 4},
-       {},
-       {},
-       {}},
-      {"conv2d_nchw_wide_sse", TargetClass::kSse, K::kConv2dWide, Conv2dParams{8, 4}, {}, {}, {}},
-      {"conv2d_nchw_wide_neon",
-       TargetClass::kNeon64,
-       K::kConv2dWide,
-       Conv2dParams{16, 4},
-       {},
-       {},
-       {}},
-      {"conv2d_nchw_wide_neon32",
-       TargetClass::kNeon32,
-       K::kConv2dWide,
-       Conv2dParams{8, 4},
-       {},
-       {},
-       {}},
+      Depthwise("depthwise_conv2d_avx512", T::kAvx512, DW().Lanes(16).VectorBits(512)),
+      Depthwise("depthwise_conv2d_avx2", T::kAvx2, DW().Lanes(8)),
+      Depthwise("depthwise_conv2d_sse", T::kSse, DW().Lanes(4)),
+      Depthwise("depthwise_conv2d_neon", T::kNeon64, DW().Lanes(4)),
+      Depthwise("depthwise_conv2d_neon32", T::kNeon32, DW().Lanes(4)),
+      Conv1x1("conv2d_1x1_avx512", T::kAvx512,
+              C().Lanes(64).OcBlock(4).SimdLanes(16).VectorBits(512)),
+      Conv1x1("conv2d_1x1_avx2", T::kAvx2, C().Lanes(16).OcBlock(4).SimdLanes(8)),
+      Conv1x1("conv2d_1x1_sse", T::kSse, C().Lanes(8).OcBlock(4).SimdLanes(4)),
+      Conv1x1("conv2d_1x1_neon", T::kNeon64, C().Lanes(16).OcBlock(4).SimdLanes(4)),
+      Conv1x1("conv2d_1x1_neon32", T::kNeon32, C().Lanes(8).OcBlock(4).SimdLanes(4)),
+      ConvOcVec("conv2d_nchw_ocvec_avx512", T::kAvx512,
+                OcVec().Lanes(16).OcVectors(2).OwBlock(14).VectorBits(512)),
+      ConvOcVec("conv2d_nchw_ocvec_avx2", T::kAvx2, OcVec().Lanes(8).OcVectors(2).OwBlock(6)),
+      ConvOcVec("conv2d_nchw_ocvec_sse", T::kSse, OcVec().Lanes(4).OcVectors(2).OwBlock(6)),
+      ConvOcVec("conv2d_nchw_ocvec_neon", T::kNeon64, OcVec().Lanes(4).OcVectors(2).OwBlock(12)),
+      ConvOcVec("conv2d_nchw_ocvec_neon32", T::kNeon32, OcVec().Lanes(4).OcVectors(2).OwBlock(6)),
+      ConvWide("conv2d_nchw_wide_avx512", T::kAvx512, C().Lanes(64).OcBlock(4).VectorBits(512)),
+      ConvWide("conv2d_nchw_wide_avx2", T::kAvx2, C().Lanes(16).OcBlock(4)),
+      ConvWide("conv2d_nchw_wide_sse", T::kSse, C().Lanes(8).OcBlock(4)),
+      ConvWide("conv2d_nchw_wide_neon", T::kNeon64, C().Lanes(16).OcBlock(4)),
+      ConvWide("conv2d_nchw_wide_neon32", T::kNeon32, C().Lanes(8).OcBlock(4)),
       // Dense products: rows x vectors accumulators, plus the weight vectors and a broadcast,
       // within the register file (6 x 4 + 4 + 1 of 32; 6 x 2 + 2 + 1 of 16).
-      {"dense_avx512", TargetClass::kAvx512, K::kDense, {}, {}, {}, DenseParams{16, 6, 4, 512}},
-      {"dense_avx2", TargetClass::kAvx2, K::kDense, {}, {}, {}, DenseParams{8, 6, 2, 0}},
-      {"dense_sse", TargetClass::kSse, K::kDense, {}, {}, {}, DenseParams{4, 6, 2, 0}},
-      {"dense_neon", TargetClass::kNeon64, K::kDense, {}, {}, {}, DenseParams{4, 6, 4, 0}},
-      {"dense_neon32", TargetClass::kNeon32, K::kDense, {}, {}, {}, DenseParams{4, 6, 2, 0}},
+      Dense("dense_avx512", T::kAvx512, DenseParams().Lanes(16).Rows(6).Vectors(4).VectorBits(512)),
+      Dense("dense_avx2", T::kAvx2, DenseParams().Lanes(8).Rows(6).Vectors(2)),
+      Dense("dense_sse", T::kSse, DenseParams().Lanes(4).Rows(6).Vectors(2)),
+      Dense("dense_neon", T::kNeon64, DenseParams().Lanes(4).Rows(6).Vectors(4)),
+      Dense("dense_neon32", T::kNeon32, DenseParams().Lanes(4).Rows(6).Vectors(2)),
   };
   return table;
 }
@@ -105,11 +105,8 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
 bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::ScheduleOptions& opts,
               lower::LoweredFunc* out) {
   switch (e.kind) {
-    case ScheduleKind::kDepthwiseConv2d: {
-      DepthwiseParams p = e.depthwise;
-      p.vector_registers = VectorRegisters(e.target);
-      return TryDepthwiseConv2d(group, opts, p, out);
-    }
+    case ScheduleKind::kDepthwiseConv2d:
+      return TryDepthwiseConv2d(group, opts, e.depthwise, out);
     case ScheduleKind::kConv2d1x1:
       return TryConv2d1x1(group, opts, e.conv, out);
     case ScheduleKind::kConv2dWide:

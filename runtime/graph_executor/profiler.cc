@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "graph_executor/graph_executor.h"
+#include "json_string.h"
 
 namespace ember::runtime {
 namespace {
@@ -47,23 +48,6 @@ void CheckCounts(int number, int repeat, int min_repeat_ms, const char* who) {
   EMBER_CHECK(number >= 1 && repeat >= 1 && min_repeat_ms >= 0)
       << who << ": number and repeat must be at least 1 and min_repeat_ms at least 0 (got number "
       << number << ", repeat " << repeat << ", min_repeat_ms " << min_repeat_ms << ")";
-}
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 }  // namespace
