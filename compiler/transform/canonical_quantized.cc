@@ -73,6 +73,19 @@ class Expander {
     return Op("Sub", {wide, Cast(AlongAxis(zero_point, axis, TypeOf(x).ndim()), kInt32)});
   }
 
+  /*! \brief (x - zero_point) * scale in float, per tensor. */
+  int Dequantize(size_t x, size_t scale, size_t zero_point) {
+    const int shifted = Shifted(node_.inputs.at(x), Input(zero_point), 1);
+    return Op("Mul", {Cast(shifted, kFloat32), node_.inputs.at(scale)});
+  }
+  /*! \brief value (float) quantized by the node's inputs scale and zero_point into its output. */
+  void QuantizeInto(int value, size_t scale, size_t zero_point) {
+    const int zp = Input(zero_point);
+    const DLDataType to = zp == kAbsentValue ? kUInt8 : TypeOf(zp).dtype;
+    const int q = QuantizeFloat(value, node_.inputs.at(scale), zp, to);
+    OpInto(node_.outputs.at(0), "Cast", {q}, {{"to", int64_t{DTypeToOnnx(to)}}});
+  }
+
   const Node& node() const { return node_; }
   int Input(size_t i) const { return node_.HasInput(i) ? node_.inputs[i] : kAbsentValue; }
 
@@ -167,8 +180,52 @@ void QLinear(Node n, CanonicalizeContext* ctx, bool conv) {
   e.OpInto(n.outputs[0], "Cast", {q}, {{"to", int64_t{DTypeToOnnx(to)}}});
 }
 
+// ONNX Runtime's com.microsoft QOperator ops, by their definition: dequantize the inputs,
+// compute in float, quantize the result (ORT's kernels agree up to rounding ties).
+// QLinearAdd / QLinearMul (A, A_scale, A_zp, B, B_scale, B_zp, C_scale, C_zp).
+void QLinearBinary(Node n, CanonicalizeContext* ctx, const char* op) {
+  Expander e(n, ctx);
+  e.QuantizeInto(e.Op(op, {e.Dequantize(0, 1, 2), e.Dequantize(3, 4, 5)}), 6, 7);
+}
+
+// QLinearSigmoid (X, X_scale, X_zp, Y_scale, Y_zp).
+void QLinearSigmoid(Node n, CanonicalizeContext* ctx) {
+  Expander e(n, ctx);
+  e.QuantizeInto(e.Op("Sigmoid", {e.Dequantize(0, 1, 2)}), 3, 4);
+}
+
+// QLinearGlobalAveragePool (X, x_scale, x_zp, y_scale, y_zp; channels_last).
+void QLinearGlobalAveragePool(Node n, CanonicalizeContext* ctx) {
+  Expander e(n, ctx);
+  const int x = e.Dequantize(0, 1, 2);
+  int mean;
+  if (n.GetInt("channels_last", 0) != 0) {
+    std::vector<int64_t> axes;
+    for (int64_t a = 1; a + 1 < e.TypeOf(x).ndim(); ++a) axes.push_back(a);
+    const AttrMap keep = {{"keepdims", int64_t{1}}};
+    if (ctx->opset() >= 18) {
+      mean = e.Op("ReduceMean", {x, ctx->Constant(n.name + "_axes", MakeInt64Tensor(axes))}, keep);
+    } else {
+      AttrMap attrs = keep;
+      attrs["axes"] = axes;
+      mean = e.Op("ReduceMean", {x}, attrs);
+    }
+  } else {
+    mean = e.Op("GlobalAveragePool", {x});
+  }
+  e.QuantizeInto(mean, 3, 4);
+}
+
 }  // namespace
 
+EMBER_REGISTER_OP_CANONICALIZE("QLinearAdd", [](Node n, CanonicalizeContext* ctx) {
+  QLinearBinary(std::move(n), ctx, "Add");
+});
+EMBER_REGISTER_OP_CANONICALIZE("QLinearMul", [](Node n, CanonicalizeContext* ctx) {
+  QLinearBinary(std::move(n), ctx, "Mul");
+});
+EMBER_REGISTER_OP_CANONICALIZE("QLinearSigmoid", QLinearSigmoid);
+EMBER_REGISTER_OP_CANONICALIZE("QLinearGlobalAveragePool", QLinearGlobalAveragePool);
 EMBER_REGISTER_OP_CANONICALIZE("QuantizeLinear", QuantizeLinear);
 EMBER_REGISTER_OP_CANONICALIZE("DequantizeLinear", DequantizeLinear);
 EMBER_REGISTER_OP_CANONICALIZE("DynamicQuantizeLinear", DynamicQuantizeLinear);

@@ -19,6 +19,7 @@ Kinds:
   if_data_*       Ifs decided by data (a wake-word verifier behind a score threshold, taken and
                   skipped; nested Ifs reading values of both scopes): one kernel runs the
                   taken branch
+  qoperator_*     ONNX Runtime's QOperator int8 layout, com.microsoft ops included
   loop_*          a Loop whose trip count is a constant or a shape, carrying a state and
                   scanning it: unrolled
   tf_computed_*   tf2onnx's NHWC input and attributes computed from shapes (Pad's pads through
@@ -85,7 +86,9 @@ class Model(object):
 
     def save(self, outdir):
         graph = helper.make_graph(self.nodes, self.name, self.inputs, self.outputs, self.inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
+        domains = {n.domain for n in self.nodes if n.domain}
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)] +
+                                  [helper.make_opsetid(d, 1) for d in sorted(domains)],
                                   producer_name="ember gen_exported.py")
         model.ir_version = self.ir_version
         if self.ir_version <= 8 and self.opset <= onnx.defs.onnx_opset_version():
@@ -270,6 +273,46 @@ def loop_with_constant_count(name, seed, count_from_shape):
     return m
 
 
+def qoperator():
+    """ONNX Runtime's QOperator layout (its quantizer's --quant_format QOperator): float inputs
+    quantized at the edge, QLinearConv and the com.microsoft QLinearAdd / QLinearMul /
+    QLinearSigmoid / QLinearGlobalAveragePool on uint8 tensors, dequantized at the end."""
+    m = Model("qoperator_uint8", 430, "ORT's QOperator int8 ops (QLinearConv, com.microsoft "
+              "QLinearAdd/Mul/Sigmoid/GlobalAveragePool); within one step of the coarsest scale",
+              tolerance="atol=0.021")
+
+    def scale(name, value, zero_point):
+        m.inits.append(numpy_helper.from_array(np.array(value, dtype=np.float32), name + "_s"))
+        m.inits.append(numpy_helper.from_array(np.array(zero_point, dtype=np.uint8),
+                                               name + "_z"))
+        return [name + "_s", name + "_z"]
+
+    def ms(op, inputs, output, **attrs):
+        m.nodes.append(helper.make_node(op, inputs, [output], name="%s_%d" % (op, len(m.nodes)),
+                                        domain="com.microsoft", **attrs))
+        return output
+
+    x, y = m.input("x", [1, 8, 4, 4]), m.input("y", [1, 8, 4, 4])
+    qx = m.node("QuantizeLinear", [x] + scale("x", 0.01, 128), ["qx"])
+    qy = m.node("QuantizeLinear", [y] + scale("y", 0.008, 125), ["qy"])
+    m.inits.append(numpy_helper.from_array(m.rs.randint(0, 255, (8, 8, 3, 3)).astype(np.uint8),
+                                           "w"))
+    conv = m.node("QLinearConv", [qx, "x_s", "x_z", "w"] +
+                  scale("w", 0.004, 127) + scale("conv", 0.05, 110), ["qconv"], pads=[1, 1, 1, 1])
+    qa = ms("QLinearAdd", [conv, "conv_s", "conv_z", qy, "y_s", "y_z"] + scale("add", 0.02, 120),
+            "qadd")
+    qm = ms("QLinearMul", [qa, "add_s", "add_z", qx, "x_s", "x_z"] + scale("mul", 0.005, 100),
+            "qmul")
+    qs = ms("QLinearSigmoid", [qm, "mul_s", "mul_z"] + scale("sig", 1.0 / 256, 0), "qsig")
+    qg = ms("QLinearGlobalAveragePool", [qs, "sig_s", "sig_z"] + scale("gap", 1.0 / 256, 0),
+            "qgap", channels_last=0)
+    m.node("DequantizeLinear", [qa, "add_s", "add_z"], ["added"])
+    m.node("DequantizeLinear", [qg, "gap_s", "gap_z"], ["pooled"])
+    m.output("added", rank=4)
+    m.output("pooled", rank=4)
+    return m
+
+
 def control_flow():
     return [if_on_data("if_data_taken", 400, 0.0), if_on_data("if_data_skipped", 401, 1.5),
             if_on_data_nested(), loop_with_constant_count("loop_constant", 420, False),
@@ -413,7 +456,7 @@ def newer_opsets():
 
 def all_models():
     return (edge_pools() + [if_on_shape(), if_on_bound_rate(16000), if_on_bound_rate(8000)] +
-            control_flow() + tf_computed_attributes() + recurrent_models() + newer_opsets())
+            control_flow() + [qoperator()] + tf_computed_attributes() + recurrent_models() + newer_opsets())
 
 
 def main(argv):

@@ -21,7 +21,15 @@ namespace compiler {
 namespace {
 
 // Ops the importer or canonicalizer consume themselves (no registry entry needed).
+// The com.microsoft ops ONNX Runtime's quantizer writes in QOperator models, which emberc
+// expands (compiler/transform/canonical_quantized.cc).
+bool IsOnnxRuntimeQuantizedOp(const std::string& op) {
+  return op == "QLinearAdd" || op == "QLinearMul" || op == "QLinearSigmoid" ||
+         op == "QLinearGlobalAveragePool";
+}
+
 bool HandledByFrontend(const std::string& op) {
+  if (IsOnnxRuntimeQuantizedOp(op)) return true;
   static const char* kOps[] = {"Constant",
                                "Shape",
                                "Size",
@@ -241,10 +249,12 @@ class GraphReader {
       Node n;
       n.op = np.op_type();
       n.name = np.name().empty() ? np.op_type() + "_" + std::to_string(unnamed_++) : np.name();
-      if (!np.domain().empty() && np.domain() != "ai.onnx") {
+      if (!np.domain().empty() && np.domain() != "ai.onnx" &&
+          !(np.domain() == "com.microsoft" && IsOnnxRuntimeQuantizedOp(n.op))) {
         throw UnsupportedError(source_ + ": " + n.Describe() + ": operator domain '" + np.domain() +
                                "' is not supported (only ai.onnx, opset " + std::to_string(opset_) +
-                               ")");
+                               ", and ONNX Runtime's com.microsoft QLinearAdd, QLinearMul, "
+                               "QLinearSigmoid and QLinearGlobalAveragePool)");
       }
       const OpDef* def = OpRegistry::Global()->Find(n.op);
       if (!HandledByFrontend(n.op) && (!def || !def->infer_type())) {

@@ -283,6 +283,31 @@ TEST(Frontend, RecurrentLayersExpandAndBadAttributesAreNamed) {
       std::string::npos);
 }
 
+// ONNX Runtime's quantizer writes com.microsoft ops; emberc takes the QLinear ones it expands
+// and names the domain for the rest.
+TEST(Frontend, OnnxRuntimeQuantizedOpsAreTakenAndOtherDomainsNamed) {
+  auto model = [](const std::string& op) {
+    OnnxBuilder b;
+    auto* domain = b.model().add_opset_import();
+    domain->set_domain("com.microsoft");
+    domain->set_version(1);
+    b.Input("x", {1, 4}, onnx::TensorProto::UINT8);
+    b.FloatInit("s", {}, {0.5f}).FloatInit("t", {}, {0.25f});
+    onnx::NodeProto* n = b.Node(op, "q0", {"x", "s", "", "t", ""}, {"y"});
+    n->set_domain("com.microsoft");
+    b.Output("y", {1, 4}, onnx::TensorProto::UINT8);
+    return b.Bytes();
+  };
+  Graph g = ImportOnnxBytes(model("QLinearSigmoid"), "m.onnx", {});
+  for (const Node& n : g.nodes()) EXPECT_NE(n.op, "QLinearSigmoid");
+  EXPECT_EQ(g.value(g.outputs()[0]).type.ToString(), "uint8[1,4]");
+  EXPECT_NE(ErrorOf(model("QLinearLeakyRelu"))
+                .find("node 'q0' (QLinearLeakyRelu): operator domain 'com.microsoft' is not "
+                      "supported"),
+            std::string::npos)
+      << ErrorOf(model("QLinearLeakyRelu"));
+}
+
 TEST(Frontend, MalformedFileIsAnError) {
   EXPECT_NE(ErrorOf("this is not a protobuf \x01\x02\xff").find("not a valid ONNX model"),
             std::string::npos);
