@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "../../../compiler/schedule/table_strategy.h"
+#include "../../../compiler/schedule/tuning.h"
 
 namespace ember::compiler::testing {
 
@@ -32,6 +33,22 @@ namespace ember::compiler::testing {
 inline schedule::TableStrategy StrategyFor(const Target& target) {
   return schedule::TableStrategy(target, StrategyOptionsFromEnvironment());
 }
+
+/*! \brief Lowering for the host with the host's kernel choice, collecting the workloads tunable
+ * schedules describe (the tuner's first step) in `tasks`. */
+struct HostTuning {
+  Target host = Target::Host();
+  schedule::TableStrategy strategy = StrategyFor(host);
+  std::vector<schedule::TuningTask> tasks;
+
+  lower::ScheduleOptions Options() {
+    lower::ScheduleOptions so;
+    so.target = &host;
+    so.scheduler = &strategy;
+    so.tuning_tasks = &tasks;
+    return so;
+  }
+};
 
 /*! \brief opts with the scheduler of StrategyFor(target) when it names none; `strategy` keeps
  * it alive. */

@@ -175,16 +175,10 @@ TEST(DenseSchedule, TuningCandidatesFromTheLogAreUsedAndCorrect) {
   const DenseCase dc{13, 24, 40, kBiasN, false, true};
   KernelGraph kg;
   FusedGroup group = DenseGraph(dc, &kg);
-  Target host = Target::Host();
-  std::vector<schedule::TuningTask> tasks;
-  const schedule::TableStrategy strategy = testing::StrategyFor(host);
-  lower::ScheduleOptions so;
-  so.target = &host;
-  so.scheduler = &strategy;
-  so.tuning_tasks = &tasks;
-  lower::LowerGroup(group, so);
-  ASSERT_EQ(tasks.size(), 1u);
-  const schedule::TuningTask& t = tasks[0];
+  testing::HostTuning tuning;
+  lower::LowerGroup(group, tuning.Options());
+  ASSERT_EQ(tuning.tasks.size(), 1u);
+  const schedule::TuningTask& t = tuning.tasks[0];
   EXPECT_EQ(t.key.rfind("dense f32 m13 k24 n40 target=", 0), 0u) << t.key;
   EXPECT_EQ(t.defaults, (autotune::ParamSet{{"rows", 6}, {"vectors", 2}}));  // the AVX2 entry
   ASSERT_GE(t.candidates.size(), 3u);

@@ -1,6 +1,6 @@
-// Tuning (compiler/schedule/tuning.h, compiler/autotune/): the log's format (golden text, round trip,
-// malformed lines), cache sizes, the schedule hook (a log forcing a non-default candidate changes
-// the kernel and keeps it correct; every candidate is correct), and `--tune` end to end.
+// Tuning (compiler/schedule/tuning.h, compiler/autotune/): the log's format (golden text, round
+// trip, malformed lines), cache sizes, the schedule hook (a log forcing a non-default candidate
+// changes the kernel and keeps it correct; every candidate is correct), and `--tune` end to end.
 #include <ember/compiler/driver.h>
 #include <ember/compiler/ir/tensor_type.h>
 #include <ember/compiler/lower.h>
@@ -238,16 +238,10 @@ std::string BuildAndCheck(const ConvKernel& ck, const TuningLog* log) {
 
 // The workload the schedule describes for the group on the host.
 schedule::TuningTask Describe(const ConvKernel& ck) {
-  Target host = Target::Host();
-  std::vector<schedule::TuningTask> tasks;
-  const schedule::TableStrategy strategy = testing::StrategyFor(host);
-  lower::ScheduleOptions so;
-  so.target = &host;
-  so.scheduler = &strategy;
-  so.tuning_tasks = &tasks;
-  lower::LowerGroup(ck.Group(), so);
-  EXPECT_EQ(tasks.size(), 1u);
-  return tasks.empty() ? schedule::TuningTask{} : tasks.back();
+  testing::HostTuning tuning;
+  lower::LowerGroup(ck.Group(), tuning.Options());
+  EXPECT_EQ(tuning.tasks.size(), 1u);
+  return tuning.tasks.empty() ? schedule::TuningTask{} : tuning.tasks.back();
 }
 
 TEST(TuningHook, ScheduleDescribesItsWorkload) {
@@ -307,18 +301,13 @@ TEST(TuningHook, EveryCandidateIsCorrect) {
 
 TEST(TuningHook, OcVecBlockWidthFromTheLog) {
   ConvKernel ck;
-  Target host = Target::Host();
-  std::vector<schedule::TuningTask> tasks;
-  const schedule::TableStrategy strategy = testing::StrategyFor(host);
-  lower::ScheduleOptions so;
-  so.target = &host;
-  so.scheduler = &strategy;
-  so.tuning_tasks = &tasks;
+  testing::HostTuning tuning;
+  lower::ScheduleOptions so = tuning.Options();
   schedule::OcVecBlocking b = schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 4, 6);
   EXPECT_EQ(b.ow_block, 6);
   EXPECT_EQ(b.row_chunk, ConvKernel::kH);  // a small input fits any L2
-  ASSERT_EQ(tasks.size(), 1u);
-  const schedule::TuningTask& t = tasks[0];
+  ASSERT_EQ(tuning.tasks.size(), 1u);
+  const schedule::TuningTask& t = tuning.tasks[0];
   EXPECT_NE(
       t.key.find("conv2d_nchw_ocvec f32 n1 c8 h10 w9 oc8 o10x9 k3x3 s1x1 p1x1 g1 ocv2 target="),
       std::string::npos)
