@@ -30,14 +30,15 @@ class IfFunctionBuilder {
         node_(*group.nodes.front()),
         opts_(opts),
         strategy_(strategy),
-        opt_level_(opt_level) {}
+        opt_level_(opt_level) {
+    arg_values_ = group.inputs;
+    arg_values_.insert(arg_values_.end(), group.outputs.begin(), group.outputs.end());
+  }
 
   LoweredFunc Build() {
     const Graph& g = *group_.graph;
     f_.name = group_.func_name;
-    std::vector<int> arg_values = group_.inputs;
-    arg_values.insert(arg_values.end(), group_.outputs.begin(), group_.outputs.end());
-    for (int vid : arg_values) {
+    for (int vid : arg_values_) {
       const Value& v = g.value(vid);
       lower::ArgInfo a{v.name, v.type.shape, v.type.dtype, nullptr};
       a.buffer = lower::NewArgBuffer(a, static_cast<int>(f_.args.size()));
@@ -52,10 +53,8 @@ class IfFunctionBuilder {
 
  private:
   const Buffer& ArgOf(int vid) const {
-    std::vector<int> arg_values = group_.inputs;
-    arg_values.insert(arg_values.end(), group_.outputs.begin(), group_.outputs.end());
-    auto it = std::find(arg_values.begin(), arg_values.end(), vid);
-    return f_.args.at(static_cast<size_t>(it - arg_values.begin())).buffer;
+    auto it = std::find(arg_values_.begin(), arg_values_.end(), vid);
+    return f_.args.at(static_cast<size_t>(it - arg_values_.begin())).buffer;
   }
 
   // The If's output j: its argument, or scratch memory when nothing reads it.
@@ -142,6 +141,7 @@ class IfFunctionBuilder {
   const lower::ScheduleOptions& opts_;
   const KernelStrategy& strategy_;
   const int opt_level_;
+  std::vector<int> arg_values_;  // the function's arguments: the group's inputs, then outputs
   LoweredFunc f_;
 };
 

@@ -78,11 +78,16 @@ class Expander {
     const int shifted = Shifted(node_.inputs.at(x), Input(zero_point), 1);
     return Op("Mul", {Cast(shifted, kFloat32), node_.inputs.at(scale)});
   }
-  /*! \brief value (float) quantized by the node's inputs scale and zero_point into its output. */
-  void QuantizeInto(int value, size_t scale, size_t zero_point) {
+  /*! \brief value (float) quantized by the node's inputs scale and zero_point (per tensor, or
+   * along `axis` of value) into its output. */
+  void QuantizeInto(int value, size_t scale, size_t zero_point, int64_t axis = 1) {
+    const int64_t rank = TypeOf(value).ndim();
     const int zp = Input(zero_point);
     const DLDataType to = zp == kAbsentValue ? kUInt8 : TypeOf(zp).dtype;
-    const int q = QuantizeFloat(value, node_.inputs.at(scale), zp, to);
+    if (to.bits != 8)
+      NodeUnsupported(node_, "quantizes to 8-bit integers, got " + DTypeToString(to));
+    const int zp_along = zp == kAbsentValue ? zp : AlongAxis(zp, axis, rank);
+    const int q = QuantizeFloat(value, AlongAxis(node_.inputs.at(scale), axis, rank), zp_along, to);
     OpInto(node_.outputs.at(0), "Cast", {q}, {{"to", int64_t{DTypeToOnnx(to)}}});
   }
 
@@ -97,16 +102,9 @@ class Expander {
 
 void QuantizeLinear(Node n, CanonicalizeContext* ctx) {
   Expander e(n, ctx);
-  const int64_t axis = n.GetInt("axis", 1);
-  const int64_t rank = e.TypeOf(n.inputs.at(0)).ndim();
-  const int zp = e.Input(2);
-  const DLDataType to = zp == kAbsentValue ? kUInt8 : e.TypeOf(zp).dtype;
-  if (to.bits != 8) NodeUnsupported(n, "quantizes to 8-bit integers, got " + DTypeToString(to));
-  const int zp_along = zp == kAbsentValue ? zp : e.AlongAxis(zp, axis, rank);
-  int x = n.inputs[0];
+  int x = n.inputs.at(0);
   if (e.TypeOf(x).dtype != kFloat32) x = e.Cast(x, kFloat32);
-  const int q = e.QuantizeFloat(x, e.AlongAxis(n.inputs.at(1), axis, rank), zp_along, to);
-  e.OpInto(n.outputs[0], "Cast", {q}, {{"to", int64_t{DTypeToOnnx(to)}}});
+  e.QuantizeInto(x, 1, 2, n.GetInt("axis", 1));
 }
 
 void DequantizeLinear(Node n, CanonicalizeContext* ctx) {
