@@ -165,13 +165,29 @@ class LaneVectorizer {
   }
 
  private:
-  // Intrinsics are emitted on scalars only (some become libm calls): a call is kept when its
-  // arguments are the same in every lane and are not vectors already (an accumulator).
+  // A call whose arguments are the same in every lane (and are not vectors already, such as an
+  // accumulator) is kept as it is. Otherwise only intrinsics that are one instruction on a vector
+  // (LLVM's roundeven, floor, ceil, fabs, sqrt) vectorise: the rest are emitted on scalars (some
+  // become libm calls).
   Expr Call(const Expr& e) {
-    for (const Expr& a : e.as<te::CallNode>()->args) {
-      if (Occurs(a, var_) || a.dtype().lanes != 1 || HasVectorLeaf(a)) return Expr();
+    auto* c = e.as<te::CallNode>();
+    bool uniform = true;
+    for (const Expr& a : c->args) {
+      uniform = uniform && !Occurs(a, var_) && a.dtype().lanes == 1 && !HasVectorLeaf(a);
     }
-    return e;
+    if (uniform) return e;
+    if (!IsVectorInstruction(c->fn) || !te::IsFloat(c->dtype)) return Expr();
+    std::vector<Expr> args;
+    for (const Expr& a : c->args) {
+      Expr v = Visit(a);
+      if (!v.defined()) return Expr();
+      args.push_back(Widen(v));
+    }
+    return Expr(std::make_shared<te::CallNode>(te::WithLanes(c->dtype, lanes_), c->fn, args));
+  }
+  static bool IsVectorInstruction(te::Intrinsic fn) {
+    return fn == te::Intrinsic::kRound || fn == te::Intrinsic::kFloor ||
+           fn == te::Intrinsic::kCeil || fn == te::Intrinsic::kFabs || fn == te::Intrinsic::kSqrt;
   }
   static bool HasVectorLeaf(const Expr& e) {
     bool vector = false;

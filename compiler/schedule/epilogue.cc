@@ -76,8 +76,11 @@ struct EpilogueInliner {
         return te::Select(Visit(s->cond, vars), Visit(s->true_value, vars),
                           Visit(s->false_value, vars));
       }
-      case te::ExprKind::kCast:
-        return te::Cast(e.dtype(), Visit(e.as<te::CastNode>()->value, vars));
+      case te::ExprKind::kCast: {
+        // The value may have become a vector (the accumulator): the cast takes its lanes.
+        te::Expr v = Visit(e.as<te::CastNode>()->value, vars);
+        return te::Cast(te::WithLanes(e.dtype(), v.dtype().lanes), v);
+      }
       case te::ExprKind::kCall: {
         auto* c = e.as<te::CallNode>();
         std::vector<te::Expr> a;
@@ -221,7 +224,11 @@ bool BuildEpilogueAt(const FusedGroup& group, const Node& anchor, const AnchorOp
     if (node != &anchor && !ComputeNode(g, *node, &env)) return false;
   }
   auto out = env.find(group.outputs[0]);
-  if (out == env.end() || out->second.dtype() != te::Float(32) || out->second.shape() != oshape) {
+  // float32, or what the group stores (see MatchAnyConvGroup): a float16 result rounded as memory
+  // holds it, an int32 one cast from the exact float sum.
+  const te::DataType dt = out == env.end() ? te::Float(32) : out->second.dtype();
+  if (out == env.end() || out->second.shape() != oshape ||
+      (dt != te::Float(32) && dt != te::Float(16) && dt != te::Int(32))) {
     return false;
   }
   const Value& gout = g.value(group.outputs[0]);
