@@ -323,11 +323,16 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
     f.workspaces.push_back(padded);
   }
   Expr n = te::MakeVar("n");
-  const int64_t chunks = s.icg / blocking.ic_chunk;
+  // Earlier reduction chunks park float partial sums in a blocked output; one of another dtype
+  // (float16, int32: the epilogue narrows or casts on the store) cannot hold them, so its
+  // reduction runs as one chunk.
+  const bool float_out = group.graph->value(group.outputs[0]).type.dtype == kFloat32;
+  const int64_t ic_chunk = blocked_out && !float_out ? s.icg : blocking.ic_chunk;
+  const int64_t chunks = s.icg / ic_chunk;
   TileContext ctx{s,
                   ocb,
                   static_cast<int>(p.lanes),
-                  blocking.ic_chunk,
+                  ic_chunk,
                   chunks,
                   padded_input ? padded : xb,
                   padded_input ? Expr(0) : n * (s.c * s.h * s.w),

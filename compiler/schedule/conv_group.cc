@@ -16,6 +16,10 @@ namespace {
 
 bool IsF32(DLDataType t) { return t.code == kDLFloat && t.bits == 32 && t.lanes == 1; }
 
+// What a conv's epilogue may store: float32; float16, which computes in float32 and narrows on the
+// store; int32, the integer product of a quantized conv run in float32 (exact) and cast.
+bool EpilogueStores(DLDataType t) { return IsF32(t) || t == kFloat16 || t == kInt32; }
+
 // The conv node, when every other node is elementwise/broadcast with a compute rule.
 const Node* FindSingleConv(const FusedGroup& group) {
   const Node* conv = nullptr;
@@ -88,7 +92,9 @@ bool MatchAnyConvGroup(const FusedGroup& group, ConvGroup* m) {
   if (!ReadGeometry(*conv, g, &s)) return false;
   if (has_bias && g.value(conv->inputs[2]).type.shape[0] != s.oc) return false;
   const TensorType& gout = g.value(group.outputs[0]).type;
-  if (gout.shape != g.value(conv->outputs[0]).type.shape || !IsF32(gout.dtype)) return false;
+  if (gout.shape != g.value(conv->outputs[0]).type.shape || !EpilogueStores(gout.dtype)) {
+    return false;
+  }
   m->conv = conv;
   m->x_id = conv->inputs[0];
   m->w_id = conv->inputs[1];

@@ -61,11 +61,12 @@ int64_t ConvWeightBlock(const ScheduleEntry& e, const ConvShape& s) {
 }
 
 // Constant float32 3 x 3 weights whose output channels fill `block`: what the Winograd weight
-// transform needs.
+// transform needs (and a conv that may round its sums: not one marked exact).
 bool WinogradWeights(const Graph& g, const Node& conv, int64_t block) {
   const Value& w = g.value(conv.inputs[1]);
-  return w.is_constant() && w.type.dtype == kFloat32 && w.type.shape.size() == 4 &&
-         w.type.shape[2] == 3 && w.type.shape[3] == 3 && block > 0 && w.type.shape[0] % block == 0;
+  return !conv.HasAttr(kExactSumAttr) && w.is_constant() && w.type.dtype == kFloat32 &&
+         w.type.shape.size() == 4 && w.type.shape[2] == 3 && w.type.shape[3] == 3 && block > 0 &&
+         w.type.shape[0] % block == 0;
 }
 
 }  // namespace

@@ -13,13 +13,15 @@
 #include <ember/compiler/transform.h>
 
 #include <map>
+#include <memory>
 #include <utility>
 
 namespace ember {
 namespace compiler {
 namespace {
 
-bool IsScalarConstant(const Value& v) { return v.is_constant() && v.type.NumElements() == 1; }
+// One value (constant or not) broadcasts over any layout.
+bool IsScalar(const Value& v) { return v.type.NumElements() == 1; }
 
 class LayoutRewriter {
  public:
@@ -50,19 +52,35 @@ class LayoutRewriter {
   }
 
  private:
+  // Values a blocked chain carries: float, and int32 (the integer products of quantized convs
+  // run on the float kernels and are cast to int32 and back between the conv and its epilogue).
+  static bool BlockableType(DLDataType t) { return t.code == kDLFloat || t == kInt32; }
+
+  // A constant of one value per channel of the 4-D `out` ([C], [C,1,1], [1,C,1,1]).
+  bool IsPerChannelConstant(const Value& v, const TensorType& out) const {
+    const std::vector<int64_t>& s = v.type.shape;
+    if (!v.is_constant() || s.size() > 4 || s.size() < 3 || v.type.NumElements() != out.shape[1]) {
+      return false;
+    }
+    return s[s.size() - 3] == out.shape[1];
+  }
+
   // The block an elementwise node can run in: that of its first input a blocked node wrote, when
-  // every other input is a scalar constant or a tensor of the output's shape; else 0.
+  // every other input is a scalar, a per-channel constant or a tensor of the output's shape;
+  // else 0.
   int64_t ElementwiseBlock(const Node& n) const {
     const OpDef* def = OpRegistry::Global()->Find(n.op);
     if (def == nullptr || def->Pattern(n) > OpPattern::kBroadcast || n.outputs.size() != 1) {
       return 0;
     }
     const TensorType& out = g_->value(n.outputs[0]).type;
-    if (out.ndim() != 4 || out.dtype.code != kDLFloat) return 0;
+    if (out.ndim() != 4 || !BlockableType(out.dtype)) return 0;
     int64_t block = 0;
     for (int in : n.inputs) {
-      if (in == kAbsentValue || IsScalarConstant(g_->value(in))) continue;
-      if (g_->value(in).type != out) return 0;
+      if (in == kAbsentValue || IsScalar(g_->value(in))) continue;
+      if (IsPerChannelConstant(g_->value(in), out)) continue;
+      const TensorType& t = g_->value(in).type;
+      if (t.shape != out.shape || !BlockableType(t.dtype)) return 0;
       if (block == 0) block = NativeBlock(in);
     }
     return block;
@@ -91,10 +109,26 @@ class LayoutRewriter {
   }
 
   void RewriteElementwise(Node n, int64_t block) {
+    const TensorType out = g_->value(n.outputs[0]).type;
     for (int& in : n.inputs) {
-      if (in != kAbsentValue && !IsScalarConstant(g_->value(in))) in = BlockedValue(in, block);
+      if (in == kAbsentValue || IsScalar(g_->value(in))) continue;
+      in = IsPerChannelConstant(g_->value(in), out) ? BlockedPerChannel(in, block)
+                                                    : BlockedValue(in, block);
     }
     EmitBlocked(std::move(n), block);
+  }
+
+  // A per-channel constant as [1][C/block][1][1][block], broadcasting over NCHW[block]c: channel
+  // c = cb * block + ci is element c in either shape, so the data stays as it is.
+  int BlockedPerChannel(int constant, int64_t block) {
+    auto it = blocked_.find({constant, block});
+    if (it != blocked_.end()) return it->second;
+    const Value& v = g_->value(constant);
+    auto c = std::make_shared<HostTensor>(*v.constant);
+    c->type.shape = {1, v.type.NumElements() / block, 1, 1, block};
+    const int blocked = g_->AddConstant(g_->UniqueName(v.name + "_" + LayoutName(block)), c);
+    blocked_[{constant, block}] = blocked;
+    return blocked;
   }
 
   // Emits n writing a new blocked value, then the transform that rebuilds the NCHW original.

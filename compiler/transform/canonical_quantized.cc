@@ -5,8 +5,12 @@
 // Runtime's integer kernels are), then, for the QLinear forms, requantization by the float
 // multiplier x_scale * w_scale / y_scale. Constant operands (weights, their scales) fold here, so
 // a weight's dequantization costs nothing at run time.
+#include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/ir/op_registry.h>
 
+#include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,10 +41,15 @@ class Expander {
     ctx_->Canonicalize(Node{op, node_.name, std::move(attrs), std::move(inputs), {out}});
   }
   int Cast(int x, DLDataType to) { return Op("Cast", {x}, {{"to", int64_t{DTypeToOnnx(to)}}}); }
+  int Constant(const std::string& suffix, HostTensorPtr value) {
+    return ctx_->Constant(node_.name + suffix, std::move(value));
+  }
   int Scalar(DLDataType dtype, double v) {
     return ctx_->Constant(node_.name + "_k", MakeScalarTensor(dtype, v));
   }
   const TensorType& TypeOf(int id) { return ctx_->TypeOf(id); }
+  /*! \brief Value id's constant data; null when it is computed at run time. */
+  HostTensorPtr ConstantOf(int id) { return ctx_->graph().value(id).constant; }
 
   /*! \brief A per-axis parameter (1-D, one entry per index of `axis` of a rank-`rank` tensor)
    * shaped to broadcast along that axis; a scalar or one-element one as it is. */
@@ -136,16 +145,133 @@ void DynamicQuantizeLinear(Node n, CanonicalizeContext* ctx) {
   if (n.outputs.size() > 2) e.OpInto(n.outputs[2], "Cast", {zp}, to_u8);
 }
 
+// float32 holds every integer of magnitude up to 2^24, and integers whose magnitudes add up to at
+// most that have only such partial sums, in any order of addition: a product within the bound is
+// exact on the float kernels.
+constexpr double kExactFloatSum = 16777216.0;
+
+// The largest |v - zero_point| an 8-bit operand x can take: from its zero point's values when they
+// are constant, else the width of its type's range.
+double ShiftedMagnitude(Expander& e, int x, int zero_point) {
+  const DLDataType t = e.TypeOf(x).dtype;
+  const double lo = t.code == kDLInt ? -(1 << (t.bits - 1)) : 0;
+  const double hi = lo + (1 << t.bits) - 1;
+  if (zero_point == kAbsentValue) return std::max(-lo, hi);
+  const HostTensorPtr zp = e.ConstantOf(zero_point);
+  if (zp == nullptr) return hi - lo;
+  double m = 0;
+  for (int64_t i = 0; i < zp->NumElements(); ++i) {
+    const double z = zp->GetAsDouble(i);
+    m = std::max({m, std::abs(lo - z), std::abs(hi - z)});
+  }
+  return m;
+}
+
+// Where the reduction of an integer product runs: for a conv the input channels (axis 1 of x and
+// of w, `terms` = the taps of one channel), for a MatMul the last axis of A and axis -2 of B.
+struct Reduction {
+  int64_t a_axis, b_axis, length, taps;
+};
+
+Reduction ReductionOf(Expander& e, bool conv, int a, int b) {
+  const TensorType &at = e.TypeOf(a), &bt = e.TypeOf(b);
+  if (conv) return {1, 1, bt.shape.at(1), bt.NumElements() / bt.shape.at(0) / bt.shape.at(1)};
+  return {at.ndim() - 1, bt.ndim() - 2, bt.shape.at(bt.ndim() - 2), 1};
+}
+
+// sums[o][r]: sum of |b| over the taps of reduction index r of output element o (b is the
+// shifted constant weight: [O][R][KH][KW] for a conv, [..][R][N] for a MatMul, o = (.., n)).
+std::vector<std::vector<double>> WeightSums(const HostTensor& b, bool conv, const Reduction& r) {
+  const int64_t n = conv ? 1 : b.type.shape.back();
+  const int64_t outputs = b.NumElements() / (r.length * r.taps);
+  std::vector<std::vector<double>> sums(static_cast<size_t>(outputs),
+                                        std::vector<double>(static_cast<size_t>(r.length), 0.0));
+  for (int64_t i = 0; i < b.NumElements(); ++i) {
+    const int64_t red = i / r.taps / n % r.length;
+    const int64_t out = i / (r.taps * r.length * n) * n + i % n;
+    sums[static_cast<size_t>(out)][static_cast<size_t>(red)] += std::abs(b.GetAsDouble(i));
+  }
+  return sums;
+}
+
+// Into how many equal chunks of its reduction the product must split so that each chunk's sums
+// stay within kExactFloatSum (each chunk then runs exactly in float32, the chunks add in int32);
+// 0 when even kMaxChunks do not, or the product cannot split (a grouped conv).
+int ExactChunks(Expander& e, bool conv, int a_in, int a_zp, int b_in, int b_zp, int b) {
+  constexpr int kMaxChunks = 16;
+  const Reduction r = ReductionOf(e, conv, a_in, b);
+  const double a_mag = ShiftedMagnitude(e, a_in, a_zp);
+  const HostTensorPtr weight = e.ConstantOf(b);
+  const std::vector<std::vector<double>> sums =
+      weight != nullptr ? WeightSums(*weight, conv, r) : std::vector<std::vector<double>>{};
+  const double b_mag = ShiftedMagnitude(e, b_in, b_zp) * static_cast<double>(r.taps);
+  const int most = conv && e.node().GetInt("group", 1) != 1 ? 1 : kMaxChunks;
+  for (int chunks = 1; chunks <= most; ++chunks) {
+    if (r.length % chunks != 0) continue;
+    const int64_t len = r.length / chunks;
+    double largest = weight != nullptr ? 0 : b_mag * static_cast<double>(len);
+    for (const std::vector<double>& row : sums) {
+      for (int64_t c = 0; c < r.length; c += len) {
+        largest = std::max(largest, std::accumulate(row.begin() + c, row.begin() + c + len, 0.0));
+      }
+    }
+    if (a_mag * largest <= kExactFloatSum) return chunks;
+  }
+  return 0;
+}
+
+// x - zero_point in float32 (zero_point along `axis` of x when per-axis).
+int ShiftedFloat(Expander& e, int x, int zero_point, int64_t axis) {
+  const int wide = e.Cast(x, kFloat32);
+  if (zero_point == kAbsentValue) return wide;
+  return e.Op("Sub", {wide, e.Cast(e.AlongAxis(zero_point, axis, e.TypeOf(x).ndim()), kFloat32)});
+}
+
+int SliceAxis(Expander& e, int x, int64_t axis, int64_t begin, int64_t end) {
+  const auto ints = [&](int64_t v) { return e.Constant("_slice", MakeInt64Tensor({v})); };
+  return e.Op("Slice", {x, ints(begin), ints(end), ints(axis)});
+}
+
+// The product of float operands a and b in `chunks` chunks of the reduction, each exact in float32
+// and converted to int32, added in int32. A conv is marked so that no kernel transforms its
+// operands first (Winograd would round).
+int ChunkedFloatProduct(Expander& e, bool conv, int a, int b, int chunks) {
+  AttrMap attrs = e.node().attrs;
+  attrs[kExactSumAttr] = int64_t{1};
+  const Reduction r = ReductionOf(e, conv, a, b);
+  const int64_t len = r.length / chunks;
+  int sum = kAbsentValue;
+  for (int64_t c = 0; c < r.length; c += len) {
+    const int ac = chunks == 1 ? a : SliceAxis(e, a, r.a_axis, c, c + len);
+    const int bc = chunks == 1 ? b : SliceAxis(e, b, r.b_axis, c, c + len);
+    const int part =
+        e.Cast(conv ? e.Op("Conv", {ac, bc}, attrs) : e.Op("MatMul", {ac, bc}), kInt32);
+    sum = sum == kAbsentValue ? part : e.Op("Add", {sum, part});
+  }
+  return sum;
+}
+
 // The int32 product of the zero-point-shifted operands: a is n's input a_index (zero point at
 // a_zp, per row of a MatMul's A), b at b_index (zero point at b_zp, per output channel: axis 0
-// of a conv weight, the last axis of a MatMul's B).
+// of a conv weight, the last axis of a MatMul's B). When the operands bound the sums below 2^24
+// (a constant weight shows its sums; 8-bit activations are at most 255 from their zero point),
+// whole or in chunks of the reduction, it runs in float32 on the fast conv and dense kernels,
+// exactly; else in int32.
 int IntegerProduct(Expander& e, bool conv, size_t a_index, size_t a_zp, size_t b_index,
                    size_t b_zp) {
   const Node& n = e.node();
-  const int64_t a_rank = e.TypeOf(n.inputs.at(a_index)).ndim();
-  const int a = e.Shifted(n.inputs.at(a_index), e.Input(a_zp), conv ? 1 : a_rank - 2);
-  const int64_t b_rank = e.TypeOf(n.inputs.at(b_index)).ndim();
-  const int b = e.Shifted(n.inputs.at(b_index), e.Input(b_zp), conv ? 0 : b_rank - 1);
+  const int a_in = n.inputs.at(a_index), b_in = n.inputs.at(b_index);
+  const int64_t a_axis = conv ? 1 : e.TypeOf(a_in).ndim() - 2;
+  const int64_t b_axis = conv ? 0 : e.TypeOf(b_in).ndim() - 1;
+  if (e.TypeOf(a_in).dtype.bits == 8 && e.TypeOf(b_in).dtype.bits == 8) {
+    const int b = ShiftedFloat(e, b_in, e.Input(b_zp), b_axis);
+    const int chunks = ExactChunks(e, conv, a_in, e.Input(a_zp), b_in, e.Input(b_zp), b);
+    if (chunks > 0) {
+      return ChunkedFloatProduct(e, conv, ShiftedFloat(e, a_in, e.Input(a_zp), a_axis), b, chunks);
+    }
+  }
+  const int a = e.Shifted(a_in, e.Input(a_zp), a_axis);
+  const int b = e.Shifted(b_in, e.Input(b_zp), b_axis);
   if (!conv) return e.Op("MatMul", {a, b});
   return e.Op("Conv", {a, b}, n.attrs);
 }

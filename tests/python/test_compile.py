@@ -21,6 +21,21 @@ def _compiler_or_skip():
                     "(%s)" % (compiler.COMPILE_GLOBAL, base.compiler_lib_error()))
 
 
+def _run_graph(tmp_path, graph, opset=13, **inputs):
+    """Compiles an onnx.helper graph (opset `opset`, IR 7) from Python, runs it on `inputs` and
+    returns its outputs as numpy arrays."""
+    from onnx import helper
+    _compiler_or_skip()
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    path = tmp_path / (graph.name + ".onnx")
+    path.write_bytes(model.SerializeToString())
+    gmod = ember.load_artifact(ember.compile(str(path)).export(str(tmp_path / graph.name)))
+    gmod.set_input(**inputs)
+    gmod.run()
+    return [gmod.get_output(i).numpy() for i in range(gmod.get_num_outputs())]
+
+
 def _ember_run_or_skip():
     path = os.path.join(os.path.dirname(os.path.dirname(base.RUNTIME_LIB_PATH)), "bin", "ember-run")
     if not os.path.isfile(path):

@@ -451,6 +451,50 @@ TEST(BlockedLayout, PassLeavesConvsItCannotBlockInNchw) {
   }
 }
 
+// A quantized conv's epilogue: x -> Conv -> Cast(int32) -> Cast(float) -> Mul(run-time scalar)
+// -> Add(per-channel constant [C,1,1]) -> Mul(per-channel [1,C,1,1]) -> y. Every step runs in the
+// conv's block (one transform in, one out); the per-channel constants are reshaped, not moved.
+TEST(BlockedLayout, PassBlocksCastsScalarsAndPerChannelConstants) {
+  ScopedEnv force("EMBER_SCHEDULE", "conv2d_nchw_ocvec_avx512");
+  KernelGraph kg;
+  const TensorType t{{1, 32, 8, 8}, kFloat32}, ti{{1, 32, 8, 8}, kInt32};
+  int x = kg.Input("x", {1, 16, 8, 8});
+  int scale = kg.Input("scale", {1});
+  int w =
+      kg.graph.AddConstant("w", std::make_shared<HostTensor>(TensorType{{32, 16, 1, 1}, kFloat32}));
+  auto per_channel = [&](const char* name, std::vector<int64_t> shape) {
+    auto c = std::make_shared<HostTensor>(TensorType{std::move(shape), kFloat32});
+    for (int64_t i = 0; i < 32; ++i) c->Data<float>()[i] = static_cast<float>(i);
+    return kg.graph.AddConstant(name, c);
+  };
+  int conv = kg.Add("Conv", {x, w}, {t},
+                    {{"kernel_shape", std::vector<int64_t>{1, 1}},
+                     {"strides", std::vector<int64_t>{1, 1}},
+                     {"dilations", std::vector<int64_t>{1, 1}},
+                     {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+                     {"group", int64_t{1}}})[0];
+  int i32 =
+      kg.Add("Cast", {conv}, {ti}, {{"to", int64_t{6}}, {"__dtype", std::string("int32")}})[0];
+  int f32 =
+      kg.Add("Cast", {i32}, {t}, {{"to", int64_t{1}}, {"__dtype", std::string("float32")}})[0];
+  int scaled = kg.Add("Mul", {f32, scale}, {t})[0];
+  int biased = kg.Add("Add", {scaled, per_channel("bias", {32, 1, 1})}, {t})[0];
+  int y = kg.Add("Mul", {biased, per_channel("gain", {1, 32, 1, 1})}, {t})[0];
+  kg.graph.outputs().push_back(y);
+  AlterConvLayout(&kg.graph, StrategyFor(Target::Host()));
+  const Graph& g = kg.graph;
+  ASSERT_EQ(NodesOf(g, "LayoutTransform").size(), 2u);
+  for (const char* op : {"Cast", "Mul", "Add"}) {
+    for (const Node* n : NodesOf(g, op)) {
+      EXPECT_EQ(g.value(n->outputs[0]).type.ndim(), 5) << n->name;
+    }
+  }
+  const Value& bias = g.value(NodesOf(g, "Add")[0]->inputs[1]);
+  ASSERT_TRUE(bias.is_constant());
+  EXPECT_EQ(bias.type.shape, (std::vector<int64_t>{1, 2, 1, 1, 16}));
+  EXPECT_EQ(bias.constant->Data<float>()[17], 17.0f);
+}
+
 // x -> depthwise Conv(k x k, 32 channels, same padding) -> y.
 struct DepthwiseConv {
   KernelGraph kg;

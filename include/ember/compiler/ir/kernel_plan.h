@@ -14,6 +14,12 @@
 namespace ember {
 namespace compiler {
 
+/*! \brief Conv attribute (value 1) of a conv whose float32 sums must come out exact (integer
+ *  products the quantized ops run on the float kernels, every partial sum an integer below 2^24):
+ *  only kernels that add the products as they are may run it, not one that transforms its
+ *  operands first (Winograd). */
+constexpr const char* kExactSumAttr = "ember_exact_sum";
+
 struct KernelPlan {
   /*! \brief The kernel (a schedule name, e.g. "conv2d_nchw_ocvec_avx2"); empty: the default
    * schedule of compiler/lower/. */
