@@ -12,6 +12,7 @@ std::vector<Pass> GraphPasses(const KernelStrategy& strategy) {
       {"fold_constants", FoldConstants},
       {"simplify", Simplify},
       {"dead_code", EliminateDeadCode},
+      {"float16_in_float32", ComputeFloat16InFloat32},
       {"canonicalize_dense", CanonicalizeDense},
       {"alter_layout", [s](Graph* g) { AlterConvLayout(g, *s); }},
       {"plan_kernels", [s](Graph* g) { PlanKernels(g, *s); }},

@@ -43,6 +43,9 @@ void PackConvWeights(Graph* graph);
 /*! \brief Transforms, once at compile time, the constant weights of the 3 x 3 convs planned to
  *  run as Winograd (see kWinogradTileAttr and compiler/schedule/conv2d_winograd.cc). */
 void WinogradConvWeights(Graph* graph);
+/*! \brief float16 Conv, ConvTranspose, Gemm, MatMul and pools compute on the float32 kernels
+ *  between Casts (float16 computes in float32 and rounds each result anyway). */
+void ComputeFloat16InFloat32(Graph* graph);
 /*! \brief MatMul with a constant 2-D weight becomes Gemm (through Reshapes to and from rows for
  *  inputs of rank > 2), and a Gemm with transB = 1 and a constant weight reads a transposed copy:
  *  dense products then read their weight as [K][N], as the dense schedule streams it. */
