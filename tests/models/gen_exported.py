@@ -20,6 +20,7 @@ Kinds:
                   skipped; nested Ifs reading values of both scopes): one kernel runs the
                   taken branch
   qoperator_*     ONNX Runtime's QOperator int8 layout, com.microsoft ops included
+  qdq_*           ONNX Runtime's default QDQ layout: Quantize/DequantizeLinear around float Convs
   loop_*          a Loop whose trip count is a constant or a shape, carrying a state and
                   scanning it: unrolled
   tf_computed_*   tf2onnx's NHWC input and attributes computed from shapes (Pad's pads through
@@ -313,6 +314,54 @@ def qoperator():
     return m
 
 
+def qdq():
+    """The QDQ layout ONNX Runtime's quantizer writes by default: float ops between
+    QuantizeLinear / DequantizeLinear pairs, uint8 activations per tensor, int8 weights per
+    output channel (symmetric), int32 biases at scale x_scale * w_scale. ORT runs the convs as
+    integer QLinearConvs; Ember must too, to round the same way."""
+    m = Model("qdq_uint8", 431, "ORT's default QDQ layout (uint8 activations, per-channel int8 "
+              "weights, int32 biases): integer convs, exactly as ORT", tolerance="atol=1e-6")
+
+    def param(name, value, dtype):
+        m.inits.append(numpy_helper.from_array(np.array(value, dtype=dtype), name))
+        return name
+
+    def conv(x, x_s, x_z, cin, cout, y_s, y_z, relu):
+        i = len(m.nodes)
+        w = (m.rs.standard_normal((cout, cin, 3, 3)) * 0.2).astype(np.float32)
+        # 7-bit weights, as ORT's quantizer writes with reduce_range: ORT's AVX2 kernel adds
+        # pairs of u8 x s8 products in int16 with saturation, exact only for such weights.
+        w_s = (np.abs(w).reshape(cout, -1).max(axis=1) / 63).astype(np.float32)
+        wq = np.clip(np.round(w / w_s.reshape(-1, 1, 1, 1)), -63, 63).astype(np.int8)
+        b_s = (np.float32(x_s) * w_s).astype(np.float32)
+        bq = np.round(m.rs.standard_normal(cout) * 0.1 / b_s).astype(np.int32)
+        dq = m.node("DequantizeLinear", [x, param("x%d_s" % i, x_s, np.float32),
+                                         param("x%d_z" % i, x_z, np.uint8)], ["dq%d" % i])
+        dw = m.node("DequantizeLinear", [param("w%d" % i, wq, np.int8),
+                                         param("w%d_s" % i, w_s, np.float32),
+                                         param("w%d_z" % i, np.zeros(cout), np.int8)],
+                    ["dw%d" % i], axis=0)
+        db = m.node("DequantizeLinear", [param("b%d" % i, bq, np.int32),
+                                         param("b%d_s" % i, b_s, np.float32),
+                                         param("b%d_z" % i, np.zeros(cout), np.int32)],
+                    ["db%d" % i], axis=0)
+        y = m.node("Conv", [dq, dw, db], ["conv%d" % i], pads=[1, 1, 1, 1])
+        if relu:
+            y = m.node("Relu", [y], ["relu%d" % i])
+        return m.node("QuantizeLinear", [y, param("y%d_s" % i, y_s, np.float32),
+                                         param("y%d_z" % i, y_z, np.uint8)], ["q%d" % i])
+
+    x = m.input("x", [1, 16, 12, 12])
+    q = m.node("QuantizeLinear", [x, param("in_s", 0.02, np.float32),
+                                  param("in_z", 128, np.uint8)], ["qx"])
+    q = conv(q, 0.02, 128, 16, 32, 0.03, 0, relu=True)
+    q = conv(q, 0.03, 0, 32, 16, 0.05, 128, relu=False)
+    m.node("DequantizeLinear", [q, param("out_s", 0.05, np.float32),
+                                param("out_z", 128, np.uint8)], ["y"])
+    m.output("y", rank=4)
+    return m
+
+
 def control_flow():
     return [if_on_data("if_data_taken", 400, 0.0), if_on_data("if_data_skipped", 401, 1.5),
             if_on_data_nested(), loop_with_constant_count("loop_constant", 420, False),
@@ -456,7 +505,7 @@ def newer_opsets():
 
 def all_models():
     return (edge_pools() + [if_on_shape(), if_on_bound_rate(16000), if_on_bound_rate(8000)] +
-            control_flow() + [qoperator()] + tf_computed_attributes() + recurrent_models() + newer_opsets())
+            control_flow() + [qoperator(), qdq()] + tf_computed_attributes() + recurrent_models() + newer_opsets())
 
 
 def main(argv):

@@ -330,6 +330,7 @@ Graph ImportModel(onnx::ModelProto model, const std::string& source, const Impor
   GraphReader reader(&g, source, opset);
   reader.ReadMain(gp);
   try {
+    FuseQdq(&g);
     Canonicalize(&g, opset);
   } catch (const UnsupportedError& e) {
     throw UnsupportedError(source + ": " + e.what() + " (opset " + std::to_string(opset) + ")");

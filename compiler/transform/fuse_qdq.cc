@@ -1,0 +1,166 @@
+// FuseQdq: the QDQ layout (ONNX Runtime's quantizer's default) as integer ops. A float Conv or
+// MatMul whose operands come from DequantizeLinear and whose result goes to QuantizeLinear means
+// an integer op: ORT runs it as QLinearConv / QLinearMatMul, the integer products requantized
+// once. Computed in float from dequantized values, each product rounds and outputs move by
+// whole steps; so, before canonicalization, the pattern becomes the QLinear op, which compiles
+// exactly (canonical_quantized.cc):
+//   Q(Conv(DQ(x), DQ(w), DQ(b)))  ->  QLinearConv(x, x_scale, x_zp, w, .., y_scale, y_zp, b)
+//   Q(Relu(Conv(..)))             ->  Max(QLinearConv(..), y_zp)  (Q is monotone and Q(0) = y_zp)
+//   Q(MatMul(DQ(a), DQ(b)))       ->  QLinearMatMul(a, .., b, .., y_scale, y_zp)
+// Only where the integer op means the same: constant scales and zero points, activations per
+// tensor, constant weights per tensor or per output channel, an int32 bias at scale
+// x_scale * w_scale with zero point 0, and intermediate float values nothing else reads.
+#include <ember/compiler/transform.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ember {
+namespace compiler {
+namespace {
+
+class QdqFuser {
+ public:
+  explicit QdqFuser(Graph* g) : g_(g), uses_(g->UseCounts()), producers_(g->Producers()) {
+    for (int out : g->outputs()) graph_output_.push_back(out);
+  }
+
+  void Run() {
+    std::vector<Node>& nodes = g_->nodes();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (nodes[i].op != "QuantizeLinear" || removed_.count(i) != 0) continue;
+      TryFuse(i);
+    }
+    std::vector<Node> kept;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (replacement_.count(i) != 0) {
+        for (Node& n : replacement_[i]) kept.push_back(std::move(n));
+      } else if (removed_.count(i) == 0) {
+        kept.push_back(std::move(nodes[i]));
+      }
+    }
+    nodes = std::move(kept);
+  }
+
+ private:
+  // The node writing value v, when it is `op` and v is read once (and is not a graph output).
+  const Node* SoleProducer(int v, const char* op, size_t* index) const {
+    if (v < 0 || uses_[static_cast<size_t>(v)] != 1 || IsGraphOutput(v)) return nullptr;
+    return Producer(v, op, index);
+  }
+  const Node* Producer(int v, const char* op, size_t* index) const {
+    if (v < 0 || producers_[static_cast<size_t>(v)] < 0) return nullptr;
+    *index = static_cast<size_t>(producers_[static_cast<size_t>(v)]);
+    const Node& n = g_->nodes()[*index];
+    return n.op == op && removed_.count(*index) == 0 ? &n : nullptr;
+  }
+  bool IsGraphOutput(int v) const {
+    for (int out : graph_output_) {
+      if (out == v) return true;
+    }
+    return false;
+  }
+  const HostTensor* Constant(int v) const {
+    return v >= 0 && g_->value(v).is_constant() ? g_->value(v).constant.get() : nullptr;
+  }
+  // A DequantizeLinear with constant scale and zero point, per tensor (per_axis_length 0) or
+  // along axis `axis` of length per_axis_length.
+  bool QuantParams(const Node& dq, int64_t axis, int64_t per_axis_length, int64_t rank) const {
+    if (dq.inputs.size() < 3 || dq.inputs[2] == kAbsentValue) return false;
+    const HostTensor *scale = Constant(dq.inputs[1]), *zp = Constant(dq.inputs[2]);
+    if (scale == nullptr || zp == nullptr || scale->NumElements() != zp->NumElements()) {
+      return false;
+    }
+    if (scale->NumElements() == 1) return true;
+    int64_t dq_axis = dq.GetInt("axis", 1);
+    if (dq_axis < 0) dq_axis += rank;
+    return per_axis_length > 0 && dq_axis == axis && scale->NumElements() == per_axis_length &&
+           scale->type.ndim() == 1;
+  }
+
+  // An int32 bias at scale x_scale * w_scale (per channel), zero point 0.
+  bool BiasFits(const Node& db, const HostTensor& x_scale, const HostTensor& w_scale,
+                int64_t channels) const {
+    const HostTensor *b = Constant(db.inputs.at(0)), *scale = Constant(db.inputs.at(1));
+    const HostTensor* zp = db.inputs.size() > 2 ? Constant(db.inputs[2]) : nullptr;
+    if (b == nullptr || b->type.dtype != kInt32 || b->NumElements() != channels ||
+        scale == nullptr || (db.inputs.size() > 2 && db.inputs[2] != kAbsentValue && !zp)) {
+      return false;
+    }
+    for (int64_t c = 0; c < channels; ++c) {
+      if (zp != nullptr && zp->GetAsDouble(zp->NumElements() == 1 ? 0 : c) != 0) return false;
+      const double expect = static_cast<float>(
+          x_scale.GetAsDouble(0) * w_scale.GetAsDouble(w_scale.NumElements() == 1 ? 0 : c));
+      const double got = scale->GetAsDouble(scale->NumElements() == 1 ? 0 : c);
+      if (std::abs(got - expect) > 1e-6 * std::abs(expect)) return false;
+    }
+    return true;
+  }
+
+  void TryFuse(size_t q_index) {
+    const Node& q = g_->nodes()[q_index];
+    if (q.inputs.size() < 3 || q.inputs[2] == kAbsentValue || !Constant(q.inputs[1]) ||
+        !Constant(q.inputs[2]) || Constant(q.inputs[1])->NumElements() != 1) {
+      return;
+    }
+    size_t relu_index = 0, op_index = 0;
+    const Node* relu = SoleProducer(q.inputs[0], "Relu", &relu_index);
+    const int product = relu != nullptr ? relu->inputs.at(0) : q.inputs[0];
+    const Node* op = SoleProducer(product, "Conv", &op_index);
+    const bool conv = op != nullptr;
+    if (!conv) op = SoleProducer(product, "MatMul", &op_index);
+    if (op == nullptr || op->inputs.size() < 2) return;
+    size_t dx_index = 0, dw_index = 0, db_index = 0;
+    const Node* dx = Producer(op->inputs[0], "DequantizeLinear", &dx_index);
+    const Node* dw = Producer(op->inputs[1], "DequantizeLinear", &dw_index);
+    if (dx == nullptr || dw == nullptr || !QuantParams(*dx, 0, 0, 0)) return;
+    const HostTensor* w = Constant(dw->inputs.at(0));
+    if (w == nullptr || w->type.ndim() != (conv ? 4 : 2)) return;
+    const int64_t channels = conv ? w->type.shape[0] : w->type.shape[1];
+    if (!QuantParams(*dw, conv ? 0 : 1, channels, w->type.ndim())) return;
+    std::vector<int> inputs = {dx->inputs[0], dx->inputs[1], dx->inputs[2], dw->inputs[0],
+                               dw->inputs[1], dw->inputs[2], q.inputs[1],   q.inputs[2]};
+    if (op->HasInput(2)) {
+      const Node* db = Producer(op->inputs[2], "DequantizeLinear", &db_index);
+      if (!conv || db == nullptr ||
+          !BiasFits(*db, *Constant(dx->inputs[1]), *Constant(dw->inputs[1]), channels)) {
+        return;
+      }
+      inputs.push_back(db->inputs[0]);
+    }
+    Node fused{conv ? "QLinearConv" : "QLinearMatMul",
+               op->name,
+               conv ? op->attrs : AttrMap{},
+               std::move(inputs),
+               {q.outputs.at(0)}};
+    std::vector<Node> out;
+    if (relu != nullptr) {
+      const Value& y = g_->value(q.outputs[0]);
+      fused.outputs[0] = g_->AddValue(g_->UniqueName(y.name + "_before_relu"), TensorType{});
+      out.push_back(std::move(fused));
+      out.push_back(
+          Node{"Max", relu->name, {}, {out.back().outputs[0], q.inputs[2]}, {q.outputs[0]}});
+      removed_.insert(relu_index);
+    } else {
+      out.push_back(std::move(fused));
+    }
+    removed_.insert(op_index);
+    replacement_[q_index] = std::move(out);
+  }
+
+  Graph* g_;
+  std::vector<int> uses_, producers_, graph_output_;
+  std::set<size_t> removed_;
+  std::map<size_t, std::vector<Node>> replacement_;
+};
+
+}  // namespace
+
+void FuseQdq(Graph* graph) { QdqFuser(graph).Run(); }
+
+}  // namespace compiler
+}  // namespace ember
