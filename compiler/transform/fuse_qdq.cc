@@ -85,12 +85,17 @@ class QdqFuser {
   // An int32 bias at scale x_scale * w_scale (per channel), zero point 0.
   bool BiasFits(const Node& db, const HostTensor& x_scale, const HostTensor& w_scale,
                 int64_t channels) const {
-    const HostTensor *b = Constant(db.inputs.at(0)), *scale = Constant(db.inputs.at(1));
+    if (db.inputs.size() < 2) return false;
+    const HostTensor *b = Constant(db.inputs[0]), *scale = Constant(db.inputs[1]);
     const HostTensor* zp = db.inputs.size() > 2 ? Constant(db.inputs[2]) : nullptr;
     if (b == nullptr || b->type.dtype != kInt32 || b->NumElements() != channels ||
         scale == nullptr || (db.inputs.size() > 2 && db.inputs[2] != kAbsentValue && !zp)) {
       return false;
     }
+    const auto per_channel_or_one = [&](const HostTensor* t) {
+      return t == nullptr || t->NumElements() == 1 || t->NumElements() == channels;
+    };
+    if (!per_channel_or_one(scale) || !per_channel_or_one(zp)) return false;
     for (int64_t c = 0; c < channels; ++c) {
       if (zp != nullptr && zp->GetAsDouble(zp->NumElements() == 1 ? 0 : c) != 0) return false;
       const double expect = static_cast<float>(
@@ -117,7 +122,9 @@ class QdqFuser {
     size_t dx_index = 0, dw_index = 0, db_index = 0;
     const Node* dx = Producer(op->inputs[0], "DequantizeLinear", &dx_index);
     const Node* dw = Producer(op->inputs[1], "DequantizeLinear", &dw_index);
-    if (dx == nullptr || dw == nullptr || !QuantParams(*dx, 0, 0, 0)) return;
+    if (dx == nullptr || dw == nullptr || dw->inputs.size() < 3 || !QuantParams(*dx, 0, 0, 0)) {
+      return;
+    }
     const HostTensor* w = Constant(dw->inputs.at(0));
     if (w == nullptr || w->type.ndim() != (conv ? 4 : 2)) return;
     const int64_t channels = conv ? w->type.shape[0] : w->type.shape[1];
