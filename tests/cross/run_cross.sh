@@ -14,8 +14,9 @@
 #      same aarch64 artifacts run through tests/minimal/minimal_run.c (C ABI only) under qemu must
 #      match x86-64, and what the build leaves out must fail with a message naming the option;
 #   3c. exporter-shaped models with control flow (tests/models/gen_exported.py: Ifs on run-time
-#      data, nested; a Loop with a shape-derived trip count) compiled for each ARM target must
-#      match x86-64 the same way;
+#      data, nested; a Loop with a shape-derived trip count) and int8 (ORT's QDQ and QOperator
+#      layouts) compiled for each ARM target must match x86-64 the same way, the int8 ones bit
+#      for bit;
 #   4. the `core` ONNX conformance tier (tests/onnx/run_conformance.py) with the ARM artifacts under
 #      qemu against the same cases on x86-64: every case that passes on x86-64 must pass on ARM.
 #      Default: one case per operator, aarch64 only. --full: the whole tier, aarch64 and armv7.
@@ -215,7 +216,7 @@ model_check() {
 }
 
 # --- 3c. exporter-shaped models with control flow: If on data (one kernel), unrolled Loop ------
-EXPORTED=(if_data_nested if_data_taken loop_shape)
+EXPORTED=(if_data_nested if_data_taken loop_shape qdq_uint8 qoperator_uint8)
 # --input NAME=FILE for every seeded input of model $1, and its emberc arguments.
 exported_inputs() {
   local f
@@ -224,6 +225,10 @@ exported_inputs() {
   done
 }
 exported_args() { if [ "$1" = loop_shape ]; then echo "--input-shape seq=3,1,4"; fi; }
+# The int8 models' arithmetic is integer (exact float sums, ONNX's rounding): bit for bit.
+exported_tolerance() {
+  case $1 in q*_uint8) echo "--rtol 0 --atol 0" ;; *) echo "--rtol 1e-3 --atol 1e-4" ;; esac
+}
 prepare_exported() {
   "$PY" "$ROOT/tests/models/gen_exported.py" "$WORK/exported" >/dev/null || return 1
   "$PY" - "$WORK/exported" "${EXPORTED[@]}" <<'EOF' || return 1
@@ -260,8 +265,9 @@ exported_check() {
   # shellcheck disable=SC2046
   $(emulator "$arch") "${BUILD[$arch]}/bin/ember-run" "$art" $(exported_inputs "$m") \
     --output-dir "$art/out" >/dev/null || return 1
+  # shellcheck disable=SC2046
   "$PY" "$ROOT/tests/cross/compare_outputs.py" "$WORK/x86_64/$m/out" "$art/out" \
-    --rtol 1e-3 --atol 1e-4 --label "$m $arch vs x86-64"
+    $(exported_tolerance "$m") --label "$m $arch vs x86-64"
 }
 
 # --- 4. ONNX conformance (core tier) ------------------------------------------------------------

@@ -350,6 +350,30 @@ llvm::Value* CodeGenLLVM::EmitBinary(const te::BinaryNode* bn) {
   return nullptr;
 }
 
+llvm::Value* CodeGenLLVM::EmitUnaryIntrinsic(llvm::Intrinsic::ID id, llvm::Value* x) {
+  // LLVM 19 cannot select a vector roundeven for 32-bit ARM (NEON has no VRINT before ARMv8),
+  // and its vectorisers form one from scalar ones: there each lane calls libm's roundeven,
+  // marked no-builtin so that it stays a call.
+  if (id != llvm::Intrinsic::roundeven || target_.triple.rfind("arm", 0) != 0) {
+    return b_.CreateUnaryIntrinsic(id, x);
+  }
+  llvm::Type* scalar = x->getType()->getScalarType();
+  auto* fn = GetExtern(scalar->isDoubleTy() ? "roundeven" : "roundevenf",
+                       llvm::FunctionType::get(scalar, {scalar}, false));
+  auto round = [&](llvm::Value* v) {
+    llvm::CallInst* call = b_.CreateCall(fn, {v});
+    call->addFnAttr(llvm::Attribute::NoBuiltin);
+    return call;
+  };
+  auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(x->getType());
+  if (vt == nullptr) return round(x);
+  llvm::Value* out = llvm::PoisonValue::get(vt);
+  for (unsigned lane = 0; lane < vt->getNumElements(); ++lane) {
+    out = b_.CreateInsertElement(out, round(b_.CreateExtractElement(x, lane)), lane);
+  }
+  return out;
+}
+
 llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   using te::Intrinsic;
   DataType t = c->args[0].dtype();
@@ -358,7 +382,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   llvm::Value* x = args[0];
   llvm::Type* ty = x->getType();
   bool is_float = te::IsFloat(t);
-  auto unary = [&](llvm::Intrinsic::ID id) { return b_.CreateUnaryIntrinsic(id, x); };
+  auto unary = [&](llvm::Intrinsic::ID id) { return EmitUnaryIntrinsic(id, x); };
   auto libm = [&](const char* name) -> llvm::Value* {
     // float16 goes through float; float64 uses the double variant.
     bool dbl = ty->isDoubleTy();

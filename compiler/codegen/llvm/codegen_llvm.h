@@ -56,6 +56,8 @@ class CodeGenLLVM {
   // The type of b's elements in memory: half for float16 buffers, but not for locals.
   llvm::Type* ElementType(const lower::BufferNode* b);
   // v rounded to float16 precision and widened back (float16 values live in float).
+  /*! \brief A unary LLVM intrinsic on x, lane by lane where the target cannot take the vector. */
+  llvm::Value* EmitUnaryIntrinsic(llvm::Intrinsic::ID id, llvm::Value* x);
   llvm::Value* RoundToHalf(llvm::Value* v);
   // `lanes`: elements the access covers (a clamped index stays `lanes` before the end).
   llvm::Value* ElementPtr(const lower::BufferNode* b, const te::Expr& index, bool clamp,
