@@ -1,0 +1,89 @@
+// OpenSSH transport (see ssh_transport.h). Files travel through `cat` on the board rather than
+// scp, so a board needs no sftp server (dropbear, busybox) and paths are quoted one way only.
+#include "ssh_transport.h"
+
+#include <stdexcept>
+
+#include "shell_quote.h"
+
+namespace ember::remote {
+
+namespace {
+
+// ssh's own status when the connection failed (the board's command never exits 255 here).
+constexpr int kSshConnectionFailed = 255;
+
+}  // namespace
+
+SshDestination SshDestination::Parse(const std::string& spec) {
+  SshDestination d;
+  d.host = spec;
+  size_t colon = spec.rfind(':');
+  if (colon != std::string::npos) {
+    d.host = spec.substr(0, colon);
+    d.port = spec.substr(colon + 1);
+    bool digits = !d.port.empty() && d.port.size() <= 5 &&
+                  d.port.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoi(d.port) < 1 || std::stoi(d.port) > 65535) {
+      throw std::invalid_argument("--remote " + spec + ": expected USER@HOST[:PORT] with PORT in " +
+                                  "1..65535, got port \"" + d.port + "\"");
+    }
+  }
+  size_t at = d.host.find('@');
+  std::string host_only = at == std::string::npos ? d.host : d.host.substr(at + 1);
+  // A leading '-' would reach ssh as an option.
+  if (host_only.empty() || d.host[0] == '-' || (at != std::string::npos && at == 0)) {
+    throw std::invalid_argument("--remote " + spec + ": expected USER@HOST[:PORT] or HOST[:PORT]");
+  }
+  return d;
+}
+
+SshTransport::SshTransport(const std::string& spec, SshOptions options)
+    : spec_(spec), dest_(SshDestination::Parse(spec)), options_(std::move(options)) {}
+
+std::vector<std::string> SshTransport::SshArgv(const std::string& remote_command) const {
+  std::vector<std::string> argv = {"ssh"};
+  if (!options_.config_file.empty()) argv.insert(argv.end(), {"-F", options_.config_file});
+  for (const std::string& o : options_.options) argv.insert(argv.end(), {"-o", o});
+  if (!dest_.port.empty()) argv.insert(argv.end(), {"-p", dest_.port});
+  argv.insert(argv.end(), {"--", dest_.host, remote_command});
+  return argv;
+}
+
+ProcessResult SshTransport::Exec(const std::vector<std::string>& argv) const {
+  std::vector<std::string> local = SshArgv(ShellJoin(argv));
+  ProcessResult r;
+  try {
+    r = RunProcess(local);
+  } catch (const std::exception& e) {
+    throw TransportError(spec_ + ": " + e.what());
+  }
+  if (r.exit_code == kSshConnectionFailed) {
+    std::string err = r.err;
+    while (!err.empty() && err.back() == '\n') err.pop_back();
+    throw TransportError(spec_ +
+                         ": ssh failed (exit 255): " + (err.empty() ? "(no message)" : err) +
+                         "; command: " + DescribeArgv(local));
+  }
+  return r;
+}
+
+void SshTransport::Push(const std::string& local_path, const std::string& remote_path,
+                        bool executable) const {
+  // Written beside the target and renamed, so an interrupted copy never leaves a partial file
+  // under the real name.
+  std::string tmp = ShellQuote(remote_path + ".part");
+  std::string script = "cat > " + tmp + (executable ? " && chmod 755 " + tmp : "") + " && mv -f " +
+                       tmp + " " + ShellQuote(remote_path);
+  ProcessIo io;
+  io.stdin_path = local_path;
+  RunOrThrow(spec_, SshArgv(script), io);
+}
+
+void SshTransport::Pull(const std::string& remote_path, const std::string& local_path) const {
+  ProcessIo io;
+  io.stdout_path = local_path;
+  RunOrThrow(spec_, SshArgv("cat " + ShellQuote(remote_path)), io);
+}
+
+}  // namespace ember::remote
