@@ -1,0 +1,104 @@
+// ember-run --remote (see remote_run.h).
+#include "remote_run.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "remote/board_transport.h"
+#include "remote/remote_session.h"
+
+namespace ember::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using remote::FileCopy;
+
+// The board's paths in its output become the paths the user gave, so --json and the "wrote"
+// lines read as those of a local run.
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  if (from.empty()) return text;
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+std::vector<std::string> RuntimeSearchDirs(const RemoteRunRequest& r) {
+  std::vector<std::string> dirs = r.runtime_dirs;
+  const char* env = std::getenv("EMBER_RUNTIME_DIRS");
+  if (env != nullptr) {
+    std::stringstream in(env);
+    std::string d;
+    while (std::getline(in, d, ':')) {
+      if (!d.empty()) dirs.push_back(d);
+    }
+  }
+  return dirs;
+}
+
+// Copies what changed, runs, fetches outputs and trace; returns the board's ember-run status.
+int RunInSession(const RemoteRunRequest& r, remote::RemoteSession* s,
+                 const remote::BoardRuntime& rt) {
+  std::vector<FileCopy> files = remote::RemoteSession::RuntimeFiles(rt);
+  std::string art_rel;
+  for (const FileCopy& f : remote::RemoteSession::ArtifactFiles(r.artifact, &art_rel)) {
+    files.push_back(f);
+  }
+  std::vector<std::string> args = {s->Path(art_rel)};
+  for (size_t i = 0; i < r.inputs.size(); ++i) {
+    std::string rel = "in/" + std::to_string(i) + ".npy";
+    files.push_back({r.inputs[i].second, rel, false});
+    args.insert(args.end(), {"--input", r.inputs[i].first + "=" + s->Path(rel)});
+  }
+  args.insert(args.end(), {"--output-dir", s->Path("out")});
+  std::string remote_trace = s->Path("out/trace.json");
+  if (!r.trace_file.empty()) args.insert(args.end(), {"--trace", remote_trace});
+  args.insert(args.end(), r.flags.begin(), r.flags.end());
+
+  s->Prepare();
+  remote::SyncReport sync = s->Sync(files);
+  std::cerr << "ember-run: " << s->transport().Name() << ": copied " << sync.copied << " file"
+            << (sync.copied == 1 ? "" : "s") << " (" << sync.bytes_copied << " bytes), "
+            << sync.unchanged << " unchanged\n";
+  remote::ProcessResult run = s->RunEmberRun(rt, args);
+
+  fs::create_directories(r.output_dir);
+  for (const std::string& name : s->List("out")) {
+    if (name == "trace.json") continue;
+    s->transport().Pull(s->Path("out/" + name), (fs::path(r.output_dir) / name).string());
+  }
+  if (!r.trace_file.empty() && run.exit_code == 0) {
+    s->transport().Pull(remote_trace, r.trace_file);
+  }
+  for (std::string* text : {&run.out, &run.err}) {
+    *text = Replace(*text, remote_trace, r.trace_file);
+    *text = Replace(*text, s->Path("out"), r.output_dir);
+    *text = Replace(*text, s->Path(art_rel), r.artifact);
+  }
+  std::cout << run.out << std::flush;
+  std::cerr << run.err << std::flush;
+  return run.exit_code;
+}
+
+}  // namespace
+
+int RunRemote(const RemoteRunRequest& r, const std::string& self_exe) {
+  try {
+    std::unique_ptr<remote::Transport> transport = remote::MakeTransport(r.board, r.ssh);
+    std::string arch = remote::ElfArch(remote::ArtifactLibrary(r.artifact));
+    remote::BoardRuntime rt = remote::FindBoardRuntime(arch, RuntimeSearchDirs(r), self_exe);
+    std::string dir = r.remote_dir.empty() ? remote::DefaultRemoteDir(r.board) : r.remote_dir;
+    remote::RemoteSession session(*transport, dir, remote::SplitWords(r.exec_wrapper));
+    int status = RunInSession(r, &session, rt);
+    if (!r.keep) session.Clean();
+    return status;
+  } catch (const remote::TransportError& e) {
+    std::cerr << "ember-run: --remote " << e.what() << "\n";
+    return kTransportFailed;
+  }
+}
+
+}  // namespace ember::cli
