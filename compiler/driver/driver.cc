@@ -17,11 +17,13 @@
 #include <memory>
 #include <sstream>
 
+#include "autotune/remote_timer.h"
 #include "autotune/tuner.h"
 #include "autotune/tuning_log.h"
 #include "driver/control_flow_scheduler.h"
 #include "driver/graph_passes.h"
 #include "schedule/table_strategy.h"
+#include "schedule/tuning_board.h"
 
 namespace ember {
 namespace compiler {
@@ -117,14 +119,24 @@ CompileStats Compile(const CompileOptions& opt) {
   if (opt.jobs < 0)
     throw CompileError("--jobs must be at least 1, got " + std::to_string(opt.jobs));
   Target target = opt.target.empty() ? Target::Host() : Target::Parse(opt.target);
-  if (opt.tune && !target.is_host) {
+  const bool on_board = !opt.remote.board.empty();
+  if (opt.tune && !target.is_host && !on_board) {
     throw CompileError(
         "--tune measures kernels on this machine, so it needs the host target; got "
         "--target \"" +
         opt.target +
-        "\" (tune on the device itself, then compile for it with --tuning-log "
-        "FILE)");
+        "\" (tune on the board with --remote USER@HOST, or compile for it with --tuning-log "
+        "FILE from a tuning run there)");
   }
+  // A board names the tuning log's records by its CPU, for tuning and for reading winners alike.
+  std::unique_ptr<autotune::RemoteKernelTimer> board;
+  std::string board_cpu;
+  if (on_board) {
+    board = std::make_unique<autotune::RemoteKernelTimer>(opt.remote);
+    board_cpu = board->BoardCpu();
+    if (opt.log) *opt.log << "emberc: board " << opt.remote.board << ": CPU " << board_cpu << "\n";
+  }
+  schedule::ScopedTuningBoard board_scope(board_cpu);
   // Read before the slow part, so that a malformed log fails the compile at once.
   std::unique_ptr<autotune::TuningLog> tuning;
   std::string tuning_path = opt.tuning_log;
@@ -189,6 +201,7 @@ CompileStats Compile(const CompileOptions& opt) {
     to.log = opt.log;
     to.scheduler = &scheduler;
     to.linker = LinkerFromEnvironment();
+    to.remote = board.get();
     autotune::TuneReport tr = autotune::TuneGroups(groups, target, to, tuning.get());
     tuning->Save(tuning_path);
     st.tuned_workloads = tr.measured;
