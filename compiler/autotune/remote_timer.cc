@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "runtime/remote/board_cpu.h"
@@ -120,7 +121,7 @@ RemoteKernelTimer::Timing RemoteKernelTimer::Time(const std::string& dir, int re
     std::string art_rel;
     for (const auto& f : remote::RemoteSession::ArtifactFiles(dir, &art_rel)) files.push_back(f);
     session_->Sync(files);
-    remote::ProcessResult r = session_->RunEmberRun(
+    remote::BoardRun r = session_->RunEmberRun(
         *runtime_, {session_->Path(art_rel), "--bench", "--json", "--threads", "1", "--warmup",
                     std::to_string(kWarmup), "--repeat", std::to_string(repeat * kSamplesPerRepeat),
                     "--output-dir", session_->Path("out")});
@@ -131,9 +132,9 @@ RemoteKernelTimer::Timing RemoteKernelTimer::Time(const std::string& dir, int re
     }
     Timing t;
     t.median_ms = MedianMs(r.out, options_.board);
-    for (const std::string& name : session_->List("out")) {
+    for (const auto& [name, data] : r.files) {  // output_0.npy, ... in name order
       std::string local = (fs::path(dir) / name).string();
-      transport_->Pull(session_->Path("out/" + name), local);
+      std::ofstream(local, std::ios::binary) << data;
       std::vector<float> v = ReadFloats(local);
       t.outputs.insert(t.outputs.end(), v.begin(), v.end());
     }

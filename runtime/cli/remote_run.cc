@@ -1,8 +1,11 @@
 // ember-run --remote (see remote_run.h).
 #include "remote_run.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -24,6 +27,12 @@ std::string Replace(std::string text, const std::string& from, const std::string
     text.replace(at, from.size(), to);
   }
   return text;
+}
+
+void WriteFile(const std::string& path, const std::string& data) {
+  std::ofstream f(path, std::ios::binary);
+  f << data;
+  if (!f.flush()) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
 }
 
 std::vector<std::string> RuntimeSearchDirs(const RemoteRunRequest& r) {
@@ -58,20 +67,16 @@ int RunInSession(const RemoteRunRequest& r, remote::RemoteSession* s,
   if (!r.trace_file.empty()) args.insert(args.end(), {"--trace", remote_trace});
   args.insert(args.end(), r.flags.begin(), r.flags.end());
 
-  s->Prepare();
   remote::SyncReport sync = s->Sync(files);
   std::cerr << "ember-run: " << s->transport().Name() << ": copied " << sync.copied << " file"
             << (sync.copied == 1 ? "" : "s") << " (" << sync.bytes_copied << " bytes), "
             << sync.unchanged << " unchanged\n";
-  remote::ProcessResult run = s->RunEmberRun(rt, args);
+  remote::BoardRun run = s->RunEmberRun(rt, args);
 
   fs::create_directories(r.output_dir);
-  for (const std::string& name : s->List("out")) {
-    if (name == "trace.json") continue;
-    s->transport().Pull(s->Path("out/" + name), (fs::path(r.output_dir) / name).string());
-  }
-  if (!r.trace_file.empty() && run.exit_code == 0) {
-    s->transport().Pull(remote_trace, r.trace_file);
+  for (const auto& [name, data] : run.files) {
+    bool trace = name == "trace.json" && !r.trace_file.empty();
+    WriteFile(trace ? r.trace_file : (fs::path(r.output_dir) / name).string(), data);
   }
   for (std::string* text : {&run.out, &run.err}) {
     *text = Replace(*text, remote_trace, r.trace_file);

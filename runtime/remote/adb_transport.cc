@@ -11,13 +11,17 @@ std::vector<std::string> AdbTransport::AdbArgv(const std::vector<std::string>& a
   return argv;
 }
 
-ProcessResult AdbTransport::Exec(const std::vector<std::string>& argv) const {
+ProcessResult AdbTransport::DoExec(const std::vector<std::string>& argv,
+                                   const ProcessIo& io) const {
   // adb shell hands its one argument to the device's sh, as ssh does; adb (>= 1.0.36, Android 7)
   // returns the command's status. adb's own failures (no such device) exit 1 and say "adb: ".
-  std::vector<std::string> local = AdbArgv({"shell", ShellJoin(argv)});
+  std::string mode = !io.stdin_path.empty()    ? "exec-in"
+                     : !io.stdout_path.empty() ? "exec-out"
+                                               : "shell";
+  std::vector<std::string> local = AdbArgv({mode, ShellJoin(argv)});
   ProcessResult r;
   try {
-    r = RunProcess(local);
+    r = RunProcess(local, io);
   } catch (const std::exception& e) {
     throw TransportError(Name() + ": " + e.what());
   }
@@ -26,16 +30,6 @@ ProcessResult AdbTransport::Exec(const std::vector<std::string>& argv) const {
                          "): " + r.err + "; command: " + DescribeArgv(local));
   }
   return r;
-}
-
-void AdbTransport::Push(const std::string& local_path, const std::string& remote_path,
-                        bool executable) const {
-  RunOrThrow(Name(), AdbArgv({"push", local_path, remote_path}));
-  if (executable) RunOrThrow(Name(), AdbArgv({"shell", ShellJoin({"chmod", "755", remote_path})}));
-}
-
-void AdbTransport::Pull(const std::string& remote_path, const std::string& local_path) const {
-  RunOrThrow(Name(), AdbArgv({"pull", remote_path, local_path}));
 }
 
 }  // namespace ember::remote

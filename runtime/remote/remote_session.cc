@@ -1,13 +1,17 @@
 // A working directory on a board (see remote_session.h).
 #include "remote_session.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <filesystem>
-#include <map>
+#include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "sha256.h"
 #include "shell_quote.h"
+#include "tar.h"
 
 namespace ember::remote {
 
@@ -18,6 +22,10 @@ namespace fs = std::filesystem;
 constexpr const char* kMarker = ".ember-remote";
 constexpr const char* kSubdirs[] = {"art", "in", "out", "work"};
 constexpr size_t kSha256HexDigits = 64;
+// What the board's run leaves beside its outputs: its stdout, stderr and exit status.
+constexpr const char* kStdout = ".stdout";
+constexpr const char* kStderr = ".stderr";
+constexpr const char* kStatus = ".status";
 
 // "HASH  PATH" lines of sha256sum (busybox and toybox print the same), by path.
 std::map<std::string, std::string> ParseSha256Sum(const std::string& text) {
@@ -32,11 +40,19 @@ std::map<std::string, std::string> ParseSha256Sum(const std::string& text) {
   return hashes;
 }
 
-std::string ThrowIfFailed(const Transport& t, const std::vector<std::string>& argv,
-                          const ProcessResult& r) {
+std::string ThrowIfFailed(const Transport& t, const std::string& what, const ProcessResult& r) {
   if (r.exit_code == 0) return r.out;
-  throw TransportError(t.Name() + ": `" + ShellJoin(argv) + "` failed on the board (exit " +
+  throw TransportError(t.Name() + ": " + what + " failed on the board (exit " +
                        std::to_string(r.exit_code) + "): " + r.err);
+}
+
+std::string MakeLocalTemp() {
+  std::string tmpl = (fs::temp_directory_path() / "ember_remote_XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    throw std::runtime_error("cannot create a temporary directory under " +
+                             fs::temp_directory_path().string());
+  }
+  return tmpl;
 }
 
 }  // namespace
@@ -51,41 +67,58 @@ std::vector<std::string> SplitWords(const std::string& text) {
 
 RemoteSession::RemoteSession(const Transport& transport, std::string dir,
                              std::vector<std::string> exec_wrapper)
-    : transport_(transport), dir_(std::move(dir)), exec_wrapper_(std::move(exec_wrapper)) {
+    : transport_(transport),
+      dir_(std::move(dir)),
+      exec_wrapper_(std::move(exec_wrapper)),
+      local_tmp_(MakeLocalTemp()) {
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
+}
+
+RemoteSession::~RemoteSession() {
+  std::error_code ec;
+  fs::remove_all(local_tmp_, ec);
 }
 
 void RemoteSession::Prepare() {
   std::string script = "mkdir -p";
   for (const char* sub : kSubdirs) script += " " + ShellQuote(Path(sub));
   script += " && touch " + ShellQuote(Path(kMarker));
-  std::vector<std::string> argv = {"sh", "-c", script};
-  ThrowIfFailed(transport_, argv, transport_.Exec(argv));
+  ThrowIfFailed(transport_, "creating " + dir_, transport_.Exec({"sh", "-c", script}));
 }
 
 SyncReport RemoteSession::Sync(const std::vector<FileCopy>& files) {
-  std::vector<std::string> argv = {"sha256sum", "--"};
-  for (const FileCopy& f : files) argv.push_back(Path(f.remote));
-  // Missing files make sha256sum fail; the files it did hash are still listed.
-  std::map<std::string, std::string> remote = ParseSha256Sum(transport_.Exec(argv).out);
+  // One connection makes the directories and hashes what is there; missing files make
+  // sha256sum fail, and the files it did hash are still listed.
+  std::set<std::string> dirs;
+  for (const char* sub : kSubdirs) dirs.insert(Path(sub));
+  for (const FileCopy& f : files) dirs.insert(fs::path(Path(f.remote)).parent_path().string());
+  std::string script = "mkdir -p --";
+  for (const std::string& d : dirs) script += " " + ShellQuote(d);
+  script += " && touch " + ShellQuote(Path(kMarker)) + " && { sha256sum --";
+  for (const FileCopy& f : files) script += " " + ShellQuote(Path(f.remote));
+  script += " 2>/dev/null; true; }";
+  std::map<std::string, std::string> remote = ParseSha256Sum(
+      ThrowIfFailed(transport_, "creating " + dir_, transport_.Exec({"sh", "-c", script})));
+
   SyncReport report;
-  std::vector<std::string> made;
+  std::vector<TarMember> changed;
   for (const FileCopy& f : files) {
     auto it = remote.find(Path(f.remote));
     if (it != remote.end() && it->second == Sha256File(f.local)) {
       ++report.unchanged;
       continue;
     }
-    std::string parent = fs::path(Path(f.remote)).parent_path().string();
-    if (std::find(made.begin(), made.end(), parent) == made.end()) {
-      std::vector<std::string> mk = {"mkdir", "-p", "--", parent};
-      ThrowIfFailed(transport_, mk, transport_.Exec(mk));
-      made.push_back(parent);
-    }
-    transport_.Push(f.local, Path(f.remote), f.executable);
+    changed.push_back({f.local, f.remote, f.executable});
     ++report.copied;
     report.bytes_copied += fs::file_size(f.local);
   }
+  if (changed.empty()) return report;
+  // The second connection carries every changed file as one tar stream.
+  ProcessIo io;
+  io.stdin_path = LocalTemp("push.tar");
+  WriteTar(changed, io.stdin_path);
+  ThrowIfFailed(transport_, "unpacking the copied files in " + dir_,
+                transport_.Exec({"tar", "-x", "-f", "-", "-C", dir_}, io));
   return report;
 }
 
@@ -110,29 +143,32 @@ std::vector<FileCopy> RemoteSession::ArtifactFiles(const std::string& artifact,
   return files;
 }
 
-ProcessResult RemoteSession::RunEmberRun(const BoardRuntime& rt,
-                                         const std::vector<std::string>& args) {
+BoardRun RemoteSession::RunEmberRun(const BoardRuntime& rt, const std::vector<std::string>& args) {
   std::string rt_dir = Path("rt-" + rt.arch);
   std::vector<std::string> command = {"env", "LD_LIBRARY_PATH=" + rt_dir};
   command.insert(command.end(), exec_wrapper_.begin(), exec_wrapper_.end());
   command.push_back(rt_dir + "/ember-run");
   command.insert(command.end(), args.begin(), args.end());
   std::string out = ShellQuote(Path("out"));
-  std::string script = "rm -rf " + out + " && mkdir -p " + out + " && exec " + ShellJoin(command);
-  return transport_.Exec({"sh", "-c", script});
-}
+  // One connection: run, keep what it printed and its status beside its outputs, send them all.
+  std::string script = "rm -rf " + out + " && mkdir -p " + out + " && { " + ShellJoin(command) +
+                       " >" + out + "/" + kStdout + " 2>" + out + "/" + kStderr + "; echo $? >" +
+                       out + "/" + kStatus + "; } && cd " + out + " && tar -c -f - .";
+  ProcessIo io;
+  io.stdout_path = LocalTemp("out.tar");
+  ThrowIfFailed(transport_, "running ember-run", transport_.Exec({"sh", "-c", script}, io));
 
-std::vector<std::string> RemoteSession::List(const std::string& rel) const {
-  std::vector<std::string> argv = {"ls", "-1", "--", Path(rel)};
-  std::string out = ThrowIfFailed(transport_, argv, transport_.Exec(argv));
-  std::vector<std::string> names;
-  std::istringstream in(out);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty()) names.push_back(line);
+  BoardRun run;
+  run.files = ReadFlatTar(io.stdout_path, transport_.Name() + ": the run's outputs");
+  if (run.files.count(kStatus) == 0) {
+    throw TransportError(transport_.Name() + ": the board's run left no exit status in " +
+                         Path("out"));
   }
-  std::sort(names.begin(), names.end());
-  return names;
+  run.exit_code = std::atoi(run.files[kStatus].c_str());
+  run.out = run.files[kStdout];
+  run.err = run.files[kStderr];
+  for (const char* f : {kStdout, kStderr, kStatus}) run.files.erase(f);
+  return run;
 }
 
 void RemoteSession::Clean() {
@@ -141,8 +177,7 @@ void RemoteSession::Clean() {
   script += " " + ShellQuote(Path("rt-")) + "*";  // every architecture's runtime
   script +=
       " " + ShellQuote(Path(kMarker)) + "; rmdir -- " + ShellQuote(dir_) + " 2>/dev/null; true";
-  std::vector<std::string> argv = {"sh", "-c", script};
-  ThrowIfFailed(transport_, argv, transport_.Exec(argv));
+  ThrowIfFailed(transport_, "removing " + dir_, transport_.Exec({"sh", "-c", script}));
 }
 
 }  // namespace ember::remote

@@ -1,5 +1,6 @@
-// OpenSSH transport (see ssh_transport.h). Files travel through `cat` on the board rather than
-// scp, so a board needs no sftp server (dropbear, busybox) and paths are quoted one way only.
+// OpenSSH transport (see ssh_transport.h). Files travel as tar streams on ssh's stdin and stdout
+// rather than through scp, so a board needs no sftp server (dropbear, busybox) and paths are
+// quoted one way only.
 #include "ssh_transport.h"
 
 #include <stdexcept>
@@ -50,11 +51,12 @@ std::vector<std::string> SshTransport::SshArgv(const std::string& remote_command
   return argv;
 }
 
-ProcessResult SshTransport::Exec(const std::vector<std::string>& argv) const {
+ProcessResult SshTransport::DoExec(const std::vector<std::string>& argv,
+                                   const ProcessIo& io) const {
   std::vector<std::string> local = SshArgv(ShellJoin(argv));
   ProcessResult r;
   try {
-    r = RunProcess(local);
+    r = RunProcess(local, io);
   } catch (const std::exception& e) {
     throw TransportError(spec_ + ": " + e.what());
   }
@@ -66,24 +68,6 @@ ProcessResult SshTransport::Exec(const std::vector<std::string>& argv) const {
                          "; command: " + DescribeArgv(local));
   }
   return r;
-}
-
-void SshTransport::Push(const std::string& local_path, const std::string& remote_path,
-                        bool executable) const {
-  // Written beside the target and renamed, so an interrupted copy never leaves a partial file
-  // under the real name.
-  std::string tmp = ShellQuote(remote_path + ".part");
-  std::string script = "cat > " + tmp + (executable ? " && chmod 755 " + tmp : "") + " && mv -f " +
-                       tmp + " " + ShellQuote(remote_path);
-  ProcessIo io;
-  io.stdin_path = local_path;
-  RunOrThrow(spec_, SshArgv(script), io);
-}
-
-void SshTransport::Pull(const std::string& remote_path, const std::string& local_path) const {
-  ProcessIo io;
-  io.stdout_path = local_path;
-  RunOrThrow(spec_, SshArgv("cat " + ShellQuote(remote_path)), io);
 }
 
 }  // namespace ember::remote

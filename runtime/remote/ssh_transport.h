@@ -30,13 +30,11 @@ class SshTransport : public Transport {
  public:
   SshTransport(const std::string& spec, SshOptions options);
   std::string Name() const override { return spec_; }
-  ProcessResult Exec(const std::vector<std::string>& argv) const override;
-  void Push(const std::string& local_path, const std::string& remote_path,
-            bool executable) const override;
-  void Pull(const std::string& remote_path, const std::string& local_path) const override;
-
   /*! \brief The local argv that runs `remote_command` (one shell line) on the board. */
   std::vector<std::string> SshArgv(const std::string& remote_command) const;
+
+ protected:
+  ProcessResult DoExec(const std::vector<std::string>& argv, const ProcessIo& io) const override;
 
  private:
   std::string spec_;

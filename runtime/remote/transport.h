@@ -1,4 +1,5 @@
-// How the host reaches a board: run a command there, copy a file there and back. OpenSSH
+// How the host reaches a board: run a command there, with stdin from a local file and stdout to
+// one when asked (files travel as tar streams through that, see remote_session.h). OpenSSH
 // (ssh_transport.h) and adb (adb_transport.h) implement it; everything above speaks only this.
 #ifndef EMBER_RUNTIME_REMOTE_TRANSPORT_H_
 #define EMBER_RUNTIME_REMOTE_TRANSPORT_H_
@@ -24,18 +25,15 @@ class Transport {
   /*! \brief The board as the user named it, e.g. "pi@raspberrypi:2222" or "adb:R58M123". */
   virtual std::string Name() const = 0;
   /*! \brief Runs `argv` on the board (each word quoted for the board's shell) and returns its
-   * status and output; throws TransportError when the board cannot be reached. */
-  virtual ProcessResult Exec(const std::vector<std::string>& argv) const = 0;
-  /*! \brief Copies the local file to `remote_path` (made executable when `executable`). */
-  virtual void Push(const std::string& local_path, const std::string& remote_path,
-                    bool executable) const = 0;
-  /*! \brief Copies `remote_path` from the board to the local file. */
-  virtual void Pull(const std::string& remote_path, const std::string& local_path) const = 0;
-};
+   * status and output; `io` names local files for its stdin and stdout. Throws TransportError
+   * when the board cannot be reached. */
+  ProcessResult Exec(const std::vector<std::string>& argv, const ProcessIo& io = {}) const {
+    return DoExec(argv, io);
+  }
 
-/*! \brief Runs `argv` locally and throws TransportError for `board` unless it exits 0. */
-ProcessResult RunOrThrow(const std::string& board, const std::vector<std::string>& argv,
-                         const ProcessIo& io = {});
+ protected:
+  virtual ProcessResult DoExec(const std::vector<std::string>& argv, const ProcessIo& io) const = 0;
+};
 
 }  // namespace ember::remote
 
