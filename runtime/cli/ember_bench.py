@@ -16,7 +16,7 @@ DESTINATION is what `ember-run --remote` takes; THREADS the thread counts to run
 the optional rest of the line is the board's --remote-exec-wrapper.
 
 Every board runs its jobs (model x threads) one after another, all boards at once, with one
-progress line per job. A board that drops (ember-run exit 3: ssh failed) is retried once; if it
+progress line per job, in /tmp/ember-bench-USER-NAME on the board (removed after its last job). A board that drops (ember-run exit 3: ssh failed) is retried once; if it
 fails again its remaining jobs are reported as not run and the other boards finish. Writes
 PREFIX.txt, PREFIX.json, PREFIX.csv (model, board, threads, median_ms, p90_ms, p99_ms, status)
 and PREFIX.png (median latency per model per board and thread count, p90 as a whisker).
@@ -25,6 +25,7 @@ Exit status: 0 when every job ran, 1 when some did not (the table says which), 2
 
 import argparse
 import csv
+import getpass
 import json
 import os
 import shutil
@@ -130,7 +131,8 @@ class Fleet:
 
     def ember_run(self, board, artifact, threads, keep):
         a = self.args
-        cmd = [a.ember_run, artifact, "--remote", board["dest"], "--bench", "--json",
+        cmd = [a.ember_run, artifact, "--remote", board["dest"], "--remote-dir",
+               remote_dir(board), "--bench", "--json",
                "--threads", str(threads), "--warmup", str(a.warmup), "--repeat", str(a.repeat),
                "--output-dir", os.path.join(a.work, "outputs", board["name"])]
         if keep:
@@ -194,6 +196,15 @@ class Fleet:
         order = {b["name"]: i for i, b in enumerate(self.boards)}
         self.rows.sort(key=lambda r: (r["model"], order[r["board"]], r["threads"]))
         return self.rows
+
+
+def remote_dir(board):
+    """A directory per board and local user: boards that are one machine (two users' fleets,
+    or two emulated boards on one host) must not share one."""
+    user = getpass.getuser()
+    if board["dest"].startswith("adb:"):
+        return f"/data/local/tmp/ember-bench-{user}-{board['name']}"
+    return f"/tmp/ember-bench-{user}-{board['name']}"
 
 
 def fmt(v):

@@ -103,6 +103,9 @@ int RunRemote(const RemoteRunRequest& r, const std::string& self_exe) {
   } catch (const remote::TransportError& e) {
     std::cerr << "ember-run: --remote " << e.what() << "\n";
     return kTransportFailed;
+  } catch (const remote::BoardCommandError& e) {
+    std::cerr << "ember-run: --remote " << e.what() << "\n";
+    return 1;
   }
 }
 

@@ -1,6 +1,9 @@
 // Board spec to transport (see board_transport.h).
 #include "board_transport.h"
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include "adb_transport.h"
@@ -12,6 +15,14 @@ namespace {
 constexpr const char* kAdbPrefix = "adb:";
 
 bool IsAdb(const std::string& spec) { return spec.rfind(kAdbPrefix, 0) == 0; }
+
+// The local user's name, so two users sharing a board keep apart (USER is unset under cron).
+std::string LocalUser() {
+  const char* user = std::getenv("USER");
+  if (user != nullptr && *user) return user;
+  const struct passwd* pw = getpwuid(getuid());
+  return pw != nullptr ? pw->pw_name : "uid" + std::to_string(getuid());
+}
 
 }  // namespace
 
@@ -28,8 +39,7 @@ std::unique_ptr<Transport> MakeTransport(const std::string& spec, const SshOptio
 
 std::string DefaultRemoteDir(const std::string& spec) {
   if (IsAdb(spec)) return "/data/local/tmp/ember-remote";
-  const char* user = std::getenv("USER");
-  return std::string("/tmp/ember-remote-") + (user != nullptr && *user ? user : "user");
+  return "/tmp/ember-remote-" + LocalUser();
 }
 
 SshOptions SshOptionsFromEnvironment() {

@@ -42,8 +42,8 @@ std::map<std::string, std::string> ParseSha256Sum(const std::string& text) {
 
 std::string ThrowIfFailed(const Transport& t, const std::string& what, const ProcessResult& r) {
   if (r.exit_code == 0) return r.out;
-  throw TransportError(t.Name() + ": " + what + " failed on the board (exit " +
-                       std::to_string(r.exit_code) + "): " + r.err);
+  throw BoardCommandError(t.Name() + ": " + what + " failed on the board (exit " +
+                          std::to_string(r.exit_code) + "): " + r.err);
 }
 
 std::string MakeLocalTemp() {
@@ -161,8 +161,8 @@ BoardRun RemoteSession::RunEmberRun(const BoardRuntime& rt, const std::vector<st
   BoardRun run;
   run.files = ReadFlatTar(io.stdout_path, transport_.Name() + ": the run's outputs");
   if (run.files.count(kStatus) == 0) {
-    throw TransportError(transport_.Name() + ": the board's run left no exit status in " +
-                         Path("out"));
+    throw BoardCommandError(transport_.Name() + ": the board's run left no exit status in " +
+                            Path("out"));
   }
   run.exit_code = std::atoi(run.files[kStatus].c_str());
   run.out = run.files[kStdout];

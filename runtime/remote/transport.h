@@ -19,6 +19,11 @@ struct TransportError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/*! \brief The board was reached but a command of ours failed there (a full disk, no tar). */
+struct BoardCommandError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;

@@ -106,17 +106,20 @@ def test_remote_errors_name_the_board_and_the_fix(tools, artifacts, work):
     assert r.returncode == 1 and "no ember-run built for aarch64" in r.stderr, r.stderr
 
 
-def test_fleet_bench_reports_a_board_that_drops_and_the_rest_finish(tools, artifacts, board,
+def test_fleet_bench_reports_a_board_that_drops_and_the_rest_finish(tools, models, board,
                                                                      board2, work):
+    # Board q is an aarch64 board emulated on a's machine: the .onnx models are compiled for
+    # each target, and two boards on one machine keep to directories of their own.
     hosts = os.path.join(work, "hosts.txt")
     with open(hosts, "w") as f:
-        f.write("# name destination target threads\n"
+        f.write("# name destination target threads [exec wrapper]\n"
                 f"a {board.spec} x86_64-linux-gnu 1,2\n"
-                f"b {board2.spec} x86_64-linux-gnu 1,2,3,4\n")
+                f"b {board2.spec} x86_64-linux-gnu 1,2,3,4\n"
+                f"q {board.spec} aarch64-linux-gnu 1 {QEMU_AARCH64}\n")
     prefix = os.path.join(work, "fleet")
-    p = subprocess.Popen([tools["ember_bench"], "--hosts", hosts, artifacts["mlp"],
-                          artifacts["cnn"], "--out", prefix, "--repeat", "20", "--warmup", "2",
-                          "--ssh-config", board.ssh_config],
+    p = subprocess.Popen([tools["ember_bench"], "--hosts", hosts, models["mlp"],
+                          models["cnn"], "--out", prefix, "--repeat", "20", "--warmup", "2",
+                          "--ssh-config", board.ssh_config, "--runtime-dir", tools["cross_root"]],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     progress = []
     for line in p.stderr:
@@ -127,18 +130,17 @@ def test_fleet_bench_reports_a_board_that_drops_and_the_rest_finish(tools, artif
     assert p.wait() == 1, "".join(progress)
     text = "".join(progress)
     assert "[b]" in text and "board dropped" in text and "retrying once" in text, text
-    assert "[a] done" in text, text
+    assert "[a] done" in text and "[q] done" in text, text
     with open(prefix + ".csv") as f:
         rows = list(csv.DictReader(f))
-    a_rows = [r for r in rows if r["board"] == "a"]
+    a_rows = [r for r in rows if r["board"] in ("a", "q")]
     b_rows = [r for r in rows if r["board"] == "b"]
-    assert len(a_rows) == 4 and all(r["status"] == "ok" for r in a_rows), rows
-    assert len(b_rows) == 8 and b_rows[0]["status"] == "ok" or any(
-        r["status"] == "ok" for r in b_rows), rows
+    assert len(a_rows) == 6 and all(r["status"] == "ok" for r in a_rows), rows
+    assert len(b_rows) == 8 and any(r["status"] == "ok" for r in b_rows), rows
     assert any(r["status"].startswith(("failed: board dropped", "not run")) for r in b_rows)
     assert list(rows[0]) == ["model", "board", "threads", "median_ms", "p90_ms", "p99_ms", "status"]
     with open(prefix + ".json") as f:
-        assert len(json.load(f)) == 12
+        assert len(json.load(f)) == 14
     assert "median_ms" in table and os.path.getsize(prefix + ".png") > 1000
     with open(prefix + ".png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
