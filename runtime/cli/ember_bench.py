@@ -232,6 +232,10 @@ def write_table(rows, prefix):
     return text
 
 
+def fmt_ms(v):
+    return f"{v:.0f}" if v >= 100 else f"{v:.3g}"
+
+
 def write_plot(rows, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -239,6 +243,8 @@ def write_plot(rows, path):
     ok = [r for r in rows if r["median_ms"] is not None]
     models = sorted({r["model"] for r in ok})
     series = sorted({(r["board"], r["threads"]) for r in ok})
+    boards = sorted({b for b, _ in series})
+    colors = {b: f"C{i}" for i, b in enumerate(boards)}  # one colour per board in every panel
     fig, axes = plt.subplots(1, max(len(models), 1), figsize=(3.2 * max(len(models), 1) + 1, 3),
                              squeeze=False)
     for ax, model in zip(axes[0], models):
@@ -246,7 +252,13 @@ def write_plot(rows, path):
             r = next((r for r in ok if (r["model"], r["board"], r["threads"]) ==
                       (model, board, threads)), None)
             if r:
-                ax.bar(i, r["median_ms"], yerr=[[0], [r["p90_ms"] - r["median_ms"]]], capsize=3)
+                ax.bar(i, r["median_ms"], yerr=[[0], [r["p90_ms"] - r["median_ms"]]], capsize=3,
+                       color=colors[board])
+                ax.annotate(fmt_ms(r["median_ms"]), (i, r["p90_ms"] * 1.08), ha="center",
+                            va="bottom", fontsize=6)
+        # Boards differ by orders of magnitude (a phone and a server, or qemu), so: log scale.
+        ax.set_yscale("log")
+        ax.margins(y=0.15)
         ax.set_xticks(range(len(series)))
         ax.set_xticklabels([f"{b}\n{t} thr" for b, t in series], fontsize=7)
         ax.set_title(model, fontsize=9)
