@@ -44,6 +44,9 @@ constexpr const char* kUsage =
     "them.\n"
     "  --remote USER@HOST[:PORT]  with --tune, time candidates there (ssh; adb:SERIAL for an\n"
     "                         Android device); without, compile with that CPU's records\n"
+    "  --fleet FILE           with --tune, tune on every board of this hosts file (ember-bench's\n"
+    "                         format) whose architecture is the target's, one after another;\n"
+    "                         boards with one CPU measure once; compiles with the first's records\n"
     "  --remote-dir DIR       the board's working directory (default /tmp/ember-remote-$USER)\n"
     "  --runtime-dir DIR      where an ember-run for the board's arch was built (repeatable;\n"
     "                         DIR/cross-ARCH, DIR/ARCH or DIR; EMBER_RUNTIME_DIRS adds more)\n"
@@ -107,6 +110,8 @@ int main(int argc, char** argv) {
         opt.tune = true;
       } else if (a == "--remote") {
         opt.remote.board = value("--remote");
+      } else if (a == "--fleet") {
+        opt.fleet_file = value("--fleet");
       } else if (a == "--remote-dir") {
         opt.remote.remote_dir = value("--remote-dir");
       } else if (a == "--runtime-dir") {

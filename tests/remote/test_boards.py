@@ -190,3 +190,28 @@ def test_remote_tuning_of_an_aarch64_target_under_qemu(tools, models, board, wor
     cpu = board_cpu_of_this_machine()
     assert records and all("target=aarch64" in l and f" board={cpu}\t" in l for l in records), \
         records
+
+
+def test_fleet_tuning_measures_each_cpu_once(tools, models, board, board2, work):
+    if board2.proc is None:
+        board2.start()
+    hosts = os.path.join(work, "tune-hosts.txt")
+    with open(hosts, "w") as f:
+        f.write(f"a {board.spec} x86_64-linux-gnu 1\n"
+                f"q {board.spec} aarch64-linux-gnu 1 {QEMU_AARCH64}\n"  # not the target's arch
+                f"b {board2.spec} x86_64-linux-gnu 1\n")
+    log = os.path.join(work, "fleet-tuning.log")
+    r = run([tools["emberc"], "compile", models["mlp"], "-o", os.path.join(work, "tuned-fleet"),
+             "--tune", "--tuning-log", log, "--tune-candidates", "2", "--tune-repeat", "1",
+             "--fleet", hosts, "--ssh-config", board.ssh_config])
+    assert r.returncode == 0, r.stderr
+    with open(log) as f:
+        n = len([l for l in f if not l.startswith("#")])
+    assert n > 0
+    assert f"on {board.spec}; winners in {log}" in r.stderr, r.stderr
+    assert f"tuned 0 of {n} tunable workloads ({n} already in the log" in r.stderr, r.stderr
+    assert r.stderr.count("emberc: board ") == 2, r.stderr  # q was left out
+    r = run([tools["emberc"], "compile", models["mlp"], "-o", os.path.join(work, "tuned-fleet"),
+             "--tune", "--fleet", hosts, "--target", "llvm -mtriple=armv7a-linux-gnueabihf",
+             "--ssh-config", board.ssh_config])
+    assert r.returncode != 0 and "no board has the target's architecture" in r.stderr, r.stderr

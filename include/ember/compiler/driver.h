@@ -41,6 +41,10 @@ struct CompileOptions {
   /*! \brief --remote: the board to tune on (its CPU names the tuning log's records; without
    * --tune the compile reads that board's records). */
   RemoteBoardOptions remote;
+  /*! \brief --fleet: a hosts file (runtime/remote/hosts_file.h); with --tune, every board of
+   * the target's architecture measures in turn (boards with one CPU once), and the artifact is
+   * compiled with the first board's records. */
+  std::string fleet_file;
   /*! \brief --jobs: threads that optimise and emit kernels; 0: one per hardware thread. */
   int jobs = 0;
   /*! \brief The kernel choice's knobs; unset: StrategyOptionsFromEnvironment(). */
