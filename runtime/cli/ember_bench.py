@@ -116,6 +116,15 @@ def prepare_artifacts(models, boards, work, emberc):
     return artifacts
 
 
+def parse_result(r):
+    """ember-run --bench --json's object, or None when stdout is not one."""
+    try:
+        result = json.loads(r.stdout)
+        return result if all(k in result for k in ("median_ms", "p90_ms", "p99_ms")) else None
+    except ValueError:
+        return None
+
+
 class Fleet:
     def __init__(self, args, boards, artifacts):
         self.args, self.boards, self.artifacts = args, boards, artifacts
@@ -167,8 +176,8 @@ class Fleet:
                 err = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "(no message)"
                 self.say(board, f"{i}/{len(jobs)} {model} threads={threads}: board dropped "
                          f"({err})" + ("; retrying once" if attempt == 1 else "; giving up"))
-            if r.returncode == 0:
-                result = json.loads(r.stdout)
+            result = parse_result(r) if r.returncode == 0 else None
+            if result:
                 row.update({k: result[k] for k in ("median_ms", "p90_ms", "p99_ms")}, status="ok")
                 self.say(board, f"{i}/{len(jobs)} {model} threads={threads}: median "
                          f"{row['median_ms']:.3f} ms, p90 {row['p90_ms']:.3f}, "
@@ -177,9 +186,10 @@ class Fleet:
                 dropped = True
                 row["status"] = "failed: board dropped"
             else:
-                row["status"] = f"failed: exit {r.returncode}"
+                why = f"exit {r.returncode}" if r.returncode else "no bench JSON printed"
+                row["status"] = f"failed: {why}"
                 self.say(board, f"{i}/{len(jobs)} {model} threads={threads}: ember-run failed "
-                         f"(exit {r.returncode}): {r.stderr.strip()} (command: {' '.join(cmd)})")
+                         f"({why}): {r.stderr.strip()} (command: {' '.join(cmd)})")
             self.add(row)
         self.say(board, "dropped; its remaining jobs were not run" if dropped else "done")
 
@@ -272,17 +282,22 @@ def main(argv):
     ap = argparse.ArgumentParser(prog="ember-bench", description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n".join(__doc__.splitlines()[2:]))
-    ap.add_argument("models", nargs="+", metavar="MODEL")
-    ap.add_argument("--hosts", required=True, help="the hosts file")
-    ap.add_argument("--out", default="ember-bench", help="output prefix (default ember-bench)")
+    ap.add_argument("models", nargs="+", metavar="MODEL", help=".onnx files or artifacts")
+    ap.add_argument("--hosts", required=True, metavar="FILE", help="the hosts file")
+    ap.add_argument("--out", default="ember-bench", metavar="PREFIX",
+                    help="output prefix (default ember-bench)")
     ap.add_argument("--work", default=None, help="artifacts and outputs (default PREFIX.work)")
-    ap.add_argument("--warmup", type=int, default=10)
-    ap.add_argument("--repeat", type=int, default=50)
-    ap.add_argument("--ssh-config")
-    ap.add_argument("--ssh-option", action="append", default=[])
-    ap.add_argument("--runtime-dir", action="append", default=[])
-    ap.add_argument("--ember-run", default=shutil.which("ember-run", path=here) or "ember-run")
-    ap.add_argument("--emberc", default=shutil.which("emberc", path=here) or "emberc")
+    ap.add_argument("--warmup", type=int, default=10, help="ember-run --warmup (default 10)")
+    ap.add_argument("--repeat", type=int, default=50, help="ember-run --repeat (default 50)")
+    ap.add_argument("--ssh-config", metavar="FILE", help="ssh -F FILE, for every board")
+    ap.add_argument("--ssh-option", action="append", default=[], metavar="OPT",
+                    help="ssh -o OPT, for every board (repeatable)")
+    ap.add_argument("--runtime-dir", action="append", default=[], metavar="DIR",
+                    help="where the boards' runtimes were built (ember-run --runtime-dir)")
+    ap.add_argument("--ember-run", default=shutil.which("ember-run", path=here) or "ember-run",
+                    help="the host's ember-run (default: the one beside ember-bench)")
+    ap.add_argument("--emberc", default=shutil.which("emberc", path=here) or "emberc",
+                    help="the emberc that compiles .onnx models (default: beside ember-bench)")
     args = ap.parse_args(argv)
     args.work = args.work or args.out + ".work"
     try:
