@@ -16,7 +16,9 @@ DESTINATION is what `ember-run --remote` takes; THREADS the thread counts to run
 the optional rest of the line is the board's --remote-exec-wrapper.
 
 Every board runs its jobs (model x threads) one after another, all boards at once, with one
-progress line per job, in /tmp/ember-bench-USER-NAME on the board (removed after its last job). A board that drops (ember-run exit 3: ssh failed) is retried once; if it
+progress line per job, in /tmp/ember-bench-USER-NAME on the board (removed after its last job).
+A job that takes longer than --job-timeout counts as a drop too (a board gone from the network
+without a reset; ServerAliveInterval in the ssh config notices it sooner). A board that drops (ember-run exit 3: ssh failed) is retried once; if it
 fails again its remaining jobs are reported as not run and the other boards finish. Writes
 PREFIX.txt, PREFIX.json, PREFIX.csv (model, board, threads, median_ms, p90_ms, p99_ms, status)
 and PREFIX.png (median latency per model per board and thread count, p90 as a whisker).
@@ -29,6 +31,7 @@ import getpass
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -116,6 +119,22 @@ def prepare_artifacts(models, boards, work, emberc):
     return artifacts
 
 
+def run_with_timeout(cmd, timeout_s):
+    """Runs cmd; past timeout_s its whole process group (ember-run and its ssh) is killed and
+    the job counts as a drop: a board that vanishes from the network (no reset, no
+    ServerAliveInterval in the ssh config) would otherwise hold its thread for TCP's timeout."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout_s)
+        return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        return subprocess.CompletedProcess(
+            cmd, TRANSPORT_FAILED, out, err + f"no answer within --job-timeout {timeout_s} s\n")
+
+
 def parse_result(r):
     """ember-run --bench --json's object, or None when stdout is not one."""
     try:
@@ -154,7 +173,7 @@ class Fleet:
             cmd += ["--ssh-option", o]
         for d in a.runtime_dir:
             cmd += ["--runtime-dir", d]
-        return subprocess.run(cmd, capture_output=True, text=True), cmd
+        return run_with_timeout(cmd, a.job_timeout), cmd
 
     def run_board(self, board):
         jobs = self.jobs(board)
@@ -289,6 +308,9 @@ def main(argv):
     ap.add_argument("--work", default=None, help="artifacts and outputs (default PREFIX.work)")
     ap.add_argument("--warmup", type=int, default=10, help="ember-run --warmup (default 10)")
     ap.add_argument("--repeat", type=int, default=50, help="ember-run --repeat (default 50)")
+    ap.add_argument("--job-timeout", type=float, default=900, metavar="S",
+                    help="seconds one ember-run may take before the board counts as dropped "
+                    "(default 900)")
     ap.add_argument("--ssh-config", metavar="FILE", help="ssh -F FILE, for every board")
     ap.add_argument("--ssh-option", action="append", default=[], metavar="OPT",
                     help="ssh -o OPT, for every board (repeatable)")

@@ -57,3 +57,10 @@ def test_table_text_csv_json(tmp_path):
     assert (tmp_path / "t.csv").read_text().splitlines()[2] == "m,bb,1,,,,not run: board dropped"
     ember_bench.write_plot(rows, str(tmp_path / "t.png"))
     assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_job_past_its_timeout_counts_as_a_drop():
+    r = ember_bench.run_with_timeout(["sh", "-c", "sleep 30 & sleep 30"], 0.5)
+    assert r.returncode == ember_bench.TRANSPORT_FAILED
+    assert "no answer within --job-timeout 0.5 s" in r.stderr
+    assert ember_bench.run_with_timeout(["sh", "-c", "echo hi"], 5).stdout == "hi\n"
