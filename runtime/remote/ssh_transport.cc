@@ -19,9 +19,23 @@ constexpr int kSshConnectionFailed = 255;
 SshDestination SshDestination::Parse(const std::string& spec) {
   SshDestination d;
   d.host = spec;
-  size_t colon = spec.rfind(':');
+  // IPv6: [ADDR]:PORT or [ADDR] (brackets dropped for ssh), or a bare ADDR with its colons.
+  size_t at_sign = spec.find('@');
+  size_t host_at = at_sign == std::string::npos ? 0 : at_sign + 1;
+  std::string user = spec.substr(0, host_at);
+  size_t colon = std::string::npos;
+  if (spec.compare(host_at, 1, "[") == 0) {
+    size_t close = spec.find(']', host_at);
+    if (close == std::string::npos || (close + 1 < spec.size() && spec[close + 1] != ':')) {
+      throw std::invalid_argument("--remote " + spec + ": expected USER@[IPV6]:PORT");
+    }
+    d.host = user + spec.substr(host_at + 1, close - host_at - 1);
+    if (close + 1 < spec.size()) colon = close + 1;
+  } else if (spec.find(':', host_at) == spec.rfind(':')) {
+    colon = spec.rfind(':');
+  }
   if (colon != std::string::npos) {
-    d.host = spec.substr(0, colon);
+    if (spec[host_at] != '[') d.host = spec.substr(0, colon);
     d.port = spec.substr(colon + 1);
     bool digits = !d.port.empty() && d.port.size() <= 5 &&
                   d.port.find_first_not_of("0123456789") == std::string::npos;

@@ -19,7 +19,8 @@ struct SshOptions {
 };
 
 /*! \brief USER@HOST[:PORT] or HOST[:PORT] split into ssh's destination and port ("" when none);
- * throws std::invalid_argument naming `spec` and the expected form. */
+ * an IPv6 address as USER@[ADDR]:PORT, or bare without a port. Throws std::invalid_argument
+ * naming `spec` and the expected form. */
 struct SshDestination {
   std::string host;  // with USER@ when given
   std::string port;

@@ -177,6 +177,14 @@ def test_remote_tuning_keys_the_log_by_the_boards_cpu(tools, models, board, boar
     assert r.returncode == 0, r.stderr
     assert f"tuned 0 of {len(records)} tunable workloads ({len(records)} already in the log" \
         in r.stderr, r.stderr
+    # Without --tune, --remote picks that CPU's records; without a board none of them fits.
+    n = len(records)
+    out = os.path.join(work, "untuned")
+    r = run([tools["emberc"], "compile", models["mlp"], "-o", out, "--tuning-log", log, "-v"]
+            + remote_args(board2))
+    assert r.returncode == 0 and f"{n} records, {n} used" in r.stderr, r.stderr
+    r = run([tools["emberc"], "compile", models["mlp"], "-o", out, "--tuning-log", log, "-v"])
+    assert r.returncode == 0 and f"{n} records, 0 used" in r.stderr, r.stderr
 
 
 def test_remote_tuning_of_an_aarch64_target_under_qemu(tools, models, board, work):

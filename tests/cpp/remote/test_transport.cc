@@ -18,6 +18,18 @@ TEST(SshDestination, SplitsUserHostAndPort) {
   EXPECT_EQ(SshDestination::Parse("board").port, "");
 }
 
+TEST(SshDestination, TakesIpv6WithAndWithoutAPort) {
+  SshDestination d = SshDestination::Parse("pi@[fe80::1]:2222");
+  EXPECT_EQ(d.host, "pi@fe80::1");
+  EXPECT_EQ(d.port, "2222");
+  d = SshDestination::Parse("pi@fe80::1");
+  EXPECT_EQ(d.host, "pi@fe80::1");
+  EXPECT_EQ(d.port, "");
+  EXPECT_EQ(SshDestination::Parse("[::1]").host, "::1");
+  EXPECT_THROW(SshDestination::Parse("pi@[::1"), std::invalid_argument);
+  EXPECT_THROW(SshDestination::Parse("pi@[::1]x"), std::invalid_argument);
+}
+
 TEST(SshDestination, RefusesBadPortsAndOptionLookalikes) {
   EXPECT_THROW(SshDestination::Parse("pi@host:99999"), std::invalid_argument);
   EXPECT_THROW(SshDestination::Parse("pi@host:22x"), std::invalid_argument);
