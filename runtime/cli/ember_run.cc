@@ -145,15 +145,13 @@ bool ParseRemoteFlag(const std::string& a, Value&& value, ember::cli::RemoteRunR
   return true;
 }
 
-bool RemoteOnlyFlagGiven(const ember::cli::RemoteRunRequest& r, bool env_config) {
+bool RemoteOnlyFlagGiven(const ember::cli::RemoteRunRequest& r) {
   return !r.remote_dir.empty() || r.keep || !r.runtime_dirs.empty() || !r.exec_wrapper.empty() ||
-         (!r.ssh.config_file.empty() && !env_config) || !r.ssh.options.empty();
+         !r.ssh.config_file.empty() || !r.ssh.options.empty();
 }
 
 Options ParseArgs(int argc, char** argv) {
   Options o;
-  o.remote.ssh = ember::remote::SshOptionsFromEnvironment();
-  const std::string env_config = o.remote.ssh.config_file;
   bool have_warmup = false, have_repeat = false, have_number = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -200,6 +198,7 @@ Options ParseArgs(int argc, char** argv) {
     } else if (a == "--json") {
       o.json = true;
     } else if (ParseRemoteFlag(a, value, &o.remote)) {
+      // --remote and its options (remote_run.h), taken into o.remote
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError("unknown option " + a + " (see ember-run --help)");
     } else if (o.artifact.empty()) {
@@ -212,8 +211,7 @@ Options ParseArgs(int argc, char** argv) {
   if (!o.bench && (have_warmup || have_repeat || have_number)) {
     throw UsageError("--warmup, --repeat and --number only apply with --bench");
   }
-  if (o.remote.board.empty() &&
-      RemoteOnlyFlagGiven(o.remote, o.remote.ssh.config_file == env_config)) {
+  if (o.remote.board.empty() && RemoteOnlyFlagGiven(o.remote)) {
     throw UsageError(
         "--remote-dir, --keep, --runtime-dir, --remote-exec-wrapper, --ssh-config and "
         "--ssh-option only apply with --remote USER@HOST[:PORT]");
@@ -468,6 +466,8 @@ std::string SelfExe() {
 // The same run on a board: files are named for the copy, every other option is passed on.
 int RunOnBoard(Options* o) {
   ember::cli::RemoteRunRequest& r = o->remote;
+  if (r.ssh.config_file.empty())
+    r.ssh.config_file = ember::remote::SshOptionsFromEnvironment().config_file;
   r.artifact = o->artifact;
   r.inputs = o->inputs;
   r.output_dir = o->output_dir;
