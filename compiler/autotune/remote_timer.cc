@@ -4,11 +4,9 @@
 #include <ember/compiler/ir/tensor_type.h>
 #include <ember/runtime/npy.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "runtime/remote/board_cpu.h"
 #include "runtime/remote/board_transport.h"
@@ -29,17 +27,6 @@ remote::SshOptions SshOptionsOf(const RemoteBoardOptions& o) {
   if (!o.ssh_config.empty()) ssh.config_file = o.ssh_config;
   ssh.options = o.ssh_options;
   return ssh;
-}
-
-std::vector<std::string> RuntimeDirs(const RemoteBoardOptions& o) {
-  std::vector<std::string> dirs = o.runtime_dirs;
-  const char* env = std::getenv("EMBER_RUNTIME_DIRS");
-  std::stringstream in(env == nullptr ? "" : env);
-  std::string d;
-  while (std::getline(in, d, ':')) {
-    if (!d.empty()) dirs.push_back(d);
-  }
-  return dirs;
 }
 
 // "median_ms": N from ember-run's --bench --json line.
@@ -115,7 +102,8 @@ RemoteKernelTimer::Timing RemoteKernelTimer::Time(const std::string& dir, int re
     if (!runtime_) {
       std::string arch = remote::ElfArch(dir + "/lib.so");
       // emberc's own build tree or prefix holds the ember-run of the host's architecture.
-      runtime_ = remote::FindBoardRuntime(arch, RuntimeDirs(options_), SelfExe());
+      runtime_ = remote::FindBoardRuntime(arch, remote::RuntimeSearchDirs(options_.runtime_dirs),
+                                          SelfExe());
     }
     std::vector<remote::FileCopy> files = remote::RemoteSession::RuntimeFiles(*runtime_);
     std::string art_rel;

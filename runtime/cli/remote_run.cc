@@ -2,12 +2,10 @@
 #include "remote_run.h"
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "remote/board_transport.h"
 #include "remote/remote_session.h"
@@ -33,19 +31,6 @@ void WriteFile(const std::string& path, const std::string& data) {
   std::ofstream f(path, std::ios::binary);
   f << data;
   if (!f.flush()) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
-}
-
-std::vector<std::string> RuntimeSearchDirs(const RemoteRunRequest& r) {
-  std::vector<std::string> dirs = r.runtime_dirs;
-  const char* env = std::getenv("EMBER_RUNTIME_DIRS");
-  if (env != nullptr) {
-    std::stringstream in(env);
-    std::string d;
-    while (std::getline(in, d, ':')) {
-      if (!d.empty()) dirs.push_back(d);
-    }
-  }
-  return dirs;
 }
 
 // Copies what changed, runs, fetches outputs and trace; returns the board's ember-run status.
@@ -94,7 +79,8 @@ int RunRemote(const RemoteRunRequest& r, const std::string& self_exe) {
   try {
     std::unique_ptr<remote::Transport> transport = remote::MakeTransport(r.board, r.ssh);
     std::string arch = remote::ElfArch(remote::ArtifactLibrary(r.artifact));
-    remote::BoardRuntime rt = remote::FindBoardRuntime(arch, RuntimeSearchDirs(r), self_exe);
+    remote::BoardRuntime rt =
+        remote::FindBoardRuntime(arch, remote::RuntimeSearchDirs(r.runtime_dirs), self_exe);
     std::string dir = r.remote_dir.empty() ? remote::DefaultRemoteDir(r.board) : r.remote_dir;
     remote::RemoteSession session(*transport, dir, remote::SplitWords(r.exec_wrapper));
     int status = RunInSession(r, &session, rt);

@@ -3,9 +3,11 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 namespace ember::remote {
@@ -50,6 +52,15 @@ bool TryRoot(const fs::path& root, const std::string& arch, BoardRuntime* out) {
 }
 
 }  // namespace
+
+std::vector<std::string> RuntimeSearchDirs(std::vector<std::string> flag_dirs) {
+  const char* env = std::getenv("EMBER_RUNTIME_DIRS");
+  std::stringstream in(env == nullptr ? "" : env);
+  for (std::string d; std::getline(in, d, ':');) {
+    if (!d.empty()) flag_dirs.push_back(d);
+  }
+  return flag_dirs;
+}
 
 std::string ElfArch(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

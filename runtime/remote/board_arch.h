@@ -15,6 +15,9 @@ std::string ElfArch(const std::string& path);
 /*! \brief The artifact's code: ARTIFACT/lib.so for a directory, else the file itself. */
 std::string ArtifactLibrary(const std::string& artifact);
 
+/*! \brief `flag_dirs` (--runtime-dir, in order), then those of EMBER_RUNTIME_DIRS (DIR:DIR...). */
+std::vector<std::string> RuntimeSearchDirs(std::vector<std::string> flag_dirs);
+
 /*! \brief An ember-run for one architecture and the runtime library beside it. */
 struct BoardRuntime {
   std::string arch;

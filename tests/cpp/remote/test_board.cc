@@ -1,6 +1,7 @@
 // Board CPU names from /proc/cpuinfo, ELF architectures and the runtime cache.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -46,6 +47,13 @@ TEST(ElfArch, ReadsTheMachine) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("is not an ELF file"), std::string::npos);
   }
+}
+
+TEST(RuntimeSearchDirs, FlagsFirstThenTheEnvironment) {
+  setenv("EMBER_RUNTIME_DIRS", "/a::/b", 1);
+  EXPECT_EQ(RuntimeSearchDirs({"/flag"}), (std::vector<std::string>{"/flag", "/a", "/b"}));
+  unsetenv("EMBER_RUNTIME_DIRS");
+  EXPECT_EQ(RuntimeSearchDirs({"/flag"}), (std::vector<std::string>{"/flag"}));
 }
 
 TEST(FindBoardRuntime, FindsACrossBuildTreeAndListsWhereItLooked) {
