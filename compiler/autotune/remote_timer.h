@@ -30,13 +30,17 @@ class RemoteKernelTimer {
     double median_ms = 0;
     std::vector<float> outputs;  // float32 outputs, concatenated in output order
   };
-  /*! \brief Runs the one-kernel artifact in `dir` (graph.json, lib.so, params.bin) `repeat`
-   * times on the board; throws CompileError with the board's message when it fails. */
+  /*! \brief Times the one-kernel artifact in `dir` (graph.json, lib.so, params.bin) on the
+   * board: 5 x `repeat` samples after warm-up, each of enough runs to last 0.2 ms; throws
+   * CompileError with the board's message when it fails. */
   Timing Time(const std::string& dir, int repeat);
 
   const std::string& board() const { return options_.board; }
 
  private:
+  /*! \brief ember-run --bench --json of art/... on one thread, `number` runs per sample. */
+  remote::BoardRun Bench(const std::string& art_rel, int repeat, int number);
+
   RemoteBoardOptions options_;
   std::unique_ptr<remote::Transport> transport_;
   std::unique_ptr<remote::RemoteSession> session_;
