@@ -17,9 +17,9 @@ the optional rest of the line is the board's --remote-exec-wrapper.
 
 Every board runs its jobs (model x threads) one after another, all boards at once, with one
 progress line per job, in /tmp/ember-bench-USER-NAME on the board (removed after its last job).
-A job that takes longer than --job-timeout counts as a drop too (a board gone from the network
-without a reset; ServerAliveInterval in the ssh config notices it sooner). A board that drops (ember-run exit 3: ssh failed) is retried once; if it
-fails again its remaining jobs are reported as not run and the other boards finish. Writes
+A board that drops (ember-run exit 3: ssh failed; or a job longer than --job-timeout, as when a
+board leaves the network without a reset) is retried once; if it fails again its remaining jobs
+are reported as not run and the other boards finish. Writes
 PREFIX.txt, PREFIX.json, PREFIX.csv (model, board, threads, median_ms, p90_ms, p99_ms, status)
 and PREFIX.png (median latency per model per board and thread count, p90 as a whisker).
 Exit status: 0 when every job ran, 1 when some did not (the table says which), 2 on bad usage.
@@ -67,7 +67,8 @@ def parse_hosts(path):
             if any(b["name"] == name for b in boards):
                 raise UsageError(f"{path}:{number}: board name {name!r} is used twice")
             boards.append({"name": name, "dest": dest, "triple": triple, "threads": counts,
-                           "wrapper": " ".join(words[4:]), "arch": triple_arch(triple, path, number)})
+                           "wrapper": " ".join(words[4:]),
+                           "arch": triple_arch(triple, path, number)})
     if not boards:
         raise UsageError(f"{path}: no boards listed")
     return boards
@@ -189,7 +190,8 @@ class Fleet:
                 continue
             keep = i < len(jobs)  # the last job cleans the board's directory
             for attempt in (1, 2):
-                r, cmd = self.ember_run(board, self.artifacts[(model, board["arch"])], threads, keep)
+                artifact = self.artifacts[(model, board["arch"])]
+                r, cmd = self.ember_run(board, artifact, threads, keep)
                 if r.returncode != TRANSPORT_FAILED:
                     break
                 err = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "(no message)"

@@ -26,7 +26,8 @@ def build_dir():
 @pytest.fixture(scope="session")
 def tools():
     b = build_dir()
-    t = {"emberc": os.path.join(b, "bin", "emberc"), "ember_run": os.path.join(b, "bin", "ember-run"),
+    t = {"emberc": os.path.join(b, "bin", "emberc"),
+         "ember_run": os.path.join(b, "bin", "ember-run"),
          "ember_bench": os.path.join(b, "bin", "ember-bench"),
          "cross_root": os.path.abspath(os.environ.get("EMBER_CROSS_BUILD_ROOT", b))}
     for k in ("emberc", "ember_run", "ember_bench"):
@@ -36,7 +37,8 @@ def tools():
 
 @pytest.fixture(scope="session")
 def work():
-    w = os.path.abspath(os.environ.get("EMBER_REMOTE_WORK", os.path.join(build_dir(), "remote-work")))
+    w = os.path.abspath(os.environ.get("EMBER_REMOTE_WORK",
+                                       os.path.join(build_dir(), "remote-work")))
     shutil.rmtree(w, ignore_errors=True)
     os.makedirs(w)
     return w
@@ -86,4 +88,5 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if report.skipped:
         report.outcome = "failed"
-        report.longrepr = f"{item.nodeid} was skipped; the board tests never skip: {report.longrepr}"
+        report.longrepr = (f"{item.nodeid} was skipped; the board tests never skip: "
+                           f"{report.longrepr}")
