@@ -42,14 +42,22 @@ int RunInSession(const RemoteRunRequest& r, remote::RemoteSession* s,
     files.push_back(f);
   }
   std::vector<std::string> args = {s->Path(art_rel)};
+  // Board path -> the user's, most specific first (the trace lies inside out/).
+  std::vector<std::pair<std::string, std::string>> local_name;
   for (size_t i = 0; i < r.inputs.size(); ++i) {
     std::string rel = "in/" + std::to_string(i) + ".npy";
     files.push_back({r.inputs[i].second, rel, false});
     args.insert(args.end(), {"--input", r.inputs[i].first + "=" + s->Path(rel)});
+    local_name.emplace_back(s->Path(rel), r.inputs[i].second);
   }
   args.insert(args.end(), {"--output-dir", s->Path("out")});
   std::string remote_trace = s->Path("out/trace.json");
-  if (!r.trace_file.empty()) args.insert(args.end(), {"--trace", remote_trace});
+  if (!r.trace_file.empty()) {
+    args.insert(args.end(), {"--trace", remote_trace});
+    local_name.emplace_back(remote_trace, r.trace_file);
+  }
+  local_name.emplace_back(s->Path("out"), r.output_dir);
+  local_name.emplace_back(s->Path(art_rel), r.artifact);
   args.insert(args.end(), r.flags.begin(), r.flags.end());
 
   remote::SyncReport sync = s->Sync(files);
@@ -64,13 +72,19 @@ int RunInSession(const RemoteRunRequest& r, remote::RemoteSession* s,
     WriteFile(trace ? r.trace_file : (fs::path(r.output_dir) / name).string(), data);
   }
   for (std::string* text : {&run.out, &run.err}) {
-    *text = Replace(*text, remote_trace, r.trace_file);
-    *text = Replace(*text, s->Path("out"), r.output_dir);
-    *text = Replace(*text, s->Path(art_rel), r.artifact);
+    for (const auto& [board_path, local] : local_name) *text = Replace(*text, board_path, local);
   }
   std::cout << run.out << std::flush;
   std::cerr << run.err << std::flush;
   return run.exit_code;
+}
+
+void CleanQuietly(remote::RemoteSession* s) {
+  try {
+    s->Clean();
+  } catch (const std::exception&) {
+    // The error being reported matters more than this one.
+  }
 }
 
 }  // namespace
@@ -83,7 +97,13 @@ int RunRemote(const RemoteRunRequest& r, const std::string& self_exe) {
         remote::FindBoardRuntime(arch, remote::RuntimeSearchDirs(r.runtime_dirs), self_exe);
     std::string dir = r.remote_dir.empty() ? remote::DefaultRemoteDir(r.board) : r.remote_dir;
     remote::RemoteSession session(*transport, dir, remote::SplitWords(r.exec_wrapper));
-    int status = RunInSession(r, &session, rt);
+    int status = 1;
+    try {
+      status = RunInSession(r, &session, rt);
+    } catch (const remote::BoardCommandError&) {
+      if (!r.keep) CleanQuietly(&session);  // the board is there: leave nothing behind
+      throw;
+    }
     if (!r.keep) session.Clean();
     return status;
   } catch (const remote::TransportError& e) {

@@ -68,6 +68,12 @@ def artifacts(tools, models, work):
 
 
 @pytest.fixture(scope="session")
+def aarch64_cnn(tools, models, work):
+    return compile_model(tools, models["cnn"], os.path.join(work, "art-aarch64", "cnn"),
+                         "llvm -mtriple=aarch64-linux-gnu")
+
+
+@pytest.fixture(scope="session")
 def board(work):
     b = SshdBoard(work, "board-a")
     yield b

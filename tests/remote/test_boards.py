@@ -75,11 +75,9 @@ def test_remote_bench_json_and_profile_come_back(tools, artifacts, board, work):
     assert os.path.exists(os.path.join(out, "output_0.npy"))
 
 
-def test_remote_run_of_an_aarch64_artifact_under_qemu(tools, models, artifacts, board, work):
-    art = os.path.join(work, "art-aarch64", "cnn")
-    r = run([tools["emberc"], "compile", models["cnn"], "-o", art,
-             "--target", "llvm -mtriple=aarch64-linux-gnu"])
-    assert r.returncode == 0, r.stderr
+def test_remote_run_of_an_aarch64_artifact_under_qemu(tools, aarch64_cnn, artifacts, board,
+                                                       work):
+    art = aarch64_cnn
     out_arm, out_x86 = os.path.join(work, "out-arm"), os.path.join(work, "out-x86")
     r = run([tools["ember_run"], art, "--output-dir", out_arm, "--remote-exec-wrapper",
              QEMU_AARCH64, "--runtime-dir", tools["cross_root"]] + remote_args(board))
@@ -90,7 +88,16 @@ def test_remote_run_of_an_aarch64_artifact_under_qemu(tools, models, artifacts, 
                                rtol=1e-3, atol=1e-4)
 
 
-def test_remote_errors_name_the_board_and_the_fix(tools, artifacts, work):
+def test_the_boards_errors_come_back_with_local_paths(tools, artifacts, board, work):
+    np.save(os.path.join(work, "y.npy"), np.zeros((1, 784), np.float32))
+    r = run([tools["ember_run"], artifacts["mlp"], "--input", f"nope={work}/y.npy"]
+            + remote_args(board, "/tmp/ember-err-test"))
+    assert r.returncode == 1, r.stderr
+    assert f'--input nope={work}/y.npy: the model has no input named "nope"' in r.stderr, r.stderr
+    assert board.ssh(["test", "-e", "/tmp/ember-err-test"]).returncode == 1  # cleaned anyway
+
+
+def test_remote_errors_name_the_board_and_the_fix(tools, artifacts, aarch64_cnn, work):
     gone = SshdBoard(work, "board-gone")
     gone.stop()
     r = run([tools["ember_run"], artifacts["mlp"], "--output-dir", work] + gone.ssh_args())
@@ -101,8 +108,7 @@ def test_remote_errors_name_the_board_and_the_fix(tools, artifacts, work):
     assert r.returncode == 2 and "only apply with --remote" in r.stderr
     r = run([tools["ember_run"], artifacts["mlp"], "--remote", "-oProxyCommand=x"])
     assert r.returncode != 0 and "expected USER@HOST[:PORT]" in r.stderr
-    r = run([tools["ember_run"], os.path.join(work, "art-aarch64", "cnn"), "--runtime-dir",
-             "/nonexistent"] + gone.ssh_args())
+    r = run([tools["ember_run"], aarch64_cnn, "--runtime-dir", "/nonexistent"] + gone.ssh_args())
     assert r.returncode == 1 and "no ember-run built for aarch64" in r.stderr, r.stderr
 
 
