@@ -3,8 +3,10 @@ ember-run --remote (x86-64, and aarch64 under qemu-user), ember-bench on a fleet
 that drops, and emberc --tune --remote keyed by the board's CPU."""
 
 import csv
+import getpass
 import json
 import os
+import shutil
 import subprocess
 import time
 
@@ -150,6 +152,11 @@ def test_fleet_bench_reports_a_board_that_drops_and_the_rest_finish(tools, model
     assert "median_ms" in table and os.path.getsize(prefix + ".png") > 1000
     with open(prefix + ".png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    # a and q cleaned up after their last job; b dropped before it could (the boards are local).
+    user = getpass.getuser()
+    assert not os.path.exists(f"/tmp/ember-bench-{user}-a")
+    assert not os.path.exists(f"/tmp/ember-bench-{user}-q")
+    shutil.rmtree(f"/tmp/ember-bench-{user}-b", ignore_errors=True)
 
 
 def board_cpu_of_this_machine():
