@@ -22,6 +22,8 @@ packages=(
   # bench/compare_ort.py --plot, ember-bench's plot
   python3-matplotlib
   # boards over ssh: the client (ember-run --remote), and sshd as a local board in tests/remote
+  # (the tests start their own sshd on 127.0.0.1; where systemd runs, Debian's package also
+  # enables the ssh service on port 22: `systemctl disable --now ssh` if that is unwanted)
   openssh-client openssh-server
   # ONNX Runtime peer (onnxruntime-node from npm)
   nodejs
