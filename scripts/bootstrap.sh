@@ -19,8 +19,12 @@ packages=(
   gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf qemu-user
   # install checks: an app built against the prefix with pkg-config, the .deb packages, python venvs
   pkgconf dpkg-dev python3-venv python3-pip
-  # bench/compare_ort.py --plot
+  # bench/compare_ort.py --plot, ember-bench's plot
   python3-matplotlib
+  # boards over ssh: the client (ember-run --remote), and sshd as a local board in tests/remote
+  # (the tests start their own sshd on 127.0.0.1; where systemd runs, Debian's package also
+  # enables the ssh service on port 22: `systemctl disable --now ssh` if that is unwanted)
+  openssh-client openssh-server
   # ONNX Runtime peer (onnxruntime-node from npm)
   nodejs
 )

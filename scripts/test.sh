@@ -2,7 +2,8 @@
 # Ember's whole test suite, exactly as CI runs it:
 #   install packages, build, install ONNX Runtime (the reference), C++ tests, Python tests, whole
 #   models against ORT, ONNX conformance, the runtime and compiler tests under ASan/UBSan, the
-#   concurrency tests under TSan, the loader fuzzers, and the ARM builds under qemu-user.
+#   concurrency tests under TSan, the loader fuzzers, the ARM builds under qemu-user, and boards
+#   over ssh (a local sshd as the board).
 # Usage: scripts/test.sh [--full]   (--full also runs the whole conformance tier on aarch64 and armv7)
 #
 # Every stage installs or builds what it needs itself, so the suite passes with an empty $HOME
@@ -108,6 +109,10 @@ tests/fuzz/run_fuzzers.sh build-fuzz "${EMBER_FUZZ_SECONDS:-20}"
 
 stage "ARM: cross-built runtime and artifacts under qemu-user"
 tests/cross/run_cross.sh "${full[@]}"
+
+# After the ARM stage, whose aarch64 build tree gives the emulated board its ember-run.
+stage "boards over ssh: remote run, fleet bench, remote tuning against a local sshd"
+EMBER_CROSS_JOBS=$jobs tests/remote/run_remote.sh
 
 finish_stage
 trap - ERR

@@ -22,6 +22,8 @@
 #include <sstream>
 
 #include "../schedule/tuning.h"
+#include "one_kernel_artifact.h"
+#include "remote_timer.h"
 
 namespace ember::compiler::autotune {
 namespace {
@@ -115,13 +117,13 @@ TuneReport TuneGroups(const std::vector<FusedGroup>& groups, const Target& targe
                       const TuneOptions& options, TuningLog* log) {
   using Clock = std::chrono::steady_clock;
   auto t_start = Clock::now();
-  if (!target.is_host) {
+  if (!target.is_host && options.remote == nullptr) {
     throw CompileError(
         "--tune measures kernels on this machine, so it needs the host target; got "
         "--target \"" +
         target.str() +
-        "\" (tune on the device itself, or compile for it with --tuning-log FILE "
-        "from a tuning run there)");
+        "\" (tune on the board with --remote USER@HOST, or compile for it with --tuning-log "
+        "FILE from a tuning run there)");
   }
   if (options.repeat < 1 || options.min_repeat_ms < 0 || options.max_candidates < 0) {
     throw CompileError("--tune: repeat must be >= 1 and candidates >= 0");
@@ -197,16 +199,27 @@ TuneReport TuneGroups(const std::vector<FusedGroup>& groups, const Target& targe
       bo.tuning_log = &one;
       bo.scheduler = options.scheduler;
       bo.linker = options.linker;
-      std::string lib =
-          dir.path() + "/w" + std::to_string(index) + "_c" + std::to_string(c) + ".so";
+      // A directory per candidate: on a board it is the one-kernel artifact ember-run times.
+      std::string art = dir.path() + "/w" + std::to_string(index) + "_c" + std::to_string(c);
+      fs::create_directories(art);
+      std::string lib = art + "/lib.so";
       BuildKernelLibrary({group}, target, lib, bo);
       if (one.used().count(key) == 0) continue;  // the schedule did not take these params
-      Loaded l{cands[c], runtime::Module::LoadFromFile(lib), nullptr};
-      l.func = l.module.GetFunction(group.func_name);
-      if (l.func == nullptr) throw CompileError("--tune: " + lib + " lacks " + group.func_name);
-      runtime::TVMRetValue rv;
-      l.func.CallPacked(args, &rv);
-      std::vector<float> got = OutputFloats(outs);
+      Loaded l{cands[c], {}, nullptr};
+      std::vector<float> got;
+      if (options.remote != nullptr) {
+        WriteOneKernelArtifact(group, art);
+        RemoteKernelTimer::Timing t = options.remote->Time(art, options.repeat);
+        l.ms = t.median_ms;
+        got = std::move(t.outputs);
+      } else {
+        l.module = runtime::Module::LoadFromFile(lib);
+        l.func = l.module.GetFunction(group.func_name);
+        if (l.func == nullptr) throw CompileError("--tune: " + lib + " lacks " + group.func_name);
+        runtime::TVMRetValue rv;
+        l.func.CallPacked(args, &rv);
+        got = OutputFloats(outs);
+      }
       double diff = 0;
       if (loaded.empty()) {
         reference = got;
@@ -222,6 +235,7 @@ TuneReport TuneGroups(const std::vector<FusedGroup>& groups, const Target& targe
     }
     for (int r = 0; r < options.repeat; ++r) {
       for (Loaded& l : loaded) {
+        if (l.func == nullptr) continue;  // timed on the board already
         double ms = runtime::TimeEvaluate(l.func, args, 1, 1, options.min_repeat_ms)[0] * 1e3;
         if (l.ms < 0 || ms < l.ms) l.ms = ms;
       }

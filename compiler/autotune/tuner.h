@@ -21,6 +21,8 @@
 
 namespace ember::compiler::autotune {
 
+class RemoteKernelTimer;
+
 struct TuneOptions {
   /*! \brief Candidates measured per workload, the default included (0: all it lists). */
   int max_candidates = 6;
@@ -36,6 +38,8 @@ struct TuneOptions {
   const lower::GroupScheduler* scheduler = nullptr;
   /*! \brief The linker of the compile (BuildOptions::linker). */
   std::string linker;
+  /*! \brief Times candidates on this board instead of the host (emberc --tune --remote). */
+  RemoteKernelTimer* remote = nullptr;
 };
 
 struct TuneReport {
@@ -48,8 +52,8 @@ struct TuneReport {
 };
 
 /*!
- * \brief Tunes every tunable workload of `groups` for `target` (which must be the host: a
- * CompileError says so otherwise) and puts the winners into *log.
+ * \brief Tunes every tunable workload of `groups` for `target` (the host, or any target with
+ * options.remote: a CompileError says so otherwise) and puts the winners into *log.
  */
 TuneReport TuneGroups(const std::vector<FusedGroup>& groups, const Target& target,
                       const TuneOptions& options, TuningLog* log);

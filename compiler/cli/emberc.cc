@@ -37,7 +37,22 @@ constexpr const char* kUsage =
     "                         (default $XDG_CACHE_HOME or ~/.cache: ember/tuning.log)\n"
     "  --tune-candidates N    candidates timed per workload, the default included (default 6;\n"
     "                         0 = all)\n"
-    "  --tune-repeat N        timed repeats per candidate, the best counts (default 3)\n";
+    "  --tune-repeat N        timed repeats per candidate, the best counts (default 3)\n"
+    "\n"
+    "On a board (README, \"Benchmark on boards\"): --target is the board's; tuning-log records\n"
+    "are keyed by the board's CPU (its /proc/cpuinfo), so another board with that CPU reuses "
+    "them.\n"
+    "  --remote USER@HOST[:PORT]  with --tune, time candidates there (ssh; adb:SERIAL for an\n"
+    "                         Android device); without, compile with that CPU's records\n"
+    "  --fleet FILE           with --tune, tune on every board of this hosts file (ember-bench's\n"
+    "                         format) whose architecture is the target's, one after another;\n"
+    "                         boards with one CPU measure once; compiles with the first's records\n"
+    "  --remote-dir DIR       the board's working directory (default /tmp/ember-remote-$USER)\n"
+    "  --runtime-dir DIR      where an ember-run for the board's arch was built (repeatable;\n"
+    "                         DIR/cross-ARCH, DIR/ARCH or DIR; EMBER_RUNTIME_DIRS adds more)\n"
+    "  --remote-exec-wrapper \"CMD ARGS\"  put before the board's ember-run (e.g. qemu-user)\n"
+    "  --ssh-config FILE      ssh -F FILE (default EMBER_SSH_CONFIG, else ssh's own)\n"
+    "  --ssh-option OPT       ssh -o OPT (repeatable)\n";
 
 int Fail(const std::string& msg) {
   std::string one_line = msg;
@@ -93,6 +108,20 @@ int main(int argc, char** argv) {
         opt.dump_dir = value("--dump-ir");
       } else if (a == "--tune") {
         opt.tune = true;
+      } else if (a == "--remote") {
+        opt.remote.board = value("--remote");
+      } else if (a == "--fleet") {
+        opt.fleet_file = value("--fleet");
+      } else if (a == "--remote-dir") {
+        opt.remote.remote_dir = value("--remote-dir");
+      } else if (a == "--runtime-dir") {
+        opt.remote.runtime_dirs.push_back(value("--runtime-dir"));
+      } else if (a == "--remote-exec-wrapper") {
+        opt.remote.exec_wrapper = value("--remote-exec-wrapper");
+      } else if (a == "--ssh-config") {
+        opt.remote.ssh_config = value("--ssh-config");
+      } else if (a == "--ssh-option") {
+        opt.remote.ssh_options.push_back(value("--ssh-option"));
       } else if (a == "--tuning-log") {
         opt.tuning_log = value("--tuning-log");
       } else if (a == "--tune-candidates" || a == "--tune-repeat") {

@@ -8,6 +8,7 @@
 #include <ember/compiler/transform.h>
 #include <ember/runtime/c_runtime_api.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,11 +18,14 @@
 #include <memory>
 #include <sstream>
 
+#include "autotune/remote_timer.h"
 #include "autotune/tuner.h"
 #include "autotune/tuning_log.h"
 #include "driver/control_flow_scheduler.h"
 #include "driver/graph_passes.h"
+#include "driver/tuning_boards.h"
 #include "schedule/table_strategy.h"
+#include "schedule/tuning_board.h"
 
 namespace ember {
 namespace compiler {
@@ -117,14 +121,25 @@ CompileStats Compile(const CompileOptions& opt) {
   if (opt.jobs < 0)
     throw CompileError("--jobs must be at least 1, got " + std::to_string(opt.jobs));
   Target target = opt.target.empty() ? Target::Host() : Target::Parse(opt.target);
-  if (opt.tune && !target.is_host) {
+  const std::vector<RemoteBoardOptions> boards = TuningBoards(opt, target);
+  if (opt.tune && !target.is_host && boards.empty()) {
     throw CompileError(
         "--tune measures kernels on this machine, so it needs the host target; got "
         "--target \"" +
         opt.target +
-        "\" (tune on the device itself, then compile for it with --tuning-log "
-        "FILE)");
+        "\" (tune on the board with --remote USER@HOST, or compile for it with --tuning-log "
+        "FILE from a tuning run there)");
   }
+  // A board names the tuning log's records by its CPU, for tuning and for reading winners alike;
+  // the artifact is compiled with the first board's.
+  std::unique_ptr<autotune::RemoteKernelTimer> board;
+  std::string board_cpu;
+  if (!boards.empty()) {
+    board = std::make_unique<autotune::RemoteKernelTimer>(boards[0]);
+    board_cpu = board->BoardCpu();
+    if (opt.log) *opt.log << "emberc: board " << boards[0].board << ": CPU " << board_cpu << "\n";
+  }
+  schedule::ScopedTuningBoard board_scope(board_cpu);
   // Read before the slow part, so that a malformed log fails the compile at once.
   std::unique_ptr<autotune::TuningLog> tuning;
   std::string tuning_path = opt.tuning_log;
@@ -189,15 +204,29 @@ CompileStats Compile(const CompileOptions& opt) {
     to.log = opt.log;
     to.scheduler = &scheduler;
     to.linker = LinkerFromEnvironment();
-    autotune::TuneReport tr = autotune::TuneGroups(groups, target, to, tuning.get());
-    tuning->Save(tuning_path);
-    st.tuned_workloads = tr.measured;
-    st.tune_seconds = tr.seconds;
-    if (opt.log) {
-      *opt.log << "emberc: tuned " << tr.measured << " of " << tr.workloads
-               << " tunable workloads (" << tr.reused << " already in the log, " << tr.candidates
-               << " candidates timed, " << tr.rejected << " rejected) in " << std::fixed
-               << std::setprecision(1) << tr.seconds << " s; winners in " << tuning_path << "\n";
+    // The host, or each board in turn; a board whose CPU an earlier one had reuses its records.
+    for (size_t b = 0; b < std::max<size_t>(boards.size(), 1); ++b) {
+      std::unique_ptr<autotune::RemoteKernelTimer> other;
+      std::string cpu = board_cpu;
+      if (b > 0) {
+        other = std::make_unique<autotune::RemoteKernelTimer>(boards[b]);
+        cpu = other->BoardCpu();
+        if (opt.log) *opt.log << "emberc: board " << boards[b].board << ": CPU " << cpu << "\n";
+      }
+      schedule::ScopedTuningBoard this_board(cpu);
+      to.remote = b > 0 ? other.get() : board.get();
+      autotune::TuneReport tr = autotune::TuneGroups(groups, target, to, tuning.get());
+      tuning->Save(tuning_path);
+      st.tuned_workloads += tr.measured;
+      st.tune_seconds += tr.seconds;
+      if (opt.log) {
+        *opt.log << "emberc: tuned " << tr.measured << " of " << tr.workloads
+                 << " tunable workloads (" << tr.reused << " already in the log, " << tr.candidates
+                 << " candidates timed, " << tr.rejected << " rejected) in " << std::fixed
+                 << std::setprecision(1) << tr.seconds << " s"
+                 << (boards.empty() ? "" : " on " + boards[b].board) << "; winners in "
+                 << tuning_path << "\n";
+      }
     }
   }
 

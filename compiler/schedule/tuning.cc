@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "conv_group.h"
+#include "tuning_board.h"
 
 namespace ember::compiler::schedule {
 namespace {
@@ -66,7 +67,8 @@ ParamSet TunedParams(const lower::ScheduleOptions& opts, const std::string& key,
 }
 
 std::string WorkloadTarget(const Target& t) {
-  return " target=" + t.triple + ":" + t.cpu + ":v" + std::to_string(t.vector_bits);
+  return " target=" + t.triple + ":" + t.cpu + ":v" + std::to_string(t.vector_bits) +
+         TuningBoardSuffix();
 }
 
 int64_t ParseCacheSize(const std::string& text) {

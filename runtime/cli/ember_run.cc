@@ -21,6 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "remote/board_transport.h"
+#include "remote_run.h"
+
 namespace {
 
 using namespace ember::runtime;
@@ -56,10 +59,30 @@ options:
                           median_ms, mean_ms, p90_ms, p99_ms, min_ms, max_ms, std_ms, repeat,
                           number, warmup, threads, load_ms, first_run_ms, outputs (and profile
                           with --profile)
+
+on a board (ssh or adb; see README, "Benchmark on boards"):
+  --remote USER@HOST[:PORT]   run there instead: copies the artifact, the inputs and an
+                          ember-run built for the artifact's architecture (only files whose
+                          SHA-256 changed), runs it with the same options and brings the
+                          outputs, trace and printed results back. adb:SERIAL is an Android
+                          device (adb -s SERIAL). Uses your ssh config, agent and known_hosts.
+    --remote-dir DIR      the board's working directory (default /tmp/ember-remote-$USER;
+                          /data/local/tmp/ember-remote on Android)
+    --keep                leave the board's directory in place (the next run copies only
+                          what changed); by default it is removed after the run
+    --runtime-dir DIR     where board runtimes were built (DIR/cross-ARCH, DIR/ARCH or DIR,
+                          each with bin/ember-run and lib/); repeatable; EMBER_RUNTIME_DIRS
+                          (colon-separated) adds more. This ember-run serves its own arch.
+    --remote-exec-wrapper "CMD ARGS"   words put before the board's ember-run, e.g.
+                          "qemu-aarch64 -L /usr/aarch64-linux-gnu" for a board emulated by
+                          qemu-user
+    --ssh-config FILE     ssh -F FILE (default: EMBER_SSH_CONFIG, else ssh's own)
+    --ssh-option OPT      ssh -o OPT (repeatable), e.g. UserKnownHostsFile=FILE
   -h, --help              this text
   --version               print the version
 
-Every error is one line on stderr and a non-zero exit: 2 for a bad command line, 1 otherwise.
+Every error is one line on stderr and a non-zero exit: 2 for a bad command line, 3 when
+--remote could not reach the board (or it dropped), 1 otherwise.
 A progress line is shown on stderr during benchmarks longer than 2 s when stdout is a terminal.
 )";
 
@@ -76,6 +99,8 @@ struct Options {
   bool profile = false;
   std::string trace_file;
   bool json = false;
+  bool have_seed = false;
+  ember::cli::RemoteRunRequest remote;
 };
 
 struct UsageError : std::runtime_error {
@@ -95,6 +120,34 @@ int64_t ParseInt(const std::string& flag, const std::string& text, int64_t lo, i
                      std::to_string(hi) + ", got \"" + text + "\"");
   }
   return v;
+}
+
+// The --remote family; true when `a` was one of them.
+template <typename Value>
+bool ParseRemoteFlag(const std::string& a, Value&& value, ember::cli::RemoteRunRequest* r) {
+  if (a == "--remote") {
+    r->board = value("--remote");
+  } else if (a == "--remote-dir") {
+    r->remote_dir = value("--remote-dir");
+  } else if (a == "--keep") {
+    r->keep = true;
+  } else if (a == "--runtime-dir") {
+    r->runtime_dirs.push_back(value("--runtime-dir"));
+  } else if (a == "--remote-exec-wrapper") {
+    r->exec_wrapper = value("--remote-exec-wrapper");
+  } else if (a == "--ssh-config") {
+    r->ssh.config_file = value("--ssh-config");
+  } else if (a == "--ssh-option") {
+    r->ssh.options.push_back(value("--ssh-option"));
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool RemoteOnlyFlagGiven(const ember::cli::RemoteRunRequest& r) {
+  return !r.remote_dir.empty() || r.keep || !r.runtime_dirs.empty() || !r.exec_wrapper.empty() ||
+         !r.ssh.config_file.empty() || !r.ssh.options.empty();
 }
 
 Options ParseArgs(int argc, char** argv) {
@@ -126,6 +179,7 @@ Options ParseArgs(int argc, char** argv) {
           static_cast<int>(ParseInt("--threads", value("--threads"), 1, threading::kMaxThreads));
     } else if (a == "--seed") {
       o.seed = static_cast<uint64_t>(ParseInt("--seed", value("--seed"), 0, INT64_MAX));
+      o.have_seed = true;
     } else if (a == "--bench") {
       o.bench = true;
     } else if (a == "--warmup") {
@@ -143,6 +197,8 @@ Options ParseArgs(int argc, char** argv) {
       o.trace_file = value("--trace");
     } else if (a == "--json") {
       o.json = true;
+    } else if (ParseRemoteFlag(a, value, &o.remote)) {
+      // --remote and its options (remote_run.h), taken into o.remote
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError("unknown option " + a + " (see ember-run --help)");
     } else if (o.artifact.empty()) {
@@ -154,6 +210,11 @@ Options ParseArgs(int argc, char** argv) {
   if (o.artifact.empty()) throw UsageError("no artifact given (see ember-run --help)");
   if (!o.bench && (have_warmup || have_repeat || have_number)) {
     throw UsageError("--warmup, --repeat and --number only apply with --bench");
+  }
+  if (o.remote.board.empty() && RemoteOnlyFlagGiven(o.remote)) {
+    throw UsageError(
+        "--remote-dir, --keep, --runtime-dir, --remote-exec-wrapper, --ssh-config and "
+        "--ssh-option only apply with --remote USER@HOST[:PORT]");
   }
   return o;
 }
@@ -396,6 +457,33 @@ int Run(const Options& o) {
   return 0;
 }
 
+std::string SelfExe() {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "" : p.string();
+}
+
+// The same run on a board: files are named for the copy, every other option is passed on.
+int RunOnBoard(Options* o) {
+  ember::cli::RemoteRunRequest& r = o->remote;
+  if (r.ssh.config_file.empty())
+    r.ssh.config_file = ember::remote::SshOptionsFromEnvironment().config_file;
+  r.artifact = o->artifact;
+  r.inputs = o->inputs;
+  r.output_dir = o->output_dir;
+  r.trace_file = o->trace_file;
+  if (o->threads > 0) r.flags.insert(r.flags.end(), {"--threads", std::to_string(o->threads)});
+  if (o->have_seed) r.flags.insert(r.flags.end(), {"--seed", std::to_string(o->seed)});
+  if (o->bench) {
+    r.flags.insert(r.flags.end(),
+                   {"--bench", "--warmup", std::to_string(o->warmup), "--repeat",
+                    std::to_string(o->repeat), "--number", std::to_string(o->number)});
+  }
+  if (o->profile) r.flags.push_back("--profile");
+  if (o->json) r.flags.push_back("--json");
+  return ember::cli::RunRemote(r, SelfExe());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -407,6 +495,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    if (!o.remote.board.empty()) return RunOnBoard(&o);
     return Run(o);
   } catch (const std::exception& e) {
     std::string msg = e.what();

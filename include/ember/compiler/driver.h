@@ -5,6 +5,7 @@
 #ifndef EMBER_COMPILER_DRIVER_H_
 #define EMBER_COMPILER_DRIVER_H_
 
+#include <ember/compiler/remote_board.h>
 #include <ember/compiler/strategy.h>
 
 #include <cstdint>
@@ -37,6 +38,13 @@ struct CompileOptions {
   std::string tuning_log;
   int tune_candidates = 6;  // per workload, the default included (0: every candidate)
   int tune_repeat = 3;      // timed repeats per candidate (best taken)
+  /*! \brief --remote: the board to tune on (its CPU names the tuning log's records; without
+   * --tune the compile reads that board's records). */
+  RemoteBoardOptions remote;
+  /*! \brief --fleet: a hosts file (runtime/remote/hosts_file.h); with --tune, every board of
+   * the target's architecture measures in turn (boards with one CPU once), and the artifact is
+   * compiled with the first board's records. */
+  std::string fleet_file;
   /*! \brief --jobs: threads that optimise and emit kernels; 0: one per hardware thread. */
   int jobs = 0;
   /*! \brief The kernel choice's knobs; unset: StrategyOptionsFromEnvironment(). */

@@ -1,0 +1,118 @@
+// ember-run --remote (see remote_run.h).
+#include "remote_run.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "remote/board_transport.h"
+#include "remote/remote_session.h"
+
+namespace ember::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using remote::FileCopy;
+
+// The board's paths in its output become the paths the user gave, so --json and the "wrote"
+// lines read as those of a local run.
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  if (from.empty()) return text;
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+void WriteFile(const std::string& path, const std::string& data) {
+  std::ofstream f(path, std::ios::binary);
+  f << data;
+  if (!f.flush()) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+}
+
+// Copies what changed, runs, fetches outputs and trace; returns the board's ember-run status.
+int RunInSession(const RemoteRunRequest& r, remote::RemoteSession* s,
+                 const remote::BoardRuntime& rt) {
+  std::vector<FileCopy> files = remote::RemoteSession::RuntimeFiles(rt);
+  std::string art_rel;
+  for (const FileCopy& f : remote::RemoteSession::ArtifactFiles(r.artifact, &art_rel)) {
+    files.push_back(f);
+  }
+  std::vector<std::string> args = {s->Path(art_rel)};
+  // Board path -> the user's, most specific first (the trace lies inside out/).
+  std::vector<std::pair<std::string, std::string>> local_name;
+  for (size_t i = 0; i < r.inputs.size(); ++i) {
+    std::string rel = "in/" + std::to_string(i) + ".npy";
+    files.push_back({r.inputs[i].second, rel, false});
+    args.insert(args.end(), {"--input", r.inputs[i].first + "=" + s->Path(rel)});
+    local_name.emplace_back(s->Path(rel), r.inputs[i].second);
+  }
+  args.insert(args.end(), {"--output-dir", s->Path("out")});
+  std::string remote_trace = s->Path("out/trace.json");
+  if (!r.trace_file.empty()) {
+    args.insert(args.end(), {"--trace", remote_trace});
+    local_name.emplace_back(remote_trace, r.trace_file);
+  }
+  local_name.emplace_back(s->Path("out"), r.output_dir);
+  local_name.emplace_back(s->Path(art_rel), r.artifact);
+  args.insert(args.end(), r.flags.begin(), r.flags.end());
+
+  remote::SyncReport sync = s->Sync(files);
+  std::cerr << "ember-run: " << s->transport().Name() << ": copied " << sync.copied << " file"
+            << (sync.copied == 1 ? "" : "s") << " (" << sync.bytes_copied << " bytes), "
+            << sync.unchanged << " unchanged\n";
+  remote::BoardRun run = s->RunEmberRun(rt, args);
+
+  fs::create_directories(r.output_dir);
+  for (const auto& [name, data] : run.files) {
+    bool trace = name == "trace.json" && !r.trace_file.empty();
+    WriteFile(trace ? r.trace_file : (fs::path(r.output_dir) / name).string(), data);
+  }
+  for (std::string* text : {&run.out, &run.err}) {
+    for (const auto& [board_path, local] : local_name) *text = Replace(*text, board_path, local);
+  }
+  std::cout << run.out << std::flush;
+  std::cerr << run.err << std::flush;
+  return run.exit_code;
+}
+
+void CleanQuietly(remote::RemoteSession* s) {
+  try {
+    s->Clean();
+  } catch (const std::exception&) {
+    // The error being reported matters more than this one.
+  }
+}
+
+}  // namespace
+
+int RunRemote(const RemoteRunRequest& r, const std::string& self_exe) {
+  try {
+    std::unique_ptr<remote::Transport> transport = remote::MakeTransport(r.board, r.ssh);
+    std::string arch = remote::ElfArch(remote::ArtifactLibrary(r.artifact));
+    remote::BoardRuntime rt =
+        remote::FindBoardRuntime(arch, remote::RuntimeSearchDirs(r.runtime_dirs), self_exe);
+    std::string dir = r.remote_dir.empty() ? remote::DefaultRemoteDir(r.board) : r.remote_dir;
+    remote::RemoteSession session(*transport, dir, remote::SplitWords(r.exec_wrapper));
+    int status = 1;
+    try {
+      status = RunInSession(r, &session, rt);
+    } catch (const remote::BoardCommandError&) {
+      if (!r.keep) CleanQuietly(&session);  // the board is there: leave nothing behind
+      throw;
+    }
+    if (!r.keep) session.Clean();
+    return status;
+  } catch (const remote::TransportError& e) {
+    std::cerr << "ember-run: --remote " << e.what() << "\n";
+    return kTransportFailed;
+  } catch (const remote::BoardCommandError& e) {
+    std::cerr << "ember-run: --remote " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace ember::cli
