@@ -2,10 +2,12 @@
 // leaving the directory is refused.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "remote/process.h"
 #include "remote/tar.h"
@@ -24,7 +26,11 @@ std::string Slurp(const fs::path& p) {
 class Tar : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(testing::TempDir()) / "ember_tar_test";
+    // ctest runs each case as a process of its own, in parallel: one directory per case.
+    dir_ = fs::path(testing::TempDir()) /
+           ("ember_tar_test_" +
+            std::string(testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            std::to_string(getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "src");
     fs::create_directories(dir_ / "dst");
