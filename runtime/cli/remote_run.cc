@@ -1,12 +1,14 @@
 // ember-run --remote (see remote_run.h).
 #include "remote_run.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
+#include "json_string.h"
 #include "remote/board_transport.h"
 #include "remote/remote_session.h"
 
@@ -71,8 +73,13 @@ int RunInSession(const RemoteRunRequest& r, remote::RemoteSession* s,
     bool trace = name == "trace.json" && !r.trace_file.empty();
     WriteFile(trace ? r.trace_file : (fs::path(r.output_dir) / name).string(), data);
   }
-  for (std::string* text : {&run.out, &run.err}) {
-    for (const auto& [board_path, local] : local_name) *text = Replace(*text, board_path, local);
+  // With --json stdout is one JSON object: the user's paths go in escaped (a quote or backslash
+  // in a file name must not end the string early).
+  const bool json_out = std::find(r.flags.begin(), r.flags.end(), "--json") != r.flags.end();
+  for (const auto& [board_path, local] : local_name) {
+    const std::string quoted = runtime::JsonString(local);
+    run.out = Replace(run.out, board_path, json_out ? quoted.substr(1, quoted.size() - 2) : local);
+    run.err = Replace(run.err, board_path, local);
   }
   std::cout << run.out << std::flush;
   std::cerr << run.err << std::flush;

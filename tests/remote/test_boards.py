@@ -63,7 +63,8 @@ def test_remote_run_gives_the_local_outputs_and_copies_only_what_changed(tools, 
 
 
 def test_remote_bench_json_and_profile_come_back(tools, artifacts, board, work):
-    out = os.path.join(work, "bench-out")
+    # A quote and a backslash in the local path: they come back escaped in the JSON.
+    out = os.path.join(work, 'bench "out" \\ here')
     r = run([tools["ember_run"], artifacts["mlp"], "--bench", "--json", "--repeat", "5",
              "--warmup", "1", "--threads", "2", "--profile", "--output-dir", out]
             + remote_args(board))
