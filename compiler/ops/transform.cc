@@ -1,5 +1,5 @@
 // Compute rules of layout/indexing operators: reshape family, Transpose, Concat, Split, Slice,
-// Gather, Tile, Expand, Pad, DepthToSpace/SpaceToDepth, Resize.
+// Gather, Tile, Expand, Pad, DepthToSpace/SpaceToDepth, PhaseInterleave, Resize.
 #include <ember/compiler/ir/layout.h>
 
 #include <cmath>
@@ -249,6 +249,27 @@ std::vector<Tensor> SpaceToDepth(const Node& n, const std::vector<Tensor>& in,
       n.name + "_out")};
 }
 
+// out[n, g*cg + c, y, x] reads the conv output channel of phase (y' % sh, x' % sw) at
+// (y' / sh, x' / sw), y' = y + crop[0], x' = x + crop[1]; a group's phases are adjacent.
+std::vector<Tensor> PhaseInterleave(const Node& n, const std::vector<Tensor>& in,
+                                    const std::vector<TensorType>& out) {
+  const Tensor& x = In(n, in, 0);
+  const auto s = n.GetInts("strides");
+  const auto crop = n.GetInts("crop");
+  const int64_t group = n.GetInt("group");
+  const int64_t cg = out.at(0).shape[1] / group;
+  return {te::Compute(
+      out.at(0).shape,
+      [&](const std::vector<Expr>& i) {
+        Expr y = i[2] + crop[0], w = i[3] + crop[1];
+        Expr phase = te::Mod(y, Expr(s[0])) * s[1] + te::Mod(w, Expr(s[1]));
+        Expr c = phase * cg + te::Mod(i[1], Expr(cg));
+        if (group > 1) c = c + i[1] / cg * (s[0] * s[1] * cg);
+        return x({i[0], c, y / s[0], w / s[1]});
+      },
+      n.name + "_out")};
+}
+
 std::vector<Tensor> Resize(const Node& n, const std::vector<Tensor>& in,
                            const std::vector<TensorType>& out) {
   const Tensor& x = In(n, in, 0);
@@ -440,6 +461,7 @@ const bool kRegistered = [] {
   reg("Pad", Pad);
   reg("DepthToSpace", DepthToSpace);
   reg("SpaceToDepth", SpaceToDepth);
+  reg("PhaseInterleave", PhaseInterleave);
   reg("Resize", Resize);
   return true;
 }();
