@@ -37,6 +37,9 @@ Kinds:
                   kernels longer and shorter than the stride, pads, output_padding, unequal
                   strides, groups, depthwise, dilations, stride 1, auto_pad, output_shape, and an
                   interleave read twice (nothing may move past it)
+  blocked_se_*    what PP-OCR's backbone and neck do between convs, which should all stay in
+                  the blocked layout: per-channel Mul/Add constants, a squeeze-excite Mul by a
+                  computed [1,C,1,1], nearest Resize, channel Concat, HardSigmoid, HardSwish
 """
 
 import os
@@ -564,6 +567,33 @@ def convt_shared():
     return m
 
 
+def blocked_se_resize_concat():
+    m = Model("blocked_se_resize_concat", 530, "conv -> per-channel Mul/Add -> squeeze-excite "
+              "-> Resize x2 -> Concat -> conv -> HardSwish, all blocked", opset=14)
+    x = m.input("x", [1, 8, 10, 10])
+    a = m.node("Conv", [x, m.weight("w1", [32, 8, 3, 3]), m.weight("b1", [32])], ["c1"],
+               pads=[1, 1, 1, 1])
+    a = m.node("Mul", [a, m.weight("scale", [32, 1, 1])], ["scaled"])
+    a = m.node("Add", [a, m.weight("shift", [1, 32, 1, 1])], ["shifted"])
+    g = m.node("GlobalAveragePool", [a], ["pooled"])
+    g = m.node("Conv", [g, m.weight("se1", [8, 32, 1, 1]), m.weight("se1b", [8])], ["se_c1"])
+    g = m.node("Relu", [g], ["se_r"])
+    g = m.node("Conv", [g, m.weight("se2", [32, 8, 1, 1]), m.weight("se2b", [32])], ["se_c2"])
+    g = m.node("HardSigmoid", [g], ["se_gate"], alpha=0.2, beta=0.5)
+    a = m.node("Mul", [a, g], ["excited"])
+    scales = m.weight_values("scales", [1, 1, 2, 2])
+    a = m.node("Resize", [a, "", scales], ["up1"], mode="nearest",
+               coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    b = m.node("Conv", [x, m.weight("w2", [16, 8, 1, 1])], ["c2"])
+    b = m.node("Resize", [b, "", scales], ["up2"], mode="nearest",
+               coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    y = m.node("Concat", [a, b], ["cat"], axis=1)
+    y = m.node("Conv", [y, m.weight("w3", [16, 48, 3, 3], 0.1)], ["c3"], pads=[1, 1, 1, 1])
+    m.node("HardSwish", [y], ["y"])
+    m.output("y", rank=4)
+    return m
+
+
 def convt_models():
     k = "kernel_shape"
     return [
@@ -604,7 +634,7 @@ def convt_models():
 def all_models():
     return (edge_pools() + [if_on_shape(), if_on_bound_rate(16000), if_on_bound_rate(8000)] +
             control_flow() + [qoperator(), qdq()] + tf_computed_attributes() + recurrent_models() +
-            newer_opsets() + convt_models())
+            newer_opsets() + convt_models() + [blocked_se_resize_concat()])
 
 
 def main(argv):
