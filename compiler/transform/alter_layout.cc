@@ -43,6 +43,10 @@ class LayoutRewriter {
         EmitBlocked(std::move(n), block);
       } else if (n.op == "Resize") {
         RewriteResize(std::move(n), block);
+      } else if (n.op == "PhaseInterleave") {
+        n.inputs[0] = BlockedValue(n.inputs[0], block);
+        n.attrs[kDataLayoutAttr] = LayoutName(block);
+        EmitBlocked(std::move(n), block);
       } else {
         RewriteElementwise(std::move(n), block);  // Concat's inputs too
       }
@@ -77,6 +81,7 @@ class LayoutRewriter {
     if (n.op == "MaxPool") return MaxPoolBlock(n);
     if (n.op == "Resize") return ResizeBlock(n);
     if (n.op == "Concat") return ConcatBlock(n);
+    if (n.op == "PhaseInterleave") return InterleaveBlock(n);
     return ElementwiseBlock(n);
   }
 
@@ -101,6 +106,14 @@ class LayoutRewriter {
     n.attrs["scales"] = scales;
     n.attrs["__out_shape"] = BlockedShape(g_->value(n.outputs[0]).type.shape, block);
     EmitBlocked(std::move(n), block);
+  }
+
+  // A ConvTranspose's PhaseInterleave runs in the block its conv wrote, when each phase's
+  // channels of a group fill whole blocks: lanes then move together.
+  int64_t InterleaveBlock(const Node& n) const {
+    const int64_t block = NativeBlock(n.inputs[0]);
+    const int64_t channels = g_->value(n.outputs[0]).type.shape[1];
+    return block != 0 && (channels / n.GetInt("group")) % block == 0 ? block : 0;
   }
 
   // A channel Concat runs in the block of its first input a blocked node wrote, when every

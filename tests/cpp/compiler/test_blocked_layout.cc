@@ -471,6 +471,36 @@ TEST(BlockedLayout, PassKeepsPerChannelOpsResizeAndConcatBlocked) {
             (std::vector<int64_t>{1, 2, 16, 16, 16}));
 }
 
+// x -> Conv (4 phases x 16 channels) -> PhaseInterleave (stride 2) -> y: the interleave reads
+// and writes NCHW16c, each phase's 16 channels being one block.
+TEST(BlockedLayout, PassRunsAPhaseInterleaveInItsConvsBlock) {
+  ScopedEnv force("EMBER_SCHEDULE", "conv2d_nchw_ocvec_avx512");
+  KernelGraph kg;
+  int x = kg.Input("x", {1, 16, 8, 8});
+  int w =
+      kg.graph.AddConstant("w", std::make_shared<HostTensor>(TensorType{{64, 16, 1, 1}, kFloat32}));
+  int c = kg.Add("Conv", {x, w}, {TensorType{{1, 64, 8, 8}, kFloat32}},
+                 {{"kernel_shape", std::vector<int64_t>{1, 1}},
+                  {"strides", std::vector<int64_t>{1, 1}},
+                  {"dilations", std::vector<int64_t>{1, 1}},
+                  {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+                  {"group", int64_t{1}}})[0];
+  int y = kg.Add("PhaseInterleave", {c}, {TensorType{{1, 16, 15, 16}, kFloat32}},
+                 {{"strides", std::vector<int64_t>{2, 2}},
+                  {"crop", std::vector<int64_t>{1, 0}},
+                  {"out_size", std::vector<int64_t>{15, 16}},
+                  {"group", int64_t{1}}})[0];
+  kg.graph.outputs().push_back(y);
+  AlterConvLayout(&kg.graph, StrategyFor(Target::Host()));
+  const Graph& g = kg.graph;
+  const Node* il = NodesOf(g, "PhaseInterleave").at(0);
+  EXPECT_EQ(il->GetString(kDataLayoutAttr), "NCHW16c");
+  EXPECT_EQ(g.value(il->outputs[0]).type.shape, (std::vector<int64_t>{1, 1, 15, 16, 16}));
+  // The input blocked once, the output unblocked once; nothing between conv and interleave.
+  EXPECT_EQ(NodesOf(g, "LayoutTransform").size(), 2u);
+  EXPECT_EQ(il->inputs[0], NodesOf(g, "Conv").at(0)->outputs[0]);
+}
+
 TEST(BlockedLayout, PassLeavesConvsItCannotBlockInNchw) {
   {
     ScopedEnv disable("EMBER_DISABLE_SCHEDULES", "1");

@@ -149,13 +149,14 @@ std::vector<float> ConvTransposeRef(const ConvT& t, const std::vector<float>& x,
 // direct lowering): both must give ConvTranspose's definition.
 TEST_F(CompileAndRun, ConvTransposeAsConvMatchesTheDefinition) {
   const std::vector<ConvT> cases = {
-      {4, 6, 5, 2, 2, 0, 0, 0, 1, 1},  // DBNet's 2x2 stride 2: a 1x1 conv over four phases
-      {4, 6, 5, 3, 2, 1, 1, 1, 1, 1},  // longer than the stride: zero taps in some phases
-      {6, 4, 4, 4, 2, 1, 2, 0, 1, 2},  // groups, asymmetric pads
-      {4, 4, 5, 4, 2, 1, 1, 0, 1, 4},  // depthwise
-      {3, 5, 4, 3, 3, 2, 0, 2, 2, 1},  // dilated, stride 3, output_padding 2
-      {4, 4, 6, 3, 1, 1, 1, 0, 1, 1},  // stride 1: one phase, the crop in the conv's pads
-      {2, 3, 4, 1, 2, 0, 0, 1, 1, 1},  // a kernel shorter than the stride
+      {4, 6, 5, 2, 2, 0, 0, 0, 1, 1},   // DBNet's 2x2 stride 2: a 1x1 conv over four phases
+      {4, 6, 5, 3, 2, 1, 1, 1, 1, 1},   // longer than the stride: zero taps in some phases
+      {6, 4, 4, 4, 2, 1, 2, 0, 1, 2},   // groups, asymmetric pads
+      {4, 4, 5, 4, 2, 1, 1, 0, 1, 4},   // depthwise
+      {3, 5, 4, 3, 3, 2, 0, 2, 2, 1},   // dilated, stride 3, output_padding 2
+      {4, 4, 6, 3, 1, 1, 1, 0, 1, 1},   // stride 1: one phase, the crop in the conv's pads
+      {2, 3, 4, 1, 2, 0, 0, 1, 1, 1},   // a kernel shorter than the stride
+      {8, 16, 6, 4, 2, 1, 1, 0, 1, 1},  // 16 channels a phase: the interleave runs blocked
   };
   for (const ConvT& t : cases) {
     SCOPED_TRACE("k" + std::to_string(t.k) + " s" + std::to_string(t.stride) + " group " +
