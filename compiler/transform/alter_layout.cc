@@ -3,11 +3,11 @@
 //
 // Walking the nodes in order, a conv whose kernel works blocked (KernelStrategy::ConvLayoutBlock),
 // and an elementwise node (its other operands scalars, per-channel vectors or of its shape), a
-// MaxPool, Resize or channel Concat reading a blocked value, are rewritten to produce a new,
-// blocked value; the original value is then produced from it by a LayoutTransform, so readers
-// that need NCHW (and graph outputs, whose names users see) keep reading it. Blocked readers
-// take the blocked value directly, and an NCHW value a blocked node reads is transformed once.
-// Transforms nobody reads are dropped at the end.
+// MaxPool, Resize, channel Concat or PhaseInterleave reading a blocked value, are rewritten to
+// produce a new, blocked value; the original value is then produced from it by a LayoutTransform,
+// so readers that need NCHW (and graph outputs, whose names users see) keep reading it. Blocked
+// readers take the blocked value directly, and an NCHW value a blocked node reads is transformed
+// once. Transforms nobody reads are dropped at the end.
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/op_registry.h>
 #include <ember/compiler/ir/window_attrs.h>
@@ -37,16 +37,10 @@ class LayoutRewriter {
         g_->nodes().push_back(std::move(n));
       } else if (n.op == "Conv") {
         RewriteConv(std::move(n), block);
-      } else if (n.op == "MaxPool") {
-        n.inputs[0] = BlockedValue(n.inputs[0], block);
-        n.attrs[kDataLayoutAttr] = LayoutName(block);
-        EmitBlocked(std::move(n), block);
+      } else if (n.op == "MaxPool" || n.op == "PhaseInterleave") {
+        RewriteDataLayout(std::move(n), block);
       } else if (n.op == "Resize") {
         RewriteResize(std::move(n), block);
-      } else if (n.op == "PhaseInterleave") {
-        n.inputs[0] = BlockedValue(n.inputs[0], block);
-        n.attrs[kDataLayoutAttr] = LayoutName(block);
-        EmitBlocked(std::move(n), block);
       } else {
         RewriteElementwise(std::move(n), block);  // Concat's inputs too
       }
@@ -97,6 +91,13 @@ class LayoutRewriter {
       return 0;
     }
     return NativeBlock(n.inputs[0]);
+  }
+
+  // A node whose data_layout attribute says how it reads (and writes) its first input.
+  void RewriteDataLayout(Node n, int64_t block) {
+    n.inputs[0] = BlockedValue(n.inputs[0], block);
+    n.attrs[kDataLayoutAttr] = LayoutName(block);
+    EmitBlocked(std::move(n), block);
   }
 
   void RewriteResize(Node n, int64_t block) {
