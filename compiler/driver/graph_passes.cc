@@ -9,6 +9,7 @@ std::vector<Pass> GraphPasses(const KernelStrategy& strategy) {
       {"fold_constants", FoldConstants},
       {"simplify", Simplify},
       {"fold_batchnorm", FoldBatchNorm},
+      {"sink_phase_interleave", SinkPhaseInterleave},
       {"fold_constants", FoldConstants},
       {"simplify", Simplify},
       {"dead_code", EliminateDeadCode},

@@ -299,6 +299,35 @@ Types DepthToSpaceRule(const Node& n, const Types& in) {
   return {t};
 }
 
+// PhaseInterleave (ConvTranspose as a Conv, transform/conv_transpose_as_conv.cc): the phases'
+// channels interleaved into space, then cropped to "out_size" from "crop". In NCHW[x]c (input
+// and output) each phase's channels of a group must fill whole blocks.
+Types PhaseInterleaveRule(const Node& n, const Types& in) {
+  const auto s = n.GetInts("strides");
+  const auto crop = n.GetInts("crop");
+  const auto size = n.GetInts("out_size");
+  const int64_t group = n.GetInt("group");
+  const int64_t block = LayoutAttrBlock(n, kDataLayoutAttr);
+  const TensorType x = Unblocked(n, in[0], block);
+  if (x.ndim() != 4 || s.size() != 2 || crop.size() != 2 || size.size() != 2 || group <= 0 ||
+      x.shape[1] % (s[0] * s[1] * group) != 0) {
+    NodeError(n,
+              "expected NCHW with C % (strides[0] * strides[1] * group) == 0, got " + x.ToString());
+  }
+  const int64_t cg = x.shape[1] / (s[0] * s[1] * group);
+  if (block != 0 && cg % block != 0) {
+    NodeError(n, "a group's " + std::to_string(cg) + " channels per phase do not fill blocks of " +
+                     std::to_string(block));
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    if (crop[i] < 0 || crop[i] + size[i] > x.shape[2 + i] * s[i]) {
+      NodeError(n, "crop outside the interleaved " + x.ToString());
+    }
+  }
+  const TensorType out{{x.shape[0], x.shape[1] / (s[0] * s[1]), size[0], size[1]}, x.dtype};
+  return {Blocked(n, out, block)};
+}
+
 Types SpaceToDepthRule(const Node& n, const Types& in) {
   int64_t b = n.GetInt("blocksize");
   TensorType t = in[0];
@@ -486,6 +515,7 @@ const bool kRegistered = [] {
   Op("DepthToSpace", OpPattern::kInjective, DepthToSpaceRule, 1, 1);
   OpRegistry::Global()->Mutable("DepthToSpace").set_attr_default("mode", std::string("DCR"));
   Op("SpaceToDepth", OpPattern::kInjective, SpaceToDepthRule, 1, 1);
+  Op("PhaseInterleave", OpPattern::kInjective, PhaseInterleaveRule, 1, 1);
   RegisterNoOps();
   return true;
 }();

@@ -166,9 +166,10 @@ class LaneVectorizer {
 
  private:
   // A call whose arguments are the same in every lane (and are not vectors already, such as an
-  // accumulator) is kept as it is. Otherwise only intrinsics that are one instruction on a vector
-  // (LLVM's roundeven, floor, ceil, fabs, sqrt) vectorise: the rest are emitted on scalars (some
-  // become libm calls).
+  // accumulator) is kept as it is. Otherwise only intrinsics codegen emits as LLVM intrinsics
+  // vectorise: roundeven, floor, ceil, fabs and sqrt are one instruction on a vector, and exp,
+  // log and sigmoid (float32) LLVM expands per lane with the same results, which keeps a conv's
+  // Sigmoid epilogue in its blocked kernel. The rest (libm calls) are emitted on scalars.
   Expr Call(const Expr& e) {
     auto* c = e.as<te::CallNode>();
     bool uniform = true;
@@ -176,7 +177,7 @@ class LaneVectorizer {
       uniform = uniform && !Occurs(a, var_) && a.dtype().lanes == 1 && !HasVectorLeaf(a);
     }
     if (uniform) return e;
-    if (!IsVectorInstruction(c->fn) || !te::IsFloat(c->dtype)) return Expr();
+    if (!IsVectorIntrinsic(c->fn, c->dtype)) return Expr();
     std::vector<Expr> args;
     for (const Expr& a : c->args) {
       Expr v = Visit(a);
@@ -185,9 +186,14 @@ class LaneVectorizer {
     }
     return Expr(std::make_shared<te::CallNode>(te::WithLanes(c->dtype, lanes_), c->fn, args));
   }
-  static bool IsVectorInstruction(te::Intrinsic fn) {
-    return fn == te::Intrinsic::kRound || fn == te::Intrinsic::kFloor ||
-           fn == te::Intrinsic::kCeil || fn == te::Intrinsic::kFabs || fn == te::Intrinsic::kSqrt;
+  static bool IsVectorIntrinsic(te::Intrinsic fn, te::DataType t) {
+    using te::Intrinsic;
+    if (!te::IsFloat(t)) return false;
+    if (fn == Intrinsic::kExp || fn == Intrinsic::kLog || fn == Intrinsic::kSigmoid) {
+      return t.bits == 32;
+    }
+    return fn == Intrinsic::kRound || fn == Intrinsic::kFloor || fn == Intrinsic::kCeil ||
+           fn == Intrinsic::kFabs || fn == Intrinsic::kSqrt;
   }
   static bool HasVectorLeaf(const Expr& e) {
     bool vector = false;

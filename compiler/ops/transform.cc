@@ -1,5 +1,5 @@
 // Compute rules of layout/indexing operators: reshape family, Transpose, Concat, Split, Slice,
-// Gather, Tile, Expand, Pad, DepthToSpace/SpaceToDepth, Resize.
+// Gather, Tile, Expand, Pad, DepthToSpace/SpaceToDepth, PhaseInterleave, Resize.
 #include <ember/compiler/ir/layout.h>
 
 #include <cmath>
@@ -249,6 +249,34 @@ std::vector<Tensor> SpaceToDepth(const Node& n, const std::vector<Tensor>& in,
       n.name + "_out")};
 }
 
+// out[n, g*cg + c, y, x] reads the conv output channel of phase (y' % sh, x' % sw) at
+// (y' / sh, x' / sw), y' = y + crop[0], x' = x + crop[1]; a group's phases are adjacent. In
+// NCHW[b]c a phase's channels are whole blocks, so lane l of a block reads lane l of a block.
+std::vector<Tensor> PhaseInterleave(const Node& n, const std::vector<Tensor>& in,
+                                    const std::vector<TensorType>& out) {
+  const Tensor& x = In(n, in, 0);
+  const auto s = n.GetInts("strides");
+  const auto crop = n.GetInts("crop");
+  const int64_t group = n.GetInt("group");
+  const int64_t block = LayoutBlock(n.GetString(kDataLayoutAttr, "NCHW"));
+  const int64_t phases = s[0] * s[1];
+  // Channels (blocks, when blocked) of one group's phase.
+  const int64_t cg = (block == 0 ? out.at(0).shape[1] : out.at(0).shape[1] * block) / group;
+  const int64_t unit = block == 0 ? cg : cg / block;
+  return {te::Compute(
+      out.at(0).shape,
+      [&](const std::vector<Expr>& i) {
+        Expr y = i[2] + crop[0], w = i[3] + crop[1];
+        Expr phase = te::Mod(y, Expr(s[0])) * s[1] + te::Mod(w, Expr(s[1]));
+        Expr c = phase * unit + te::Mod(i[1], Expr(unit));
+        if (group > 1) c = c + i[1] / unit * (phases * unit);
+        std::vector<Expr> xi{i[0], c, y / s[0], w / s[1]};
+        if (block != 0) xi.push_back(i[4]);
+        return x(xi);
+      },
+      n.name + "_out")};
+}
+
 std::vector<Tensor> Resize(const Node& n, const std::vector<Tensor>& in,
                            const std::vector<TensorType>& out) {
   const Tensor& x = In(n, in, 0);
@@ -440,6 +468,7 @@ const bool kRegistered = [] {
   reg("Pad", Pad);
   reg("DepthToSpace", DepthToSpace);
   reg("SpaceToDepth", SpaceToDepth);
+  reg("PhaseInterleave", PhaseInterleave);
   reg("Resize", Resize);
   return true;
 }();

@@ -2,11 +2,12 @@
 // transforms only where the chain meets an op that reads NCHW.
 //
 // Walking the nodes in order, a conv whose kernel works blocked (KernelStrategy::ConvLayoutBlock),
-// and an elementwise node or a MaxPool reading a blocked value, are rewritten to produce a new,
-// blocked value; the original value is then produced from it by a LayoutTransform, so readers
-// that need NCHW (and graph outputs, whose names users see) keep reading it. Blocked readers
-// take the blocked value directly, and an NCHW value a blocked node reads is transformed once.
-// Transforms nobody reads are dropped at the end.
+// and an elementwise node (its other operands scalars, per-channel vectors or of its shape), a
+// MaxPool, Resize, channel Concat or PhaseInterleave reading a blocked value, are rewritten to
+// produce a new, blocked value; the original value is then produced from it by a LayoutTransform,
+// so readers that need NCHW (and graph outputs, whose names users see) keep reading it. Blocked
+// readers take the blocked value directly, and an NCHW value a blocked node reads is transformed
+// once. Transforms nobody reads are dropped at the end.
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/op_registry.h>
 #include <ember/compiler/ir/window_attrs.h>
@@ -31,21 +32,17 @@ class LayoutRewriter {
     std::vector<Node> nodes = std::move(g_->nodes());
     g_->nodes().clear();
     for (Node& n : nodes) {
-      const bool conv = n.op == "Conv";
-      const bool max_pool = n.op == "MaxPool";
-      const int64_t block = conv       ? strategy_.ConvLayoutBlock(*g_, n)
-                            : max_pool ? MaxPoolBlock(n)
-                                       : ElementwiseBlock(n);
+      const int64_t block = BlockOf(n);
       if (block == 0) {
         g_->nodes().push_back(std::move(n));
-      } else if (conv) {
+      } else if (n.op == "Conv") {
         RewriteConv(std::move(n), block);
-      } else if (max_pool) {
-        n.inputs[0] = BlockedValue(n.inputs[0], block);
-        n.attrs[kDataLayoutAttr] = LayoutName(block);
-        EmitBlocked(std::move(n), block);
+      } else if (n.op == "MaxPool" || n.op == "PhaseInterleave") {
+        RewriteDataLayout(std::move(n), block);
+      } else if (n.op == "Resize") {
+        RewriteResize(std::move(n), block);
       } else {
-        RewriteElementwise(std::move(n), block);
+        RewriteElementwise(std::move(n), block);  // Concat's inputs too
       }
     }
     EliminateDeadCode(g_);
@@ -65,9 +62,79 @@ class LayoutRewriter {
     return s[s.size() - 3] == out.shape[1];
   }
 
+  // A computed [1,C,1,1] operand of a node writing the 4-D `out` (a squeeze-excite scale):
+  // blocked, it is [1,C/x,1,1,x] and broadcasts over NCHW[x]c as it does over NCHW.
+  bool IsComputedPerChannel(const Value& v, const TensorType& out) const {
+    return !v.is_constant() && v.type.shape == std::vector<int64_t>{1, out.shape[1], 1, 1} &&
+           v.type.shape != out.shape && BlockableType(v.type.dtype);
+  }
+
+  // The block n runs in, or 0 (NCHW).
+  int64_t BlockOf(const Node& n) const {
+    if (n.op == "Conv") return strategy_.ConvLayoutBlock(*g_, n);
+    if (n.op == "MaxPool") return MaxPoolBlock(n);
+    if (n.op == "Resize") return ResizeBlock(n);
+    if (n.op == "Concat") return ConcatBlock(n);
+    if (n.op == "PhaseInterleave") return InterleaveBlock(n);
+    return ElementwiseBlock(n);
+  }
+
+  // A Resize of H and W alone (canonical: one input, scales for every axis) runs in the block
+  // its input was written in: the blocked axes are resized as they are in NCHW.
+  int64_t ResizeBlock(const Node& n) const {
+    const TensorType& in = g_->value(n.inputs[0]).type;
+    const TensorType& out = g_->value(n.outputs[0]).type;
+    const auto scales = n.GetFloats("scales", {});
+    if (n.inputs.size() != 1 || in.ndim() != 4 || out.ndim() != 4 || scales.size() != 4 ||
+        scales[0] != 1.0 || scales[1] != 1.0 || in.shape[0] != out.shape[0] ||
+        in.shape[1] != out.shape[1]) {
+      return 0;
+    }
+    return NativeBlock(n.inputs[0]);
+  }
+
+  // A node whose data_layout attribute says how it reads (and writes) its first input.
+  void RewriteDataLayout(Node n, int64_t block) {
+    n.inputs[0] = BlockedValue(n.inputs[0], block);
+    n.attrs[kDataLayoutAttr] = LayoutName(block);
+    EmitBlocked(std::move(n), block);
+  }
+
+  void RewriteResize(Node n, int64_t block) {
+    n.inputs[0] = BlockedValue(n.inputs[0], block);
+    auto scales = n.GetFloats("scales");
+    scales.push_back(1.0);
+    n.attrs["scales"] = scales;
+    n.attrs["__out_shape"] = BlockedShape(g_->value(n.outputs[0]).type.shape, block);
+    EmitBlocked(std::move(n), block);
+  }
+
+  // A ConvTranspose's PhaseInterleave runs in the block its conv wrote, when each phase's
+  // channels of a group fill whole blocks: lanes then move together.
+  int64_t InterleaveBlock(const Node& n) const {
+    const int64_t block = NativeBlock(n.inputs[0]);
+    const int64_t channels = g_->value(n.outputs[0]).type.shape[1];
+    return block != 0 && (channels / n.GetInt("group")) % block == 0 ? block : 0;
+  }
+
+  // A channel Concat runs in the block of its first input a blocked node wrote, when every
+  // input's channels fill whole blocks.
+  int64_t ConcatBlock(const Node& n) const {
+    const TensorType& out = g_->value(n.outputs[0]).type;
+    if (n.GetInt("axis") != 1 || out.ndim() != 4 || !BlockableType(out.dtype)) return 0;
+    int64_t block = 0;
+    for (int in : n.inputs) {
+      if (block == 0) block = NativeBlock(in);
+    }
+    for (int in : n.inputs) {
+      if (block == 0 || g_->value(in).type.shape[1] % block != 0) return 0;
+    }
+    return block;
+  }
+
   // The block an elementwise node can run in: that of its first input a blocked node wrote, when
-  // every other input is a scalar, a per-channel constant or a tensor of the output's shape;
-  // else 0.
+  // every other input is a scalar, a per-channel vector or a tensor of the output's shape; else
+  // 0.
   int64_t ElementwiseBlock(const Node& n) const {
     const OpDef* def = OpRegistry::Global()->Find(n.op);
     if (def == nullptr || def->Pattern(n) > OpPattern::kBroadcast || n.outputs.size() != 1) {
@@ -79,6 +146,7 @@ class LayoutRewriter {
     for (int in : n.inputs) {
       if (in == kAbsentValue || IsScalar(g_->value(in))) continue;
       if (IsPerChannelConstant(g_->value(in), out)) continue;
+      if (IsComputedPerChannel(g_->value(in), out)) continue;
       const TensorType& t = g_->value(in).type;
       if (t.shape != out.shape || !BlockableType(t.dtype)) return 0;
       if (block == 0) block = NativeBlock(in);

@@ -1,12 +1,14 @@
 // Canonical forms of the sliding-window ops (Conv, ConvTranspose, MaxPool, AveragePool, LpPool):
 // kernel_shape, strides, dilations and explicit pads always present, auto_pad resolved against
-// the input shape, and ConvTranspose's output_shape turned into pads and output_padding.
+// the input shape, and ConvTranspose's output_shape turned into pads and output_padding; a 2-D
+// ConvTranspose with constant weights then becomes a Conv (conv_transpose_as_conv.h).
 #include <ember/compiler/ir/op_registry.h>
 
 #include <algorithm>
 
 #include "ir/shape_util.h"
 #include "transform/canonicalize_context.h"
+#include "transform/conv_transpose_as_conv.h"
 
 namespace ember {
 namespace compiler {
@@ -87,6 +89,7 @@ void ConvOp(Node n, CanonicalizeContext* ctx) {
 void ConvTransposeOp(Node n, CanonicalizeContext* ctx) {
   Window(n, true, ctx);
   n.attrs["group"] = n.GetInt("group", 1);
+  if (EmitConvTransposeAsConv(n, ctx)) return;
   ctx->EmitInto(std::move(n));
 }
 

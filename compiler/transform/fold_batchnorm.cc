@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "transform/fold_into_conv.h"
+
 namespace ember {
 namespace compiler {
 namespace {
@@ -31,32 +33,6 @@ bool GetBn(const Graph& g, const Node& bn, BnParams* p) {
   return true;
 }
 
-// Scales Conv weights [M, C/g, k...] per output channel and rebuilds the bias.
-bool FoldIntoConv(Graph* g, Node* conv, const BnParams& p) {
-  const Value& w = g->value(conv->inputs[1]);
-  if (!w.is_constant() || w.type.dtype != kFloat32 || w.type.shape[0] != (int64_t)p.scale.size()) {
-    return false;
-  }
-  if (conv->HasInput(2) && !g->value(conv->inputs[2]).is_constant()) return false;
-  auto nw = std::make_shared<HostTensor>(*w.constant);
-  int64_t per = nw->NumElements() / w.type.shape[0];
-  float* wp = nw->Data<float>();  // float32 checked above; per-element dispatch is too slow here
-  for (int64_t i = 0; i < nw->NumElements(); ++i) {
-    wp[i] = static_cast<float>(wp[i] * p.scale[static_cast<size_t>(i / per)]);
-  }
-  auto nb = std::make_shared<HostTensor>(TensorType{{w.type.shape[0]}, kFloat32});
-  for (size_t c = 0; c < p.scale.size(); ++c) {
-    double b = conv->HasInput(2) ? g->value(conv->inputs[2]).constant->GetAsDouble(c) : 0.0;
-    nb->SetFromDouble(static_cast<int64_t>(c), b * p.scale[c] + p.shift[c]);
-  }
-  std::string wname = g->value(conv->inputs[1]).name;
-  conv->inputs[1] = g->AddConstant(g->UniqueName(wname + "_bnfold"), nw);
-  int bias = g->AddConstant(g->UniqueName(conv->name + "_bias_bnfold"), nb);
-  if (conv->inputs.size() < 3) conv->inputs.resize(3, kAbsentValue);
-  conv->inputs[2] = bias;
-  return true;
-}
-
 }  // namespace
 
 void FoldBatchNorm(Graph* graph) {
@@ -69,7 +45,8 @@ void FoldBatchNorm(Graph* graph) {
       int x = n.inputs[0];
       int prod = producer[static_cast<size_t>(x)];
       if (prod >= 0 && kept[static_cast<size_t>(prod)].op == "Conv" && uses[x] == 1 &&
-          FoldIntoConv(graph, &kept[static_cast<size_t>(prod)], p)) {
+          FoldChannelAffineIntoConv(graph, &kept[static_cast<size_t>(prod)], p.scale, p.shift,
+                                    "_bnfold")) {
         graph->ReplaceAllUses(n.outputs[0], x);
         continue;
       }

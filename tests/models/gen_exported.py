@@ -32,6 +32,14 @@ Kinds:
   opset18_ir9,    what newer exporters write (IR 9-10, opsets 18-21, which Debian's libonnx
   opset21_ir10    does not know): Reduce* axes as an input, Split num_outputs, Pad axes,
                   Resize axes / keep_aspect_ratio_policy, GroupNormalization, LayerNormalization
+  convt_*         ConvTranspose (compiled as a Conv over its phases and a PhaseInterleave):
+                  DBNet's head (2x2 stride 2, bias Add, BatchNormalization, Relu, Sigmoid),
+                  kernels longer and shorter than the stride, pads, output_padding, unequal
+                  strides, groups, depthwise, dilations, stride 1, auto_pad, output_shape, and an
+                  interleave read twice (nothing may move past it)
+  blocked_se_*    what PP-OCR's backbone and neck do between convs, which should all stay in
+                  the blocked layout: per-channel Mul/Add constants, a squeeze-excite Mul by a
+                  computed [1,C,1,1], nearest Resize, channel Concat, HardSigmoid, HardSwish
 """
 
 import os
@@ -503,9 +511,130 @@ def newer_opsets():
     return [newer_opset(18, 9), newer_opset(21, 10)]
 
 
+def convt(name, seed, note, c_in, c_out, hw, group=1, bias=True, after=(), **attrs):
+    """x -> ConvTranspose(attrs) [-> after...]; `after` names per-channel or unary ops."""
+    m = Model("convt_" + name, seed, note)
+    x = m.input("x", [1, c_in] + list(hw))
+    kernel = attrs.get("kernel_shape", [3, 3])
+    inputs = [x, m.weight("w", [c_in, c_out // group] + list(kernel))]
+    if bias:
+        inputs.append(m.weight("b", [c_out]))
+    y = m.node("ConvTranspose", inputs, ["convt"], group=group, **attrs)
+    for i, op in enumerate(after):
+        if op in ("Add", "Mul", "Sub", "Div"):
+            c = m.weight_values("c%d" % i, m.rs.uniform(0.5, 2.0, (c_out, 1, 1)))
+            y = m.node(op, [y, c], ["%s_%d" % (op.lower(), i)])
+        elif op == "BatchNormalization":
+            bn = [m.weight("bn%d_%s" % (i, k), [c_out]) for k in ("g", "b", "m")]
+            var = m.weight_values("bn%d_v" % i, m.rs.uniform(0.5, 2.0, c_out))
+            y = m.node(op, [y] + bn + [var], ["bn_%d" % i])
+        else:
+            y = m.node(op, [y], ["%s_%d" % (op.lower(), i)])
+    m.node("Identity", [y], ["y"])
+    m.output("y", rank=4)
+    return m
+
+
+def convt_dbnet():
+    """PP-OCR's DBNet head: two ConvTranspose 2x2 stride 2, each with a bias Add after it."""
+    m = Model("convt_dbnet", 500, "DBNet head (PP-OCR det): ConvTranspose 2x2 s2 -> Add -> "
+              "BatchNormalization -> Relu -> ConvTranspose 2x2 s2 -> Add -> Sigmoid")
+    x = m.input("x", [1, 16, 20, 20])
+    y = m.node("ConvTranspose", [x, m.weight("w1", [16, 8, 2, 2])], ["ct1"], kernel_shape=[2, 2],
+               strides=[2, 2])
+    y = m.node("Add", [y, m.weight("b1", [8, 1, 1])], ["ct1_bias"])
+    bn = [m.weight("bn_" + k, [8]) for k in ("g", "b", "m")]
+    y = m.node("BatchNormalization", [y] + bn + [m.weight_values("bn_v", m.rs.uniform(
+        0.5, 2.0, 8))], ["bn"])
+    y = m.node("Relu", [y], ["relu"])
+    y = m.node("ConvTranspose", [y, m.weight("w2", [8, 1, 2, 2])], ["ct2"], kernel_shape=[2, 2],
+               strides=[2, 2])
+    y = m.node("Add", [y, m.weight("b2", [1])], ["ct2_bias"])
+    m.node("Sigmoid", [y], ["y"])
+    m.output("y", rank=4)
+    return m
+
+
+def convt_shared():
+    """The interleave's output read by two ops: neither may move before it."""
+    m = Model("convt_shared", 501, "ConvTranspose k3 s2 whose output two Adds read")
+    x = m.input("x", [1, 8, 9, 7])
+    y = m.node("ConvTranspose", [x, m.weight("w", [8, 16, 3, 3])], ["ct"], strides=[2, 2])
+    a = m.node("Add", [y, m.weight("c1", [16, 1, 1])], ["a1"])
+    b = m.node("Mul", [y, m.weight("c2", [1, 16, 1, 1])], ["a2"])
+    m.node("Add", [a, b], ["y"])
+    m.output("y", rank=4)
+    return m
+
+
+def blocked_se_resize_concat():
+    m = Model("blocked_se_resize_concat", 530, "conv -> per-channel Mul/Add -> squeeze-excite "
+              "-> Resize x2 -> Concat -> conv -> HardSwish, all blocked", opset=14)
+    x = m.input("x", [1, 8, 10, 10])
+    a = m.node("Conv", [x, m.weight("w1", [32, 8, 3, 3]), m.weight("b1", [32])], ["c1"],
+               pads=[1, 1, 1, 1])
+    a = m.node("Mul", [a, m.weight("scale", [32, 1, 1])], ["scaled"])
+    a = m.node("Add", [a, m.weight("shift", [1, 32, 1, 1])], ["shifted"])
+    g = m.node("GlobalAveragePool", [a], ["pooled"])
+    g = m.node("Conv", [g, m.weight("se1", [8, 32, 1, 1]), m.weight("se1b", [8])], ["se_c1"])
+    g = m.node("Relu", [g], ["se_r"])
+    g = m.node("Conv", [g, m.weight("se2", [32, 8, 1, 1]), m.weight("se2b", [32])], ["se_c2"])
+    g = m.node("HardSigmoid", [g], ["se_gate"], alpha=0.2, beta=0.5)
+    a = m.node("Mul", [a, g], ["excited"])
+    scales = m.weight_values("scales", [1, 1, 2, 2])
+    a = m.node("Resize", [a, "", scales], ["up1"], mode="nearest",
+               coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    b = m.node("Conv", [x, m.weight("w2", [16, 8, 1, 1])], ["c2"])
+    b = m.node("Resize", [b, "", scales], ["up2"], mode="nearest",
+               coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    y = m.node("Concat", [a, b], ["cat"], axis=1)
+    y = m.node("Conv", [y, m.weight("w3", [16, 48, 3, 3], 0.1)], ["c3"], pads=[1, 1, 1, 1])
+    m.node("HardSwish", [y], ["y"])
+    m.output("y", rank=4)
+    return m
+
+
+def convt_models():
+    k = "kernel_shape"
+    return [
+        convt_dbnet(), convt_shared(),
+        convt("k3s2_pads_outpad", 510, "k3 s2 pads 1 output_padding 1, bias, Relu", 8, 12,
+              (9, 11), after=["Relu"], strides=[2, 2], pads=[1, 1, 1, 1],
+              output_padding=[1, 1]),
+        convt("k4s2p1_affine", 511, "k4 s2 p1 (GAN upsampling), per-channel Mul and Add, "
+              "LeakyRelu", 16, 8, (8, 8), after=["Mul", "Add", "LeakyRelu"], strides=[2, 2],
+              pads=[1, 1, 1, 1], **{k: [4, 4]}),
+        convt("k1s2", 512, "k1 s2: a kernel shorter than the stride (zero phases)", 8, 8, (6, 5),
+              strides=[2, 2], **{k: [1, 1]}),
+        convt("k5s3_asym", 513, "k5 s3, asymmetric pads", 4, 6, (7, 6), strides=[3, 3],
+              pads=[2, 0, 1, 3], **{k: [5, 5]}),
+        convt("unequal", 514, "kernel 3x4, strides 2x3, output_padding 1x2, Sub and Div", 6, 5,
+              (5, 7), after=["Sub", "Div"], strides=[2, 3], pads=[1, 0, 0, 2],
+              output_padding=[1, 2], **{k: [3, 4]}),
+        convt("group2", 515, "group 2, k3 s2, bias, BatchNormalization, Sigmoid", 8, 12, (6, 6),
+              group=2, after=["BatchNormalization", "Sigmoid"], strides=[2, 2],
+              pads=[1, 1, 1, 1], output_padding=[1, 1]),
+        convt("depthwise", 516, "depthwise (group = channels), k4 s2 p1, no bias", 16, 16,
+              (10, 10), group=16, bias=False, strides=[2, 2], pads=[1, 1, 1, 1], **{k: [4, 4]}),
+        convt("dilated", 517, "dilations 2, k3 s2", 6, 6, (6, 7), strides=[2, 2],
+              dilations=[2, 2]),
+        convt("dilated_s1", 518, "dilations 2x1, k3 s1 pads 2x1", 6, 4, (8, 8),
+              dilations=[2, 1], pads=[2, 1, 2, 1]),
+        convt("stride1", 519, "k3 s1 p1: one phase, the crop in the conv's pads, HardSigmoid",
+              8, 8, (12, 12), after=["HardSigmoid"], pads=[1, 1, 1, 1]),
+        convt("stride1_crop", 520, "k2 s1 with pads 2: a crop larger than the conv pad", 4, 4,
+              (9, 9), strides=[1, 1], pads=[2, 2, 2, 2], **{k: [2, 2]}),
+        convt("same_upper", 521, "auto_pad SAME_UPPER, k3 s2", 4, 6, (5, 5), strides=[2, 2],
+              auto_pad="SAME_UPPER"),
+        convt("output_shape", 522, "output_shape 15x12 (k3 s2), Relu", 4, 6, (7, 5),
+              after=["Relu"], strides=[2, 2], output_shape=[15, 12]),
+    ]
+
+
 def all_models():
     return (edge_pools() + [if_on_shape(), if_on_bound_rate(16000), if_on_bound_rate(8000)] +
-            control_flow() + [qoperator(), qdq()] + tf_computed_attributes() + recurrent_models() + newer_opsets())
+            control_flow() + [qoperator(), qdq()] + tf_computed_attributes() + recurrent_models() +
+            newer_opsets() + convt_models() + [blocked_se_resize_concat()])
 
 
 def main(argv):

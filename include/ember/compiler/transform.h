@@ -34,6 +34,9 @@ void FoldConstants(Graph* graph);
 void Simplify(Graph* graph);
 /*! \brief BatchNormalization folded into the Conv/Gemm before it, else turned into Mul + Add. */
 void FoldBatchNorm(Graph* graph);
+/*! \brief Elementwise ops after a ConvTranspose's PhaseInterleave move before it, onto the Conv
+ *  computing its phases; per-channel Add/Mul fold into that Conv's weights and bias. */
+void SinkPhaseInterleave(Graph* graph);
 /*! \brief Conv chains in NCHW[x]c where the strategy's conv kernel works blocked (x its vector
  *  width), elementwise nodes between them too; LayoutTransform nodes where a chain meets a reader
  *  of NCHW or a graph output (see ember/compiler/ir/layout.h). */

@@ -429,6 +429,78 @@ TEST(BlockedLayout, PassBlocksTheConvChainWithTransformsAtItsEdges) {
   EXPECT_EQ(g.value(c.y).type.shape, (std::vector<int64_t>{1, 32, 4, 4}));
 }
 
+// x -> Conv -> Mul [32,1,1] -> Mul [1,32,1,1] (computed) -> Resize x2 -> Concat(itself) -> y.
+TEST(BlockedLayout, PassKeepsPerChannelOpsResizeAndConcatBlocked) {
+  ScopedEnv force("EMBER_SCHEDULE", "conv2d_nchw_ocvec_avx512");
+  KernelGraph kg;
+  const TensorType t{{1, 32, 8, 8}, kFloat32}, up{{1, 32, 16, 16}, kFloat32};
+  int x = kg.Input("x", {1, 16, 8, 8});
+  int s = kg.Input("s", {1, 32, 1, 1});
+  int w =
+      kg.graph.AddConstant("w", std::make_shared<HostTensor>(TensorType{{32, 16, 1, 1}, kFloat32}));
+  int c = kg.graph.AddConstant("c", std::make_shared<HostTensor>(TensorType{{32, 1, 1}, kFloat32}));
+  int a = kg.Add("Conv", {x, w}, {t},
+                 {{"kernel_shape", std::vector<int64_t>{1, 1}},
+                  {"strides", std::vector<int64_t>{1, 1}},
+                  {"dilations", std::vector<int64_t>{1, 1}},
+                  {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+                  {"group", int64_t{1}}})[0];
+  int m = kg.Add("Mul", {a, c}, {t})[0];
+  int e = kg.Add("Mul", {s, m}, {t})[0];
+  int r = kg.Add("Resize", {e}, {up},
+                 {{"scales", std::vector<double>{1, 1, 2, 2}},
+                  {"__out_shape", up.shape},
+                  {"mode", std::string("nearest")},
+                  {"coordinate_transformation_mode", std::string("asymmetric")},
+                  {"nearest_mode", std::string("floor")}})[0];
+  int y =
+      kg.Add("Concat", {r, r}, {TensorType{{1, 64, 16, 16}, kFloat32}}, {{"axis", int64_t{1}}})[0];
+  kg.graph.outputs().push_back(y);
+  AlterConvLayout(&kg.graph, StrategyFor(Target::Host()));
+  const Graph& g = kg.graph;
+  for (const char* op : {"Mul", "Resize", "Concat"}) {
+    for (const Node* n : NodesOf(g, op)) {
+      EXPECT_EQ(g.value(n->outputs[0]).type.ndim(), 5) << op;
+    }
+  }
+  // The constant is re-shaped at compile time; x, the computed scale and the output transform.
+  EXPECT_EQ(g.value(NodesOf(g, "Mul")[0]->inputs[1]).type.shape,
+            (std::vector<int64_t>{1, 2, 1, 1, 16}));
+  EXPECT_EQ(NodesOf(g, "LayoutTransform").size(), 3u);
+  EXPECT_EQ(g.value(NodesOf(g, "Resize")[0]->outputs[0]).type.shape,
+            (std::vector<int64_t>{1, 2, 16, 16, 16}));
+}
+
+// x -> Conv (4 phases x 16 channels) -> PhaseInterleave (stride 2) -> y: the interleave reads
+// and writes NCHW16c, each phase's 16 channels being one block.
+TEST(BlockedLayout, PassRunsAPhaseInterleaveInItsConvsBlock) {
+  ScopedEnv force("EMBER_SCHEDULE", "conv2d_nchw_ocvec_avx512");
+  KernelGraph kg;
+  int x = kg.Input("x", {1, 16, 8, 8});
+  int w =
+      kg.graph.AddConstant("w", std::make_shared<HostTensor>(TensorType{{64, 16, 1, 1}, kFloat32}));
+  int c = kg.Add("Conv", {x, w}, {TensorType{{1, 64, 8, 8}, kFloat32}},
+                 {{"kernel_shape", std::vector<int64_t>{1, 1}},
+                  {"strides", std::vector<int64_t>{1, 1}},
+                  {"dilations", std::vector<int64_t>{1, 1}},
+                  {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+                  {"group", int64_t{1}}})[0];
+  int y = kg.Add("PhaseInterleave", {c}, {TensorType{{1, 16, 15, 16}, kFloat32}},
+                 {{"strides", std::vector<int64_t>{2, 2}},
+                  {"crop", std::vector<int64_t>{1, 0}},
+                  {"out_size", std::vector<int64_t>{15, 16}},
+                  {"group", int64_t{1}}})[0];
+  kg.graph.outputs().push_back(y);
+  AlterConvLayout(&kg.graph, StrategyFor(Target::Host()));
+  const Graph& g = kg.graph;
+  const Node* il = NodesOf(g, "PhaseInterleave").at(0);
+  EXPECT_EQ(il->GetString(kDataLayoutAttr), "NCHW16c");
+  EXPECT_EQ(g.value(il->outputs[0]).type.shape, (std::vector<int64_t>{1, 1, 15, 16, 16}));
+  // The input blocked once, the output unblocked once; nothing between conv and interleave.
+  EXPECT_EQ(NodesOf(g, "LayoutTransform").size(), 2u);
+  EXPECT_EQ(il->inputs[0], NodesOf(g, "Conv").at(0)->outputs[0]);
+}
+
 TEST(BlockedLayout, PassLeavesConvsItCannotBlockInNchw) {
   {
     ScopedEnv disable("EMBER_DISABLE_SCHEDULES", "1");

@@ -535,6 +535,44 @@ TEST(Frontend, GatherWithConstantIndicesOutOfRangeIsRefused) {
       << ErrorOf(b.Bytes());
 }
 
+// The ops a ConvTranspose of `stride` on [1, 2, 4, 4] (kernel 3, weight an initializer or a
+// run-time input, `rank` spatial axes) is imported as.
+std::vector<std::string> ConvTransposeImportedAs(int64_t stride, bool constant_weight,
+                                                 int rank = 2) {
+  OnnxBuilder b;
+  std::vector<int64_t> x{1, 2}, w{2, 3}, y{1, 3};
+  for (int i = 0; i < rank; ++i) {
+    x.push_back(4);
+    w.push_back(3);
+    y.push_back(stride * 3 + 3);
+  }
+  b.Input("x", x).Output("y", y);
+  if (constant_weight) {
+    int64_t count = 1;
+    for (int64_t d : w) count *= d;
+    b.FloatInit("w", w, std::vector<float>(static_cast<size_t>(count), 0.5f));
+  } else {
+    b.Input("w", w);
+  }
+  OnnxBuilder::IntsAttr(b.Node("ConvTranspose", "ct", {"x", "w"}, {"y"}), "strides",
+                        std::vector<int64_t>(static_cast<size_t>(rank), stride));
+  Graph g = ImportOnnxBytes(b.Bytes(), "m.onnx", {});
+  std::vector<std::string> ops;
+  for (const Node& n : g.nodes()) ops.push_back(n.op);
+  EXPECT_EQ(g.value(g.outputs()[0]).type.shape, y);
+  return ops;
+}
+
+TEST(Frontend, ConvTransposeWithConstantWeightsBecomesAConvOverItsPhases) {
+  using Ops = std::vector<std::string>;
+  EXPECT_EQ(ConvTransposeImportedAs(2, true), (Ops{"Conv", "PhaseInterleave"}));
+  EXPECT_EQ(ConvTransposeImportedAs(1, true), (Ops{"Conv"}));  // the crop is the conv's pads
+  // Run-time weights and other ranks keep the direct lowering.
+  EXPECT_EQ(ConvTransposeImportedAs(2, false), (Ops{"ConvTranspose"}));
+  EXPECT_EQ(ConvTransposeImportedAs(2, true, 1), (Ops{"ConvTranspose"}));
+  EXPECT_EQ(ConvTransposeImportedAs(2, true, 3), (Ops{"ConvTranspose"}));
+}
+
 TEST(Frontend, ParseInputShape) {
   auto [name, dims] = ParseInputShape("data=1,3,224,224");
   EXPECT_EQ(name, "data");

@@ -205,6 +205,65 @@ TEST(FoldBatchNorm, WithoutConvBecomesMulAdd) {
   EXPECT_EQ(shift.constant->ToDoubleVector(), (std::vector<double>{0.5, -2}));  // beta - mean * s
 }
 
+// x -> Conv (2 phases x 2 channels) -> PhaseInterleave (stride 1x2) -> Add [2,1,1] -> Relu.
+struct InterleavedGraph {
+  Graph g;
+  int conv, interleaved, added, y;
+
+  InterleavedGraph() {
+    int x = g.AddValue("x", F32({1, 1, 2, 2}));
+    g.inputs().push_back(x);
+    int w = g.AddConstant("w", Floats({4, 1, 1, 1}, {1, 2, 3, 4}));
+    conv = Add(g, "Conv", {x, w},
+               {{"kernel_shape", std::vector<int64_t>{1, 1}},
+                {"strides", std::vector<int64_t>{1, 1}},
+                {"dilations", std::vector<int64_t>{1, 1}},
+                {"pads", std::vector<int64_t>{0, 0, 0, 0}},
+                {"group", int64_t{1}}});
+    interleaved = Add(g, "PhaseInterleave", {conv},
+                      {{"strides", std::vector<int64_t>{1, 2}},
+                       {"crop", std::vector<int64_t>{0, 1}},
+                       {"out_size", std::vector<int64_t>{2, 3}},
+                       {"group", int64_t{1}}});
+    added = Add(g, "Add", {interleaved, g.AddConstant("c", Floats({2, 1, 1}, {10, 20}))});
+    y = Add(g, "Relu", {added});
+    g.outputs().push_back(y);
+  }
+};
+
+TEST(SinkPhaseInterleave, AddFoldsIntoTheConvPerPhaseAndReluMovesBeforeTheInterleave) {
+  InterleavedGraph m;
+  EXPECT_EQ(m.g.value(m.interleaved).type.shape, (std::vector<int64_t>{1, 2, 2, 3}));
+  SinkPhaseInterleave(&m.g);
+  ASSERT_EQ(m.g.nodes().size(), 3u);
+  const Node& conv = m.g.nodes()[0];
+  EXPECT_EQ(conv.op, "Conv");
+  ASSERT_TRUE(conv.HasInput(2));
+  // Conv channel k is phase k / 2 of output channel k % 2.
+  EXPECT_EQ(m.g.value(conv.inputs[2]).constant->ToDoubleVector(),
+            (std::vector<double>{10, 20, 10, 20}));
+  EXPECT_EQ(m.g.nodes()[1].op, "Relu");
+  EXPECT_EQ(m.g.nodes()[1].inputs[0], conv.outputs[0]);
+  EXPECT_EQ(m.g.nodes()[2].op, "PhaseInterleave");
+  EXPECT_EQ(m.g.nodes()[2].inputs[0], m.g.nodes()[1].outputs[0]);
+  EXPECT_EQ(m.g.nodes()[2].outputs[0], m.y);
+  EXPECT_EQ(m.g.value(m.g.nodes()[1].outputs[0]).type.shape, (std::vector<int64_t>{1, 4, 2, 2}));
+}
+
+TEST(SinkPhaseInterleave, AnInterleaveReadTwiceOrANonChannelConstantStays) {
+  InterleavedGraph twice;
+  twice.g.outputs().push_back(twice.interleaved);
+  SinkPhaseInterleave(&twice.g);
+  ASSERT_EQ(twice.g.nodes().size(), 4u);
+  EXPECT_EQ(twice.g.nodes()[1].op, "PhaseInterleave");
+
+  InterleavedGraph spatial;
+  spatial.g.nodes()[2].inputs[1] = spatial.g.AddConstant("row", Floats({3}, {1, 2, 3}));
+  SinkPhaseInterleave(&spatial.g);
+  ASSERT_EQ(spatial.g.nodes().size(), 4u);
+  EXPECT_EQ(spatial.g.nodes()[1].op, "PhaseInterleave");
+}
+
 TEST(EliminateDeadCode, DropsUnreadNodes) {
   Graph g;
   int x = g.AddValue("x", F32({3}));

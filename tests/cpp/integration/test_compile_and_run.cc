@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -108,6 +109,92 @@ TEST_F(CompileAndRun, ConvBatchNormReluResidual) {
     gmod.GetFunction("set_input")("x", Floats({1, C, H, W}, x));
     gmod.GetFunction("run")();
     ExpectNear(Values(gmod.GetFunction("get_output")(0)), want);
+  }
+}
+
+// One ConvTranspose configuration (2-D, square input of `in` pixels).
+struct ConvT {
+  int64_t cin, cout, in, k, stride, pad_begin, pad_end, out_pad, dilation, group;
+};
+
+// ConvTranspose's definition: each input pixel scatters its kernel-weighted value into the output.
+std::vector<float> ConvTransposeRef(const ConvT& t, const std::vector<float>& x,
+                                    const std::vector<float>& w, const std::vector<float>& bias) {
+  const int64_t out =
+      t.stride * (t.in - 1) + t.out_pad + (t.k - 1) * t.dilation + 1 - t.pad_begin - t.pad_end;
+  const int64_t cin_g = t.cin / t.group, cout_g = t.cout / t.group;
+  std::vector<double> y(static_cast<size_t>(t.cout * out * out));
+  for (int64_t o = 0; o < t.cout; ++o) {
+    for (int64_t p = 0; p < out * out; ++p) y[o * out * out + p] = bias[o];
+  }
+  for (int64_t c = 0; c < t.cin; ++c) {
+    const int64_t g = c / cin_g;
+    for (int64_t i = 0; i < t.in * t.in; ++i) {
+      for (int64_t oc = 0; oc < cout_g; ++oc) {
+        for (int64_t ki = 0; ki < t.k * t.k; ++ki) {
+          const int64_t r = i / t.in * t.stride + ki / t.k * t.dilation - t.pad_begin;
+          const int64_t q = i % t.in * t.stride + ki % t.k * t.dilation - t.pad_begin;
+          if (r < 0 || q < 0 || r >= out || q >= out) continue;
+          y[((g * cout_g + oc) * out + r) * out + q] +=
+              double{x[c * t.in * t.in + i]} * w[(c * cout_g + oc) * t.k * t.k + ki];
+        }
+      }
+    }
+  }
+  return std::vector<float>(y.begin(), y.end());
+}
+
+// ConvTranspose -> per-channel Mul -> Relu, with the weight a constant (compiled as a Conv over
+// its phases and a PhaseInterleave, the Mul folded into the Conv) and a run-time input (the
+// direct lowering): both must give ConvTranspose's definition.
+TEST_F(CompileAndRun, ConvTransposeAsConvMatchesTheDefinition) {
+  const std::vector<ConvT> cases = {
+      {4, 6, 5, 2, 2, 0, 0, 0, 1, 1},   // DBNet's 2x2 stride 2: a 1x1 conv over four phases
+      {4, 6, 5, 3, 2, 1, 1, 1, 1, 1},   // longer than the stride: zero taps in some phases
+      {6, 4, 4, 4, 2, 1, 2, 0, 1, 2},   // groups, asymmetric pads
+      {4, 4, 5, 4, 2, 1, 1, 0, 1, 4},   // depthwise
+      {3, 5, 4, 3, 3, 2, 0, 2, 2, 1},   // dilated, stride 3, output_padding 2
+      {4, 4, 6, 3, 1, 1, 1, 0, 1, 1},   // stride 1: one phase, the crop in the conv's pads
+      {2, 3, 4, 1, 2, 0, 0, 1, 1, 1},   // a kernel shorter than the stride
+      {8, 16, 6, 4, 2, 1, 1, 0, 1, 1},  // 16 channels a phase: the interleave runs blocked
+  };
+  for (const ConvT& t : cases) {
+    SCOPED_TRACE("k" + std::to_string(t.k) + " s" + std::to_string(t.stride) + " group " +
+                 std::to_string(t.group) + " dilation " + std::to_string(t.dilation));
+    const int64_t out =
+        t.stride * (t.in - 1) + t.out_pad + (t.k - 1) * t.dilation + 1 - t.pad_begin - t.pad_end;
+    std::vector<float> x = Ramp(t.cin * t.in * t.in, 0.25f, -0.6f);
+    std::vector<float> w = Ramp(t.cin * t.cout / t.group * t.k * t.k, 0.15f, -0.4f);
+    std::vector<float> bias = Ramp(t.cout, 0.2f, -0.3f), scale = Ramp(t.cout, 0.3f, -0.7f);
+    std::vector<float> want = ConvTransposeRef(t, x, w, bias);
+    for (size_t i = 0; i < want.size(); ++i) {
+      want[i] = std::max(want[i] * scale[i / static_cast<size_t>(out * out)], 0.0f);
+    }
+    for (bool constant_weight : {true, false}) {
+      OnnxBuilder b;
+      b.Input("x", {1, t.cin, t.in, t.in}).Output("y", {1, t.cout, out, out});
+      const std::vector<int64_t> w_shape{t.cin, t.cout / t.group, t.k, t.k};
+      if (constant_weight) {
+        b.FloatInit("w", w_shape, w);
+      } else {
+        b.Input("w", w_shape);
+      }
+      b.FloatInit("bias", {t.cout}, bias).FloatInit("scale", {t.cout, 1, 1}, scale);
+      auto* ct = b.Node("ConvTranspose", "convt", {"x", "w", "bias"}, {"c"});
+      OnnxBuilder::IntsAttr(ct, "kernel_shape", {t.k, t.k});
+      OnnxBuilder::IntsAttr(ct, "strides", {t.stride, t.stride});
+      OnnxBuilder::IntsAttr(ct, "pads", {t.pad_begin, t.pad_begin, t.pad_end, t.pad_end});
+      OnnxBuilder::IntsAttr(ct, "output_padding", {t.out_pad, t.out_pad});
+      OnnxBuilder::IntsAttr(ct, "dilations", {t.dilation, t.dilation});
+      OnnxBuilder::IntAttr(ct, "group", t.group);
+      b.Node("Mul", "scale", {"c", "scale"}, {"m"});
+      b.Node("Relu", "relu", {"m"}, {"y"});
+      rt::Module gmod = Build(b.Bytes());
+      gmod.GetFunction("set_input")("x", Floats({1, t.cin, t.in, t.in}, x));
+      if (!constant_weight) gmod.GetFunction("set_input")("w", Floats(w_shape, w));
+      gmod.GetFunction("run")();
+      ExpectNear(Values(gmod.GetFunction("get_output")(0)), want);
+    }
   }
 }
 

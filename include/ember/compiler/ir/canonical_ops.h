@@ -32,6 +32,9 @@
  *   CastLike becomes Cast.
  * - Sum / Max / Min / Mean with more than two inputs become chains of binary Add/Max/Min (Mean:
  *   then Div); one-input forms become Identity and are simplified away.
+ * - A 2-D float32 ConvTranspose with constant weights (and bias) becomes a stride-1 Conv over its
+ *   phases and a PhaseInterleave (attrs "strides", "crop", "out_size", "group") that puts each
+ *   phase's pixels in place (transform/conv_transpose_as_conv.cc); at stride 1, the Conv alone.
  * - BatchNormalization (inference) is folded into a preceding Conv/Gemm, else into Mul + Add with
  *   constant per-channel scale and shift (shape [C,1,...,1]).
  * - Written out as primitive ops instead (so compute rules never see them): LayerNormalization
