@@ -37,8 +37,19 @@ TEST(BoardCpuName, NamesAnX86ByModelName) {
   EXPECT_EQ(BoardCpuName("nothing here\n"), "");
 }
 
+// The architecture this test binary is built for (the ARM stage runs it under qemu-user), and one
+// no runtime is built for in the test below.
+#if defined(__x86_64__)
+constexpr const char* kThisArch = "x86_64";
+#elif defined(__aarch64__)
+constexpr const char* kThisArch = "aarch64";
+#else
+constexpr const char* kThisArch = "armhf";
+#endif
+const std::string kOtherArch = std::string(kThisArch) == "aarch64" ? "x86_64" : "aarch64";
+
 TEST(ElfArch, ReadsTheMachine) {
-  EXPECT_EQ(ElfArch("/proc/self/exe"), "x86_64");
+  EXPECT_EQ(ElfArch("/proc/self/exe"), kThisArch);
   std::string text = testing::TempDir() + "/ember_not_elf";
   std::ofstream(text) << "#!/bin/sh\n";
   try {
@@ -59,21 +70,26 @@ TEST(RuntimeSearchDirs, FlagsFirstThenTheEnvironment) {
 TEST(FindBoardRuntime, FindsACrossBuildTreeAndListsWhereItLooked) {
   fs::path root = fs::path(testing::TempDir()) / "ember_runtimes";
   fs::remove_all(root);
-  fs::create_directories(root / "cross-x86_64" / "bin");
-  fs::create_directories(root / "cross-x86_64" / "lib");
-  fs::copy_file("/proc/self/exe", root / "cross-x86_64" / "bin" / "ember-run");
-  std::ofstream(root / "cross-x86_64" / "lib" / "libember_runtime.so.0") << "x";
-  std::ofstream(root / "cross-x86_64" / "lib" / "libember_runtime.so.0.1.0") << "x";
-  BoardRuntime rt = FindBoardRuntime("x86_64", {root.string()}, "");
+  const fs::path tree = root / (std::string("cross-") + kThisArch);
+  fs::create_directories(tree / "bin");
+  fs::create_directories(tree / "lib");
+  // This binary's ELF header stands for the board's ember-run (read, not copied: qemu-user
+  // cannot copy_file its emulated /proc/self/exe).
+  std::string header(64, '\0');
+  std::ifstream("/proc/self/exe", std::ios::binary).read(&header[0], 64);
+  std::ofstream(tree / "bin" / "ember-run", std::ios::binary) << header;
+  std::ofstream(tree / "lib" / "libember_runtime.so.0") << "x";
+  std::ofstream(tree / "lib" / "libember_runtime.so.0.1.0") << "x";
+  BoardRuntime rt = FindBoardRuntime(kThisArch, {root.string()}, "");
   EXPECT_EQ(rt.soname, "libember_runtime.so.0");
-  EXPECT_EQ(rt.ember_run, (root / "cross-x86_64" / "bin" / "ember-run").string());
+  EXPECT_EQ(rt.ember_run, (tree / "bin" / "ember-run").string());
   try {
-    FindBoardRuntime("aarch64", {root.string()}, "");
+    FindBoardRuntime(kOtherArch, {root.string()}, "");
     FAIL();
   } catch (const std::runtime_error& e) {
     std::string m = e.what();
-    EXPECT_NE(m.find("no ember-run built for aarch64"), std::string::npos) << m;
-    EXPECT_NE(m.find((root / "cross-aarch64").string()), std::string::npos) << m;
+    EXPECT_NE(m.find("no ember-run built for " + kOtherArch), std::string::npos) << m;
+    EXPECT_NE(m.find((root / ("cross-" + kOtherArch)).string()), std::string::npos) << m;
     EXPECT_NE(m.find("--runtime-dir"), std::string::npos) << m;
   }
   fs::remove_all(root);
