@@ -3,9 +3,9 @@
 
 #include <elf.h>
 
-#include <cstddef>
 #include <cstdint>
-#include <fstream>
+
+#include "elf_header.h"
 
 namespace ember::runtime {
 namespace {
@@ -53,19 +53,8 @@ constexpr uint16_t kHostMachine =
 }  // namespace
 
 std::string ElfMachineMismatch(const std::string& path) {
-  // e_ident, e_type and e_machine sit at the same offsets in 32- and 64-bit headers.
-  unsigned char header[sizeof(Elf32_Ehdr)] = {};
-  std::ifstream f(path, std::ios::binary);
-  if (!f.read(reinterpret_cast<char*>(header), sizeof(header))) return "";
-  if (header[EI_MAG0] != ELFMAG0 || header[EI_MAG1] != ELFMAG1 || header[EI_MAG2] != ELFMAG2 ||
-      header[EI_MAG3] != ELFMAG3) {
-    return "";
-  }
-  constexpr size_t kMachineOffset = offsetof(Elf32_Ehdr, e_machine);
-  static_assert(kMachineOffset == offsetof(Elf64_Ehdr, e_machine), "ELF layouts differ");
-  uint16_t lo = header[kMachineOffset], hi = header[kMachineOffset + 1];
-  uint16_t machine = header[EI_DATA] == ELFDATA2MSB ? static_cast<uint16_t>(lo << 8 | hi)
-                                                    : static_cast<uint16_t>(hi << 8 | lo);
+  uint16_t machine = EM_NONE;
+  if (ReadElfMachine(path, &machine) != ElfRead::kOk) return "";
   if (machine == kHostMachine || kHostMachine == EM_NONE) return "";
   const char* file_name = MachineName(machine);
   std::string built_for =

@@ -1,27 +1,23 @@
 // ELF machine of artifacts and runtimes, and the runtime cache (see board_arch.h).
 #include "board_arch.h"
 
+#include <elf.h>
+
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include "elf_header.h"
 
 namespace ember::remote {
 
 namespace {
 
 namespace fs = std::filesystem;
-
-// ELF header fields (System V ABI, "ELF Header").
-constexpr size_t kElfHeaderPrefix = 20;  // through e_machine
-constexpr size_t kMachineOffset = 18;
-constexpr uint16_t kMachineX86_64 = 62;
-constexpr uint16_t kMachineAarch64 = 183;
-constexpr uint16_t kMachineArm = 40;
 
 std::string FindSoname(const fs::path& lib_dir) {
   std::error_code ec;
@@ -63,23 +59,21 @@ std::vector<std::string> RuntimeSearchDirs(std::vector<std::string> flag_dirs) {
 }
 
 std::string ElfArch(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
-  unsigned char h[kElfHeaderPrefix] = {};
-  in.read(reinterpret_cast<char*>(h), sizeof(h));
-  if (in.gcount() != static_cast<std::streamsize>(sizeof(h)) || std::memcmp(h,
-                                                                            "\x7f"
-                                                                            "ELF",
-                                                                            4)) {
-    throw std::runtime_error(path + " is not an ELF file, so its architecture is unknown");
+  uint16_t machine = EM_NONE;
+  switch (runtime::ReadElfMachine(path, &machine)) {
+    case runtime::ElfRead::kUnreadable:
+      throw std::runtime_error("cannot read " + path + ": " + std::strerror(errno));
+    case runtime::ElfRead::kNotElf:
+      throw std::runtime_error(path + " is not an ELF file, so its architecture is unknown");
+    case runtime::ElfRead::kOk:
+      break;
   }
-  uint16_t machine = static_cast<uint16_t>(h[kMachineOffset] | (h[kMachineOffset + 1] << 8));
   switch (machine) {
-    case kMachineX86_64:
+    case EM_X86_64:
       return "x86_64";
-    case kMachineAarch64:
+    case EM_AARCH64:
       return "aarch64";
-    case kMachineArm:
+    case EM_ARM:
       return "armhf";
     default:
       throw std::runtime_error(path + ": ELF machine " + std::to_string(machine) +
