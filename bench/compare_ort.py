@@ -6,6 +6,7 @@ Usage:
   bench/compare_ort.py --check-only          # compile, run once in both, compare; exit 1 on mismatch
   bench/compare_ort.py --ort-only            # ORT latencies alone (no Ember needed)
   bench/compare_ort.py --plot latency.png    # also draw the table (bench/latency_plot.py)
+  bench/compare_ort.py --busy-core 1 --threads 2 --runs 200   # tail latency on a busy device
 
 For every model written by tests/models/gen_models.py (mlp, mlp_batch64, cnn, resnet18,
 mobilenetv2; or --models DIR with NAME.onnx files):
@@ -20,6 +21,11 @@ mobilenetv2; or --models DIR with NAME.onnx files):
     `ember-run ART --bench --json --threads T ...` and `ort_run.js --threads T`
     on the same inputs; the reported latency is the median of the round
     medians, and the ratio is Ember / ORT (below 1.0 means Ember is faster).
+
+With --busy-core CPU a busy loop (another process, pinned to that CPU) runs through the timed
+rounds, as on a phone or board whose cores also run other work; the table then adds each side's
+p99 and max (p99: median over the rounds; max: over all runs) and Ember's count of workers that
+were descheduled mid-task and sat out launches.
 
 The machine is shared, so the ORT CPU/wall figure is printed: well below T
 means the run was disturbed.  Exit status: 1 when a compile fails or an output
@@ -168,6 +174,31 @@ def compare_outputs(ref_dir, got_dir, count, rtol, atol, range_frac=0.0, mean_fr
     return None
 
 
+class BusyCore(object):
+    """A process spinning on one CPU for as long as the `with` block runs (none for cpu None)."""
+
+    def __init__(self, cpu):
+        self.cpu = cpu
+        self.proc = None
+
+    def __enter__(self):
+        if self.cpu is not None:
+            spin = "import os\nos.sched_setaffinity(0, {%d})\nwhile True:\n    pass\n" % self.cpu
+            self.proc = subprocess.Popen([sys.executable, "-c", spin])
+            time.sleep(0.2)  # let it start spinning before the first timed run
+            if self.proc.poll() is not None:
+                raise ToolError("the busy loop on CPU %d exited at once (is the CPU allowed? "
+                                "os.sched_getaffinity(0) = %s)" % (
+                                    self.cpu, sorted(os.sched_getaffinity(0))))
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+        return False
+
+
 def prepare_models(opts, work):
     if opts.models:
         folder = os.path.abspath(opts.models)
@@ -189,6 +220,31 @@ def prepare_models(opts, work):
         sys.exit("compare_ort.py: no %s in %s" % (
             ", ".join(m + ".onnx" for m in missing) or "models", folder))
     return [(n, os.path.join(folder, n + ".onnx")) for n in names]
+
+
+def summarize_side(reports, side):
+    """One side's figures over the rounds: median of medians, median p99, max, the rounds."""
+    return {side + "_ms": statistics.median(r["median_ms"] for r in reports),
+            side + "_rounds": [r["median_ms"] for r in reports],
+            side + "_p99_ms": statistics.median(r.get("p99_ms", r["max_ms"]) for r in reports),
+            side + "_max_ms": max(r["max_ms"] for r in reports)}
+
+
+def print_tail_table(results, busy_core):
+    print("with a busy loop on CPU %d through the timed rounds" % busy_core)
+    print("| model | threads | Ember median | p99 | max | p99/median | ORT median | p99 | max "
+          "| p99/median | workers late |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for entry in results:
+        for t, row in sorted(entry.get("timing", {}).items(), key=lambda kv: int(kv[0])):
+            ember = "- | - | - | -"
+            if "ember_ms" in row:
+                ember = "%.3f | %.3f | %.3f | %.1f" % (
+                    row["ember_ms"], row["ember_p99_ms"], row["ember_max_ms"],
+                    row["ember_p99_ms"] / row["ember_ms"])
+            print("| %s | %s | %s | %.3f | %.3f | %.3f | %.1f | %s |" % (
+                entry["model"], t, ember, row["ort_ms"], row["ort_p99_ms"], row["ort_max_ms"],
+                row["ort_p99_ms"] / row["ort_ms"], row.get("ember_workers_late", "-")))
 
 
 def main(argv):
@@ -214,12 +270,18 @@ def main(argv):
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "compare-ort"),
                     help="scratch folder (default build/compare-ort)")
     ap.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    ap.add_argument("--busy-core", type=int, metavar="CPU",
+                    help="run a busy loop pinned to this CPU through the timed rounds; the table "
+                         "adds p99 and max")
     ap.add_argument("--plot", metavar="FILE.png",
                     help="draw the latencies and ratios (bench/latency_plot.py; needs Debian's "
                          "python3-matplotlib)")
     opts = ap.parse_args(argv)
     if opts.check_only and opts.ort_only:
         ap.error("--check-only and --ort-only exclude each other")
+    if opts.busy_core is not None and opts.busy_core not in os.sched_getaffinity(0):
+        ap.error("--busy-core %d: this process may run on CPUs %s only" % (
+            opts.busy_core, sorted(os.sched_getaffinity(0))))
     if opts.plot and (opts.check_only or opts.ort_only):
         ap.error("--plot compares timings of both: not with --check-only or --ort-only")
     try:
@@ -280,34 +342,37 @@ def main(argv):
 
         entry["timing"] = {}
         for t in threads:
-            ember_ms, ort_ms, cpu = [], [], []
+            ember_reps, ort_reps = [], []
             try:
-                for _ in range(opts.rounds):
-                    if use_ember:
-                        rep = last_json(run(ember_run + [art, "--bench", "--json", "--threads", str(t),
-                                                         "--warmup", str(opts.warmup),
-                                                         "--repeat", str(opts.runs), "--number", "1"]
-                                            + feed, "ember-run --bench " + name), "ember-run")
-                        if "median_ms" not in rep:
-                            raise ToolError("ember-run --bench --json gave no median_ms: %r" % rep)
-                        ember_ms.append(float(rep["median_ms"]))
-                    rep = ort(path, "--threads", t, "--warmup", opts.warmup, "--runs", opts.runs,
-                              "--inputs", ins)
-                    ort_ms.append(rep["median_ms"])
-                    cpu.append(rep["cpu_per_wall"])
+                with BusyCore(opts.busy_core):
+                    for _ in range(opts.rounds):
+                        if use_ember:
+                            rep = last_json(run(ember_run + [art, "--bench", "--json", "--threads",
+                                                             str(t), "--warmup", str(opts.warmup),
+                                                             "--repeat", str(opts.runs),
+                                                             "--number", "1"] + feed,
+                                                "ember-run --bench " + name), "ember-run")
+                            if "median_ms" not in rep:
+                                raise ToolError("ember-run --bench --json gave no median_ms: %r"
+                                                % rep)
+                            ember_reps.append(rep)
+                        ort_reps.append(ort(path, "--threads", t, "--warmup", opts.warmup,
+                                            "--runs", opts.runs, "--inputs", ins))
             except ToolError as e:
                 failures.append("%s threads=%d: %s" % (name, t, e))
                 print("%-12s threads=%d ERROR %s" % (name, t, e))
                 continue
-            row = {"ort_ms": statistics.median(ort_ms), "ort_rounds": ort_ms,
-                   "ort_cpu_per_wall": statistics.median(cpu)}
-            if ember_ms:
-                row["ember_ms"] = statistics.median(ember_ms)
-                row["ember_rounds"] = ember_ms
+            row = summarize_side(ort_reps, "ort")
+            row["ort_cpu_per_wall"] = statistics.median(r["cpu_per_wall"] for r in ort_reps)
+            if ember_reps:
+                row.update(summarize_side(ember_reps, "ember"))
                 row["ratio"] = row["ember_ms"] / row["ort_ms"]
+                row["ember_workers_late"] = sum(r.get("workers_late", 0) for r in ember_reps)
+            if opts.busy_core is not None:
+                row["busy_core"] = opts.busy_core
             entry["timing"][str(t)] = row
             print("%-12s threads=%d  %s ort %.3f ms (cpu/wall %.2f)" % (
-                name, t, "ember %.3f ms," % row["ember_ms"] if ember_ms else "",
+                name, t, "ember %.3f ms," % row["ember_ms"] if ember_reps else "",
                 row["ort_ms"], row["ort_cpu_per_wall"]))
             sys.stdout.flush()
 
@@ -317,14 +382,17 @@ def main(argv):
         print("%s, %s (%d CPUs), ONNX Runtime %s (onnxruntime-node), %d rounds x %d runs, "
               "medians in ms" % (datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"),
                                  cpu_name(), os.cpu_count(), ort_version, opts.rounds, opts.runs))
-        print("| model | threads | Ember ms | ORT ms | Ember/ORT | outputs |")
-        print("|---|---:|---:|---:|---:|---|")
-        for entry in results:
-            for t, row in sorted(entry.get("timing", {}).items(), key=lambda kv: int(kv[0])):
-                print("| %s | %s | %s | %.3f | %s | %s |" % (
-                    entry["model"], t, "%.3f" % row["ember_ms"] if "ember_ms" in row else "-",
-                    row["ort_ms"], "%.2f" % row["ratio"] if "ratio" in row else "-",
-                    entry.get("check", "-")))
+        if opts.busy_core is not None:
+            print_tail_table(results, opts.busy_core)
+        else:
+            print("| model | threads | Ember ms | ORT ms | Ember/ORT | outputs |")
+            print("|---|---:|---:|---:|---:|---|")
+            for entry in results:
+                for t, row in sorted(entry.get("timing", {}).items(), key=lambda kv: int(kv[0])):
+                    print("| %s | %s | %s | %.3f | %s | %s |" % (
+                        entry["model"], t, "%.3f" % row["ember_ms"] if "ember_ms" in row else "-",
+                        row["ort_ms"], "%.2f" % row["ratio"] if "ratio" in row else "-",
+                        entry.get("check", "-")))
 
     if opts.json:
         with open(opts.json, "w") as f:

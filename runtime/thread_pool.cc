@@ -8,7 +8,9 @@
 // never enter the kernel and an idle process uses no CPU. When
 // the launcher is done with task 0 it takes back the posts no worker picked up yet and runs those
 // tasks itself, so a sleeping or descheduled worker (a loaded machine) delays nobody. It waits
-// for the rest the same spin-then-park way on `remaining_`.
+// for the rest the same spin-then-park way on `remaining_`. A worker that ended its task far
+// later than the launcher ended its own was descheduled mid-task; it sits out the launches that
+// let the pool choose their size (num_task 0) for a while (late_worker.h).
 //
 // Only one launch at a time owns the pool (state.mu); a launch that finds it busy, and any launch
 // from inside a task, runs its tasks serially on the calling thread instead of blocking.
@@ -31,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "late_worker.h"
 #include "thread_pool_sync.h"
 #include "threading_backend.h"
 
@@ -42,6 +45,7 @@ using backend::FormatCpuList;
 using backend::ModeName;
 using sync::FutexWait;
 using sync::FutexWake;
+using sync::NowNanos;
 using sync::SpinUntil;
 
 constexpr size_t kCacheLine = 64;
@@ -91,6 +95,25 @@ std::atomic<uint64_t> g_run_spin_ns{
     SpinNanosFromEnv("EMBER_THREAD_RUN_SPIN_US", kDefaultRunSpinMicros)};
 std::atomic<int> g_runs_in_progress{0};
 std::atomic<uint64_t> g_last_run_end_ns{0};
+
+// How long a late worker sits out launches at most (late_worker.h); 0 turns that off.
+uint64_t LateBackoffNanosFromEnv() {
+  const char* value = std::getenv("EMBER_THREAD_LATE_BACKOFF_MS");
+  int millis = kDefaultLateBackoffMillis;
+  if (value != nullptr && !ParseInt(value, 0, kMaxLateBackoffMillis, &millis)) {
+    WarnIgnoredEnv("EMBER_THREAD_LATE_BACKOFF_MS", value, 0, kMaxLateBackoffMillis);
+    millis = kDefaultLateBackoffMillis;
+  }
+  return static_cast<uint64_t>(millis) * 1'000'000;
+}
+std::atomic<uint64_t> g_late_backoff_ns{LateBackoffNanosFromEnv()};
+
+LateWorkerLimits CurrentLateWorkerLimits() {
+  LateWorkerLimits limits;
+  limits.max_backoff_ns = g_late_backoff_ns.load(std::memory_order_relaxed);
+  limits.first_backoff_ns = std::min(limits.first_backoff_ns, limits.max_backoff_ns);
+  return limits;
+}
 
 // Whether a wait that began at start_ns goes on spinning at now_ns, under the current budget.
 bool KeepSpinning(uint64_t start_ns, uint64_t now_ns) {
@@ -244,7 +267,11 @@ int Barrier(Job* job, int task_id) {
 class ThreadPool {
  public:
   ThreadPool(int num_threads, std::vector<int> cpus)
-      : num_threads_(num_threads), cpus_(std::move(cpus)), workers_(new Worker[num_threads]) {
+      : num_threads_(num_threads),
+        cpus_(std::move(cpus)),
+        workers_(new Worker[num_threads]),
+        posted_to_(new int[num_threads]),
+        took_(new bool[num_threads]) {
     // Start in order; if one cannot start, stop those that did and report.
     try {
       for (int i = 1; i < num_threads_; ++i) {
@@ -276,29 +303,51 @@ class ThreadPool {
 
   // Caller holds state.mu and is not inside a task.
   int Launch(FTVMParallelLambda fn, void* cdata, int num_task) {
-    if (num_task == 0) num_task = num_threads_;
-    const int concurrent = std::min(num_task, num_threads_);
+    const uint64_t start_ns = NowNanos();
+    const LateWorkerLimits limits = CurrentLateWorkerLimits();
+    // A launch that lets the pool choose its size leaves out the workers sitting out a back-off;
+    // one that asks for num_task tasks gets every worker (its tasks may meet at a barrier).
+    const bool may_leave_out = num_task == 0 && limits.max_backoff_ns != 0;
+    int num_workers = 0;
+    for (int i = 1; i < num_threads_; ++i) {
+      if (!may_leave_out || workers_[i].late.Available(start_ns)) posted_to_[num_workers++] = i;
+    }
+    const bool pool_sized = num_task == 0;
+    if (pool_sized) num_task = num_workers + 1;
+    const int concurrent = std::min(num_task, num_workers + 1);
     job_.Reset(fn, cdata, num_task, concurrent);
     remaining_.store(static_cast<uint32_t>(concurrent - 1), std::memory_order_relaxed);
-    for (int i = 1; i < concurrent; ++i) {
-      Worker& w = workers_[i];
+    for (int task = 1; task < concurrent; ++task) {
+      Worker& w = workers_[posted_to_[task - 1]];
       w.job = &job_;
-      w.state.store(kPosted, std::memory_order_seq_cst);  // publishes job_ and w.job
+      w.task = task;
+      w.state.store(kPosted, std::memory_order_seq_cst);  // publishes job_, w.job and w.task
       if (w.parked.load(std::memory_order_seq_cst) != 0) FutexWake(&w.state, 1);
     }
     RunTasks(&job_, 0);
     // A worker that has not picked up its task by now is asleep or descheduled: waiting for it
     // would cost a wake-up or a time slice, so the launcher runs that task itself. (With a
     // barrier this never triggers: task 0 cannot finish before every task has started.)
-    for (int i = 1; i < concurrent; ++i) {
+    for (int task = 1; task < concurrent; ++task) {
       uint32_t posted = kPosted;
-      if (workers_[i].state.compare_exchange_strong(posted, kIdle, std::memory_order_acq_rel)) {
-        RunTasks(&job_, i);
+      took_[task] = !workers_[posted_to_[task - 1]].state.compare_exchange_strong(
+          posted, kIdle, std::memory_order_acq_rel);
+      if (!took_[task]) {
+        RunTasks(&job_, task);
         remaining_.fetch_sub(1, std::memory_order_relaxed);
       }
     }
+    const uint64_t launcher_done_ns = NowNanos();
     WaitForWorkers();
+    RecordLateness(limits, concurrent, launcher_done_ns - start_ns, launcher_done_ns);
     return job_.Result();
+  }
+
+  // How many times a worker was found late and sat out launches since the pool started.
+  uint64_t TimesWorkersWereLate() const {
+    uint64_t total = 0;
+    for (int i = 1; i <= started_; ++i) total += workers_[i].late.times_late();
+    return total;
   }
 
  private:
@@ -313,8 +362,24 @@ class ThreadPool {
     std::atomic<uint32_t> state{kIdle};
     std::atomic<uint32_t> parked{0};  // 1 while the worker sleeps (or is about to) on state
     Job* job = nullptr;               // valid while state is kPosted or kTaken
+    int32_t task = 0;                 // the task posted with job
+    uint64_t finished_ns = 0;         // when it ended its last task (written before remaining_)
+    LateWorker late;                  // the launcher's record of it
     std::thread thread;
   };
+
+  // After a launch: each worker that ran a task and ended it late sits out the next launches.
+  void RecordLateness(const LateWorkerLimits& limits, int concurrent, uint64_t launcher_busy_ns,
+                      uint64_t launcher_done_ns) {
+    const uint64_t now_ns = NowNanos();
+    for (int task = 1; task < concurrent; ++task) {
+      if (!took_[task]) continue;
+      Worker& w = workers_[posted_to_[task - 1]];
+      const uint64_t late_by =
+          w.finished_ns > launcher_done_ns ? w.finished_ns - launcher_done_ns : 0;
+      w.late.Record(limits, now_ns, launcher_busy_ns, late_by);
+    }
+  }
 
   // Waits for the workers that took their task; they are running, so this is usually short.
   void WaitForWorkers() {
@@ -342,7 +407,8 @@ class ThreadPool {
       if (!w.state.compare_exchange_strong(posted, kTaken, std::memory_order_acq_rel)) {
         continue;  // the launcher took it back
       }
-      RunTasks(w.job, index);
+      RunTasks(w.job, w.task);
+      w.finished_ns = NowNanos();
       w.state.store(kIdle, std::memory_order_release);
       if (remaining_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
           launcher_parked_.load(std::memory_order_seq_cst) != 0) {
@@ -363,7 +429,10 @@ class ThreadPool {
   const int num_threads_;
   const std::vector<int> cpus_;        // workers' affinity
   std::unique_ptr<Worker[]> workers_;  // [0] stands for the launching thread and stays unused
-  int started_ = 0;                    // workers [1, started_] are running
+  // Per launch, made once: the worker each task 1.. was posted to, and whether it took the task.
+  std::unique_ptr<int[]> posted_to_;
+  std::unique_ptr<bool[]> took_;
+  int started_ = 0;  // workers [1, started_] are running
   Job job_;
   alignas(kCacheLine) std::atomic<uint32_t> remaining_{0};  // posts not yet finished or taken back
   std::atomic<uint32_t> launcher_parked_{0};
@@ -576,6 +645,19 @@ int SpinMicros() { return static_cast<int>(g_spin_ns.load(std::memory_order_rela
 
 void SetRunSpinMicros(int micros) { StoreSpinMicros(micros, &g_run_spin_ns); }
 
+void SetLateBackoffMillis(int millis) {
+  if (millis < 0 || millis > kMaxLateBackoffMillis) {
+    ThrowInvalid("thread pool: late-worker back-off must be in [0, " +
+                 std::to_string(kMaxLateBackoffMillis) + "] milliseconds, got " +
+                 std::to_string(millis));
+  }
+  g_late_backoff_ns.store(static_cast<uint64_t>(millis) * 1'000'000, std::memory_order_relaxed);
+}
+
+int LateBackoffMillis() {
+  return static_cast<int>(g_late_backoff_ns.load(std::memory_order_relaxed) / 1'000'000);
+}
+
 int RunSpinMicros() {
   return static_cast<int>(g_run_spin_ns.load(std::memory_order_relaxed) / 1000);
 }
@@ -599,6 +681,12 @@ int NumParkedWorkers() {
   PoolState& s = State();
   std::lock_guard<std::mutex> lock(s.mu);
   return s.pool == nullptr ? 0 : s.pool->NumParked();
+}
+
+uint64_t TimesWorkersWereLate() {
+  PoolState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.pool == nullptr ? 0 : s.pool->TimesWorkersWereLate();
 }
 
 // TVM's names, so Python and apps written for TVM configure the pool unchanged.

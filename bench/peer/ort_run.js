@@ -17,8 +17,8 @@
 // Session: CPU execution provider, intra-op threads T, inter-op threads 1, sequential execution,
 // graph optimisation level LEVEL (default "all").
 //
-// The JSON line holds: model, threads, runs, warmup, median_ms, mean_ms, p10_ms, p90_ms, min_ms,
-// max_ms, load_ms, ort_version, cpu_per_wall (process CPU time / wall time over the timed runs;
+// The JSON line holds: model, threads, runs, warmup, median_ms, mean_ms, p10_ms, p90_ms, p99_ms,
+// min_ms, max_ms, load_ms, ort_version, cpu_per_wall (process CPU time / wall time over the timed runs;
 // near T when the run had its cores), loadavg_1m, inputs and outputs ({name: {shape, type, file}}).
 'use strict';
 
@@ -363,6 +363,7 @@ async function main() {
     mean_ms: round3(times.reduce((a, b) => a + b, 0) / times.length),
     p10_ms: round3(percentile(sorted, 0.1)),
     p90_ms: round3(percentile(sorted, 0.9)),
+    p99_ms: round3(percentile(sorted, 0.99)),
     min_ms: round3(sorted[0]),
     max_ms: round3(sorted[sorted.length - 1]),
     load_ms: round3(loadMs),

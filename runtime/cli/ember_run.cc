@@ -57,8 +57,9 @@ options:
                           Perfetto (ui.perfetto.dev) or chrome://tracing
   --json                  print one JSON object instead of text. With --bench its keys are
                           median_ms, mean_ms, p90_ms, p99_ms, min_ms, max_ms, std_ms, repeat,
-                          number, warmup, threads, load_ms, first_run_ms, outputs (and profile
-                          with --profile)
+                          number, warmup, threads, workers_late (times a worker was descheduled
+                          mid-task and sat out launches), load_ms, first_run_ms, outputs (and
+                          profile with --profile)
 
 on a board (ssh or adb; see README, "Benchmark on boards"):
   --remote USER@HOST[:PORT]   run there instead: copies the artifact, the inputs and an
@@ -419,6 +420,8 @@ int Run(const Options& o) {
   }
 
   int threads = threading::NumThreads();
+  // Times a worker was descheduled mid-task and sat out launches (threading.h, Late workers).
+  const uint64_t workers_late = threading::TimesWorkersWereLate();
   if (o.json) {
     std::ostringstream js;
     js << "{";
@@ -429,9 +432,10 @@ int Run(const Options& o) {
          << ", \"std_ms\": " << Ms(stats.std) << ", \"repeat\": " << o.repeat
          << ", \"number\": " << o.number << ", \"warmup\": " << o.warmup << ", ";
     }
-    js << "\"threads\": " << threads << ", \"load_ms\": " << Ms(load_ms)
-       << ", \"first_run_ms\": " << Ms(first_run_ms) << ", \"cold_start_ms\": " << Ms(cold_start_ms)
-       << ", \"artifact\": \"" << JsonEscape(o.artifact) << "\", \"outputs\": [";
+    js << "\"threads\": " << threads << ", \"workers_late\": " << workers_late
+       << ", \"load_ms\": " << Ms(load_ms) << ", \"first_run_ms\": " << Ms(first_run_ms)
+       << ", \"cold_start_ms\": " << Ms(cold_start_ms) << ", \"artifact\": \""
+       << JsonEscape(o.artifact) << "\", \"outputs\": [";
     for (size_t i = 0; i < written.size(); ++i) {
       js << (i ? ", " : "") << "\"" << JsonEscape(written[i]) << "\"";
     }
@@ -449,6 +453,12 @@ int Run(const Options& o) {
           "  mean %.4f  median %.4f  p90 %.4f  p99 %.4f  min %.4f  max %.4f  std %.4f\n",
           o.repeat, o.number, o.warmup, stats.mean, stats.median, stats.p90, stats.p99, stats.min,
           stats.max, stats.std);
+      if (workers_late != 0) {
+        std::printf(
+            "  a worker ended late (descheduled: another process on its core) %llu "
+            "time%s and sat out launches\n",
+            static_cast<unsigned long long>(workers_late), workers_late == 1 ? "" : "s");
+      }
     }
     if (o.profile) std::printf("%s", profile_text.c_str());
     for (const auto& p : written) std::printf("wrote %s\n", p.c_str());

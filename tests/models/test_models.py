@@ -4,6 +4,7 @@ Run:  /usr/bin/python3 -m pytest tests/models/test_models.py
 """
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -158,6 +159,45 @@ def test_compare_timing_table(models, tmp_path):
     assert len(rows) == 1 and rows[0].count("|") == 7
     ratio = float(rows[0].split("|")[5])
     assert ratio > 0
+
+
+@needs_node
+def test_compare_tail_table_with_a_busy_core(models, tmp_path):
+    cpu = max(os.sched_getaffinity(0))
+    proc = compare(models, tmp_path, "--threads", "1", "--rounds", "2", "--runs", "5",
+                   "--warmup", "0", "--busy-core", str(cpu), "--json", str(tmp_path / "r.json"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "with a busy loop on CPU %d" % cpu in proc.stdout
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| cnn | 1 |")]
+    assert len(rows) == 1 and rows[0].count("|") == 12, proc.stdout
+    cells = [c.strip() for c in rows[0].split("|")[1:-1]]
+    ember_median, ember_p99, ember_max = (float(c) for c in cells[2:5])
+    assert 0 < ember_median <= ember_p99 <= ember_max
+    with open(str(tmp_path / "r.json")) as f:
+        row = json.load(f)["results"][1]["timing"]["1"]
+    assert row["busy_core"] == cpu and len(row["ember_rounds"]) == 2
+    assert row["ort_p99_ms"] <= row["ort_max_ms"]
+    assert not busy_loops(cpu), "the busy loop outlived the timed rounds"
+
+
+def busy_loops(cpu):
+    """PIDs of processes running compare_ort.py's busy loop on this CPU."""
+    text = ("os.sched_setaffinity(0, {%d})" % cpu).encode()
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if text in f.read():
+                    pids.append(int(pid))
+        except OSError:
+            pass
+    return pids
+
+
+def test_compare_refuses_a_busy_core_it_may_not_use(tmp_path):
+    proc = subprocess.run([sys.executable, COMPARE, "--busy-core", "4095", "--check-only"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--busy-core 4095" in proc.stderr, proc.stderr
 
 
 @needs_node

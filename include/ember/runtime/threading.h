@@ -27,6 +27,14 @@
  * more on a virtual machine whose host is busy). Otherwise, and once the last run ended, it spins
  * SpinMicros() (EMBER_THREAD_SPIN_US, default 20 us) more: an idle process uses no CPU.
  *
+ * Late workers. A worker that ends its task of a launch more than the calling thread's own busy
+ * time (plus 0.2 ms) after the calling thread ended its own was descheduled mid-task: another
+ * process shares its core. It then sits out the launches with num_task 0 for 10 ms, twice as long
+ * each time it is late again, up to EMBER_THREAD_LATE_BACKOFF_MS (default 1000; 0 = never sit
+ * out), and 256 launches in a row on time forget its record. The pool runs with fewer threads in
+ * that time instead of waiting a time slice for the late worker in every launch. Launches that ask
+ * for num_task > 0 always get every worker (their tasks may meet at a barrier).
+ *
  * Launch rules.
  *   - Nested launches (a task calling TVMBackendParallelLaunch) run serially on the calling thread;
  *     so does a launch while another thread's launch holds the pool (it never blocks).
@@ -48,6 +56,7 @@
  *                                         runtime.NumThreads() (TVM's names)
  *   EMBER_THREAD_SPIN_US                  SetSpinMicros()
  *   EMBER_THREAD_RUN_SPIN_US              SetRunSpinMicros()
+ *   EMBER_THREAD_LATE_BACKOFF_MS          SetLateBackoffMillis() (TimesWorkersWereLate() counts)
  *   EMBER_VERBOSE                         Describe()
  */
 #ifndef EMBER_RUNTIME_THREADING_H_
@@ -70,6 +79,10 @@ constexpr int kDefaultSpinMicros = 20;
 constexpr int kDefaultRunSpinMicros = 2000;
 /*! \brief Upper bound on SetSpinMicros (one second). */
 constexpr int kMaxSpinMicros = 1000000;
+/*! \brief Longest time a late worker sits out when EMBER_THREAD_LATE_BACKOFF_MS is not set. */
+constexpr int kDefaultLateBackoffMillis = 1000;
+/*! \brief Upper bound on SetLateBackoffMillis (one minute). */
+constexpr int kMaxLateBackoffMillis = 60000;
 
 /*! \brief Which cores the workers run on; the values match TVM's config_threadpool modes. */
 enum class AffinityMode : int {
@@ -128,6 +141,20 @@ TVM_DLL bool InParallelTask();
  *        first launch). A diagnostic: it shows whether an idle process holds any core.
  */
 TVM_DLL int NumParkedWorkers();
+
+/*!
+ * \brief The longest time a late worker sits out launches, in milliseconds (0 = workers never
+ *        sit out; a worker sitting out now is back at the next launch). Throws on a value outside
+ *        [0, kMaxLateBackoffMillis].
+ */
+TVM_DLL void SetLateBackoffMillis(int millis);
+TVM_DLL int LateBackoffMillis();
+
+/*!
+ * \brief Times, since the pool started, that a worker ended its task late and began to sit out
+ *        launches (see Late workers in the file comment); 0 before the first launch.
+ */
+TVM_DLL uint64_t TimesWorkersWereLate();
 
 /*! \brief Cores the process may run on, split by maximum frequency (see the file comment). */
 struct CpuTopology {

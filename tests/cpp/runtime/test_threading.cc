@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "../../../runtime/late_worker.h"
 #include "../../../runtime/thread_pool_sync.h"
 
 namespace {
@@ -25,11 +26,19 @@ namespace {
 using ember::runtime::threading::AffinityMode;
 namespace threading = ember::runtime::threading;
 
-// Every test starts and ends with the default configuration.
+// Every test starts and ends with the default configuration, except that workers never sit out
+// launches for being late: these tests count the tasks of launches with num_task 0, and a busy
+// machine can make any worker late. The late-worker tests turn it on.
 class ThreadPoolTest : public ::testing::Test {
  protected:
-  void SetUp() override { threading::Configure(AffinityMode::kAll, 0); }
-  void TearDown() override { threading::Configure(AffinityMode::kAll, 0); }
+  void SetUp() override {
+    threading::Configure(AffinityMode::kAll, 0);
+    threading::SetLateBackoffMillis(0);
+  }
+  void TearDown() override {
+    threading::Configure(AffinityMode::kAll, 0);
+    threading::SetLateBackoffMillis(threading::kDefaultLateBackoffMillis);
+  }
 };
 
 // Each task sums its slice of `data` into partial[task] and counts how often it ran.
@@ -629,7 +638,8 @@ TEST_F(ThreadPoolTest, WorkersSpinDuringARunAndParkAfterIt) {
 
 // Prints the spin times the runtime started with and exits (run in a re-executed child).
 void ReportSpinTimesAndExit() {
-  std::fprintf(stderr, "spin %d run %d\n", threading::SpinMicros(), threading::RunSpinMicros());
+  std::fprintf(stderr, "spin %d run %d late %d\n", threading::SpinMicros(),
+               threading::RunSpinMicros(), threading::LateBackoffMillis());
   std::exit(0);
 }
 
@@ -639,14 +649,145 @@ TEST(ThreadPoolEnvironment, SpinTimesComeFromTheEnvironment) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   setenv("EMBER_THREAD_SPIN_US", "7", 1);
   setenv("EMBER_THREAD_RUN_SPIN_US", "300", 1);
-  EXPECT_EXIT(ReportSpinTimesAndExit(), ::testing::ExitedWithCode(0), "spin 7 run 300");
+  setenv("EMBER_THREAD_LATE_BACKOFF_MS", "0", 1);
+  EXPECT_EXIT(ReportSpinTimesAndExit(), ::testing::ExitedWithCode(0), "spin 7 run 300 late 0");
   setenv("EMBER_THREAD_SPIN_US", "soon", 1);
   setenv("EMBER_THREAD_RUN_SPIN_US", "-1", 1);
+  setenv("EMBER_THREAD_LATE_BACKOFF_MS", "60001", 1);
   EXPECT_EXIT(ReportSpinTimesAndExit(), ::testing::ExitedWithCode(0),
               "ignoring EMBER_THREAD_SPIN_US=\"soon\": expected an integer in \\[0, 1000000\\]"
-              ".*EMBER_THREAD_RUN_SPIN_US=\"-1\".*spin 20 run 2000");
+              ".*EMBER_THREAD_RUN_SPIN_US=\"-1\".*EMBER_THREAD_LATE_BACKOFF_MS=\"60001\""
+              ".*spin 20 run 2000 late 1000");
   unsetenv("EMBER_THREAD_SPIN_US");
   unsetenv("EMBER_THREAD_RUN_SPIN_US");
+  unsetenv("EMBER_THREAD_LATE_BACKOFF_MS");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Late workers (runtime/late_worker.h).
+
+using threading::LateWorker;
+using threading::LateWorkerLimits;
+constexpr uint64_t kMs = 1'000'000;
+
+TEST(LateWorker, AWorkerWithinTheLaunchersBusyTimeAndSlackIsOnTime) {
+  LateWorkerLimits limits;
+  LateWorker w;
+  EXPECT_FALSE(w.Record(limits, 100 * kMs, 2 * kMs, 2 * kMs + limits.slack_ns));
+  EXPECT_TRUE(w.Available(100 * kMs));
+  EXPECT_EQ(w.times_late(), 0u);
+}
+
+TEST(LateWorker, ALateWorkerSitsOutTwiceAsLongEachTimeUpToTheCap) {
+  LateWorkerLimits limits;
+  limits.max_backoff_ns = 35 * kMs;
+  LateWorker w;
+  uint64_t now = 1000 * kMs;
+  EXPECT_TRUE(w.Record(limits, now, 1 * kMs, 5 * kMs));
+  EXPECT_EQ(w.BenchedUntil(), now + 10 * kMs);
+  EXPECT_FALSE(w.Available(now + 10 * kMs - 1));
+  EXPECT_TRUE(w.Available(now + 10 * kMs));
+  now += 20 * kMs;
+  EXPECT_TRUE(w.Record(limits, now, 0, 1 * kMs));
+  EXPECT_EQ(w.BenchedUntil(), now + 20 * kMs);
+  now += 30 * kMs;
+  EXPECT_TRUE(w.Record(limits, now, 0, 1 * kMs));
+  EXPECT_EQ(w.BenchedUntil(), now + 35 * kMs) << "40 ms capped at 35";
+  EXPECT_EQ(w.times_late(), 3u);
+}
+
+TEST(LateWorker, ASeriesOfOnTimeLaunchesForgetsTheRecord) {
+  LateWorkerLimits limits;
+  LateWorker w;
+  uint64_t now = 1000 * kMs;
+  EXPECT_TRUE(w.Record(limits, now, 0, 1 * kMs));
+  EXPECT_TRUE(w.Record(limits, now, 0, 1 * kMs));
+  EXPECT_EQ(w.BenchedUntil(), now + 20 * kMs);
+  now += 100 * kMs;
+  for (uint32_t i = 0; i + 1 < limits.on_time_to_forget; ++i) w.Record(limits, now, kMs, 0);
+  EXPECT_TRUE(w.Record(limits, now, 0, 1 * kMs)) << "one short of forgetting: the back-off doubles";
+  EXPECT_EQ(w.BenchedUntil(), now + 40 * kMs);
+  for (uint32_t i = 0; i < limits.on_time_to_forget; ++i) w.Record(limits, now, kMs, 0);
+  EXPECT_TRUE(w.Record(limits, now, 0, 1 * kMs));
+  EXPECT_EQ(w.BenchedUntil(), now + 10 * kMs) << "forgotten: back to the first back-off";
+}
+
+TEST(LateWorker, ZeroCapTurnsThePolicyOff) {
+  LateWorkerLimits limits;
+  limits.max_backoff_ns = 0;
+  LateWorker w;
+  EXPECT_FALSE(w.Record(limits, 5 * kMs, 0, 1000 * kMs));
+  EXPECT_TRUE(w.Available(5 * kMs));
+}
+
+// Task 1 runs on the worker for `worker_ms`; task 0 waits until task 1 has started (so the worker,
+// not the caller, takes it), up to a second.
+struct SlowWorkerJob {
+  int worker_ms = 0;
+  std::atomic<bool> task1_started{false};
+  std::atomic<bool> task1_on_worker{false};
+  std::thread::id caller = std::this_thread::get_id();
+};
+
+int SlowWorkerTask(int task_id, TVMParallelGroupEnv*, void* cdata) {
+  auto* job = static_cast<SlowWorkerJob*>(cdata);
+  if (task_id == 0) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (!job->task1_started.load() && std::chrono::steady_clock::now() < give_up) {
+    }
+    return 0;
+  }
+  job->task1_on_worker.store(std::this_thread::get_id() != job->caller);
+  job->task1_started.store(true);
+  if (job->task1_on_worker.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(job->worker_ms));
+  }
+  return 0;
+}
+
+// Launches SlowWorkerTask until the worker ran task 1 (it may miss a post on a loaded machine).
+bool LaunchWithTheWorker(int worker_ms) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    SlowWorkerJob job;
+    job.worker_ms = worker_ms;
+    if (TVMBackendParallelLaunch(SlowWorkerTask, &job, 0) != 0) return false;
+    if (job.task1_on_worker.load()) return true;
+  }
+  return false;
+}
+
+// The worker ends 50 ms after the caller: it sits out the next launches (they run on the caller
+// alone, num_task 1), and after its back-off it takes tasks again.
+TEST_F(ThreadPoolTest, ALateWorkerSitsOutLaunchesThenComesBack) {
+  threading::SetNumThreads(2);
+  threading::SetLateBackoffMillis(threading::kDefaultLateBackoffMillis);
+  ASSERT_TRUE(LaunchWithTheWorker(50));
+  const auto late_at = std::chrono::steady_clock::now();
+  EXPECT_EQ(threading::TimesWorkersWereLate(), 1u);
+  SumJob job(10007, 4);
+  ASSERT_EQ(TVMBackendParallelLaunch(SumTask, &job, 0), 0) << TVMGetLastError();
+  EXPECT_EQ(job.partial[0], job.Expected());
+  // The first back-off is 10 ms; a test thread descheduled that long has nothing to check here.
+  if (std::chrono::steady_clock::now() - late_at < std::chrono::milliseconds(10)) {
+    EXPECT_EQ(job.seen_num_task.load(), 1) << "the late worker took part";
+  }
+  // A launch that asks for its tasks gets every worker: these two meet at a barrier.
+  BarrierState barrier(2);
+  ASSERT_EQ(TVMBackendParallelLaunch(BarrierTask, &barrier, 2), 0) << TVMGetLastError();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(LaunchWithTheWorker(0)) << "the worker did not come back after its back-off";
+  EXPECT_EQ(threading::TimesWorkersWereLate(), 1u);
+}
+
+TEST_F(ThreadPoolTest, WithTheBackOffOffALateWorkerKeepsItsTasks) {
+  threading::SetNumThreads(2);
+  ASSERT_EQ(threading::LateBackoffMillis(), 0);
+  ASSERT_TRUE(LaunchWithTheWorker(30));
+  EXPECT_EQ(threading::TimesWorkersWereLate(), 0u);
+  EXPECT_TRUE(LaunchWithTheWorker(0));
+  EXPECT_THROW(threading::SetLateBackoffMillis(-1), ember::runtime::Error);
+  EXPECT_THROW(threading::SetLateBackoffMillis(threading::kMaxLateBackoffMillis + 1),
+               ember::runtime::Error);
 }
 
 TEST(RunOnce, RunsTheInitialiserOnceAcrossThreads) {
