@@ -152,6 +152,11 @@ struct CompiledModel {
 
   CompiledModel(const onnx::ModelProto& model, const QuantizeOptions& options, const TempDir& tmp,
                 const std::string& name) {
+    if (options.log != nullptr && ::isatty(2)) {
+      *options.log << "compiling the " << name << " model with its " << model.graph().output_size()
+                   << " outputs for calibration and report\n"
+                   << std::flush;
+    }
     const std::string path = tmp.Sub(name + ".onnx");
     SaveModel(model, path);
     CompileOptions copt;

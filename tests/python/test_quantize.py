@@ -325,3 +325,14 @@ def test_refusals(quantized, tmp_path):
     msg = refusal(model, "-o", out, "--calibration", cal, "--input-shape", "z=1,2")
     assert "no input named 'z'" in msg
     assert "--method" in refusal(model, "-o", out, "--calibration", cal, "--method", "kl")
+
+
+def test_older_opset_is_raised_to_13(tmp_path):
+    # Opset 11: Clip's bounds are inputs already, per-axis DequantizeLinear needs 13.
+    model = make_cnn(tmp_path / "op11.onnx", opset=11)
+    cal = write_calibration(tmp_path / "cal", count=2)
+    out = str(tmp_path / "op11_int8.onnx")
+    quantize_cli(model, "-o", out, "--calibration", cal)
+    m = onnx.load(out)
+    onnx.checker.check_model(m)
+    assert [o.version for o in m.opset_import if o.domain in ("", "ai.onnx")] == [13]
