@@ -234,6 +234,16 @@ void DropUnusedInitializers(onnx::GraphProto* g) {
   g->mutable_input()->Swap(&inputs);
 }
 
+// Ops whose every output value is one of their input's values.
+bool MovesValuesOnly(const onnx::NodeProto& n) {
+  static const char* kOps[] = {"MaxPool",   "Flatten",  "Reshape",      "Transpose",   "Squeeze",
+                               "Unsqueeze", "Identity", "SpaceToDepth", "DepthToSpace"};
+  for (const char* op : kOps) {
+    if (n.op_type() == op) return true;
+  }
+  return false;
+}
+
 size_t EditDistance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -416,6 +426,15 @@ QuantPlan PlanQuantization(const onnx::ModelProto& model, const std::vector<std:
   for (const auto& in : g.input()) take(in.name());
   for (const auto& n : g.node()) {
     for (const auto& out : n.output()) take(out);
+  }
+  const std::set<std::string> paired(plan.activations.begin(), plan.activations.end());
+  for (const auto& n : g.node()) {
+    if (IsDefaultDomain(n.domain()) && MovesValuesOnly(n) && n.input_size() >= 1 &&
+        n.output_size() == 1 && paired.count(n.input(0)) && paired.count(n.output(0))) {
+      auto root = plan.same_range_as.find(n.input(0));
+      plan.same_range_as[n.output(0)] =
+          root != plan.same_range_as.end() ? root->second : n.input(0);
+    }
   }
   return plan;
 }

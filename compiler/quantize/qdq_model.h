@@ -10,7 +10,8 @@
 // a Clip(0, hi) that is: that Clip is dropped, since with the output's range [0, <= hi] its zero
 // point is 0 and QuantizeLinear saturates exactly where the Clip would) get a Q/DQ pair; every
 // reader of a paired tensor except excluded nodes reads the DequantizeLinear's output. Ops
-// between pairs (Add, MaxPool, GlobalAveragePool, Concat, ...) stay float.
+// between pairs (Add, MaxPool, GlobalAveragePool, Concat, ...) stay float; a pair after one that
+// only moves or selects values takes the range of the pair before it (QuantPlan::same_range_as).
 #ifndef EMBER_COMPILER_QUANTIZE_QDQ_MODEL_H_
 #define EMBER_COMPILER_QUANTIZE_QDQ_MODEL_H_
 
@@ -44,6 +45,10 @@ struct QuantPlan {
   std::vector<QuantLayer> layers;
   std::vector<std::string> activations;  // tensors that get a Q/DQ pair, in graph order
   std::set<std::string> excluded;        // node names kept float
+  /*! \brief Activations written by an op that only moves or selects values (MaxPool, Flatten,
+   *  Reshape, ...) from another paired activation: they take its range, so their pair
+   *  requantizes nothing (each value stays on the same step). */
+  std::map<std::string, std::string> same_range_as;
 };
 
 /*! \brief Refuses a model that is not float32 or is already quantized; raises an opset below 13

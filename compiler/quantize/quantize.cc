@@ -226,6 +226,12 @@ struct Histogram {
   }
 };
 
+std::map<std::string, std::pair<float, float>> ShareRanges(
+    const QuantPlan& plan, std::map<std::string, std::pair<float, float>> ranges) {
+  for (const auto& [t, source] : plan.same_range_as) ranges[t] = ranges.at(source);
+  return ranges;
+}
+
 // Ranges of plan.activations over every sample.
 std::map<std::string, std::pair<float, float>> Calibrate(const QuantPlan& plan,
                                                          CompiledModel* model,
@@ -252,7 +258,7 @@ std::map<std::string, std::pair<float, float>> Calibrate(const QuantPlan& plan,
   for (auto& [t, r] : ranges) {
     if (r.first > r.second) r = {0.0f, 0.0f};  // nothing finite seen
   }
-  if (options.method != CalibrationMethod::kPercentile) return ranges;
+  if (options.method != CalibrationMethod::kPercentile) return ShareRanges(plan, ranges);
   std::map<std::string, Histogram> hist;
   for (const auto& [t, r] : ranges) {
     hist[t] = Histogram{r.first, r.second, std::vector<uint64_t>(kPercentileBins, 0), 0};
@@ -265,7 +271,7 @@ std::map<std::string, std::pair<float, float>> Calibrate(const QuantPlan& plan,
     second.Step(i + 1);
   }
   for (auto& [t, r] : ranges) r = hist[t].Clip(options.percentile);
-  return ranges;
+  return ShareRanges(plan, ranges);
 }
 
 struct ErrorSums {

@@ -1,7 +1,7 @@
 """emberc quantize / ember.quantize: post-training static quantization into a QDQ model.
 
 A small seeded classifier-shaped CNN (Conv + BatchNormalization + Relu, Conv + Clip(0, 6), a
-residual Add, MatMul + Relu, Gemm) is quantized on a few random samples; the result must be a
+MaxPool, residual Add, MatMul + Relu, Gemm) is quantized on a few random samples; the result must be a
 valid ONNX model in ORT's QDQ layout that Ember fuses into integer QLinearConv / QLinearMatMul,
 that agrees with ONNX Runtime and stays near fp32."""
 import json
@@ -19,10 +19,13 @@ from ember import compiler
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INPUT_SHAPE = (1, 3, 16, 16)
 CLASSES = 10
-# Quantized logits against fp32 over random images: the top-1 class must agree this often, and
-# the largest logit error stay within this fraction of the logits' range.
+# Quantized logits against fp32 over 40 random images (not the 6 calibration ones): the top-1
+# class must agree this often, and the mean and largest logit error stay within these fractions
+# of the logits' range (measured 2026-11-26: 0.95, 0.9%, 8.7%; the untrained model's 4x4 planes
+# average few values, and images outside the calibration set meet clipped ranges).
 TOP1_AGREEMENT = 0.9
-MAX_LOGIT_ERROR = 0.08
+MEAN_LOGIT_ERROR = 0.02
+MAX_LOGIT_ERROR = 0.15
 # Ember against ORT on the same QDQ model: integer convs are exact in both; float Add / pooling /
 # Gemm between the pairs round differently by up to a quantization step now and then.
 ORT_RANGE_TOLERANCE = 0.02
@@ -56,7 +59,9 @@ def make_cnn(path, seed=7, dtype=TensorProto.FLOAT, opset=13):
                           c("mu", rs.uniform(-.1, .1, 8)), c("var", rs.uniform(.8, 1.2, 8))],
                          ["bn0"], name="bn0"),
         helper.make_node("Relu", ["bn0"], ["r0"], name="relu0"),
-        helper.make_node("Conv", ["r0", w("w1", 16, 8, 3, 3, scale=0.25), w("b1", 16, scale=.1)],
+        helper.make_node("MaxPool", ["r0"], ["p0"], name="pool0", kernel_shape=[2, 2],
+                         strides=[2, 2]),
+        helper.make_node("Conv", ["p0", w("w1", 16, 8, 3, 3, scale=0.25), w("b1", 16, scale=.1)],
                          ["c1"], name="conv1", pads=[1, 1, 1, 1], strides=[2, 2]),
         helper.make_node("Clip", ["c1", c("lo", 0.0), c("hi", 6.0)], ["r1"], name="clip1"),
         helper.make_node("Conv", ["r1", w("w2", 16, 16, 1, 1, scale=0.3)], ["c2"], name="conv2"),
@@ -175,7 +180,8 @@ def test_int8_stays_near_fp32(quantized):
     agreement = float((ref.argmax(1) == got.argmax(1)).mean())
     assert agreement >= TOP1_AGREEMENT, agreement
     spread = ref.max() - ref.min()
-    assert np.abs(ref - got).max() <= MAX_LOGIT_ERROR * spread, np.abs(ref - got).max() / spread
+    err = np.abs(ref - got) / spread
+    assert err.mean() <= MEAN_LOGIT_ERROR and err.max() <= MAX_LOGIT_ERROR, (err.mean(), err.max())
 
 
 def test_agrees_with_onnx_runtime(quantized, tmp_path):
@@ -246,6 +252,12 @@ def test_percentile_differs_from_minmax(quantized, tmp_path):
     smaller = [k for k in act_scales if pct[k] < minmax[k]]
     assert smaller, "percentile calibration clipped no range"
     assert all(pct[k] <= minmax[k] * (1 + 1e-6) for k in act_scales)
+    # MaxPool only selects values: its output's pair takes its input's scale and zero point, so
+    # requantizing moves nothing (the percentiles of the two tensors differ).
+    m = onnx.load(out)
+    q_of = {n.input[0]: n for n in m.graph.node if n.op_type == "QuantizeLinear"}
+    for k in (1, 2):
+        assert pct[q_of["r0"].input[k]] == pct[q_of["p0"].input[k]]
 
 
 def test_python_api_takes_an_iterable_of_samples(quantized, tmp_path):
