@@ -79,6 +79,9 @@ CalibrationData::CalibrationData(const std::string& dir,
       dirs.push_back(p);
     } else if (p.extension() == ".npy") {
       files.push_back(p);
+    } else {
+      throw CompileError("calibration data: " + p.string() + " is not a .npy file; " + dir +
+                         " holds DIR/SAMPLE/INPUT.npy, or DIR/*.npy for a one-input model");
     }
   }
   if (!files.empty() && !dirs.empty()) {

@@ -348,3 +348,33 @@ def test_older_opset_is_raised_to_13(tmp_path):
     m = onnx.load(out)
     onnx.checker.check_model(m)
     assert [o.version for o in m.opset_import if o.domain in ("", "ai.onnx")] == [13]
+
+
+def test_two_inputs_take_one_directory_per_sample(tmp_path):
+    rs = np.random.RandomState(4)
+    w = numpy_helper.from_array((rs.standard_normal((4, 3, 3, 3)) * 0.3).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+         helper.make_node("Add", ["c", "shift"], ["y"], name="add")], "two_inputs",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8]),
+         helper.make_tensor_value_info("shift", TensorProto.FLOAT, [1, 4, 1, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [w])
+    model = str(tmp_path / "two.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), model)
+    cal = tmp_path / "cal"
+    for i in range(3):
+        (cal / str(i)).mkdir(parents=True)
+        np.save(str(cal / str(i) / "x.npy"), rs.uniform(-1, 1, (1, 3, 8, 8)).astype(np.float32))
+        np.save(str(cal / str(i) / "shift.npy"), rs.uniform(-1, 1, (1, 4, 1, 1)).astype(np.float32))
+    out = str(tmp_path / "two_int8.onnx")
+    quantize_cli(model, "-o", out, "--calibration", cal)
+    onnx.checker.check_model(onnx.load(out))
+    os.remove(str(cal / "2" / "shift.npy"))
+    msg = refusal(model, "-o", out, "--calibration", cal)
+    assert "has no shift.npy for input 'shift'" in msg
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    np.save(str(flat / "a.npy"), np.zeros((1, 3, 8, 8), np.float32))
+    assert "2 inputs (x, shift)" in refusal(model, "-o", out, "--calibration", flat)
+    (flat / "notes.txt").write_text("not a sample")
+    assert "notes.txt is not a .npy file" in refusal(model, "-o", out, "--calibration", flat)
