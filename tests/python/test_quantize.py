@@ -1,9 +1,9 @@
 """emberc quantize / ember.quantize: post-training static quantization into a QDQ model.
 
-A small seeded classifier-shaped CNN (Conv + BatchNormalization + Relu, Conv + Clip(0, 6), a
-MaxPool, residual Add, MatMul + Relu, Gemm) is quantized on a few random samples; the result must be a
-valid ONNX model in ORT's QDQ layout that Ember fuses into integer QLinearConv / QLinearMatMul,
-that agrees with ONNX Runtime and stays near fp32."""
+A small seeded classifier-shaped CNN (Conv + BatchNormalization + Relu, MaxPool, Conv +
+Clip(0, 6), a residual Add, MatMul + Relu, Gemm) is quantized on a few random samples; the result
+must be a valid ONNX model in ORT's QDQ layout that Ember fuses into integer QLinearConv /
+QLinearMatMul, that agrees with ONNX Runtime and stays near fp32."""
 import json
 import os
 import subprocess
