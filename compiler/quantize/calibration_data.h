@@ -7,9 +7,10 @@
 //                        or, when the input's first dimension is 1, (K, *input_shape[1:]).
 //
 // A directory mixing the two, a file that is not .npy, a file of another dtype or shape, a missing
-// or extra input file is refused naming the file and input, expected against got. Every file's header and size are
-// validated when the directory is opened (runtime/npy.cc's parser), before any data is read; a
-// sample's bytes are read only when it is used, so a large set costs no memory up front.
+// or extra input file is refused naming the file and input, expected against got. Every file's
+// header and size are validated when the directory is opened (runtime/npy.cc's parser), before any
+// data is read; a sample's bytes are read only when it is used, so a large set costs no memory up
+// front.
 #ifndef EMBER_COMPILER_QUANTIZE_CALIBRATION_DATA_H_
 #define EMBER_COMPILER_QUANTIZE_CALIBRATION_DATA_H_
 
