@@ -331,9 +331,9 @@ NpyArray ParseNpy(const uint8_t* bytes, size_t size, const std::string& source) 
   return out;
 }
 
-namespace detail {
-void LoadNpyWith(const std::string& path, void* (*alloc)(void* ctx, const NpyHeader& header),
-                 void* ctx) {
+namespace {
+// Opens \p path and validates its header and size, leaving the file at the array data.
+NpyHeader OpenNpy(const std::string& path, FilePtr* file) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
     Fail(path, std::string("cannot open .npy file: ") + std::strerror(errno));
@@ -342,7 +342,6 @@ void LoadNpyWith(const std::string& path, void* (*alloc)(void* ctx, const NpyHea
   FilePtr f(std::fopen(path.c_str(), "rb"));
   if (!f) Fail(path, std::string("cannot open .npy file: ") + std::strerror(errno));
   uint64_t file_size = static_cast<uint64_t>(st.st_size);
-
   // Read the fixed prefix, then exactly the announced header, then validate before allocating.
   std::vector<uint8_t> head(kNpyPrefixV2, 0);
   size_t got = std::fread(head.data(), 1, head.size(), f.get());
@@ -375,6 +374,21 @@ void LoadNpyWith(const std::string& path, void* (*alloc)(void* ctx, const NpyHea
   if (std::fseek(f.get(), static_cast<long>(h.data_offset), SEEK_SET) != 0) {
     Fail(path, "cannot seek to the array data");
   }
+  *file = std::move(f);
+  return h;
+}
+}  // namespace
+
+NpyHeader ReadNpyHeader(const std::string& path) {
+  FilePtr f;
+  return OpenNpy(path, &f);
+}
+
+namespace detail {
+void LoadNpyWith(const std::string& path, void* (*alloc)(void* ctx, const NpyHeader& header),
+                 void* ctx) {
+  FilePtr f;
+  NpyHeader h = OpenNpy(path, &f);
   void* dst = alloc(ctx, h);
   ReadExactly(f.get(), dst, static_cast<size_t>(h.data_bytes), path, "array data");
 }

@@ -78,6 +78,10 @@ zoo_dir=$(tests/models/fetch_zoo.sh)
 "$py" tests/models/gen_exported.py build/exported-models
 "$py" tests/models/check_suite.py build/exported-models/manifest.tsv build/exported-models \
   --work build/model-suite/exported
+# MobileNetV2 quantized by emberc quantize itself (a QDQ model with integer convs), against ORT.
+"$py" tests/models/gen_quantized.py build/quantized-models
+"$py" tests/models/check_suite.py build/quantized-models/manifest.tsv build/quantized-models \
+  --work build/model-suite/quantized
 
 stage "ONNX operator conformance (core tier)"
 tests/onnx/check.sh

@@ -169,6 +169,7 @@ CompileStats Compile(const CompileOptions& opt) {
   ImportOptions io;
   io.input_shapes = opt.input_shapes;
   io.bindings = opt.bindings;
+  io.log = log;
   auto t0 = Clock::now();
   Graph graph = ImportOnnxFile(opt.model_path, io);
   report("import", MsSince(t0), graph);

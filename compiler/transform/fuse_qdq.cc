@@ -29,7 +29,7 @@ class QdqFuser {
     for (int out : g->outputs()) graph_output_.push_back(out);
   }
 
-  void Run() {
+  FuseQdqStats Run() {
     std::vector<Node>& nodes = g_->nodes();
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (nodes[i].op != "QuantizeLinear" || removed_.count(i) != 0) continue;
@@ -44,6 +44,7 @@ class QdqFuser {
       }
     }
     nodes = std::move(kept);
+    return stats_;
   }
 
  private:
@@ -157,17 +158,19 @@ class QdqFuser {
     }
     removed_.insert(op_index);
     replacement_[q_index] = std::move(out);
+    ++(conv ? stats_.qlinear_conv : stats_.qlinear_matmul);
   }
 
   Graph* g_;
   std::vector<int> uses_, producers_, graph_output_;
   std::set<size_t> removed_;
   std::map<size_t, std::vector<Node>> replacement_;
+  FuseQdqStats stats_;
 };
 
 }  // namespace
 
-void FuseQdq(Graph* graph) { QdqFuser(graph).Run(); }
+FuseQdqStats FuseQdq(Graph* graph) { return QdqFuser(graph).Run(); }
 
 }  // namespace compiler
 }  // namespace ember

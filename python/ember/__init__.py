@@ -7,6 +7,7 @@ from ._ffi import (DataType, Device, EmberError, Object, PackedFunc, _init_api,
 from . import ndarray as nd
 from . import runtime
 from .compiler import Artifact, compile  # noqa: A004 - the public name shadows the builtin
+from .quantize import quantize
 from .runtime import ExecutorPool, GraphModule, load_artifact, load_module
 
 __version__ = "0.1.0"
@@ -14,4 +15,4 @@ __version__ = "0.1.0"
 __all__ = ["libinfo", "DataType", "Device", "EmberError", "Object", "PackedFunc", "_init_api",
            "convert_to_packed_func", "cpu", "device", "get_global_func", "list_global_func_names",
            "register_func", "remove_global_func", "nd", "runtime", "Artifact", "compile",
-           "ExecutorPool", "GraphModule", "load_artifact", "load_module"]
+           "quantize", "ExecutorPool", "GraphModule", "load_artifact", "load_module"]

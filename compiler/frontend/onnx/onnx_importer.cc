@@ -330,7 +330,11 @@ Graph ImportModel(onnx::ModelProto model, const std::string& source, const Impor
   GraphReader reader(&g, source, opset);
   reader.ReadMain(gp);
   try {
-    FuseQdq(&g);
+    const FuseQdqStats fused = FuseQdq(&g);
+    if (options.log != nullptr && fused.qlinear_conv + fused.qlinear_matmul > 0) {
+      *options.log << "emberc: fuse_qdq: " << fused.qlinear_conv << " QLinearConv, "
+                   << fused.qlinear_matmul << " QLinearMatMul (integer products)\n";
+    }
     Canonicalize(&g, opset);
   } catch (const UnsupportedError& e) {
     throw UnsupportedError(source + ": " + e.what() + " (opset " + std::to_string(opset) + ")");

@@ -8,6 +8,7 @@
 #include <ember/compiler/ir/graph.h>
 
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,8 @@ struct ImportOptions {
    *  one per element of the input, or one for all. The input becomes a constant (folding takes
    *  an If on it) and leaves the artifact's inputs. */
   std::map<std::string, std::string> bindings;
+  /*! \brief When set, notes for `emberc -v` (QDQ patterns fused into integer ops). */
+  std::ostream* log = nullptr;
 };
 
 /*!

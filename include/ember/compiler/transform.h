@@ -23,10 +23,16 @@ namespace compiler {
  * only constant inputs are evaluated on the host. Needs `opset` (ai.onnx) for version differences.
  */
 void Canonicalize(Graph* graph, int64_t opset);
+/*! \brief What FuseQdq made (`emberc compile -v` prints it). */
+struct FuseQdqStats {
+  int qlinear_conv = 0;
+  int qlinear_matmul = 0;
+};
+
 /*! \brief ONNX's QDQ layout as integer ops, before Canonicalize: QuantizeLinear of a Conv (or
  *  Conv + Relu, or MatMul) of DequantizeLinear operands becomes QLinearConv / QLinearMatMul, as
  *  ONNX Runtime runs it (see compiler/transform/fuse_qdq.cc for when it applies). */
-void FuseQdq(Graph* graph);
+FuseQdqStats FuseQdq(Graph* graph);
 /*! \brief Evaluates on the host every node whose inputs are all constants (if it can). */
 void FoldConstants(Graph* graph);
 /*! \brief Removes Identity/Dropout, no-op Reshape/Transpose/Cast/Expand/Slice/Pad/Concat, merges

@@ -73,6 +73,12 @@ void CheckNpyDataSize(const NpyHeader& header, uint64_t file_size, const std::st
 /*! \brief Parses a complete .npy file held in memory. */
 NpyArray ParseNpy(const uint8_t* bytes, size_t size, const std::string& source);
 
+/*!
+ * \brief Reads and validates only the header of the .npy file at \p path (and that the file holds
+ * exactly the data it announces), so a caller can check dtype and shape before reading any data.
+ */
+NpyHeader ReadNpyHeader(const std::string& path);
+
 /*! \brief Reads a .npy file; header and size are validated before the data is allocated. */
 NpyArray LoadNpy(const std::string& path);
 

@@ -17,6 +17,7 @@ using ember::runtime::NpyArray;
 using ember::runtime::NpyError;
 using ember::runtime::ParseNpy;
 using ember::runtime::ParseNpyHeader;
+using ember::runtime::ReadNpyHeader;
 using ember::runtime::SaveNpy;
 using ember::runtime::SerializeNpyHeader;
 
@@ -245,6 +246,23 @@ TEST(Npy, RefusesHugeShapesBeforeAllocating) {
                 V1Header("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000,), }") +
                     std::string(16, '\0'),
                 {"needs 4000000 bytes", "holds 16"});
+}
+
+TEST(Npy, ReadsHeaderAloneAndChecksTheSize) {
+  // What emberc quantize checks each calibration file with before reading any data.
+  const auto h = ReadNpyHeader(GoldenDir() + "f32_2x3.npy");
+  EXPECT_EQ(h.shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(h.data_bytes, 24u);
+  EXPECT_EQ(h.data_offset + h.data_bytes, ReadFile(GoldenDir() + "f32_2x3.npy").size());
+  const std::string path = TempPath("header_only_short.npy");
+  WriteFile(path, V1Header("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000,), }"));
+  try {
+    ReadNpyHeader(path);
+    ADD_FAILURE() << "a header announcing missing data was accepted";
+  } catch (const NpyError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs 4000000 bytes"), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
 }
 
 TEST(Npy, RefusesTrailingBytes) {
