@@ -331,7 +331,7 @@ Graph ImportModel(onnx::ModelProto model, const std::string& source, const Impor
   reader.ReadMain(gp);
   try {
     FuseQdq(&g);
-    Canonicalize(&g, opset);
+    Canonicalize(&g, opset, options.strategy);
   } catch (const UnsupportedError& e) {
     throw UnsupportedError(source + ": " + e.what() + " (opset " + std::to_string(opset) + ")");
   } catch (const CompileError& e) {

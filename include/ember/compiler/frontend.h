@@ -6,6 +6,7 @@
 #define EMBER_COMPILER_FRONTEND_H_
 
 #include <ember/compiler/ir/graph.h>
+#include <ember/compiler/strategy.h>
 
 #include <map>
 #include <string>
@@ -27,6 +28,9 @@ struct ImportOptions {
    *  one per element of the input, or one for all. The input becomes a constant (folding takes
    *  an If on it) and leaves the artifact's inputs. */
   std::map<std::string, std::string> bindings;
+  /*! \brief The target's kernel strategy, which canonicalization asks where a form exists only
+   *  for some kernels (see Canonicalize); null: target-independent forms. */
+  const KernelStrategy* strategy = nullptr;
 };
 
 /*!

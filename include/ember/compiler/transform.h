@@ -21,8 +21,10 @@ namespace compiler {
  * \brief Per-node canonicalization + type inference + folding, in topological order: constant
  * inputs become attributes, defaults are filled, Shape/Size/ConstantOfShape/Range and nodes with
  * only constant inputs are evaluated on the host. Needs `opset` (ai.onnx) for version differences.
+ * With a `strategy`, a quantized conv an int8 kernel takes on its target stays an integer conv
+ * (kDataZeroPointAttr); without, it runs exactly on the float kernels.
  */
-void Canonicalize(Graph* graph, int64_t opset);
+void Canonicalize(Graph* graph, int64_t opset, const KernelStrategy* strategy = nullptr);
 /*! \brief ONNX's QDQ layout as integer ops, before Canonicalize: QuantizeLinear of a Conv (or
  *  Conv + Relu, or MatMul) of DequantizeLinear operands becomes QLinearConv / QLinearMatMul, as
  *  ONNX Runtime runs it (see compiler/transform/fuse_qdq.cc for when it applies). */
