@@ -166,17 +166,18 @@ CompileStats Compile(const CompileOptions& opt) {
     }
   };
 
+  const schedule::TableStrategy strategy(
+      target, opt.strategy ? *opt.strategy : StrategyOptionsFromEnvironment());
   ImportOptions io;
   io.input_shapes = opt.input_shapes;
   io.bindings = opt.bindings;
   io.log = log;
+  io.strategy = &strategy;
   auto t0 = Clock::now();
   Graph graph = ImportOnnxFile(opt.model_path, io);
   report("import", MsSince(t0), graph);
   dump("import", graph);
 
-  const schedule::TableStrategy strategy(
-      target, opt.strategy ? *opt.strategy : StrategyOptionsFromEnvironment());
   const ControlFlowScheduler scheduler(&strategy, &strategy, opt.opt_level);
   for (const Pass& p : GraphPasses(strategy)) {
     t0 = Clock::now();

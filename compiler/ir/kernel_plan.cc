@@ -11,6 +11,7 @@ constexpr const char* kWeightIcBlockKey = "ember_plan_weight_ic_block";
 constexpr const char* kWinogradTileKey = "ember_plan_winograd_tile";
 constexpr const char* kWinogradBlockKey = "ember_plan_winograd_block";
 constexpr const char* kDensePanelKey = "ember_plan_dense_panel";
+constexpr const char* kInt8DotKey = "ember_plan_int8_dot";
 
 }  // namespace
 
@@ -24,17 +25,17 @@ KernelPlan KernelPlan::Of(const Node& node) {
   p.winograd_tile = node.GetInt(kWinogradTileKey, 0);
   p.winograd_block = node.GetInt(kWinogradBlockKey, 0);
   p.dense_panel = node.GetInt(kDensePanelKey, 0);
+  p.int8_dot = node.GetInt(kInt8DotKey, 0) != 0;
   return p;
 }
 
 void KernelPlan::AttachTo(Node* node) const {
   node->attrs[kKernelKey] = kernel;
   // Only the fields in use, so dumps stay short.
-  const std::pair<const char*, int64_t> fields[] = {{kWeightBlockKey, weight_block},
-                                                    {kWeightIcBlockKey, weight_ic_block},
-                                                    {kWinogradTileKey, winograd_tile},
-                                                    {kWinogradBlockKey, winograd_block},
-                                                    {kDensePanelKey, dense_panel}};
+  const std::pair<const char*, int64_t> fields[] = {
+      {kWeightBlockKey, weight_block},   {kWeightIcBlockKey, weight_ic_block},
+      {kWinogradTileKey, winograd_tile}, {kWinogradBlockKey, winograd_block},
+      {kDensePanelKey, dense_panel},     {kInt8DotKey, int8_dot ? 1 : 0}};
   for (const auto& [key, value] : fields) {
     if (value != 0) {
       node->attrs[key] = value;

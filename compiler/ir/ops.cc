@@ -123,7 +123,9 @@ Types ConvRule(const Node& n, const Types& in) {
     if (o <= 0) NodeError(n, "kernel larger than padded input " + x.ToString());
     out.push_back(o);
   }
-  return {Blocked(n, TensorType{out, x.dtype}, out_block)};
+  // An integer conv (kDataZeroPointAttr) of 8-bit operands sums in int32.
+  const bool integer = x.dtype == kUInt8 || x.dtype == kInt8;
+  return {Blocked(n, TensorType{out, integer ? kInt32 : x.dtype}, out_block)};
 }
 
 Types ConvTransposeRule(const Node& n, const Types& in) {

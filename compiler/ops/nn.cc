@@ -1,5 +1,6 @@
 // Compute rules of Conv, ConvTranspose, pooling, Gemm and MatMul. Attributes follow the
 // canonical form (canonical_ops.h): pads/strides/dilations/kernel_shape are always present.
+#include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/weight_layout.h>
 #include <ember/compiler/ir/window_attrs.h>
@@ -113,6 +114,22 @@ Tensor ConvNchw(const Node& n, const Tensor& x, const Tensor& w, const Tensor& b
     rk.push_back(te::ReduceAxis(win.kernel[d], "rk" + std::to_string(d)));
     axes.push_back(rk.back());
   }
+  // An integer conv's 8-bit operands as int32, the data shifted by its zero point (padding is
+  // zero after the shift).
+  const bool integer = x.dtype() == te::UInt(8) || x.dtype() == te::Int(8);
+  if (integer && n.HasAttr(kPackedInt8WeightAttr)) {
+    Fail(n, "its weights are packed for the int8 kernel (" + std::string(kPackedInt8WeightAttr) +
+                "), which is the only one that reads them");
+  }
+  const int64_t zero_point = n.GetInt(kDataZeroPointAttr, 0);
+  auto shifted = [&](const Expr& v) {
+    return integer ? te::Cast(te::Int(32), v) - te::Const(te::Int(32), zero_point) : v;
+  };
+  Tensor xp = x;
+  if (integer) {
+    xp = te::Compute(
+        x.shape(), [&](const std::vector<Expr>& i) { return shifted(x(i)); }, n.name + "_shift");
+  }
   // Padding is materialised once so the reduction's inner loop reads without bounds checks.
   bool padded = false;
   std::vector<int64_t> pshape = x.shape();
@@ -122,7 +139,6 @@ Tensor ConvNchw(const Node& n, const Tensor& x, const Tensor& w, const Tensor& b
     pshape[2 + d] = std::max(x.shape()[2 + d] + win.pads[d], need);
     if (win.pads[d] > 0 || pshape[2 + d] > x.shape()[2 + d]) padded = true;
   }
-  Tensor xp = x;
   if (padded) {
     xp = te::ComputeMaterialized(
         pshape,
@@ -135,7 +151,8 @@ Tensor ConvNchw(const Node& n, const Tensor& x, const Tensor& w, const Tensor& b
             Expr ok = (pos >= 0) && (pos < x.shape()[2 + d]);
             inside = inside.defined() ? (inside && ok) : ok;
           }
-          return te::Select(inside, x(xi), te::Const(x.dtype(), 0));
+          return te::Select(inside, shifted(x(xi)),
+                            te::Const(integer ? te::Int(32) : x.dtype(), 0));
         },
         n.name + "_pad");
   }
@@ -151,6 +168,7 @@ Tensor ConvNchw(const Node& n, const Tensor& x, const Tensor& w, const Tensor& b
           wi.push_back(rk[d].var);
         }
         Expr weight = winograd ? WinogradWeight(n, w, wi) : w(PackedWeightIndex(n, w.shape(), wi));
+        if (integer) weight = te::Cast(te::Int(32), weight);
         return te::Sum(xp(xi) * weight, axes);
       },
       n.name + "_conv");

@@ -20,8 +20,9 @@ bool IsF32(DLDataType t) { return t.code == kDLFloat && t.bits == 32 && t.lanes 
 // store; int32, the integer product of a quantized conv run in float32 (exact) and cast.
 bool EpilogueStores(DLDataType t) { return IsF32(t) || t == kFloat16 || t == kInt32; }
 
-// The conv node, when every other node is elementwise/broadcast with a compute rule.
-const Node* FindSingleConv(const FusedGroup& group) {
+}  // namespace
+
+const Node* SingleConvOf(const FusedGroup& group) {
   const Node* conv = nullptr;
   for (const Node* n : group.nodes) {
     if (n->op == "Conv") {
@@ -37,6 +38,8 @@ const Node* FindSingleConv(const FusedGroup& group) {
   }
   return conv;
 }
+
+namespace {
 
 // The NCHW shape of a value stored in `block` (0: NCHW); empty when it is not stored so.
 std::vector<int64_t> NchwShape(const TensorType& t, int64_t block) {
@@ -77,7 +80,7 @@ bool ReadGeometry(const Node& conv, const Graph& g, ConvShape* s) {
 
 bool MatchAnyConvGroup(const FusedGroup& group, ConvGroup* m) {
   const Graph& g = *group.graph;
-  const Node* conv = FindSingleConv(group);
+  const Node* conv = SingleConvOf(group);
   if (conv == nullptr || group.outputs.size() != 1 || conv->outputs.size() != 1) return false;
   if (!conv->HasInput(0) || !conv->HasInput(1)) return false;
   if (!IsGroupInput(group, conv->inputs[0]) || !IsGroupInput(group, conv->inputs[1])) return false;

@@ -39,6 +39,10 @@ struct ConvGroup {
 /*! \brief The output channel of element i of the conv's output (in its layout). */
 te::Expr OutputChannel(const ConvShape& s, const std::vector<te::Expr>& i);
 
+/*! \brief The group's one Conv when every other node is elementwise/broadcast with a compute
+ * rule; null otherwise. */
+const Node* SingleConvOf(const FusedGroup& group);
+
 /*! \brief Fills *m and returns true when the group has the form above and its conv reads plain
  * (OIHW or blocked) weights, not Winograd-transformed ones (kWinogradTileAttr). */
 bool MatchConvGroup(const FusedGroup& group, ConvGroup* m);

@@ -210,7 +210,7 @@ bool BuildEpilogueAt(const FusedGroup& group, const Node& anchor, const AnchorOp
     if (vid == m.w_id && !wb) wb = lf.args.back().buffer;
   }
   const std::vector<int64_t>& oshape = g.value(anchor.outputs[0]).type.shape;
-  te::Tensor raw = te::Placeholder(oshape, te::Float(32), anchor.name + "_raw");
+  te::Tensor raw = te::Placeholder(oshape, m.result, anchor.name + "_raw");
   te::Tensor bias = m.bias_id >= 0 ? env.at(m.bias_id) : te::Tensor();
   env[anchor.outputs[0]] = te::Compute(
       oshape,
@@ -225,10 +225,11 @@ bool BuildEpilogueAt(const FusedGroup& group, const Node& anchor, const AnchorOp
   }
   auto out = env.find(group.outputs[0]);
   // float32, or what the group stores (see MatchAnyConvGroup): a float16 result rounded as memory
-  // holds it, an int32 one cast from the exact float sum.
+  // holds it, an int32 one cast from the exact float sum; after int32 sums, 8-bit integers too.
   const te::DataType dt = out == env.end() ? te::Float(32) : out->second.dtype();
+  const bool narrowed = te::IsInt(m.result) && (dt == te::UInt(8) || dt == te::Int(8));
   if (out == env.end() || out->second.shape() != oshape ||
-      (dt != te::Float(32) && dt != te::Float(16) && dt != te::Int(32))) {
+      (dt != te::Float(32) && dt != te::Float(16) && dt != te::Int(32) && !narrowed)) {
     return false;
   }
   const Value& gout = g.value(group.outputs[0]);
@@ -240,7 +241,7 @@ bool BuildEpilogueAt(const FusedGroup& group, const Node& anchor, const AnchorOp
   std::vector<te::Expr> vars;
   VarMap none;
   for (size_t d = 0; d < oshape.size(); ++d) vars.push_back(te::MakeVar("i" + std::to_string(d)));
-  te::Expr marker = te::MakeVar("conv_acc", te::Float(32));
+  te::Expr marker = te::MakeVar("conv_acc", m.result);
   inl.raw = raw.get();
   inl.raw_index = vars;
   inl.raw_value = marker;

@@ -48,6 +48,9 @@ struct AnchorOperands {
   int bias_id = -1;          // value id of the bias the anchor adds, or < 0
   /*! \brief The bias element added at output element i (unused without a bias). */
   std::function<std::vector<te::Expr>(const std::vector<te::Expr>& i)> bias_index;
+  /*! \brief The type of the anchor's raw result: float32, or int32 (an integer conv), whose
+   * epilogue may also narrow to 8-bit integers (a requantization). */
+  te::DataType result = te::Float(32);
 };
 
 /*!

@@ -120,8 +120,38 @@ struct DenseParams {
   }
 };
 
+/*! \brief Register block of the int8 convolution: `ow_block` output columns times `oc_vectors`
+ * vectors of `lanes` int32 accumulators (output channels), each step a u8 x s8 dot product of
+ * four input channels (te::DotU8S8). Runs only where the target's int8_dot_bits reach
+ * lanes * 32. */
+struct Conv2dInt8Params {
+  int64_t lanes = 16;
+  int64_t oc_vectors = 2;
+  int64_t ow_block = 14;
+
+  Conv2dInt8Params& Lanes(int64_t v) {
+    lanes = v;
+    return *this;
+  }
+  Conv2dInt8Params& OcVectors(int64_t v) {
+    oc_vectors = v;
+    return *this;
+  }
+  Conv2dInt8Params& OwBlock(int64_t v) {
+    ow_block = v;
+    return *this;
+  }
+};
+
 /*! \brief Which kernel an entry describes; the table lists them in order of preference. */
-enum class ScheduleKind { kDepthwiseConv2d, kConv2d1x1, kConv2dWide, kConv2dOcVec, kDense };
+enum class ScheduleKind {
+  kDepthwiseConv2d,
+  kConv2d1x1,
+  kConv2dWide,
+  kConv2dOcVec,
+  kDense,
+  kConv2dInt8
+};
 
 /*! \brief One kernel on one target class. Only the parameters of its kind are set (the table's
  * rows are built per kind: schedule_table.cc); the others keep their defaults. */
@@ -133,7 +163,12 @@ struct ScheduleEntry {
   Conv2dOcVecParams conv_ocvec;  // kConv2dOcVec
   DepthwiseParams depthwise;     // kDepthwiseConv2d
   DenseParams dense;             // kDense
+  Conv2dInt8Params conv_int8;    // kConv2dInt8
 };
+
+/*! \brief Whether entry e's kernel can run on `target` at all (the int8 kernels need the
+ * target's dot-product instruction, even when forced). */
+bool EntryRunsOn(const ScheduleEntry& e, const Target& target);
 
 /*! \brief Every schedule per target; tests and benchmarks iterate it. */
 const std::vector<ScheduleEntry>& ScheduleTable();
@@ -244,6 +279,21 @@ int64_t WinogradTileFor(const ConvShape& s, const Conv2dOcVecParams& p);
 /*! \brief Output columns per channels-in-lanes tile for output width `ow` and block `most`: the
  * largest divisor of `ow` in [most/2, most] (no tail tile), else min(ow, most). */
 int64_t ChooseOwBlock(int64_t ow, int64_t most);
+
+/*! \brief True when conv2d_int8.cc takes this conv as planned (before its weights are packed): an
+ * integer conv (kDataZeroPointAttr) of 2-D NCHW 8-bit data, ungrouped, undilated, strides up to
+ * 4, with a constant 4-D 8-bit weight, a constant int32 bias or none, and sums that cannot
+ * overflow int32. */
+bool Conv2dInt8Applies(const Graph& g, const Node& conv, const Conv2dInt8Params& p);
+
+/*!
+ * \brief An integer conv with weights PackConvWeights packed for it (kPackedInt8WeightAttr),
+ * followed by elementwise/broadcast epilogue nodes (the requantization of a QLinearConv): u8 x
+ * s8 dot products of four input channels into int32 register tiles, see conv2d_int8.cc. Returns
+ * false (and leaves *out alone) when the group does not fit.
+ */
+bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                   const Conv2dInt8Params& p, lower::LoweredFunc* out);
 
 /*! \brief Narrowest channel block of the NCHW[x]c layout: one SSE / NEON vector of floats. */
 constexpr int64_t kMinLayoutBlock = 4;

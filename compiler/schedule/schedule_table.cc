@@ -51,6 +51,10 @@ ScheduleEntry ConvOcVec(const char* name, TargetClass target, const Conv2dOcVecP
   return Entry(name, target, ScheduleKind::kConv2dOcVec, &ScheduleEntry::conv_ocvec, p);
 }
 
+ScheduleEntry ConvInt8(const char* name, TargetClass target, const Conv2dInt8Params& p) {
+  return Entry(name, target, ScheduleKind::kConv2dInt8, &ScheduleEntry::conv_int8, p);
+}
+
 ScheduleEntry Dense(const char* name, TargetClass target, const DenseParams& p) {
   return Entry(name, target, ScheduleKind::kDense, &ScheduleEntry::dense, p);
 }
@@ -69,6 +73,10 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
   using C = Conv2dParams;
   using OcVec = Conv2dOcVecParams;
   static const std::vector<ScheduleEntry> table = {
+      // Integer convs (quantized models), where the target has vpdpbusd: 14 columns x 2 vectors
+      // of 16 int32 sums, as the float kernel's block.
+      ConvInt8("conv2d_int8_avx512vnni", T::kAvx512,
+               Conv2dInt8Params().Lanes(16).OcVectors(2).OwBlock(14)),
       Depthwise("depthwise_conv2d_avx512", T::kAvx512, DW().Lanes(16).VectorBits(512)),
       Depthwise("depthwise_conv2d_avx2", T::kAvx2, DW().Lanes(8)),
       Depthwise("depthwise_conv2d_sse", T::kSse, DW().Lanes(4)),
@@ -115,8 +123,14 @@ bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::Sche
       return TryConv2dOcVec(group, opts, e.conv_ocvec, out);
     case ScheduleKind::kDense:
       return TryDense(group, opts, e.dense, out);
+    case ScheduleKind::kConv2dInt8:
+      return TryConv2dInt8(group, opts, e.conv_int8, out);
   }
   return false;
+}
+
+bool EntryRunsOn(const ScheduleEntry& e, const Target& target) {
+  return e.kind != ScheduleKind::kConv2dInt8 || target.int8_dot_bits >= e.conv_int8.lanes * 32;
 }
 
 }  // namespace ember::compiler::schedule

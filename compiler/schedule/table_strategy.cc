@@ -39,6 +39,7 @@ bool ConvKernelApplies(const ScheduleEntry& e, const ConvShape& s) {
     case ScheduleKind::kConv2dWide:
       return IsNchw(s);
     case ScheduleKind::kDense:
+    case ScheduleKind::kConv2dInt8:  // integer convs only (ChooseInt8Conv)
       return false;
   }
   return false;
@@ -55,6 +56,7 @@ int64_t ConvWeightBlock(const ScheduleEntry& e, const ConvShape& s) {
       return OcVecOcBlock(s, BlockedOcVecParams(e.conv_ocvec, s));
     case ScheduleKind::kConv2dWide:
     case ScheduleKind::kDense:
+    case ScheduleKind::kConv2dInt8:
       return 0;
   }
   return 0;
@@ -77,7 +79,9 @@ TableStrategy::TableStrategy(const Target& target, const StrategyOptions& option
   const bool forced = !options_.forced_schedule.empty();
   const TargetClass tc = ClassifyTarget(target_);
   for (const ScheduleEntry& e : ScheduleTable()) {
-    if (forced ? options_.forced_schedule == e.name : e.target == tc) entries_.push_back(&e);
+    if ((forced ? options_.forced_schedule == e.name : e.target == tc) && EntryRunsOn(e, target_)) {
+      entries_.push_back(&e);
+    }
   }
 }
 
@@ -110,7 +114,22 @@ KernelPlan TableStrategy::Choose(const Graph& g, const Node& node) const {
   return KernelPlan{};
 }
 
+KernelPlan TableStrategy::ChooseInt8Conv(const Graph& g, const Node& conv) const {
+  KernelPlan plan;
+  for (const ScheduleEntry* e : entries_) {
+    if (e->kind != ScheduleKind::kConv2dInt8 || !Conv2dInt8Applies(g, conv, e->conv_int8)) {
+      continue;
+    }
+    plan.kernel = e->name;
+    plan.weight_block = e->conv_int8.lanes;
+    plan.int8_dot = true;
+    return plan;
+  }
+  return plan;
+}
+
 KernelPlan TableStrategy::ChooseConv(const Graph& g, const Node& conv) const {
+  if (conv.HasAttr(kDataZeroPointAttr)) return ChooseInt8Conv(g, conv);
   KernelPlan plan;
   ConvGroup m;
   if (!MatchLoneConv(g, conv, &m)) return plan;

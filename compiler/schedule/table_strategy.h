@@ -27,6 +27,9 @@ class TableStrategy : public KernelStrategy, public lower::GroupScheduler {
  private:
   const ScheduleEntry* FirstOf(ScheduleKind kind) const;
   KernelPlan ChooseConv(const Graph& graph, const Node& conv) const;
+  /*! \brief An integer conv (kDataZeroPointAttr): the first int8 entry that takes it, else the
+   * empty plan (canonicalization then keeps the exact float form instead). */
+  KernelPlan ChooseInt8Conv(const Graph& graph, const Node& conv) const;
   KernelPlan ChooseDense(const Graph& graph, const Node& gemm) const;
 
   Target target_;

@@ -245,6 +245,12 @@ Expr Sigmoid(Expr a) { return Call(Intrinsic::kSigmoid, {std::move(a)}); }
 Expr Floor(Expr a) { return Call(Intrinsic::kFloor, {std::move(a)}); }
 Expr Ceil(Expr a) { return Call(Intrinsic::kCeil, {std::move(a)}); }
 Expr Round(Expr a) { return Call(Intrinsic::kRound, {std::move(a)}); }
+Expr DotU8S8(Expr acc, Expr a, Expr b) {
+  if (acc.dtype() != Int(32) && acc.dtype() != WithLanes(Int(32), acc.dtype().lanes)) {
+    throw std::runtime_error("te: DotU8S8 accumulates in int32, got " + DataTypeName(acc.dtype()));
+  }
+  return Call(Intrinsic::kDotU8S8, {std::move(acc), std::move(a), std::move(b)});
+}
 Expr Abs(Expr a) {
   if (IsFloat(a.dtype())) return Call(Intrinsic::kFabs, {std::move(a)});
   if (IsUInt(a.dtype()) || IsBool(a.dtype())) return a;

@@ -101,6 +101,8 @@ class Expander {
   }
 
   const Node& node() const { return node_; }
+  Graph& graph() { return ctx_->graph(); }
+  const KernelStrategy* strategy() const { return ctx_->strategy(); }
   int Input(size_t i) const { return node_.HasInput(i) ? node_.inputs[i] : kAbsentValue; }
 
  private:
@@ -251,14 +253,64 @@ int ChunkedFloatProduct(Expander& e, bool conv, int a, int b, int chunks) {
   return sum;
 }
 
-// The int32 product of the zero-point-shifted operands: a is n's input a_index (zero point at
-// a_zp, per row of a MatMul's A), b at b_index (zero point at b_zp, per output channel: axis 0
-// of a conv weight, the last axis of a MatMul's B). When the operands bound the sums below 2^24
-// (a constant weight shows its sums; 8-bit activations are at most 255 from their zero point),
-// whole or in chunks of the reduction, it runs in float32 on the fast conv and dense kernels,
-// exactly; else in int32.
-int IntegerProduct(Expander& e, bool conv, size_t a_index, size_t a_zp, size_t b_index,
-                   size_t b_zp) {
+// The constant 8-bit weight b minus its zero point (per tensor or per output channel, axis 0) as
+// int8, or null when b is not such a constant or a shifted value leaves int8's range.
+HostTensorPtr ShiftedInt8Weight(Expander& e, int b, int b_zp) {
+  const HostTensorPtr w = e.ConstantOf(b);
+  const HostTensorPtr zp = b_zp == kAbsentValue ? nullptr : e.ConstantOf(b_zp);
+  if (w == nullptr || w->type.ndim() != 4 || w->type.dtype.bits != 8 ||
+      (b_zp != kAbsentValue && zp == nullptr)) {
+    return nullptr;
+  }
+  const int64_t per_channel = w->NumElements() / w->type.shape[0];
+  if (zp != nullptr && zp->NumElements() != 1 && zp->NumElements() != w->type.shape[0]) {
+    return nullptr;
+  }
+  auto shifted = std::make_shared<HostTensor>(TensorType{w->type.shape, kInt8});
+  int8_t* out = shifted->Data<int8_t>();
+  for (int64_t i = 0; i < w->NumElements(); ++i) {
+    const double z =
+        zp == nullptr ? 0 : zp->GetAsDouble(zp->NumElements() == 1 ? 0 : i / per_channel);
+    const double v = w->GetAsDouble(i) - z;
+    if (v < -128 || v > 127) return nullptr;
+    out[i] = static_cast<int8_t>(v);
+  }
+  return shifted;
+}
+
+// The conv of n as an integer conv (kDataZeroPointAttr) with `bias` (int32 per output channel,
+// or absent) added, when the strategy plans an int8 kernel for it on the target: 8-bit data with
+// a constant per-tensor zero point, a constant 8-bit weight that fits int8 after its zero point.
+// kAbsentValue otherwise.
+int IntegerConv(Expander& e, size_t a_index, size_t a_zp, size_t b_index, size_t b_zp, int bias) {
+  const KernelStrategy* strategy = e.strategy();
+  const Node& n = e.node();
+  const int a_in = n.inputs.at(a_index);
+  const DLDataType at = e.TypeOf(a_in).dtype;
+  if (strategy == nullptr || (at != kUInt8 && at != kInt8)) return kAbsentValue;
+  int64_t zero_point = 0;
+  if (e.Input(a_zp) != kAbsentValue) {
+    const HostTensorPtr zp = e.ConstantOf(e.Input(a_zp));
+    if (zp == nullptr || zp->NumElements() != 1) return kAbsentValue;
+    zero_point = static_cast<int64_t>(zp->GetAsDouble(0));
+  }
+  const HostTensorPtr w = ShiftedInt8Weight(e, n.inputs.at(b_index), e.Input(b_zp));
+  if (w == nullptr) return kAbsentValue;
+  AttrMap attrs = n.attrs;
+  attrs[kDataZeroPointAttr] = zero_point;
+  // The strategy sees the weight as the model has it (8 bits, the shapes); the conv gets it
+  // shifted only when a kernel takes it.
+  std::vector<int> inputs = {a_in, n.inputs.at(b_index)};
+  if (bias != kAbsentValue) inputs.push_back(bias);
+  if (!strategy->Choose(e.graph(), Node{"Conv", n.name, attrs, inputs, {}}).int8_dot) {
+    return kAbsentValue;
+  }
+  inputs[1] = e.Constant("_w_int8", w);
+  return e.Op("Conv", std::move(inputs), std::move(attrs));
+}
+
+int FloatOrInt32Product(Expander& e, bool conv, size_t a_index, size_t a_zp, size_t b_index,
+                        size_t b_zp) {
   const Node& n = e.node();
   const int a_in = n.inputs.at(a_index), b_in = n.inputs.at(b_index);
   const int64_t a_axis = conv ? 1 : e.TypeOf(a_in).ndim() - 2;
@@ -276,6 +328,24 @@ int IntegerProduct(Expander& e, bool conv, size_t a_index, size_t a_zp, size_t b
   return e.Op("Conv", {a, b}, n.attrs);
 }
 
+// The int32 product of the zero-point-shifted operands: a is n's input a_index (zero point at
+// a_zp, per row of a MatMul's A), b at b_index (zero point at b_zp, per output channel: axis 0
+// of a conv weight, the last axis of a MatMul's B), plus `bias` (int32 per output channel of a
+// conv, or absent). A conv an int8 kernel takes stays an integer conv (IntegerConv). Otherwise,
+// when the operands bound the sums below 2^24 (a constant weight shows its sums; 8-bit
+// activations are at most 255 from their zero point), whole or in chunks of the reduction, it
+// runs in float32 on the fast conv and dense kernels, exactly; else in int32.
+int IntegerProduct(Expander& e, bool conv, size_t a_index, size_t a_zp, size_t b_index, size_t b_zp,
+                   int bias = kAbsentValue) {
+  if (conv) {
+    const int integer = IntegerConv(e, a_index, a_zp, b_index, b_zp, bias);
+    if (integer != kAbsentValue) return integer;
+  }
+  const int product = FloatOrInt32Product(e, conv, a_index, a_zp, b_index, b_zp);
+  if (bias == kAbsentValue) return product;
+  return e.Op("Add", {product, e.AlongAxis(bias, 1, e.TypeOf(product).ndim())});
+}
+
 void ConvInteger(Node n, CanonicalizeContext* ctx) {
   Expander e(n, ctx);
   e.OpInto(n.outputs[0], "Identity", {IntegerProduct(e, true, 0, 2, 1, 3)});
@@ -291,9 +361,8 @@ void MatMulInteger(Node n, CanonicalizeContext* ctx) {
 // (+ bias), times x_scale * w_scale / y_scale, rounded half to even, + y_zp, saturated.
 void QLinear(Node n, CanonicalizeContext* ctx, bool conv) {
   Expander e(n, ctx);
-  int acc = IntegerProduct(e, conv, 0, 2, 3, 5);
+  const int acc = IntegerProduct(e, conv, 0, 2, 3, 5, conv ? e.Input(8) : kAbsentValue);
   const int64_t rank = e.TypeOf(acc).ndim();
-  if (conv && n.HasInput(8)) acc = e.Op("Add", {acc, e.AlongAxis(n.inputs[8], 1, rank)});
   const int64_t channel_axis = conv ? 1 : rank - 1;
   const int w_scale = e.AlongAxis(n.inputs.at(4), channel_axis, rank);
   const int multiplier = e.Op("Div", {e.Op("Mul", {n.inputs.at(1), w_scale}), n.inputs.at(6)});

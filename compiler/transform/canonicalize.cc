@@ -25,6 +25,7 @@ class Canonicalizer : public CanonicalizeContext {
   void EmitInto(Node node) override { Emit(std::move(node)); }
 
   int64_t opset() const override { return opset_; }
+  const KernelStrategy* strategy() const override { return strategy_; }
   void Canonicalize(Node node) override { Visit(std::move(node)); }
   std::vector<Node> CanonicalizeApart(std::vector<Node> nodes) override {
     std::vector<Node> outer;
@@ -40,7 +41,8 @@ class Canonicalizer : public CanonicalizeContext {
   }
   void EmitTyped(Node node) override { g_.nodes().push_back(std::move(node)); }
 
-  Canonicalizer(Graph* g, int64_t opset) : g_(*g), opset_(opset) {}
+  Canonicalizer(Graph* g, int64_t opset, const KernelStrategy* strategy)
+      : g_(*g), opset_(opset), strategy_(strategy) {}
 
   void Run() {
     std::vector<Node> old;
@@ -89,6 +91,7 @@ class Canonicalizer : public CanonicalizeContext {
 
   Graph& g_;
   int64_t opset_;
+  const KernelStrategy* strategy_;
 };
 
 void Canonicalizer::Visit(Node n) {
@@ -132,7 +135,9 @@ void CanonicalizeContext::SetConstOutput(int id, HostTensorPtr c) {
   v.constant = std::move(c);
 }
 
-void Canonicalize(Graph* graph, int64_t opset) { Canonicalizer(graph, opset).Run(); }
+void Canonicalize(Graph* graph, int64_t opset, const KernelStrategy* strategy) {
+  Canonicalizer(graph, opset, strategy).Run();
+}
 
 }  // namespace compiler
 }  // namespace ember

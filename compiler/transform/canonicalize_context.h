@@ -4,6 +4,7 @@
 #define EMBER_COMPILER_TRANSFORM_CANONICALIZE_CONTEXT_H_
 
 #include <ember/compiler/ir/graph.h>
+#include <ember/compiler/strategy.h>
 
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@ class CanonicalizeContext : public RewriteContext {
  public:
   /*! \brief The model's ai.onnx opset, for version differences. */
   virtual int64_t opset() const = 0;
+  /*! \brief The kernel strategy of the target being compiled for, for forms that exist only
+   *  where a kernel takes them (an integer conv); null: the target-independent forms. */
+  virtual const KernelStrategy* strategy() const = 0;
 
   const TensorType& TypeOf(int id) { return graph().value(id).type; }
   int64_t Rank(const Node& n, size_t i) { return TypeOf(n.inputs.at(i)).ndim(); }

@@ -1,9 +1,13 @@
 // PackConvWeights: constant Conv weights rewritten once, at compile time, into the blocked layout
-// the conv's planned kernel reads (compiler/schedule/conv2d_nchw_ocvec.cc, conv2d_1x1.cc).
+// the conv's planned kernel reads (compiler/schedule/conv2d_nchw_ocvec.cc, conv2d_1x1.cc,
+// conv2d_int8.cc).
 #include <ember/compiler/ir/kernel_plan.h>
+#include <ember/compiler/ir/weight_layout.h>
 #include <ember/compiler/transform.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 namespace ember {
 namespace compiler {
@@ -28,10 +32,55 @@ HostTensorPtr PackOIHW(const HostTensor& w, int64_t block, int64_t ic_block) {
   return packed;
 }
 
+int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+// An integer conv's int8 OIHW weight as the int8 kernel streams it, [OCp/B][ICp/4][KH][KW][B][4]
+// with zeros past the channels, and its bias compensated for the data's zero point z (read as
+// unsigned bytes: an int8 input + 128, so z + 128): sum((x - z) * w) = sum(u * w) - zu * sum(w).
+void PackInt8Conv(Graph* graph, Node* n, int64_t block) {
+  const Value& w = graph->value(n->inputs[1]);
+  const std::vector<int64_t>& shape = w.type.shape;
+  const int64_t oc = shape[0], ic = shape[1], kh = shape[2], kw = shape[3], taps = kh * kw;
+  const int64_t ocp = RoundUp(oc, block), icp = RoundUp(ic, kInt8DotDepth);
+  auto packed = std::make_shared<HostTensor>(
+      TensorType{{ocp / block, icp / kInt8DotDepth, kh, kw, block, kInt8DotDepth}, kInt8});
+  std::fill_n(packed->Data<int8_t>(), packed->NumElements(), int8_t{0});
+  auto bias = std::make_shared<HostTensor>(TensorType{{ocp}, kInt32});
+  std::fill_n(bias->Data<int32_t>(), ocp, 0);
+  const bool signed_data = graph->value(n->inputs[0]).type.dtype == kInt8;
+  const int64_t zu = n->GetInt(kDataZeroPointAttr, 0) + (signed_data ? 128 : 0);
+  const int8_t* src = w.constant->Data<int8_t>();
+  int8_t* dst = packed->Data<int8_t>();
+  for (int64_t o = 0; o < oc; ++o) {
+    int64_t sum = 0;
+    for (int64_t i = 0; i < ic; ++i) {
+      for (int64_t t = 0; t < taps; ++t) {
+        const int64_t outer = ((o / block) * (icp / kInt8DotDepth) + i / kInt8DotDepth) * taps + t;
+        const int8_t v = src[(o * ic + i) * taps + t];
+        dst[(outer * block + o % block) * kInt8DotDepth + i % kInt8DotDepth] = v;
+        sum += v;
+      }
+    }
+    const int64_t b =
+        n->HasInput(2) ? static_cast<int64_t>(graph->value(n->inputs[2]).constant->GetAsDouble(o))
+                       : 0;
+    bias->Data<int32_t>()[o] = static_cast<int32_t>(b - zu * sum);
+  }
+  n->inputs[1] = graph->AddConstant(graph->UniqueName(w.name + "_packed"), packed);
+  const std::string bias_name = n->HasInput(2) ? graph->value(n->inputs[2]).name : w.name;
+  n->inputs.resize(3, kAbsentValue);
+  n->inputs[2] = graph->AddConstant(graph->UniqueName(bias_name + "_compensated"), bias);
+  n->attrs[kPackedInt8WeightAttr] = block;
+}
+
 }  // namespace
 
 void PackConvWeights(Graph* graph) {
   for (Node& n : graph->nodes()) {
+    if (n.op == "Conv" && KernelPlan::Of(n).int8_dot && !n.HasAttr(kPackedInt8WeightAttr)) {
+      PackInt8Conv(graph, &n, KernelPlan::Of(n).weight_block);
+      continue;
+    }
     if (n.op != "Conv" || n.HasAttr(kPackedWeightBlockAttr) || !n.HasInput(1)) continue;
     const Value& w = graph->value(n.inputs[1]);
     if (!w.is_constant() || w.type.dtype != kFloat32 || w.type.shape.size() != 4) continue;

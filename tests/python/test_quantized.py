@@ -125,6 +125,11 @@ def _qdq_conv_graph(bias_scale_factor):
         [numpy_helper.from_array(v, k) for k, v in params.items()])
 
 
+# How an integer conv shows in the imported graph: an integer conv an int8 kernel runs
+# (ember_data_zero_point), or the exact float form (ember_exact_sum).
+_INTEGER_CONV_MARKERS = ("ember_data_zero_point", "ember_exact_sum")
+
+
 def _imported_graph(tmp_path, graph):
     from ember import compiler
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
@@ -140,10 +145,12 @@ def _imported_graph(tmp_path, graph):
 
 
 def test_qdq_conv_becomes_an_integer_conv_as_onnx_runtime_runs_it(tmp_path):
-    # The Conv's products run exactly (ember_exact_sum: the integer path) and the Relu became a
-    # Max with the output zero point, in the integer domain.
+    # The Conv's products run exactly (an integer conv where an int8 kernel takes it, else
+    # ember_exact_sum on the float kernels) and the Relu became a Max with the output zero point,
+    # in the integer domain.
     text = _imported_graph(tmp_path, _qdq_conv_graph(1.0))
-    assert "ember_exact_sum" in text and "= Relu(" not in text and "= Max(%y_before_relu" in text
+    assert _INTEGER_CONV_MARKERS[0] in text or _INTEGER_CONV_MARKERS[1] in text
+    assert "= Relu(" not in text and "= Max(%y_before_relu" in text
     x = np.random.RandomState(6).randint(0, 256, (1, 8, 6, 6)).astype(np.uint8)
     y = _run_graph(tmp_path, _qdq_conv_graph(1.0), x=x)[0]
     g = {i.name: numpy_helper.to_array(i) for i in _qdq_conv_graph(1.0).initializer}
@@ -154,7 +161,8 @@ def test_qdq_conv_becomes_an_integer_conv_as_onnx_runtime_runs_it(tmp_path):
 
 
 def test_qdq_conv_whose_bias_scale_is_not_x_scale_times_w_scale_stays_float(tmp_path):
-    assert "ember_exact_sum" not in _imported_graph(tmp_path, _qdq_conv_graph(1.5))
+    text = _imported_graph(tmp_path, _qdq_conv_graph(1.5))
+    assert all(marker not in text for marker in _INTEGER_CONV_MARKERS)
 
 
 def test_qdq_matmul_becomes_an_integer_matmul(tmp_path):
@@ -177,3 +185,146 @@ def test_qdq_matmul_becomes_an_integer_matmul(tmp_path):
     multiplier = (params["a_s"] * b_s / params["y_s"]).astype(np.float32)
     expected = np.clip(np.round(acc.astype(np.float32) * multiplier) + 90, 0, 255)
     np.testing.assert_array_equal(y, expected.astype(np.uint8))
+
+
+# The int8 kernel (conv2d_int8_avx512vnni: u8 x s8 dot products into int32, the requantization
+# in its epilogue) against the exact float path of the same machine without VNNI and the integer
+# definition, bit for bit: strides, pads, 1x1 to 5x5, channels that fill no vector, int8 data
+# and outputs, ConvInteger's int32 result.
+_INT8_KERNEL = "conv2d_int8_avx512vnni"
+# This machine's ISA without VNNI: its strategy keeps the exact float path.
+_WITHOUT_VNNI = "llvm -mcpu=skylake-avx512"
+
+
+def _host_has_vnni():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " avx512_vnni" in f.read()
+    except OSError:
+        return False
+
+
+def _qlinear_conv_case(seed, c, oc, hw, k, stride, pad, data=np.uint8, out=np.uint8, bias=True):
+    rs = np.random.RandomState(seed)
+    info = np.iinfo(data)
+    x = rs.randint(info.min, info.max + 1, (1, c) + hw).astype(data)
+    w = rs.randint(-128, 128, (oc, c, k, k)).astype(np.int8)
+    x_z = data(rs.randint(info.min, info.max + 1))
+    y_z = out(rs.randint(np.iinfo(out).min, np.iinfo(out).max + 1))
+    w_s = (rs.rand(oc) * 0.002 + 0.0005).astype(np.float32)
+    params = {"x_s": np.float32(0.02), "x_z": x_z, "w": w, "w_s": w_s,
+              "w_z": np.zeros(oc, np.int8), "y_s": np.float32(0.3), "y_z": y_z}
+    inputs = list(params)
+    if bias:
+        params["b"] = rs.randint(-5000, 5000, oc).astype(np.int32)
+        inputs.append("b")
+    oh = (hw[0] + 2 * pad - k) // stride + 1
+    ow = (hw[1] + 2 * pad - k) // stride + 1
+    elem = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8}
+    graph = helper.make_graph(
+        [helper.make_node("QLinearConv", ["x"] + inputs, ["y"], pads=[pad] * 4,
+                          strides=[stride] * 2)], "qconv%d" % seed,
+        [helper.make_tensor_value_info("x", elem[data], list(x.shape))],
+        [helper.make_tensor_value_info("y", elem[out], [1, oc, oh, ow])],
+        [numpy_helper.from_array(v, n) for n, v in params.items()])
+    xp = np.pad(x.astype(np.int64) - int(x_z), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    acc = np.zeros((1, oc, oh, ow), np.int64)
+    for i in range(k):
+        for j in range(k):
+            acc += np.einsum("oc,nchw->nohw", w[:, :, i, j].astype(np.int64),
+                             xp[:, :, i:i + (oh - 1) * stride + 1:stride,
+                                j:j + (ow - 1) * stride + 1:stride])
+    if bias:
+        acc += params["b"].reshape(1, -1, 1, 1)
+    multiplier = (params["x_s"] * w_s / params["y_s"]).astype(np.float32).reshape(1, -1, 1, 1)
+    q = np.round(acc.astype(np.float32) * multiplier) + np.float32(y_z)
+    expected = np.clip(q, np.iinfo(out).min, np.iinfo(out).max).astype(out)
+    return graph, x, expected
+
+
+def _compile_and_run(tmp_path, graph, target, **inputs):
+    """The graph's outputs compiled for `target`, and the kernel each conv was planned."""
+    from ember import compiler
+    emberc = compiler.find_emberc()
+    if emberc is None:
+        pytest.skip("emberc not built")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    name = target.replace(" ", "_").replace("=", "_")
+    path = tmp_path / (graph.name + ".onnx")
+    path.write_bytes(model.SerializeToString())
+    out, ir = tmp_path / ("a" + name), tmp_path / ("ir" + name)
+    subprocess.run([emberc, "compile", str(path), "-o", str(out), "--target", target,
+                    "--dump-ir", str(ir)], check=True, stdout=subprocess.DEVNULL)
+    import ember
+    gmod = ember.load_artifact(str(out))
+    gmod.set_input(**inputs)
+    gmod.run()
+    plans = (ir / "11_plan_kernels.txt").read_text()
+    return gmod.get_output(0).numpy(), plans
+
+
+_INT8_CASES = [
+    # seed, c, oc, (h, w), k, stride, pad, data, out, bias
+    (10, 16, 32, (10, 10), 3, 1, 1, np.uint8, np.uint8, True),
+    (11, 3, 5, (9, 11), 3, 2, 1, np.uint8, np.uint8, True),      # channels fill no vector
+    (12, 17, 40, (7, 9), 1, 1, 0, np.uint8, np.uint8, False),    # 1x1, odd input channels
+    (13, 64, 48, (14, 14), 3, 2, 1, np.int8, np.int8, True),     # int8 data: + 128 inside
+    (14, 8, 16, (10, 10), 5, 1, 2, np.int8, np.uint8, True),
+    (15, 5, 33, (6, 13), 3, 1, 0, np.uint8, np.int8, True),      # 33 channels: 3 blocks
+    (16, 64, 64, (29, 31), 3, 1, 1, np.uint8, np.uint8, True),   # several tiles per row + tail
+]
+
+
+@pytest.mark.parametrize("case", _INT8_CASES, ids=lambda c: "seed%d" % c[0])
+def test_int8_kernel_is_bit_identical_to_the_exact_float_path(tmp_path, case):
+    if not _host_has_vnni():
+        pytest.skip("this machine has no AVX-512 VNNI")
+    graph, x, expected = _qlinear_conv_case(*case)
+    y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x)
+    y_float, plans_float = _compile_and_run(tmp_path, graph, _WITHOUT_VNNI, x=x)
+    assert _INT8_KERNEL in plans and _INT8_KERNEL not in plans_float
+    assert "ember_exact_sum" in plans_float
+    np.testing.assert_array_equal(y, expected)
+    np.testing.assert_array_equal(y_float, expected)
+
+
+def test_int8_kernel_runs_conv_integer_to_int32(tmp_path):
+    if not _host_has_vnni():
+        pytest.skip("this machine has no AVX-512 VNNI")
+    rs = np.random.RandomState(17)
+    x = rs.randint(0, 256, (1, 64, 12, 12)).astype(np.uint8)
+    w = rs.randint(-128, 128, (32, 64, 3, 3)).astype(np.int8)
+    graph = helper.make_graph(
+        [helper.make_node("ConvInteger", ["x", "w", "x_zp"], ["y"], pads=[1] * 4)], "convint8",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 32, 12, 12])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.uint8(131), "x_zp")])
+    y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x)
+    assert _INT8_KERNEL in plans
+    np.testing.assert_array_equal(y, _conv_integer_reference(x, 131, w, 1))
+
+
+def test_int8_kernel_leaves_grouped_and_wide_weights_to_the_float_path(tmp_path):
+    # Groups are not the kernel's; uint8 weights 128 above their zero point leave int8.
+    rs = np.random.RandomState(18)
+    x = rs.randint(0, 256, (1, 16, 8, 8)).astype(np.uint8)
+    grouped = rs.randint(-20, 21, (16, 8, 3, 3)).astype(np.int8)
+    wide = np.full((8, 16, 1, 1), 255, np.uint8)
+    for w, group, w_zp in [(grouped, 2, None), (wide, 1, np.uint8(127))]:
+        inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.uint8(3), "x_zp")]
+        inputs = ["x", "w", "x_zp"]
+        if w_zp is not None:
+            inits.append(numpy_helper.from_array(w_zp, "w_zp"))
+            inputs.append("w_zp")
+        k = w.shape[2]
+        graph = helper.make_graph(
+            [helper.make_node("ConvInteger", inputs, ["y"], group=group)], "convint_g%d" % group,
+            [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape))],
+            [helper.make_tensor_value_info("y", TensorProto.INT32,
+                                           [1, w.shape[0], 9 - k, 9 - k])], inits)
+        y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x)
+        assert _INT8_KERNEL not in plans
+        ref = _conv_integer_reference(x, 3, w.astype(np.int64) - (0 if w_zp is None else 127),
+                                      0, group=group)
+        np.testing.assert_array_equal(y, ref)

@@ -4,6 +4,7 @@
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Transforms/Utils/ModuleUtils.h>
@@ -374,6 +375,28 @@ llvm::Value* CodeGenLLVM::EmitUnaryIntrinsic(llvm::Intrinsic::ID id, llvm::Value
   return out;
 }
 
+llvm::Value* CodeGenLLVM::EmitDotU8S8(llvm::Value* acc, llvm::Value* a, llvm::Value* b) {
+  auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(acc->getType());
+  const unsigned lanes = vt != nullptr ? vt->getNumElements() : 1;
+  if (target_.int8_dot_bits >= 512 && lanes == 16) {
+    return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512_vpdpbusd_512, {}, {acc, a, b});
+  }
+  // Elsewhere by definition: the bytes widened (a's unsigned, b's signed), multiplied, and each
+  // lane's four products added to it.
+  auto* bytes = llvm::FixedVectorType::get(i8_, lanes * 4);
+  auto* wide = llvm::FixedVectorType::get(i32_, lanes * 4);
+  llvm::Value* products = b_.CreateMul(b_.CreateZExt(b_.CreateBitCast(a, bytes), wide),
+                                       b_.CreateSExt(b_.CreateBitCast(b, bytes), wide));
+  for (unsigned k = 0; k < 4; ++k) {
+    std::vector<int> mask;
+    for (unsigned lane = 0; lane < lanes; ++lane) mask.push_back(static_cast<int>(lane * 4 + k));
+    llvm::Value* part = b_.CreateShuffleVector(products, mask);
+    if (vt == nullptr) part = b_.CreateExtractElement(part, uint64_t{0});
+    acc = b_.CreateAdd(acc, part);
+  }
+  return acc;
+}
+
 llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   using te::Intrinsic;
   DataType t = c->args[0].dtype();
@@ -381,6 +404,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   for (auto& a : c->args) args.push_back(Emit(a));
   llvm::Value* x = args[0];
   llvm::Type* ty = x->getType();
+  if (c->fn == Intrinsic::kDotU8S8) return EmitDotU8S8(args.at(0), args.at(1), args.at(2));
   bool is_float = te::IsFloat(t);
   auto unary = [&](llvm::Intrinsic::ID id) { return EmitUnaryIntrinsic(id, x); };
   auto libm = [&](const char* name) -> llvm::Value* {
@@ -492,6 +516,8 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
       if (!te::IsInt(t)) return pos;
       return b_.CreateSelect(b_.CreateICmpSLT(x, zero), llvm::ConstantInt::get(ty, -1, true), pos);
     }
+    case Intrinsic::kDotU8S8:  // emitted above
+      break;
   }
   throw std::runtime_error("codegen: unknown intrinsic");
 }

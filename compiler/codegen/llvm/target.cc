@@ -57,6 +57,7 @@ void FillDerived(Target* t) {
   llvm::Triple triple(t->triple);
   t->pointer_bits = triple.isArch64Bit() ? 64 : 32;
   t->vector_bits = 128;
+  t->int8_dot_bits = 0;
   if (!triple.isX86()) return;
   // A feature named in -mattr, or implied by the CPU (-mcpu=haswell has AVX2 without saying so)
   // unless -mattr turned it off.
@@ -70,6 +71,7 @@ void FillDerived(Target* t) {
   } else if (has("avx2") || has("avx")) {
     t->vector_bits = 256;
   }
+  if (t->vector_bits == 512 && has("avx512vnni")) t->int8_dot_bits = 512;
 }
 
 }  // namespace

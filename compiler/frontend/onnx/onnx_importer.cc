@@ -335,7 +335,7 @@ Graph ImportModel(onnx::ModelProto model, const std::string& source, const Impor
       *options.log << "emberc: fuse_qdq: " << fused.qlinear_conv << " QLinearConv, "
                    << fused.qlinear_matmul << " QLinearMatMul (integer products)\n";
     }
-    Canonicalize(&g, opset);
+    Canonicalize(&g, opset, options.strategy);
   } catch (const UnsupportedError& e) {
     throw UnsupportedError(source + ": " + e.what() + " (opset " + std::to_string(opset) + ")");
   } catch (const CompileError& e) {

@@ -6,6 +6,7 @@
 #define EMBER_COMPILER_FRONTEND_H_
 
 #include <ember/compiler/ir/graph.h>
+#include <ember/compiler/strategy.h>
 
 #include <map>
 #include <ostream>
@@ -30,6 +31,9 @@ struct ImportOptions {
   std::map<std::string, std::string> bindings;
   /*! \brief When set, notes for `emberc -v` (QDQ patterns fused into integer ops). */
   std::ostream* log = nullptr;
+  /*! \brief The target's kernel strategy, which canonicalization asks where a form exists only
+   *  for some kernels (see Canonicalize); null: target-independent forms. */
+  const KernelStrategy* strategy = nullptr;
 };
 
 /*!

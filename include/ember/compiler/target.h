@@ -16,6 +16,9 @@ struct Target {
   bool is_host = false;
   /*! \brief Widest float SIMD register in bits (128 for NEON/SSE, 256 AVX2, 512 AVX-512). */
   int vector_bits = 128;
+  /*! \brief Widest register the u8 x s8 dot-product instruction (x86 vpdpbusd) runs on: 512 with
+   * AVX-512 VNNI, 0 without (the int8 conv kernels need it; see compiler/schedule/). */
+  int int8_dot_bits = 0;
   /*! \brief Pointer size in bits (32 on armv7). */
   int pointer_bits = 64;
 

@@ -21,8 +21,10 @@ namespace compiler {
  * \brief Per-node canonicalization + type inference + folding, in topological order: constant
  * inputs become attributes, defaults are filled, Shape/Size/ConstantOfShape/Range and nodes with
  * only constant inputs are evaluated on the host. Needs `opset` (ai.onnx) for version differences.
+ * With a `strategy`, a quantized conv an int8 kernel takes on its target stays an integer conv
+ * (kDataZeroPointAttr); without, it runs exactly on the float kernels.
  */
-void Canonicalize(Graph* graph, int64_t opset);
+void Canonicalize(Graph* graph, int64_t opset, const KernelStrategy* strategy = nullptr);
 /*! \brief What FuseQdq made (`emberc compile -v` prints it). */
 struct FuseQdqStats {
   int qlinear_conv = 0;

@@ -1,5 +1,6 @@
 #include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/ir/op_registry.h>
+#include <ember/compiler/ir/weight_layout.h>
 #include <ember/compiler/ir/winograd.h>
 #include <ember/compiler/target.h>
 #include <ember/compiler/transform.h>
@@ -507,6 +508,70 @@ TEST(PlanKernels, NamesEachConvsKernelAndWeightLayout) {
         EXPECT_EQ(KernelPlan::Of(n).winograd_tile, c.winograd_tile);
       }
     }
+  }
+}
+
+// An integer conv (uint8 data, constant int8 weights) gets the int8 kernel only where the target
+// has AVX-512 VNNI and the operands qualify; PackConvWeights then stores the weights as the
+// kernel streams them and folds the data's zero point into the bias.
+TEST(PlanKernels, Int8KernelOnlyWithVnniAndQualifyingOperands) {
+  static constexpr int64_t kZeroPoint = 7;
+  auto integer_conv = [](Graph& g, int64_t group, bool constant_bias) {
+    const int x = g.AddValue("x", TensorType{{1, 16, 8, 8}, kUInt8});
+    g.inputs().push_back(x);
+    auto w = std::make_shared<HostTensor>(TensorType{{32, 16 / group, 3, 3}, kInt8});
+    for (int64_t i = 0; i < w->NumElements(); ++i) w->SetFromDouble(i, i % 7 - 3);
+    auto b = std::make_shared<HostTensor>(TensorType{{32}, kInt32});
+    for (int64_t i = 0; i < 32; ++i) b->SetFromDouble(i, 100 * i);
+    int bias = g.AddConstant("b", b);
+    if (!constant_bias) {
+      bias = g.AddValue("b_in", TensorType{{32}, kInt32});
+      g.inputs().push_back(bias);
+    }
+    const AttrMap attrs{{"kernel_shape", std::vector<int64_t>{3, 3}},
+                        {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                        {"group", group},
+                        {kDataZeroPointAttr, kZeroPoint}};
+    g.outputs().push_back(Add(g, "Conv", {x, g.AddConstant("w", w), bias}, attrs));
+    return w;
+  };
+  struct Case {
+    const char* target;
+    int64_t group;
+    bool constant_bias;
+    bool int8;
+  };
+  for (const Case& c : {Case{"llvm -mcpu=cascadelake", 1, true, true},
+                        Case{"llvm -mcpu=skylake-avx512 -mattr=+avx512vnni", 1, true, true},
+                        Case{"llvm -mcpu=skylake-avx512", 1, true, false},
+                        Case{"llvm -mcpu=haswell", 1, true, false},
+                        Case{"llvm -mtriple=aarch64-linux-gnu", 1, true, false},
+                        Case{"llvm -mcpu=cascadelake", 2, true, false},
+                        Case{"llvm -mcpu=cascadelake", 1, false, false}}) {
+    SCOPED_TRACE(std::string(c.target) + " group " + std::to_string(c.group));
+    Graph g;
+    const HostTensorPtr w = integer_conv(g, c.group, c.constant_bias);
+    EXPECT_TRUE(g.value(g.outputs()[0]).type.dtype == kInt32);  // 8-bit operands sum in int32
+    const schedule::TableStrategy strategy(Target::Parse(c.target), StrategyOptions{});
+    EXPECT_EQ(strategy.ConvLayoutBlock(g, g.nodes()[0]), 0);  // NCHW bytes in and out
+    PlanKernels(&g, strategy);
+    const KernelPlan plan = KernelPlan::Of(g.nodes()[0]);
+    EXPECT_EQ(plan.int8_dot, c.int8);
+    EXPECT_EQ(plan.kernel, c.int8 ? "conv2d_int8_avx512vnni" : "");
+    if (!c.int8) continue;
+    EXPECT_EQ(plan.weight_block, 16);
+    PackConvWeights(&g);
+    const Node& conv = g.nodes()[0];
+    EXPECT_EQ(conv.GetInt(kPackedInt8WeightAttr, 0), 16);
+    const Value& packed = g.value(conv.inputs[1]);
+    ASSERT_EQ(packed.type.shape, (std::vector<int64_t>{2, 4, 3, 3, 16, kInt8DotDepth}));
+    // Weight (o, i, kh, kw) = (21, 6, 2, 1) at [o / 16][i / 4][kh][kw][o % 16][i % 4].
+    const int64_t at = ((((1 * 4 + 1) * 3 + 2) * 3 + 1) * 16 + 5) * 4 + 2;
+    EXPECT_EQ(packed.constant->GetAsDouble(at), w->GetAsDouble(((21 * 16 + 6) * 3 + 2) * 3 + 1));
+    // The bias carries -zero_point * sum(w) of its channel.
+    double sum = 0;
+    for (int64_t i = 0; i < 16 * 9; ++i) sum += w->GetAsDouble(21 * 16 * 9 + i);
+    EXPECT_EQ(g.value(conv.inputs[2]).constant->GetAsDouble(21), 2100 - kZeroPoint * sum);
   }
 }
 

@@ -58,6 +58,7 @@ Build ForEntry(const schedule::ScheduleEntry& e) {
     case schedule::ScheduleKind::kConv2dWide:
     case schedule::ScheduleKind::kDepthwiseConv2d:  // test_depthwise.cc
     case schedule::ScheduleKind::kDense:            // test_dense.cc
+    case schedule::ScheduleKind::kConv2dInt8:       // test_conv_int8.cc
       break;
   }
   return Build{e.name, "acc0_0[", 0};
@@ -183,6 +184,10 @@ TEST(Schedule, TableNamesAreUniqueAndCarryTheTarget) {
       EXPECT_GE(e.dense.lanes, 1);
       EXPECT_GE(e.dense.rows, 1);
       EXPECT_GE(e.dense.vectors, 1);
+    } else if (e.kind == schedule::ScheduleKind::kConv2dInt8) {
+      EXPECT_GE(e.conv_int8.lanes, 1);
+      EXPECT_GE(e.conv_int8.oc_vectors, 1);
+      EXPECT_GE(e.conv_int8.ow_block, 1);
     } else if (e.kind != schedule::ScheduleKind::kConv2dOcVec) {
       EXPECT_GE(e.conv.lanes, 1);
       EXPECT_GE(e.conv.oc_block, 1);
@@ -196,9 +201,10 @@ TEST(Schedule, TableNamesAreUniqueAndCarryTheTarget) {
 
 TEST(Schedule, EveryTableEntryMatchesTheReferenceConv) {
   for (const schedule::ScheduleEntry& e : schedule::ScheduleTable()) {
-    // Depthwise and dense kernels have tests of their own (test_depthwise.cc, test_dense.cc).
+    // Depthwise, dense and int8 kernels have tests of their own (test_depthwise.cc,
+    // test_dense.cc, test_conv_int8.cc).
     if (e.kind == schedule::ScheduleKind::kDepthwiseConv2d ||
-        e.kind == schedule::ScheduleKind::kDense) {
+        e.kind == schedule::ScheduleKind::kDense || e.kind == schedule::ScheduleKind::kConv2dInt8) {
       continue;
     }
     const std::vector<ConvCase>& cases = e.kind == schedule::ScheduleKind::kConv2dWide ? WideCases()

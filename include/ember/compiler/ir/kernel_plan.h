@@ -20,6 +20,12 @@ namespace compiler {
  *  operands first (Winograd). */
 constexpr const char* kExactSumAttr = "ember_exact_sum";
 
+/*! \brief Conv attribute of an integer conv (8-bit data and weights, int32 result, as ONNX's
+ *  ConvInteger plus an int32 bias): the data's zero point (default 0). The conv computes
+ *  sum((x - zero_point) * w) + bias, its padding zero after the shift. Quantized ops become such a
+ *  conv only where the strategy plans an int8 kernel for it (KernelPlan::int8_dot). */
+constexpr const char* kDataZeroPointAttr = "ember_data_zero_point";
+
 struct KernelPlan {
   /*! \brief The kernel (a schedule name, e.g. "conv2d_nchw_ocvec_avx2"); empty: the default
    * schedule of compiler/lower/. */
@@ -34,6 +40,10 @@ struct KernelPlan {
   int64_t winograd_block = 0;
   /*! \brief Panel width of the dense kernel's packed [K][N] weights (0: unpacked). */
   int64_t dense_panel = 0;
+  /*! \brief The kernel multiplies the 8-bit integer operands of an integer conv as they are
+   * (u8 x s8 dot products of four, int32 sums); its weights are packed as
+   * kPackedInt8WeightAttr says, in blocks of weight_block output channels. */
+  bool int8_dot = false;
 
   /*! \brief True when PlanKernels attached a plan to `node`. */
   static bool IsPlanned(const Node& node);

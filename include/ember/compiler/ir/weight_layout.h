@@ -6,6 +6,8 @@
 #ifndef EMBER_COMPILER_IR_WEIGHT_LAYOUT_H_
 #define EMBER_COMPILER_IR_WEIGHT_LAYOUT_H_
 
+#include <cstdint>
+
 namespace ember {
 namespace compiler {
 
@@ -22,6 +24,16 @@ constexpr const char* kPackedWeightIcBlockAttr = "ember_packed_weight_ic_block";
  *  attribute's value), under the declared shape [OC][IC][alpha][alpha]. */
 constexpr const char* kWinogradTileAttr = "ember_winograd_tile";
 constexpr const char* kWinogradBlockAttr = "ember_winograd_block";
+/*! \brief Integer-conv attribute (see kDataZeroPointAttr) set by PackConvWeights for an int8_dot
+ *  plan: the weight constant is int8 [OCp/B][ICp/4][KH][KW][B][4] (B = the value; OCp, ICp the
+ *  channels rounded up to B and 4, zeros past them), four input channels of one output channel
+ *  in consecutive bytes, and the bias (int32 [OCp], always present) is compensated: the conv
+ *  computes sum(u * w) + bias over u, the data as unsigned bytes (int8 data + 128), padded with
+ *  the zero point in that form. */
+constexpr const char* kPackedInt8WeightAttr = "ember_packed_int8_weight";
+/*! \brief Input channels in one int32 lane of kPackedInt8WeightAttr's layout: the four bytes one
+ *  dot-product step (x86 vpdpbusd) multiplies. */
+constexpr int64_t kInt8DotDepth = 4;
 /*! \brief Gemm attribute set by PackDenseWeights: the constant [K][N] weight holds its columns in
  *  panels of P (the value) as [N/P][K][P], then the last N % P columns as [K][N % P], under its
  *  declared [K][N] shape. */

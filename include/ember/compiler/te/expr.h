@@ -110,6 +110,9 @@ enum class Intrinsic {
   kIsNan,
   kIsInf,
   kSign,
+  /*! \brief DotU8S8(acc, a, b), int32 vectors: acc plus, per lane, the four products of a's bytes
+   * (unsigned) and b's bytes (signed) in that lane, wrapping (x86 vpdpbusd; see DotU8S8()). */
+  kDotU8S8,
 };
 
 enum class ReduceOp { kSum, kProd, kMax, kMin, kArgMax, kArgMin };
@@ -271,6 +274,8 @@ Expr Sigmoid(Expr a);
 Expr Floor(Expr a);
 Expr Ceil(Expr a);
 Expr Round(Expr a);
+/*! \brief kDotU8S8: acc + the u8 x s8 dot products of the four bytes of each lane of a and b. */
+Expr DotU8S8(Expr acc, Expr a, Expr b);
 Expr And(Expr a, Expr b);
 Expr Or(Expr a, Expr b);
 /*! \brief Largest and smallest finite values of a dtype (lowest for Max-init, etc.). */

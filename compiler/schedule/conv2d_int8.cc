@@ -1,0 +1,263 @@
+// Direct 2-D convolution of 8-bit integers into int32 sums, for the integer convs of quantized
+// models (kDataZeroPointAttr): each step is one te::DotU8S8, on x86 AVX-512 VNNI one vpdpbusd,
+// which multiplies four unsigned bytes of the data by four signed bytes of the weights and adds
+// the four products to each int32 lane.
+//
+// Per image the data is copied once into a workspace of [ICp/4][PH][PW][4] unsigned bytes (int8
+// data + 128), padded with the zero point in that form, so that one int32 load is one pixel's
+// four input channels, broadcast to every lane. The weights, packed at compile time by
+// PackConvWeights as [OCp/16][ICp/4][KH][KW][16][4] int8, are one vector per 16 output channels
+// and step. The register tile is ow_block output columns of one row times one or two vectors of
+// 16 output channels; the packed bias, which also carries the zero point's compensation
+// (-zu * sum(w)), is added in registers and the exact int32 sums land in a blocked workspace
+// [OCp/16][OH][OW][16]. The group's epilogue (a QLinearConv's requantization: scale in float,
+// round half to even, zero point, saturation) then writes the NCHW output one output channel per
+// task. Sums stay exact in int32: Conv2dInt8Applies bounds the taps.
+#include <ember/compiler/ir/kernel_plan.h>
+#include <ember/compiler/ir/layout.h>
+#include <ember/compiler/ir/weight_layout.h>
+#include <ember/compiler/ir/window_attrs.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "conv_group.h"
+#include "loop_builders.h"
+#include "schedule.h"
+
+namespace ember::compiler::schedule {
+namespace {
+
+using lower::Buffer;
+using lower::BufferLoad;
+using lower::ForKind;
+using lower::Stmt;
+using te::Expr;
+
+constexpr int64_t kDotDepth = kInt8DotDepth;
+// Products of at most 255 x 128 over this many taps, plus a bias, stay within int32.
+constexpr int64_t kMaxTaps = 32768;
+// Largest padded data workspace (bytes) per image.
+constexpr int64_t kMaxPaddedBytes = int64_t{1} << 28;
+
+int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+bool IsByte(DLDataType t) { return t == kUInt8 || t == kInt8; }
+
+// An integer conv's geometry, from its data, its weight (OIHW, or packed: [OCp/B][ICp/4][KH][KW]
+// [B][4], whose oc the caller takes from the output) and attributes.
+struct Int8Conv {
+  int64_t n, c, h, w;
+  int64_t oc, kh, kw, s_h, s_w, pad_t, pad_l;
+  int64_t zu;  // the zero point as the kernel reads the data (unsigned bytes)
+};
+
+bool ReadInt8Conv(const Graph& g, const Node& conv, bool packed, Int8Conv* m) {
+  if (!conv.HasAttr(kDataZeroPointAttr) || !conv.HasInput(0) || !conv.HasInput(1) ||
+      conv.GetString(kDataLayoutAttr, "NCHW") != "NCHW" ||
+      conv.GetString(kOutLayoutAttr, "NCHW") != "NCHW") {
+    return false;
+  }
+  const TensorType& x = g.value(conv.inputs[0]).type;
+  const Value& wv = g.value(conv.inputs[1]);
+  const std::vector<int64_t>& ws = wv.type.shape;
+  if (x.ndim() != 4 || !IsByte(x.dtype) || !wv.is_constant() || wv.type.dtype.bits != 8 ||
+      ws.size() != (packed ? 6u : 4u)) {
+    return false;
+  }
+  WindowAttrs win;
+  std::string why;
+  if (!WindowAttrs::Read(conv, 2, {ws[2], ws[3]}, &win, &why) || !win.Undilated() ||
+      win.group != 1) {
+    return false;
+  }
+  const bool signed_data = x.dtype == kInt8;
+  const int64_t zp = conv.GetInt(kDataZeroPointAttr, 0);
+  if (zp < (signed_data ? -128 : 0) || zp > (signed_data ? 127 : 255)) return false;
+  *m = Int8Conv{x.shape[0],     x.shape[1],  x.shape[2],  x.shape[3],
+                ws[0],          ws[2],       ws[3],       win.strides[0],
+                win.strides[1], win.pads[0], win.pads[1], zp + (signed_data ? 128 : 0)};
+  if (!packed && ws[1] != m->c) return false;
+  if (m->s_h < 1 || m->s_w < 1 || m->s_h > 4 || m->s_w > 4 || m->pad_t < 0 || m->pad_l < 0) {
+    return false;
+  }
+  return RoundUp(m->c, kDotDepth) * m->kh * m->kw <= kMaxTaps;
+}
+
+// The padded data as the kernel reads it: [ICp/4][ph][pw][4] bytes, zu outside the image and
+// past its channels.
+Stmt PackData(const Int8Conv& m, const Buffer& x, bool signed_data, const Buffer& xq, const Expr& n,
+              int64_t ph, int64_t pw, const lower::ScheduleOptions& opts) {
+  const int64_t quads = RoundUp(m.c, kDotDepth) / kDotDepth;
+  Expr c4 = te::MakeVar("c4"), y = te::MakeVar("y"), xx = te::MakeVar("x");
+  Expr sy = y - m.pad_t, sx = xx - m.pad_l;
+  std::vector<Stmt> bytes;
+  for (int64_t j = 0; j < kDotDepth; ++j) {
+    Expr c = c4 * kDotDepth + j;
+    Expr v = BufferLoad(x, ((n * m.c + c) * m.h + sy) * m.w + sx);
+    if (signed_data) v = te::Cast(te::UInt(8), te::Cast(te::Int(32), v) + 128);
+    Expr inside = (c < m.c) && (sy >= 0) && (sy < m.h) && (sx >= 0) && (sx < m.w);
+    bytes.push_back(lower::Store(xq, ((c4 * ph + y) * pw + xx) * kDotDepth + j,
+                                 te::Select(inside, v, te::Const(te::UInt(8), m.zu))));
+  }
+  Stmt st = lower::For(xx, pw, ForKind::kSerial, lower::Seq(bytes));
+  st = lower::For(y, ph, ForKind::kSerial, st);
+  const bool par =
+      opts.parallel && quads > 1 && quads * ph * pw * kDotDepth >= opts.parallel_min_work;
+  return lower::For(c4, quads, par ? ForKind::kParallel : ForKind::kSerial, st);
+}
+
+struct Tile {
+  const Int8Conv& m;
+  int64_t lanes, vectors, quads, ph, pw;
+  Buffer xq32, w32, bias, acc;  // acc: [OCp/lanes][OH][OW][lanes] int32
+  int64_t oh_total, ow_total;
+  lower::LoweredFunc* f;
+};
+
+// `width` columns from ow0 of output row oh, output channels of vector block ob (vectors of
+// lanes channels each).
+Stmt MakeTile(const Tile& t, const std::string& tag, const Expr& ob, const Expr& oh,
+              const Expr& ow0, int64_t width) {
+  const Int8Conv& m = t.m;
+  Expr c4 = te::MakeVar("c4"), kh = te::MakeVar("kh"), kw = te::MakeVar("kw");
+  Expr khe = m.kh > 1 ? kh : Expr(0), kwe = m.kw > 1 ? kw : Expr(0);
+  Expr pixel = (c4 * t.ph + oh * m.s_h + khe) * t.pw + kwe;
+  std::vector<Stmt> init, update, store;
+  for (int64_t r = 0; r < width; ++r) {
+    Expr x =
+        te::Broadcast(BufferLoad(t.xq32, pixel + (ow0 + r) * m.s_w), static_cast<int>(t.lanes));
+    for (int64_t v = 0; v < t.vectors; ++v) {
+      Buffer a = lower::NewBuffer("acc" + tag + std::to_string(r) + "_" + std::to_string(v),
+                                  te::WithLanes(te::Int(32), static_cast<int>(t.lanes)), 1,
+                                  lower::BufferScope::kLocal);
+      t.f->locals.push_back(a);
+      Expr block = ob * t.vectors + v;
+      Expr w =
+          lower::VectorLoad(t.w32, (((block * t.quads + c4) * m.kh + khe) * m.kw + kwe) * t.lanes,
+                            static_cast<int>(t.lanes));
+      init.push_back(lower::Store(a, 0, te::Const(a->dtype, 0)));
+      update.push_back(lower::Store(a, 0, te::DotU8S8(BufferLoad(a, 0), x, w)));
+      Expr sum =
+          BufferLoad(a, 0) + lower::VectorLoad(t.bias, block * t.lanes, static_cast<int>(t.lanes));
+      store.push_back(
+          lower::Store(t.acc, ((block * t.oh_total + oh) * t.ow_total + ow0 + r) * t.lanes, sum));
+    }
+  }
+  Stmt red = lower::Seq(update);
+  red = lower::KeepScalarFor(kw, m.kw, red);
+  red = lower::KeepScalarFor(kh, m.kh, red);
+  red = lower::KeepScalarFor(c4, t.quads, red);
+  std::vector<Stmt> tile = init;
+  tile.push_back(red);
+  tile.insert(tile.end(), store.begin(), store.end());
+  return lower::Seq(tile);
+}
+
+}  // namespace
+
+bool Conv2dInt8Applies(const Graph& g, const Node& conv, const Conv2dInt8Params& p) {
+  Int8Conv m;
+  if (p.lanes <= 0 || !ReadInt8Conv(g, conv, false, &m)) return false;
+  if (conv.HasInput(2)) {
+    const Value& b = g.value(conv.inputs[2]);
+    if (!b.is_constant() || b.type.dtype != kInt32 || b.type.NumElements() != m.oc) return false;
+  }
+  const int64_t ph = m.h + 2 * m.pad_t + m.kh, pw = m.w + 2 * m.pad_l + m.kw;
+  return RoundUp(m.c, kDotDepth) * ph * pw <= kMaxPaddedBytes;
+}
+
+bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                   const Conv2dInt8Params& p, lower::LoweredFunc* out) {
+  const Graph& g = *group.graph;
+  const Node* conv = SingleConvOf(group);
+  Int8Conv m;
+  if (conv == nullptr || group.outputs.size() != 1 || conv->outputs.size() != 1 ||
+      conv->GetInt(kPackedInt8WeightAttr, 0) != p.lanes || !conv->HasInput(2) ||
+      !ReadInt8Conv(g, *conv, true, &m)) {
+    return false;
+  }
+  for (int v : conv->inputs) {
+    if (!IsGroupInput(group, v)) return false;
+  }
+  const TensorType& o = g.value(conv->outputs[0]).type;
+  if (o.ndim() != 4 || o.dtype != kInt32 || o.shape[0] != m.n ||
+      g.value(group.outputs[0]).type.shape != o.shape) {
+    return false;
+  }
+  const int64_t oh = o.shape[2], ow = o.shape[3];
+  m.oc = o.shape[1];  // the packed weight's first axis counts blocks
+  const int64_t ocp = RoundUp(m.oc, p.lanes), quads = RoundUp(m.c, kDotDepth) / kDotDepth;
+  const std::vector<int64_t>& ws = g.value(conv->inputs[1]).type.shape;
+  if (ws[0] * p.lanes != ocp || ws[1] != quads || ws[4] != p.lanes || ws[5] != kDotDepth ||
+      g.value(conv->inputs[2]).type.NumElements() != ocp) {
+    return false;
+  }
+  // The epilogue reads the exact int32 sums (bias included: it is the packed, compensated one).
+  lower::LoweredFunc f;
+  Buffer xb, wb;
+  EpilogueAt at;
+  AnchorOperands operands{conv->inputs[0], conv->inputs[1], -1, nullptr, te::Int(32)};
+  if (!BuildEpilogueAt(group, *conv, operands, &f, &xb, &wb, &at)) return false;
+  const Buffer bias = GroupInputBuffer(group, f, conv->inputs[2]);
+  if (!bias) return false;
+
+  const int64_t ph = std::max(m.h + m.pad_t, (oh - 1) * m.s_h + m.kh);
+  const int64_t pw = std::max(m.w + m.pad_l, (ow - 1) * m.s_w + m.kw);
+  const std::string& name = conv->name;
+  Buffer xq = lower::NewBuffer(name + "_u8_ws", te::UInt(8), quads * kDotDepth * ph * pw,
+                               lower::BufferScope::kWorkspace);
+  Buffer acc = lower::NewBuffer(name + "_acc_ws", te::Int(32), ocp * oh * ow,
+                                lower::BufferScope::kWorkspace);
+  f.workspaces.push_back(xq);
+  f.workspaces.push_back(acc);
+  // Four bytes read as one int32: the data's channel quads and the weights' per-channel quads.
+  Buffer xq32 = lower::NewBuffer(name + "_u8x4", te::Int(32), quads * ph * pw,
+                                 lower::BufferScope::kWorkspace);
+  Buffer w32 =
+      lower::NewBuffer(name + "_s8x4", te::Int(32), wb->size / kDotDepth, lower::BufferScope::kArg);
+  f.aliases.emplace_back(xq32, xq);
+  f.aliases.emplace_back(w32, wb);
+
+  const int64_t vectors = ocp % (p.lanes * p.oc_vectors) == 0 ? p.oc_vectors : 1;
+  const int64_t owb = ChooseOwBlock(ow, p.ow_block * p.oc_vectors / vectors);
+  const int64_t full = ow / owb, tail = ow % owb, blocks = ocp / (p.lanes * vectors);
+  Tile t{m, p.lanes, vectors, quads, ph, pw, xq32, w32, bias, acc, oh, ow, &f};
+  const bool signed_data = g.value(conv->inputs[0]).type.dtype == kInt8;
+
+  Expr n = te::MakeVar("n");
+  std::vector<Stmt> image{PackData(m, xb, signed_data, xq, n, ph, pw, opts)};
+  const int64_t work_per_tile = owb * p.lanes * vectors * quads * kDotDepth * m.kh * m.kw;
+  auto grid = [&](const std::string& tag, int64_t per_row, int64_t width, int64_t ow0) {
+    const int64_t tiles = blocks * oh * per_row;
+    Expr ti = te::MakeVar("t");
+    Expr ob = te::FloorDiv(ti, Expr(oh * per_row));
+    Expr rest = te::FloorMod(ti, Expr(oh * per_row));
+    Expr row = per_row > 1 ? te::FloorDiv(rest, Expr(per_row)) : rest;
+    Expr col = per_row > 1 ? te::FloorMod(rest, Expr(per_row)) * width + ow0 : Expr(ow0);
+    const bool par = opts.parallel && tiles > 1 && tiles * work_per_tile >= opts.parallel_min_work;
+    return lower::For(ti, tiles, par ? ForKind::kParallel : ForKind::kSerial,
+                      MakeTile(t, tag, ob, row, col, width));
+  };
+  image.push_back(grid("m", full, owb, 0));
+  if (tail > 0) image.push_back(grid("t", 1, tail, full * owb));
+
+  // The epilogue, one output channel per task: its rows of the blocked sums in, NCHW out.
+  Expr c = te::MakeVar("c"), y = te::MakeVar("y"), x = te::MakeVar("x");
+  Expr sum = BufferLoad(acc, ((te::FloorDiv(c, Expr(p.lanes)) * oh + y) * ow + x) * p.lanes +
+                                 te::FloorMod(c, Expr(p.lanes)));
+  Stmt ep =
+      lower::Store(f.args.back().buffer, ((n * m.oc + c) * oh + y) * ow + x, at({n, c, y, x}, sum));
+  ep = lower::For(x, ow, ForKind::kVectorized, ep);
+  ep = lower::For(y, oh, ForKind::kSerial, ep);
+  const bool par = opts.parallel && m.oc > 1 && m.oc * oh * ow >= opts.parallel_min_work;
+  image.push_back(lower::For(c, m.oc, par ? ForKind::kParallel : ForKind::kSerial, ep));
+
+  f.body = lower::For(n, m.n, ForKind::kSerial, lower::Seq(image));
+  f.prefer_vector_bits = static_cast<int>(p.lanes * 32);
+  *out = std::move(f);
+  return true;
+}
+
+}  // namespace ember::compiler::schedule
