@@ -111,7 +111,8 @@ std::vector<CalibrationInput> ModelInputs(const onnx::ModelProto& model, const s
     }
     out.push_back(ci);
   }
-  for (const auto& [name, dims] : fix) {
+  for (const auto& entry : fix) {
+    const std::string& name = entry.first;  // not a structured binding: lambdas capture it
     if (std::none_of(out.begin(), out.end(), [&](const auto& c) { return c.name == name; })) {
       std::string names;
       for (const auto& c : out) names += (names.empty() ? "" : ", ") + c.name;

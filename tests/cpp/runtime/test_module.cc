@@ -129,8 +129,8 @@ std::string WriteForeignElfHeader(uint16_t machine) {
   return path;
 }
 
-constexpr uint16_t kX86_64 = 62;  // ELF e_machine values
-constexpr uint16_t kAarch64 = 183;
+[[maybe_unused]] constexpr uint16_t kX86_64 = 62;  // ELF e_machine values
+[[maybe_unused]] constexpr uint16_t kAarch64 = 183;
 
 TEST(Module, LibraryForAnotherMachineSaysWhichMachine) {
   // A library for some other machine than this test's: aarch64 on x86-64, x86-64 elsewhere.
