@@ -87,7 +87,10 @@ stage "ONNX operator conformance (core tier)"
 tests/onnx/check.sh
 
 stage "runtime and compiler tests under AddressSanitizer + UndefinedBehaviorSanitizer"
-# -O1 -g1: line tables for the reports at a fraction of the compile time of -O2 -g.
+# -O1 -g1: line tables for the reports at a fraction of the compile time of -O2 -g. clang: it
+# builds this instrumented tree with a quarter less CPU than GCC (443 s against 598 s of user time
+# on 2026-11-26), and the release build stays GCC's, so both compilers see the code.
+CC=clang CXX=clang++ \
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_BUILD_COMPILER=ON \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
   -DEMBER_BUILD_BENCH=OFF -DEMBER_SANITIZE=address,undefined >/dev/null
