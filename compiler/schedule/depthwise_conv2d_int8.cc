@@ -1,0 +1,178 @@
+// Depthwise 2-D convolution of 8-bit integers into int32 sums, for the depthwise convs of
+// quantized models (kDataZeroPointAttr) between int8 convs: without it they run exactly on the
+// float kernels, cast to float and blocked before, cast back and unblocked after.
+//
+// One task per (image, channel) plane: the plane is copied once, shifted by the zero point, into
+// a padded int32 row-major buffer on the stack (zero outside the image: the padding after the
+// shift), then each output row sums the taps, the int8 weights broadcast, in int32 lanes along the
+// output width (a stride reads an interleave group, no gathers, no bounds checks), adds the int32
+// bias and applies the group's epilogue (the requantization) in registers before its one store.
+// The sums are exact: at most 255 * 128 per tap, and DepthwiseConv2dInt8Applies bounds the taps.
+#include <ember/compiler/ir/kernel_plan.h>
+#include <ember/compiler/ir/layout.h>
+#include <ember/compiler/ir/weight_layout.h>
+#include <ember/compiler/ir/window_attrs.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "conv_group.h"
+#include "epilogue.h"
+#include "loop_builders.h"
+#include "schedule.h"
+
+namespace ember::compiler::schedule {
+namespace {
+
+using lower::Buffer;
+using lower::BufferLoad;
+using lower::ForKind;
+using lower::Stmt;
+using te::Expr;
+
+// |x - zero point| * |w| <= 255 * 128 per tap; this many taps keep int32 sums with a bias exact.
+constexpr int64_t kMaxTaps = 4096;
+// int32 elements of the padded plane (on the stack, per task).
+constexpr int64_t kMaxPlane = int64_t{1} << 15;
+
+struct DwInt8 {
+  int64_t n, c, h, w, kh, kw, s_h, s_w, pad_t, pad_l, oh, ow, ph, pw;
+  int64_t zp;
+};
+
+// The conv's geometry; `weight_int8` also asks for the int8 weight the kernel reads (the
+// strategy sees the model's 8-bit one, before canonicalization shifts it by its zero point).
+bool ReadDwInt8(const Graph& g, const Node& conv, bool weight_int8, DwInt8* m) {
+  if (!conv.HasAttr(kDataZeroPointAttr) || conv.HasAttr(kPackedInt8WeightAttr) ||
+      !conv.HasInput(0) || !conv.HasInput(1) || conv.GetString(kDataLayoutAttr, "NCHW") != "NCHW" ||
+      conv.GetString(kOutLayoutAttr, "NCHW") != "NCHW") {
+    return false;
+  }
+  const TensorType& x = g.value(conv.inputs[0]).type;
+  const Value& wv = g.value(conv.inputs[1]);
+  const std::vector<int64_t>& ws = wv.type.shape;
+  if (x.ndim() != 4 || (x.dtype != kUInt8 && x.dtype != kInt8) || !wv.is_constant() ||
+      wv.type.dtype.bits != 8 || (weight_int8 && wv.type.dtype != kInt8) || ws.size() != 4 ||
+      ws[0] != x.shape[1] || ws[1] != 1) {
+    return false;
+  }
+  WindowAttrs win;
+  std::string why;
+  if (!WindowAttrs::Read(conv, 2, {ws[2], ws[3]}, &win, &why) || !win.Undilated() ||
+      win.group != x.shape[1]) {
+    return false;
+  }
+  if (conv.HasInput(2)) {
+    const Value& b = g.value(conv.inputs[2]);
+    if (!b.is_constant() || b.type.dtype != kInt32 || b.type.NumElements() != ws[0]) return false;
+  }
+  m->n = x.shape[0];
+  m->c = x.shape[1];
+  m->h = x.shape[2];
+  m->w = x.shape[3];
+  m->kh = ws[2];
+  m->kw = ws[3];
+  m->s_h = win.strides[0];
+  m->s_w = win.strides[1];
+  m->pad_t = win.pads[0];
+  m->pad_l = win.pads[1];
+  m->zp = conv.GetInt(kDataZeroPointAttr, 0);
+  if (m->s_h < 1 || m->s_w < 1 || m->s_h > 4 || m->s_w > 4 || m->pad_t < 0 || m->pad_l < 0 ||
+      win.pads[2] < 0 || win.pads[3] < 0) {
+    return false;
+  }
+  m->oh = (m->h + m->pad_t + win.pads[2] - m->kh) / m->s_h + 1;
+  m->ow = (m->w + m->pad_l + win.pads[3] - m->kw) / m->s_w + 1;
+  if (m->oh <= 0 || m->ow <= 0) return false;
+  m->ph = std::max(m->h + m->pad_t, (m->oh - 1) * m->s_h + m->kh);
+  m->pw = std::max(m->w + m->pad_l, (m->ow - 1) * m->s_w + m->kw);
+  return m->kh * m->kw <= kMaxTaps && m->ph * m->pw <= kMaxPlane;
+}
+
+}  // namespace
+
+bool DepthwiseConv2dInt8Applies(const Graph& g, const Node& conv) {
+  DwInt8 m;
+  return ReadDwInt8(g, conv, false, &m);
+}
+
+bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                            const DepthwiseInt8Params& p, lower::LoweredFunc* out) {
+  const Graph& g = *group.graph;
+  const Node* conv = SingleConvOf(group);
+  DwInt8 m;
+  if (conv == nullptr || group.outputs.size() != 1 || conv->outputs.size() != 1 ||
+      !ReadDwInt8(g, *conv, true, &m)) {
+    return false;
+  }
+  const TensorType& o = g.value(conv->outputs[0]).type;
+  if (o.dtype != kInt32 || o.shape != std::vector<int64_t>{m.n, m.c, m.oh, m.ow} ||
+      g.value(group.outputs[0]).type.shape != o.shape) {
+    return false;
+  }
+  for (int v : conv->inputs) {
+    if (v != kAbsentValue && !IsGroupInput(group, v)) return false;
+  }
+  lower::LoweredFunc f;
+  Buffer xb, wb;
+  EpilogueAt at;
+  AnchorOperands operands{conv->inputs[0], conv->inputs[1], -1, nullptr, te::Int(32)};
+  if (!BuildEpilogueAt(group, *conv, operands, &f, &xb, &wb, &at)) return false;
+  Buffer bias;
+  if (conv->HasInput(2)) {
+    bias = GroupInputBuffer(group, f, conv->inputs[2]);
+    if (!bias) return false;
+  }
+  Buffer plane =
+      lower::NewBuffer(conv->name + "_plane", te::Int(32), m.ph * m.pw, lower::BufferScope::kLocal);
+  f.locals.push_back(plane);
+
+  Expr task = te::MakeVar("nc");
+  Expr n = te::FloorDiv(task, Expr(m.c)), c = te::FloorMod(task, Expr(m.c));
+  // The padded, shifted plane: zero rows and columns around the copied interior.
+  auto zero = [&](const Expr& y, int64_t begin, int64_t end) {
+    return Range("f", begin, end, ForKind::kVectorized, [&](const Expr& xx) {
+      return lower::Store(plane, y * m.pw + xx, te::Const(te::Int(32), 0));
+    });
+  };
+  auto zero_rows = [&](const std::string& name, int64_t begin, int64_t end) {
+    return Range(name, begin, end, ForKind::kSerial,
+                 [&](const Expr& y) { return zero(y, 0, m.pw); });
+  };
+  Stmt inside = Range("y", m.pad_t, m.pad_t + m.h, ForKind::kSerial, [&](const Expr& y) {
+    Stmt copy = Range("x", m.pad_l, m.pad_l + m.w, ForKind::kVectorized, [&](const Expr& xx) {
+      Expr v = BufferLoad(xb, (task * m.h + y - m.pad_t) * m.w + xx - m.pad_l);
+      v = te::Cast(te::Int(32), v) - te::Const(te::Int(32), m.zp);  // int8 data sign-extends
+      return lower::Store(plane, y * m.pw + xx, v);
+    });
+    return SeqOf({zero(y, 0, m.pad_l), copy, zero(y, m.pad_l + m.w, m.pw)});
+  });
+  Stmt pad = SeqOf({zero_rows("yt", 0, m.pad_t), inside, zero_rows("yb", m.pad_t + m.h, m.ph)});
+
+  // Output rows: the taps in int32 lanes along the width, bias and epilogue in registers.
+  Expr oy = te::MakeVar("oy"), ox = te::MakeVar("ox");
+  Expr sum = bias ? BufferLoad(bias, c) : te::Const(te::Int(32), 0);
+  for (int64_t ky = 0; ky < m.kh; ++ky) {
+    for (int64_t kx = 0; kx < m.kw; ++kx) {
+      Expr xv = BufferLoad(plane, (oy * m.s_h + ky) * m.pw + ox * m.s_w + kx);
+      Expr wv = te::Cast(te::Int(32), BufferLoad(wb, (c * m.kh + ky) * m.kw + kx));
+      sum = sum + xv * wv;
+    }
+  }
+  Stmt row =
+      lower::Store(f.args.back().buffer, (task * m.oh + oy) * m.ow + ox, at({n, c, oy, ox}, sum));
+  row = lower::For(ox, m.ow, ForKind::kVectorized, row);
+  row = lower::For(oy, m.oh, ForKind::kSerial, row);
+
+  const int64_t tasks = m.n * m.c;
+  const bool par =
+      opts.parallel && tasks > 1 && tasks * m.oh * m.ow * m.kh * m.kw >= opts.parallel_min_work;
+  f.body =
+      lower::For(task, tasks, par ? ForKind::kParallel : ForKind::kSerial, lower::Seq({pad, row}));
+  f.prefer_vector_bits = static_cast<int>(p.lanes * 32);
+  *out = std::move(f);
+  return true;
+}
+
+}  // namespace ember::compiler::schedule
