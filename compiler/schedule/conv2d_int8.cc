@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "conv_group.h"
+#include "epilogue.h"
 #include "loop_builders.h"
 #include "schedule.h"
 
@@ -276,14 +277,25 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
   image.push_back(grid("m", full, owb, 0));
   if (tail > 0) image.push_back(grid("t", 1, tail, full * owb));
 
-  // The epilogue, one output channel per task: its rows of the blocked sums in, NCHW out.
+  // The epilogue, one output channel per task: its rows of the blocked sums in, NCHW out; over
+  // the flat plane when the epilogue allows, so that narrow rows (14, 7) still fill vectors.
   Expr c = te::MakeVar("c"), y = te::MakeVar("y"), x = te::MakeVar("x");
-  Expr sum = BufferLoad(acc, ((te::FloorDiv(c, Expr(p.lanes)) * oh + y) * ow + x) * p.lanes +
-                                 te::FloorMod(c, Expr(p.lanes)));
-  Stmt ep =
-      lower::Store(f.args.back().buffer, ((n * m.oc + c) * oh + y) * ow + x, at({n, c, y, x}, sum));
-  ep = lower::For(x, ow, ForKind::kVectorized, ep);
-  ep = lower::For(y, oh, ForKind::kSerial, ep);
+  auto sum_at = [&](const Expr& row, const Expr& col) {
+    return BufferLoad(acc, ((te::FloorDiv(c, Expr(p.lanes)) * oh + row) * ow + col) * p.lanes +
+                               te::FloorMod(c, Expr(p.lanes)));
+  };
+  Stmt ep;
+  if (EpilogueReadsPlaneFlat(at, ow)) {
+    Expr q = te::MakeVar("q");
+    ep = lower::Store(f.args.back().buffer, (n * m.oc + c) * oh * ow + q,
+                      at({n, c, Expr(0), q}, sum_at(Expr(0), q)));
+    ep = lower::For(q, oh * ow, ForKind::kVectorized, ep);
+  } else {
+    ep = lower::Store(f.args.back().buffer, ((n * m.oc + c) * oh + y) * ow + x,
+                      at({n, c, y, x}, sum_at(y, x)));
+    ep = lower::For(x, ow, ForKind::kVectorized, ep);
+    ep = lower::For(y, oh, ForKind::kSerial, ep);
+  }
   const bool par = opts.parallel && m.oc > 1 && m.oc * oh * ow >= opts.parallel_min_work;
   image.push_back(lower::For(c, m.oc, par ? ForKind::kParallel : ForKind::kSerial, ep));
 
