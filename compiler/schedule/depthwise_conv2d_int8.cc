@@ -37,13 +37,13 @@ constexpr int64_t kMaxTaps = 4096;
 constexpr int64_t kMaxPlane = int64_t{1} << 15;
 
 struct DwInt8 {
-  int64_t n, c, h, w, kh, kw, s_h, s_w, pad_t, pad_l, oh, ow, ph, pw;
+  int64_t n, c, h, w, kh, kw, s_h, s_w, pad_t, pad_l, oh, ow, ow_pad, ph, pw;
   int64_t zp;
 };
 
 // The conv's geometry; `weight_int8` also asks for the int8 weight the kernel reads (the
 // strategy sees the model's 8-bit one, before canonicalization shifts it by its zero point).
-bool ReadDwInt8(const Graph& g, const Node& conv, bool weight_int8, DwInt8* m) {
+bool ReadDwInt8(const Graph& g, const Node& conv, bool weight_int8, int64_t lanes, DwInt8* m) {
   if (!conv.HasAttr(kDataZeroPointAttr) || conv.HasAttr(kPackedInt8WeightAttr) ||
       !conv.HasInput(0) || !conv.HasInput(1) || conv.GetString(kDataLayoutAttr, "NCHW") != "NCHW" ||
       conv.GetString(kOutLayoutAttr, "NCHW") != "NCHW") {
@@ -86,15 +86,18 @@ bool ReadDwInt8(const Graph& g, const Node& conv, bool weight_int8, DwInt8* m) {
   m->ow = (m->w + m->pad_l + win.pads[3] - m->kw) / m->s_w + 1;
   if (m->oh <= 0 || m->ow <= 0) return false;
   m->ph = std::max(m->h + m->pad_t, (m->oh - 1) * m->s_h + m->kh);
-  m->pw = std::max(m->w + m->pad_l, (m->ow - 1) * m->s_w + m->kw);
+  // Output rows are computed in whole vectors (ow_pad columns), so the plane is wide enough for
+  // the columns past ow too.
+  m->ow_pad = (m->ow + lanes - 1) / lanes * lanes;
+  m->pw = std::max(m->w + m->pad_l, (m->ow_pad - 1) * m->s_w + m->kw);
   return m->kh * m->kw <= kMaxTaps && m->ph * m->pw <= kMaxPlane;
 }
 
 }  // namespace
 
-bool DepthwiseConv2dInt8Applies(const Graph& g, const Node& conv) {
+bool DepthwiseConv2dInt8Applies(const Graph& g, const Node& conv, const DepthwiseInt8Params& p) {
   DwInt8 m;
-  return ReadDwInt8(g, conv, false, &m);
+  return p.lanes > 0 && ReadDwInt8(g, conv, false, p.lanes, &m);
 }
 
 bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
@@ -103,7 +106,7 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
   const Node* conv = SingleConvOf(group);
   DwInt8 m;
   if (conv == nullptr || group.outputs.size() != 1 || conv->outputs.size() != 1 ||
-      !ReadDwInt8(g, *conv, true, &m)) {
+      !ReadDwInt8(g, *conv, true, p.lanes, &m)) {
     return false;
   }
   const TensorType& o = g.value(conv->outputs[0]).type;
@@ -150,7 +153,9 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
   });
   Stmt pad = SeqOf({zero_rows("yt", 0, m.pad_t), inside, zero_rows("yb", m.pad_t + m.h, m.ph)});
 
-  // Output rows: the taps in int32 lanes along the width, bias and epilogue in registers.
+  // Output rows: the taps in int32 lanes along the width, bias and epilogue in registers, over
+  // whole vectors of columns (a row of 14 or 7 would otherwise run scalar); the columns past ow
+  // land in a row buffer (the epilogue reads at most column ow - 1) and are dropped.
   Expr oy = te::MakeVar("oy"), ox = te::MakeVar("ox");
   Expr sum = bias ? BufferLoad(bias, c) : te::Const(te::Int(32), 0);
   for (int64_t ky = 0; ky < m.kh; ++ky) {
@@ -160,9 +165,21 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
       sum = sum + xv * wv;
     }
   }
-  Stmt row =
-      lower::Store(f.args.back().buffer, (task * m.oh + oy) * m.ow + ox, at({n, c, oy, ox}, sum));
-  row = lower::For(ox, m.ow, ForKind::kVectorized, row);
+  const Buffer& ob = f.args.back().buffer;
+  Stmt row;
+  if (m.ow_pad == m.ow) {
+    row = lower::Store(ob, (task * m.oh + oy) * m.ow + ox, at({n, c, oy, ox}, sum));
+    row = lower::For(ox, m.ow, ForKind::kVectorized, row);
+  } else {
+    Buffer out_row =
+        lower::NewBuffer(conv->name + "_row", ob->dtype, m.ow_pad, lower::BufferScope::kLocal);
+    f.locals.push_back(out_row);
+    Stmt wide = lower::Store(out_row, ox, at({n, c, oy, te::Min(ox, Expr(m.ow - 1))}, sum));
+    Expr cx = te::MakeVar("cx");
+    Stmt copy = lower::Store(ob, (task * m.oh + oy) * m.ow + cx, BufferLoad(out_row, cx));
+    row = lower::Seq({lower::For(ox, m.ow_pad, ForKind::kVectorized, wide),
+                      lower::For(cx, m.ow, ForKind::kSerial, copy)});
+  }
   row = lower::For(oy, m.oh, ForKind::kSerial, row);
 
   const int64_t tasks = m.n * m.c;

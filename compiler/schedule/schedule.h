@@ -312,7 +312,7 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
 /*! \brief True when depthwise_conv2d_int8.cc takes this conv: an integer conv
  * (kDataZeroPointAttr) of 2-D NCHW 8-bit data with group = channels = output channels, a constant
  * int8 weight [C][1][KH][KW], a constant int32 bias or none, undilated, strides up to 4. */
-bool DepthwiseConv2dInt8Applies(const Graph& g, const Node& conv);
+bool DepthwiseConv2dInt8Applies(const Graph& g, const Node& conv, const DepthwiseInt8Params& p);
 
 /*! \brief Such a depthwise integer conv followed by elementwise/broadcast epilogue nodes (the
  * requantization), NCHW in and out, the epilogue in registers; see depthwise_conv2d_int8.cc. */

@@ -120,7 +120,8 @@ KernelPlan TableStrategy::ChooseInt8Conv(const Graph& g, const Node& conv) const
   KernelPlan plan;
   for (const ScheduleEntry* e : entries_) {
     // Weights unpacked (weight_block 0): the depthwise kernel reads them as OIHW.
-    if (e->kind == ScheduleKind::kDepthwiseConv2dInt8 && DepthwiseConv2dInt8Applies(g, conv)) {
+    if (e->kind == ScheduleKind::kDepthwiseConv2dInt8 &&
+        DepthwiseConv2dInt8Applies(g, conv, e->dw_int8)) {
       plan.kernel = e->name;
       plan.int8_dot = true;
       return plan;
