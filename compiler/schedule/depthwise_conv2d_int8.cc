@@ -3,10 +3,11 @@
 // float kernels, cast to float and blocked before, cast back and unblocked after.
 //
 // One task per (image, channel) plane: the plane is copied once, shifted by the zero point, into
-// a padded int32 row-major buffer on the stack (zero outside the image: the padding after the
-// shift), then each output row sums the taps, the int8 weights broadcast, in int32 lanes along the
-// output width (a stride reads an interleave group, no gathers, no bounds checks), adds the int32
-// bias and applies the group's epilogue (the requantization) in registers before its one store.
+// a padded int32 buffer on the stack (zero outside the image: the padding after the shift) whose
+// rows are split by the horizontal stride's phase (phase p of a row holds padded columns j * S +
+// p), then each output row sums the taps, the int8 weights broadcast, in int32 lanes along the
+// output width, every tap a contiguous read (no gathers, no bounds checks), adds the int32 bias
+// and applies the group's epilogue (the requantization) in registers before its one store.
 // The sums are exact: at most 255 * 128 per tap, and DepthwiseConv2dInt8Applies bounds the taps.
 #include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/ir/layout.h>
@@ -37,7 +38,8 @@ constexpr int64_t kMaxTaps = 4096;
 constexpr int64_t kMaxPlane = int64_t{1} << 15;
 
 struct DwInt8 {
-  int64_t n, c, h, w, kh, kw, s_h, s_w, pad_t, pad_l, oh, ow, ow_pad, ph, pw;
+  int64_t n, c, h, w, kh, kw, s_h, s_w, pad_t, pad_l, oh, ow, ow_pad, ph;
+  int64_t pw;  // columns per stride phase of a padded row
   int64_t zp;
 };
 
@@ -86,11 +88,11 @@ bool ReadDwInt8(const Graph& g, const Node& conv, bool weight_int8, int64_t lane
   m->ow = (m->w + m->pad_l + win.pads[3] - m->kw) / m->s_w + 1;
   if (m->oh <= 0 || m->ow <= 0) return false;
   m->ph = std::max(m->h + m->pad_t, (m->oh - 1) * m->s_h + m->kh);
-  // Output rows are computed in whole vectors (ow_pad columns), so the plane is wide enough for
-  // the columns past ow too.
+  // Output rows are computed in whole vectors (ow_pad columns), so each phase is wide enough for
+  // the columns past ow too: tap kx of column ox reads phase kx % S at ox + kx / S.
   m->ow_pad = (m->ow + lanes - 1) / lanes * lanes;
-  m->pw = std::max(m->w + m->pad_l, (m->ow_pad - 1) * m->s_w + m->kw);
-  return m->kh * m->kw <= kMaxTaps && m->ph * m->pw <= kMaxPlane;
+  m->pw = m->ow_pad + (m->kw - 1) / m->s_w;
+  return m->kh * m->kw <= kMaxTaps && m->ph * m->s_w * m->pw <= kMaxPlane;
 }
 
 }  // namespace
@@ -127,29 +129,44 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
     bias = GroupInputBuffer(group, f, conv->inputs[2]);
     if (!bias) return false;
   }
-  Buffer plane =
-      lower::NewBuffer(conv->name + "_plane", te::Int(32), m.ph * m.pw, lower::BufferScope::kLocal);
+  Buffer plane = lower::NewBuffer(conv->name + "_plane", te::Int(32), m.ph * m.s_w * m.pw,
+                                  lower::BufferScope::kLocal);
   f.locals.push_back(plane);
 
   Expr task = te::MakeVar("nc");
   Expr n = te::FloorDiv(task, Expr(m.c)), c = te::FloorMod(task, Expr(m.c));
-  // The padded, shifted plane: zero rows and columns around the copied interior.
-  auto zero = [&](const Expr& y, int64_t begin, int64_t end) {
-    return Range("f", begin, end, ForKind::kVectorized, [&](const Expr& xx) {
-      return lower::Store(plane, y * m.pw + xx, te::Const(te::Int(32), 0));
-    });
+  // The padded, shifted plane, rows split by stride phase: padded column j * S + p of row y at
+  // (y * S + p) * pw + j. Columns j whose phases all lie inside the image copy with plain loads
+  // (an interleave group of factor S); the few border ones test each phase.
+  const int64_t sw = m.s_w;
+  const int64_t j_lo = std::min(m.pw, (m.pad_l + sw - 1) / sw);
+  const int64_t last = m.pad_l + m.w - sw;  // j * S <= last
+  const int64_t j_hi = last < 0 ? j_lo : std::max(j_lo, std::min(m.pw, last / sw + 1));
+  const Expr zero = te::Const(te::Int(32), 0);
+  auto shifted = [&](const Expr& y, const Expr& col) {
+    Expr v = BufferLoad(xb, (task * m.h + y - m.pad_t) * m.w + col);
+    return te::Cast(te::Int(32), v) - te::Const(te::Int(32), m.zp);  // int8 data sign-extends
+  };
+  auto columns = [&](const Expr& y, int64_t begin, int64_t end, bool guarded) {
+    return Range(guarded ? "jb" : "j", begin, end,
+                 guarded ? ForKind::kSerial : ForKind::kVectorized, [&](const Expr& j) {
+                   std::vector<Stmt> phases;
+                   for (int64_t p = 0; p < sw; ++p) {
+                     Expr col = j * sw + (p - m.pad_l);
+                     Expr v = shifted(y, col);
+                     if (guarded) v = te::Select((col >= 0) && (col < m.w), v, zero);
+                     phases.push_back(lower::Store(plane, (y * sw + p) * m.pw + j, v));
+                   }
+                   return lower::Seq(phases);
+                 });
   };
   auto zero_rows = [&](const std::string& name, int64_t begin, int64_t end) {
-    return Range(name, begin, end, ForKind::kSerial,
-                 [&](const Expr& y) { return zero(y, 0, m.pw); });
+    return Range(name, begin * sw * m.pw, end * sw * m.pw, ForKind::kVectorized,
+                 [&](const Expr& i) { return lower::Store(plane, i, zero); });
   };
   Stmt inside = Range("y", m.pad_t, m.pad_t + m.h, ForKind::kSerial, [&](const Expr& y) {
-    Stmt copy = Range("x", m.pad_l, m.pad_l + m.w, ForKind::kVectorized, [&](const Expr& xx) {
-      Expr v = BufferLoad(xb, (task * m.h + y - m.pad_t) * m.w + xx - m.pad_l);
-      v = te::Cast(te::Int(32), v) - te::Const(te::Int(32), m.zp);  // int8 data sign-extends
-      return lower::Store(plane, y * m.pw + xx, v);
-    });
-    return SeqOf({zero(y, 0, m.pad_l), copy, zero(y, m.pad_l + m.w, m.pw)});
+    return SeqOf(
+        {columns(y, 0, j_lo, true), columns(y, j_lo, j_hi, false), columns(y, j_hi, m.pw, true)});
   });
   Stmt pad = SeqOf({zero_rows("yt", 0, m.pad_t), inside, zero_rows("yb", m.pad_t + m.h, m.ph)});
 
@@ -160,7 +177,7 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
   Expr sum = bias ? BufferLoad(bias, c) : te::Const(te::Int(32), 0);
   for (int64_t ky = 0; ky < m.kh; ++ky) {
     for (int64_t kx = 0; kx < m.kw; ++kx) {
-      Expr xv = BufferLoad(plane, (oy * m.s_h + ky) * m.pw + ox * m.s_w + kx);
+      Expr xv = BufferLoad(plane, ((oy * m.s_h + ky) * sw + kx % sw) * m.pw + ox + kx / sw);
       Expr wv = te::Cast(te::Int(32), BufferLoad(wb, (c * m.kh + ky) * m.kw + kx));
       sum = sum + xv * wv;
     }

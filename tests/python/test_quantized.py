@@ -303,6 +303,7 @@ _DW_INT8_CASES = [
     (32, 7, (9, 20), 5, 1, 2, np.int8, np.uint8, False),       # 5x5, 7 channels, int8 data
     (33, 16, (10, 10), 3, 2, 0, np.uint8, np.int8, True),      # no padding, int8 output
     (34, 48, (35, 37), 3, 1, 1, np.uint8, np.uint8, True),     # rows past one vector
+    (35, 16, (19, 40), 5, 3, 2, np.int8, np.int8, True),       # stride 3: three phases per row
 ]
 
 
