@@ -39,6 +39,8 @@ using te::Expr;
 constexpr int64_t kDotDepth = kInt8DotDepth;
 // Products of at most 255 x 128 over this many taps, plus a bias, stay within int32.
 constexpr int64_t kMaxTaps = 32768;
+// Plane positions the requantization pass takes per block of channels: 16 KB of int32 sums.
+constexpr int64_t kEpilogueChunk = 256;
 // Largest padded data workspace (bytes) per image.
 constexpr int64_t kMaxPaddedBytes = int64_t{1} << 28;
 
@@ -297,7 +299,29 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
     ep = lower::For(y, oh, ForKind::kSerial, ep);
   }
   const bool par = opts.parallel && m.oc > 1 && m.oc * oh * ow >= opts.parallel_min_work;
-  image.push_back(lower::For(c, m.oc, par ? ForKind::kParallel : ForKind::kSerial, ep));
+  if (EpilogueReadsPlaneFlat(at, ow) && m.oc % p.lanes == 0) {
+    // A block's channels in turn over chunks of the plane, so that the chunk's sums (16 channels
+    // per cache line) are read from L1 by all 16 channels instead of once per channel from L2.
+    const int64_t plane = oh * ow, chunks = plane / kEpilogueChunk, rest = plane % kEpilogueChunk;
+    Expr cb = te::MakeVar("cb"), l = te::MakeVar("l");
+    Expr ch = cb * p.lanes + l;
+    auto chunk = [&](const Expr& q0, int64_t width) {
+      Expr q = te::MakeVar("q");
+      Stmt st = lower::Store(
+          f.args.back().buffer, (n * m.oc + ch) * plane + q0 + q,
+          at({n, ch, Expr(0), q0 + q}, BufferLoad(acc, (cb * plane + q0 + q) * p.lanes + l)));
+      st = lower::For(q, width, ForKind::kVectorized, st);
+      return lower::For(l, p.lanes, ForKind::kSerial, st);
+    };
+    Stmt body =
+        SeqOf({Range("qc", 0, chunks, ForKind::kSerial,
+                     [&](const Expr& qc) { return chunk(qc * kEpilogueChunk, kEpilogueChunk); }),
+               rest > 0 ? chunk(Expr(chunks * kEpilogueChunk), rest) : Stmt()});
+    image.push_back(
+        lower::For(cb, m.oc / p.lanes, par ? ForKind::kParallel : ForKind::kSerial, body));
+  } else {
+    image.push_back(lower::For(c, m.oc, par ? ForKind::kParallel : ForKind::kSerial, ep));
+  }
 
   f.body = lower::For(n, m.n, ForKind::kSerial, lower::Seq(image));
   f.prefer_vector_bits = static_cast<int>(p.lanes * 32);
