@@ -9,6 +9,9 @@
 // output width, every tap a contiguous read (no gathers, no bounds checks), adds the int32 bias
 // and applies the group's epilogue (the requantization) in registers before its one store.
 // The sums are exact: at most 255 * 128 per tap, and DepthwiseConv2dInt8Applies bounds the taps.
+// While the taps' sum stays below 2^24 (3x3, 5x5) the plane and the taps are float32, every
+// partial sum an exact integer: a float multiply and add issue on two ports where vpmulld takes
+// one for two uops; the bias is added in int32 after.
 #include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/weight_layout.h>
@@ -34,6 +37,9 @@ using te::Expr;
 
 // |x - zero point| * |w| <= 255 * 128 per tap; this many taps keep int32 sums with a bias exact.
 constexpr int64_t kMaxTaps = 4096;
+// Largest |(x - zero point) * w|, and the integers float32 holds exactly.
+constexpr int64_t kMaxProduct = 255 * 128;
+constexpr int64_t kExactFloat = int64_t{1} << 24;
 // int32 elements of the padded plane (on the stack, per task).
 constexpr int64_t kMaxPlane = int64_t{1} << 15;
 
@@ -129,7 +135,9 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
     bias = GroupInputBuffer(group, f, conv->inputs[2]);
     if (!bias) return false;
   }
-  Buffer plane = lower::NewBuffer(conv->name + "_plane", te::Int(32), m.ph * m.s_w * m.pw,
+  const te::DataType tap_type =
+      m.kh * m.kw * kMaxProduct < kExactFloat ? te::Float(32) : te::Int(32);
+  Buffer plane = lower::NewBuffer(conv->name + "_plane", tap_type, m.ph * m.s_w * m.pw,
                                   lower::BufferScope::kLocal);
   f.locals.push_back(plane);
 
@@ -142,10 +150,11 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
   const int64_t j_lo = std::min(m.pw, (m.pad_l + sw - 1) / sw);
   const int64_t last = m.pad_l + m.w - sw;  // j * S <= last
   const int64_t j_hi = last < 0 ? j_lo : std::max(j_lo, std::min(m.pw, last / sw + 1));
-  const Expr zero = te::Const(te::Int(32), 0);
+  const Expr zero = te::Const(tap_type, 0);
   auto shifted = [&](const Expr& y, const Expr& col) {
     Expr v = BufferLoad(xb, (task * m.h + y - m.pad_t) * m.w + col);
-    return te::Cast(te::Int(32), v) - te::Const(te::Int(32), m.zp);  // int8 data sign-extends
+    // int8 data sign-extends
+    return te::Cast(tap_type, te::Cast(te::Int(32), v) - te::Const(te::Int(32), m.zp));
   };
   auto columns = [&](const Expr& y, int64_t begin, int64_t end, bool guarded) {
     return Range(guarded ? "jb" : "j", begin, end,
@@ -174,14 +183,16 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
   // whole vectors of columns (a row of 14 or 7 would otherwise run scalar); the columns past ow
   // land in a row buffer (the epilogue reads at most column ow - 1) and are dropped.
   Expr oy = te::MakeVar("oy"), ox = te::MakeVar("ox");
-  Expr sum = bias ? BufferLoad(bias, c) : te::Const(te::Int(32), 0);
+  Expr taps;
   for (int64_t ky = 0; ky < m.kh; ++ky) {
     for (int64_t kx = 0; kx < m.kw; ++kx) {
       Expr xv = BufferLoad(plane, ((oy * m.s_h + ky) * sw + kx % sw) * m.pw + ox + kx / sw);
-      Expr wv = te::Cast(te::Int(32), BufferLoad(wb, (c * m.kh + ky) * m.kw + kx));
-      sum = sum + xv * wv;
+      Expr wv = te::Cast(tap_type, BufferLoad(wb, (c * m.kh + ky) * m.kw + kx));
+      taps = taps.defined() ? taps + xv * wv : xv * wv;
     }
   }
+  Expr sum = tap_type == te::Int(32) ? taps : te::Cast(te::Int(32), taps);
+  if (bias) sum = sum + BufferLoad(bias, c);
   const Buffer& ob = f.args.back().buffer;
   Stmt row;
   if (m.ow_pad == m.ow) {

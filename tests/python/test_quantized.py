@@ -304,6 +304,7 @@ _DW_INT8_CASES = [
     (33, 16, (10, 10), 3, 2, 0, np.uint8, np.int8, True),      # no padding, int8 output
     (34, 48, (35, 37), 3, 1, 1, np.uint8, np.uint8, True),     # rows past one vector
     (35, 16, (19, 40), 5, 3, 2, np.int8, np.int8, True),       # stride 3: three phases per row
+    (36, 8, (24, 26), 23, 1, 0, np.uint8, np.uint8, True),     # 529 taps: int32, not float
 ]
 
 
