@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "conv_group.h"
+#include "epilogue.h"
 #include "loop_builders.h"
 #include "schedule.h"
 
@@ -38,6 +39,8 @@ using te::Expr;
 constexpr int64_t kDotDepth = kInt8DotDepth;
 // Products of at most 255 x 128 over this many taps, plus a bias, stay within int32.
 constexpr int64_t kMaxTaps = 32768;
+// Plane positions the requantization pass takes per block of channels: 16 KB of int32 sums.
+constexpr int64_t kEpilogueChunk = 256;
 // Largest padded data workspace (bytes) per image.
 constexpr int64_t kMaxPaddedBytes = int64_t{1} << 28;
 
@@ -86,26 +89,59 @@ bool ReadInt8Conv(const Graph& g, const Node& conv, bool packed, Int8Conv* m) {
 }
 
 // The padded data as the kernel reads it: [ICp/4][ph][pw][4] bytes, zu outside the image and
-// past its channels.
+// past its channels. Whole channel quads copy their interior with plain loads (LLVM interleaves
+// the four planes into one store stream) and fill the border apart; a last partial quad keeps the
+// per-byte test.
 Stmt PackData(const Int8Conv& m, const Buffer& x, bool signed_data, const Buffer& xq, const Expr& n,
               int64_t ph, int64_t pw, const lower::ScheduleOptions& opts) {
-  const int64_t quads = RoundUp(m.c, kDotDepth) / kDotDepth;
-  Expr c4 = te::MakeVar("c4"), y = te::MakeVar("y"), xx = te::MakeVar("x");
-  Expr sy = y - m.pad_t, sx = xx - m.pad_l;
-  std::vector<Stmt> bytes;
-  for (int64_t j = 0; j < kDotDepth; ++j) {
-    Expr c = c4 * kDotDepth + j;
+  const int64_t quads = RoundUp(m.c, kDotDepth) / kDotDepth, full = m.c / kDotDepth;
+  const Expr zu = te::Const(te::UInt(8), m.zu);
+  auto byte = [&](const Expr& c, const Expr& sy, const Expr& sx) {
     Expr v = BufferLoad(x, ((n * m.c + c) * m.h + sy) * m.w + sx);
-    if (signed_data) v = te::Cast(te::UInt(8), te::Cast(te::Int(32), v) + 128);
-    Expr inside = (c < m.c) && (sy >= 0) && (sy < m.h) && (sx >= 0) && (sx < m.w);
-    bytes.push_back(lower::Store(xq, ((c4 * ph + y) * pw + xx) * kDotDepth + j,
-                                 te::Select(inside, v, te::Const(te::UInt(8), m.zu))));
-  }
-  Stmt st = lower::For(xx, pw, ForKind::kSerial, lower::Seq(bytes));
-  st = lower::For(y, ph, ForKind::kSerial, st);
+    return signed_data ? te::Cast(te::UInt(8), te::Cast(te::Int(32), v) + 128) : v;
+  };
+  auto at = [&](const Expr& c4, const Expr& y, const Expr& xx, int64_t j) {
+    return ((c4 * ph + y) * pw + xx) * kDotDepth + j;
+  };
+  // Bytes [begin, end) of row y of quad c4 set to zu.
+  auto fill = [&](const Expr& c4, const Expr& y, int64_t begin, int64_t end) {
+    return Range("f", begin * kDotDepth, end * kDotDepth, ForKind::kVectorized,
+                 [&](const Expr& i) { return lower::Store(xq, at(c4, y, 0, 0) + i, zu); });
+  };
+  auto whole_quad = [&](const Expr& c4) {
+    auto fill_rows = [&](const std::string& name, int64_t begin, int64_t end) {
+      return Range(name, begin, end, ForKind::kSerial,
+                   [&](const Expr& y) { return fill(c4, y, 0, pw); });
+    };
+    Stmt inside = Range("y", m.pad_t, m.pad_t + m.h, ForKind::kSerial, [&](const Expr& y) {
+      Stmt copy = Range("x", m.pad_l, m.pad_l + m.w, ForKind::kVectorized, [&](const Expr& xx) {
+        std::vector<Stmt> bytes;
+        for (int64_t j = 0; j < kDotDepth; ++j) {
+          bytes.push_back(lower::Store(xq, at(c4, y, xx, j),
+                                       byte(c4 * kDotDepth + j, y - m.pad_t, xx - m.pad_l)));
+        }
+        return lower::Seq(bytes);
+      });
+      return SeqOf({fill(c4, y, 0, m.pad_l), copy, fill(c4, y, m.pad_l + m.w, pw)});
+    });
+    return SeqOf({fill_rows("yt", 0, m.pad_t), inside, fill_rows("yb", m.pad_t + m.h, ph)});
+  };
+  auto partial_quad = [&](const Expr& c4) {
+    Expr y = te::MakeVar("y"), xx = te::MakeVar("x");
+    Expr sy = y - m.pad_t, sx = xx - m.pad_l;
+    std::vector<Stmt> bytes;
+    for (int64_t j = 0; j < kDotDepth; ++j) {
+      Expr c = c4 * kDotDepth + j;
+      Expr inside = (c < m.c) && (sy >= 0) && (sy < m.h) && (sx >= 0) && (sx < m.w);
+      bytes.push_back(lower::Store(xq, at(c4, y, xx, j), te::Select(inside, byte(c, sy, sx), zu)));
+    }
+    Stmt st = lower::For(xx, pw, ForKind::kSerial, lower::Seq(bytes));
+    return lower::For(y, ph, ForKind::kSerial, st);
+  };
   const bool par =
-      opts.parallel && quads > 1 && quads * ph * pw * kDotDepth >= opts.parallel_min_work;
-  return lower::For(c4, quads, par ? ForKind::kParallel : ForKind::kSerial, st);
+      opts.parallel && full > 1 && full * ph * pw * kDotDepth >= opts.parallel_min_work;
+  return SeqOf({Range("c4", 0, full, par ? ForKind::kParallel : ForKind::kSerial, whole_quad),
+                Range("c4t", full, quads, ForKind::kSerial, partial_quad)});
 }
 
 struct Tile {
@@ -243,16 +279,49 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
   image.push_back(grid("m", full, owb, 0));
   if (tail > 0) image.push_back(grid("t", 1, tail, full * owb));
 
-  // The epilogue, one output channel per task: its rows of the blocked sums in, NCHW out.
+  // The epilogue, one output channel per task: its rows of the blocked sums in, NCHW out; over
+  // the flat plane when the epilogue allows, so that narrow rows (14, 7) still fill vectors.
   Expr c = te::MakeVar("c"), y = te::MakeVar("y"), x = te::MakeVar("x");
-  Expr sum = BufferLoad(acc, ((te::FloorDiv(c, Expr(p.lanes)) * oh + y) * ow + x) * p.lanes +
-                                 te::FloorMod(c, Expr(p.lanes)));
-  Stmt ep =
-      lower::Store(f.args.back().buffer, ((n * m.oc + c) * oh + y) * ow + x, at({n, c, y, x}, sum));
-  ep = lower::For(x, ow, ForKind::kVectorized, ep);
-  ep = lower::For(y, oh, ForKind::kSerial, ep);
+  auto sum_at = [&](const Expr& row, const Expr& col) {
+    return BufferLoad(acc, ((te::FloorDiv(c, Expr(p.lanes)) * oh + row) * ow + col) * p.lanes +
+                               te::FloorMod(c, Expr(p.lanes)));
+  };
+  Stmt ep;
+  if (EpilogueReadsPlaneFlat(at, ow)) {
+    Expr q = te::MakeVar("q");
+    ep = lower::Store(f.args.back().buffer, (n * m.oc + c) * oh * ow + q,
+                      at({n, c, Expr(0), q}, sum_at(Expr(0), q)));
+    ep = lower::For(q, oh * ow, ForKind::kVectorized, ep);
+  } else {
+    ep = lower::Store(f.args.back().buffer, ((n * m.oc + c) * oh + y) * ow + x,
+                      at({n, c, y, x}, sum_at(y, x)));
+    ep = lower::For(x, ow, ForKind::kVectorized, ep);
+    ep = lower::For(y, oh, ForKind::kSerial, ep);
+  }
   const bool par = opts.parallel && m.oc > 1 && m.oc * oh * ow >= opts.parallel_min_work;
-  image.push_back(lower::For(c, m.oc, par ? ForKind::kParallel : ForKind::kSerial, ep));
+  if (EpilogueReadsPlaneFlat(at, ow) && m.oc % p.lanes == 0) {
+    // A block's channels in turn over chunks of the plane, so that the chunk's sums (16 channels
+    // per cache line) are read from L1 by all 16 channels instead of once per channel from L2.
+    const int64_t plane = oh * ow, chunks = plane / kEpilogueChunk, rest = plane % kEpilogueChunk;
+    Expr cb = te::MakeVar("cb"), l = te::MakeVar("l");
+    Expr ch = cb * p.lanes + l;
+    auto chunk = [&](const Expr& q0, int64_t width) {
+      Expr q = te::MakeVar("q");
+      Stmt st = lower::Store(
+          f.args.back().buffer, (n * m.oc + ch) * plane + q0 + q,
+          at({n, ch, Expr(0), q0 + q}, BufferLoad(acc, (cb * plane + q0 + q) * p.lanes + l)));
+      st = lower::For(q, width, ForKind::kVectorized, st);
+      return lower::For(l, p.lanes, ForKind::kSerial, st);
+    };
+    Stmt body =
+        SeqOf({Range("qc", 0, chunks, ForKind::kSerial,
+                     [&](const Expr& qc) { return chunk(qc * kEpilogueChunk, kEpilogueChunk); }),
+               rest > 0 ? chunk(Expr(chunks * kEpilogueChunk), rest) : Stmt()});
+    image.push_back(
+        lower::For(cb, m.oc / p.lanes, par ? ForKind::kParallel : ForKind::kSerial, body));
+  } else {
+    image.push_back(lower::For(c, m.oc, par ? ForKind::kParallel : ForKind::kSerial, ep));
+  }
 
   f.body = lower::For(n, m.n, ForKind::kSerial, lower::Seq(image));
   f.prefer_vector_bits = static_cast<int>(p.lanes * 32);

@@ -281,7 +281,8 @@ bool TryPool2d(const FusedGroup& group, const lower::ScheduleOptions& opts,
   if (!IsGroupInput(group, x_id)) return false;
   const Value& pv = g.value(pool->outputs[0]);
   const Value& gout = g.value(group.outputs[0]);
-  if (!IsF32(gout.type.dtype)) return false;
+  // The pool computes in float32 (ReadPool); its epilogue may end in another type, e.g. a
+  // QuantizeLinear's uint8 after a MaxPool between quantized convs.
   const bool direct = group.nodes.size() == 1;
   if (direct && gout.id != pv.id) return false;
 

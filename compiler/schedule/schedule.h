@@ -143,6 +143,18 @@ struct Conv2dInt8Params {
   }
 };
 
+/*! \brief The int8 depthwise convolution: int32 lanes along the output width (`lanes` of them
+ * per vector). Planned only where the target's int8_dot_bits reach lanes * 32, beside the int8
+ * conv, so the integer chain stays integer. */
+struct DepthwiseInt8Params {
+  int64_t lanes = 16;
+
+  DepthwiseInt8Params& Lanes(int64_t v) {
+    lanes = v;
+    return *this;
+  }
+};
+
 /*! \brief Which kernel an entry describes; the table lists them in order of preference. */
 enum class ScheduleKind {
   kDepthwiseConv2d,
@@ -150,7 +162,8 @@ enum class ScheduleKind {
   kConv2dWide,
   kConv2dOcVec,
   kDense,
-  kConv2dInt8
+  kConv2dInt8,
+  kDepthwiseConv2dInt8
 };
 
 /*! \brief One kernel on one target class. Only the parameters of its kind are set (the table's
@@ -164,6 +177,7 @@ struct ScheduleEntry {
   DepthwiseParams depthwise;     // kDepthwiseConv2d
   DenseParams dense;             // kDense
   Conv2dInt8Params conv_int8;    // kConv2dInt8
+  DepthwiseInt8Params dw_int8;   // kDepthwiseConv2dInt8
 };
 
 /*! \brief Whether entry e's kernel can run on `target` at all (the int8 kernels need the
@@ -294,6 +308,16 @@ bool Conv2dInt8Applies(const Graph& g, const Node& conv, const Conv2dInt8Params&
  */
 bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
                    const Conv2dInt8Params& p, lower::LoweredFunc* out);
+
+/*! \brief True when depthwise_conv2d_int8.cc takes this conv: an integer conv
+ * (kDataZeroPointAttr) of 2-D NCHW 8-bit data with group = channels = output channels, a constant
+ * int8 weight [C][1][KH][KW], a constant int32 bias or none, undilated, strides up to 4. */
+bool DepthwiseConv2dInt8Applies(const Graph& g, const Node& conv, const DepthwiseInt8Params& p);
+
+/*! \brief Such a depthwise integer conv followed by elementwise/broadcast epilogue nodes (the
+ * requantization), NCHW in and out, the epilogue in registers; see depthwise_conv2d_int8.cc. */
+bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                            const DepthwiseInt8Params& p, lower::LoweredFunc* out);
 
 /*! \brief Narrowest channel block of the NCHW[x]c layout: one SSE / NEON vector of floats. */
 constexpr int64_t kMinLayoutBlock = 4;

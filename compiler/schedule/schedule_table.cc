@@ -55,6 +55,10 @@ ScheduleEntry ConvInt8(const char* name, TargetClass target, const Conv2dInt8Par
   return Entry(name, target, ScheduleKind::kConv2dInt8, &ScheduleEntry::conv_int8, p);
 }
 
+ScheduleEntry DwInt8(const char* name, TargetClass target, const DepthwiseInt8Params& p) {
+  return Entry(name, target, ScheduleKind::kDepthwiseConv2dInt8, &ScheduleEntry::dw_int8, p);
+}
+
 ScheduleEntry Dense(const char* name, TargetClass target, const DenseParams& p) {
   return Entry(name, target, ScheduleKind::kDense, &ScheduleEntry::dense, p);
 }
@@ -77,6 +81,7 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
       // of 16 int32 sums, as the float kernel's block.
       ConvInt8("conv2d_int8_avx512vnni", T::kAvx512,
                Conv2dInt8Params().Lanes(16).OcVectors(2).OwBlock(14)),
+      DwInt8("depthwise_conv2d_int8_avx512", T::kAvx512, DepthwiseInt8Params().Lanes(16)),
       Depthwise("depthwise_conv2d_avx512", T::kAvx512, DW().Lanes(16).VectorBits(512)),
       Depthwise("depthwise_conv2d_avx2", T::kAvx2, DW().Lanes(8)),
       Depthwise("depthwise_conv2d_sse", T::kSse, DW().Lanes(4)),
@@ -125,12 +130,18 @@ bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::Sche
       return TryDense(group, opts, e.dense, out);
     case ScheduleKind::kConv2dInt8:
       return TryConv2dInt8(group, opts, e.conv_int8, out);
+    case ScheduleKind::kDepthwiseConv2dInt8:
+      return TryDepthwiseConv2dInt8(group, opts, e.dw_int8, out);
   }
   return false;
 }
 
 bool EntryRunsOn(const ScheduleEntry& e, const Target& target) {
-  return e.kind != ScheduleKind::kConv2dInt8 || target.int8_dot_bits >= e.conv_int8.lanes * 32;
+  if (e.kind == ScheduleKind::kConv2dInt8) return target.int8_dot_bits >= e.conv_int8.lanes * 32;
+  if (e.kind == ScheduleKind::kDepthwiseConv2dInt8) {
+    return target.int8_dot_bits >= e.dw_int8.lanes * 32;
+  }
+  return true;
 }
 
 }  // namespace ember::compiler::schedule

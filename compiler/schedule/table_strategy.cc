@@ -40,6 +40,7 @@ bool ConvKernelApplies(const ScheduleEntry& e, const ConvShape& s) {
       return IsNchw(s);
     case ScheduleKind::kDense:
     case ScheduleKind::kConv2dInt8:  // integer convs only (ChooseInt8Conv)
+    case ScheduleKind::kDepthwiseConv2dInt8:
       return false;
   }
   return false;
@@ -57,6 +58,7 @@ int64_t ConvWeightBlock(const ScheduleEntry& e, const ConvShape& s) {
     case ScheduleKind::kConv2dWide:
     case ScheduleKind::kDense:
     case ScheduleKind::kConv2dInt8:
+    case ScheduleKind::kDepthwiseConv2dInt8:
       return 0;
   }
   return 0;
@@ -117,6 +119,13 @@ KernelPlan TableStrategy::Choose(const Graph& g, const Node& node) const {
 KernelPlan TableStrategy::ChooseInt8Conv(const Graph& g, const Node& conv) const {
   KernelPlan plan;
   for (const ScheduleEntry* e : entries_) {
+    // Weights unpacked (weight_block 0): the depthwise kernel reads them as OIHW.
+    if (e->kind == ScheduleKind::kDepthwiseConv2dInt8 &&
+        DepthwiseConv2dInt8Applies(g, conv, e->dw_int8)) {
+      plan.kernel = e->name;
+      plan.int8_dot = true;
+      return plan;
+    }
     if (e->kind != ScheduleKind::kConv2dInt8 || !Conv2dInt8Applies(g, conv, e->conv_int8)) {
       continue;
     }

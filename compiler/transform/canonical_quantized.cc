@@ -65,9 +65,11 @@ class Expander {
     return Op("Reshape", {param, ctx_->Constant(node_.name + "_shape", MakeInt64Tensor(shape))});
   }
 
-  /*! \brief round_half_even(x / scale) + zero_point, saturated to `to` (float in, float out). */
+  /*! \brief round_half_even(x / scale) + zero_point, saturated to `to` (float in, float out);
+   * scale kAbsentValue: x is already scaled (no division by a 1 the kernels would load and
+   * divide by per element). */
   int QuantizeFloat(int x, int scale, int zero_point, DLDataType to) {
-    int q = Op("Round", {Op("Div", {x, scale})});
+    int q = Op("Round", {scale == kAbsentValue ? x : Op("Div", {x, scale})});
     if (zero_point != kAbsentValue) q = Op("Add", {q, Cast(zero_point, kFloat32)});
     const bool is_signed = to.code == kDLInt;
     const double lo = is_signed ? -(1 << (to.bits - 1)) : 0;
@@ -369,7 +371,7 @@ void QLinear(Node n, CanonicalizeContext* ctx, bool conv) {
   const int y_zp = n.inputs.at(7);
   const DLDataType to = e.TypeOf(y_zp).dtype;
   const int scaled = e.Op("Mul", {e.Cast(acc, kFloat32), multiplier});
-  const int q = e.QuantizeFloat(scaled, e.Scalar(kFloat32, 1), y_zp, to);
+  const int q = e.QuantizeFloat(scaled, kAbsentValue, y_zp, to);
   e.OpInto(n.outputs[0], "Cast", {q}, {{"to", int64_t{DTypeToOnnx(to)}}});
 }
 

@@ -77,8 +77,11 @@ void PackInt8Conv(Graph* graph, Node* n, int64_t block) {
 
 void PackConvWeights(Graph* graph) {
   for (Node& n : graph->nodes()) {
-    if (n.op == "Conv" && KernelPlan::Of(n).int8_dot && !n.HasAttr(kPackedInt8WeightAttr)) {
-      PackInt8Conv(graph, &n, KernelPlan::Of(n).weight_block);
+    if (n.op == "Conv" && KernelPlan::Of(n).int8_dot) {
+      // weight_block 0: an int8 kernel that reads the weights as they are (depthwise).
+      if (KernelPlan::Of(n).weight_block > 0 && !n.HasAttr(kPackedInt8WeightAttr)) {
+        PackInt8Conv(graph, &n, KernelPlan::Of(n).weight_block);
+      }
       continue;
     }
     if (n.op != "Conv" || n.HasAttr(kPackedWeightBlockAttr) || !n.HasInput(1)) continue;

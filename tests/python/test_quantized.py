@@ -204,11 +204,12 @@ def _host_has_vnni():
         return False
 
 
-def _qlinear_conv_case(seed, c, oc, hw, k, stride, pad, data=np.uint8, out=np.uint8, bias=True):
+def _qlinear_conv_case(seed, c, oc, hw, k, stride, pad, data=np.uint8, out=np.uint8, bias=True,
+                       depthwise=False):
     rs = np.random.RandomState(seed)
     info = np.iinfo(data)
     x = rs.randint(info.min, info.max + 1, (1, c) + hw).astype(data)
-    w = rs.randint(-128, 128, (oc, c, k, k)).astype(np.int8)
+    w = rs.randint(-128, 128, (oc, 1 if depthwise else c, k, k)).astype(np.int8)
     x_z = data(rs.randint(info.min, info.max + 1))
     y_z = out(rs.randint(np.iinfo(out).min, np.iinfo(out).max + 1))
     w_s = (rs.rand(oc) * 0.002 + 0.0005).astype(np.float32)
@@ -223,7 +224,7 @@ def _qlinear_conv_case(seed, c, oc, hw, k, stride, pad, data=np.uint8, out=np.ui
     elem = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8}
     graph = helper.make_graph(
         [helper.make_node("QLinearConv", ["x"] + inputs, ["y"], pads=[pad] * 4,
-                          strides=[stride] * 2)], "qconv%d" % seed,
+                          strides=[stride] * 2, group=c if depthwise else 1)], "qconv%d" % seed,
         [helper.make_tensor_value_info("x", elem[data], list(x.shape))],
         [helper.make_tensor_value_info("y", elem[out], [1, oc, oh, ow])],
         [numpy_helper.from_array(v, n) for n, v in params.items()])
@@ -231,9 +232,12 @@ def _qlinear_conv_case(seed, c, oc, hw, k, stride, pad, data=np.uint8, out=np.ui
     acc = np.zeros((1, oc, oh, ow), np.int64)
     for i in range(k):
         for j in range(k):
-            acc += np.einsum("oc,nchw->nohw", w[:, :, i, j].astype(np.int64),
-                             xp[:, :, i:i + (oh - 1) * stride + 1:stride,
-                                j:j + (ow - 1) * stride + 1:stride])
+            window = xp[:, :, i:i + (oh - 1) * stride + 1:stride,
+                        j:j + (ow - 1) * stride + 1:stride]
+            if depthwise:
+                acc += w[:, 0, i, j].astype(np.int64).reshape(1, -1, 1, 1) * window
+            else:
+                acc += np.einsum("oc,nchw->nohw", w[:, :, i, j].astype(np.int64), window)
     if bias:
         acc += params["b"].reshape(1, -1, 1, 1)
     multiplier = (params["x_s"] * w_s / params["y_s"]).astype(np.float32).reshape(1, -1, 1, 1)
@@ -289,6 +293,35 @@ def test_int8_kernel_is_bit_identical_to_the_exact_float_path(tmp_path, case):
     np.testing.assert_array_equal(y_float, expected)
 
 
+# The int8 depthwise kernel (MobileNet's 3x3 depthwise convs between int8 convs), the same way:
+# strides 1 and 2, pads, 5x5, channels that fill no vector, int8 data and outputs, no bias.
+_DW_INT8_KERNEL = "depthwise_conv2d_int8_avx512"
+_DW_INT8_CASES = [
+    # seed, c, (h, w), k, stride, pad, data, out, bias
+    (30, 32, (12, 12), 3, 1, 1, np.uint8, np.uint8, True),
+    (31, 24, (13, 11), 3, 2, 1, np.uint8, np.uint8, True),     # odd sizes, stride 2
+    (32, 7, (9, 20), 5, 1, 2, np.int8, np.uint8, False),       # 5x5, 7 channels, int8 data
+    (33, 16, (10, 10), 3, 2, 0, np.uint8, np.int8, True),      # no padding, int8 output
+    (34, 48, (35, 37), 3, 1, 1, np.uint8, np.uint8, True),     # rows past one vector
+    (35, 16, (19, 40), 5, 3, 2, np.int8, np.int8, True),       # stride 3: three phases per row
+    (36, 8, (24, 26), 23, 1, 0, np.uint8, np.uint8, True),     # 529 taps: int32, not float
+]
+
+
+@pytest.mark.parametrize("case", _DW_INT8_CASES, ids=lambda c: "seed%d" % c[0])
+def test_int8_depthwise_kernel_is_bit_identical_to_the_exact_float_path(tmp_path, case):
+    if not _host_has_vnni():
+        pytest.skip("this machine has no AVX-512 VNNI")
+    seed, c, hw, k, stride, pad, data, out, bias = case
+    graph, x, expected = _qlinear_conv_case(seed, c, c, hw, k, stride, pad, data, out, bias,
+                                            depthwise=True)
+    y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x)
+    y_float, plans_float = _compile_and_run(tmp_path, graph, _WITHOUT_VNNI, x=x)
+    assert _DW_INT8_KERNEL in plans and _DW_INT8_KERNEL not in plans_float
+    np.testing.assert_array_equal(y, expected)
+    np.testing.assert_array_equal(y_float, expected)
+
+
 def test_int8_kernel_runs_conv_integer_to_int32(tmp_path):
     if not _host_has_vnni():
         pytest.skip("this machine has no AVX-512 VNNI")
@@ -328,3 +361,27 @@ def test_int8_kernel_leaves_grouped_and_wide_weights_to_the_float_path(tmp_path)
         ref = _conv_integer_reference(x, 3, w.astype(np.int64) - (0 if w_zp is None else 127),
                                       0, group=group)
         np.testing.assert_array_equal(y, ref)
+
+
+def test_maxpool_between_dequantize_and_quantize_matches_onnx(tmp_path):
+    # ResNet's QDQ stem: the pool runs on its own schedule and quantizes in its epilogue.
+    rs = np.random.RandomState(40)
+    x = rs.randint(0, 256, (1, 16, 23, 22)).astype(np.uint8)
+    s, z = np.float32(0.05), np.uint8(7)
+    graph = helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["xf"]),
+         helper.make_node("MaxPool", ["xf"], ["p"], kernel_shape=[3, 3], strides=[2, 2],
+                          pads=[1, 1, 1, 1]),
+         helper.make_node("QuantizeLinear", ["p", "s", "z"], ["y"])], "qdq_maxpool",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 16, 12, 11])],
+        [numpy_helper.from_array(s, "s"), numpy_helper.from_array(z, "z")])
+    y, _ = _compile_and_run(tmp_path, graph, "llvm", x=x)
+    xf = (x.astype(np.float32) - np.float32(z)) * s
+    xp = np.pad(xf, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    pooled = np.full((1, 16, 12, 11), -np.inf, np.float32)
+    for i in range(3):
+        for j in range(3):
+            pooled = np.maximum(pooled, xp[:, :, i:i + 23:2, j:j + 21:2])
+    expected = np.clip(np.round(pooled / s) + np.float32(z), 0, 255).astype(np.uint8)
+    np.testing.assert_array_equal(y, expected)

@@ -56,9 +56,10 @@ Build ForEntry(const schedule::ScheduleEntry& e) {
     case schedule::ScheduleKind::kConv2dOcVec:
       return Build{e.name, "accm0_0[", 0};
     case schedule::ScheduleKind::kConv2dWide:
-    case schedule::ScheduleKind::kDepthwiseConv2d:  // test_depthwise.cc
-    case schedule::ScheduleKind::kDense:            // test_dense.cc
-    case schedule::ScheduleKind::kConv2dInt8:       // test_conv_int8.cc
+    case schedule::ScheduleKind::kDepthwiseConv2d:      // test_depthwise.cc
+    case schedule::ScheduleKind::kDense:                // test_dense.cc
+    case schedule::ScheduleKind::kConv2dInt8:           // test_conv_int8.cc
+    case schedule::ScheduleKind::kDepthwiseConv2dInt8:  // tests/python/test_quantized.py
       break;
   }
   return Build{e.name, "acc0_0[", 0};
@@ -202,9 +203,10 @@ TEST(Schedule, TableNamesAreUniqueAndCarryTheTarget) {
 TEST(Schedule, EveryTableEntryMatchesTheReferenceConv) {
   for (const schedule::ScheduleEntry& e : schedule::ScheduleTable()) {
     // Depthwise, dense and int8 kernels have tests of their own (test_depthwise.cc,
-    // test_dense.cc, test_conv_int8.cc).
+    // test_dense.cc, test_conv_int8.cc; the int8 depthwise one in tests/python/test_quantized.py).
     if (e.kind == schedule::ScheduleKind::kDepthwiseConv2d ||
-        e.kind == schedule::ScheduleKind::kDense || e.kind == schedule::ScheduleKind::kConv2dInt8) {
+        e.kind == schedule::ScheduleKind::kDense || e.kind == schedule::ScheduleKind::kConv2dInt8 ||
+        e.kind == schedule::ScheduleKind::kDepthwiseConv2dInt8) {
       continue;
     }
     const std::vector<ConvCase>& cases = e.kind == schedule::ScheduleKind::kConv2dWide ? WideCases()

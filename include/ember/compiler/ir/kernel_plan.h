@@ -41,8 +41,9 @@ struct KernelPlan {
   /*! \brief Panel width of the dense kernel's packed [K][N] weights (0: unpacked). */
   int64_t dense_panel = 0;
   /*! \brief The kernel multiplies the 8-bit integer operands of an integer conv as they are
-   * (u8 x s8 dot products of four, int32 sums); its weights are packed as
-   * kPackedInt8WeightAttr says, in blocks of weight_block output channels. */
+   * (u8 x s8 dot products of four, or a depthwise conv's taps; exact sums); with weight_block >
+   * 0 its weights are packed as kPackedInt8WeightAttr says, in blocks of weight_block output
+   * channels, else read as the int8 OIHW constant. */
   bool int8_dot = false;
 
   /*! \brief True when PlanKernels attached a plan to `node`. */

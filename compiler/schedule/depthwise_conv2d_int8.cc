@@ -1,0 +1,223 @@
+// Depthwise 2-D convolution of 8-bit integers into int32 sums, for the depthwise convs of
+// quantized models (kDataZeroPointAttr) between int8 convs: without it they run exactly on the
+// float kernels, cast to float and blocked before, cast back and unblocked after.
+//
+// One task per (image, channel) plane: the plane is copied once, shifted by the zero point, into
+// a padded int32 buffer on the stack (zero outside the image: the padding after the shift) whose
+// rows are split by the horizontal stride's phase (phase p of a row holds padded columns j * S +
+// p), then each output row sums the taps, the int8 weights broadcast, in int32 lanes along the
+// output width, every tap a contiguous read (no gathers, no bounds checks), adds the int32 bias
+// and applies the group's epilogue (the requantization) in registers before its one store.
+// The sums are exact: at most 255 * 128 per tap, and DepthwiseConv2dInt8Applies bounds the taps.
+// While the taps' sum stays below 2^24 (3x3, 5x5) the plane and the taps are float32, every
+// partial sum an exact integer: a float multiply and add issue on two ports where vpmulld takes
+// one for two uops; the bias is added in int32 after.
+#include <ember/compiler/ir/kernel_plan.h>
+#include <ember/compiler/ir/layout.h>
+#include <ember/compiler/ir/weight_layout.h>
+#include <ember/compiler/ir/window_attrs.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "conv_group.h"
+#include "epilogue.h"
+#include "loop_builders.h"
+#include "schedule.h"
+
+namespace ember::compiler::schedule {
+namespace {
+
+using lower::Buffer;
+using lower::BufferLoad;
+using lower::ForKind;
+using lower::Stmt;
+using te::Expr;
+
+// |x - zero point| * |w| <= 255 * 128 per tap; this many taps keep int32 sums with a bias exact.
+constexpr int64_t kMaxTaps = 4096;
+// Largest |(x - zero point) * w|, and the integers float32 holds exactly.
+constexpr int64_t kMaxProduct = 255 * 128;
+constexpr int64_t kExactFloat = int64_t{1} << 24;
+// int32 elements of the padded plane (on the stack, per task).
+constexpr int64_t kMaxPlane = int64_t{1} << 15;
+
+struct DwInt8 {
+  int64_t n, c, h, w, kh, kw, s_h, s_w, pad_t, pad_l, oh, ow, ow_pad, ph;
+  int64_t pw;  // columns per stride phase of a padded row
+  int64_t zp;
+};
+
+// The conv's geometry; `weight_int8` also asks for the int8 weight the kernel reads (the
+// strategy sees the model's 8-bit one, before canonicalization shifts it by its zero point).
+bool ReadDwInt8(const Graph& g, const Node& conv, bool weight_int8, int64_t lanes, DwInt8* m) {
+  if (!conv.HasAttr(kDataZeroPointAttr) || conv.HasAttr(kPackedInt8WeightAttr) ||
+      !conv.HasInput(0) || !conv.HasInput(1) || conv.GetString(kDataLayoutAttr, "NCHW") != "NCHW" ||
+      conv.GetString(kOutLayoutAttr, "NCHW") != "NCHW") {
+    return false;
+  }
+  const TensorType& x = g.value(conv.inputs[0]).type;
+  const Value& wv = g.value(conv.inputs[1]);
+  const std::vector<int64_t>& ws = wv.type.shape;
+  if (x.ndim() != 4 || (x.dtype != kUInt8 && x.dtype != kInt8) || !wv.is_constant() ||
+      wv.type.dtype.bits != 8 || (weight_int8 && wv.type.dtype != kInt8) || ws.size() != 4 ||
+      ws[0] != x.shape[1] || ws[1] != 1) {
+    return false;
+  }
+  WindowAttrs win;
+  std::string why;
+  if (!WindowAttrs::Read(conv, 2, {ws[2], ws[3]}, &win, &why) || !win.Undilated() ||
+      win.group != x.shape[1]) {
+    return false;
+  }
+  if (conv.HasInput(2)) {
+    const Value& b = g.value(conv.inputs[2]);
+    if (!b.is_constant() || b.type.dtype != kInt32 || b.type.NumElements() != ws[0]) return false;
+  }
+  m->n = x.shape[0];
+  m->c = x.shape[1];
+  m->h = x.shape[2];
+  m->w = x.shape[3];
+  m->kh = ws[2];
+  m->kw = ws[3];
+  m->s_h = win.strides[0];
+  m->s_w = win.strides[1];
+  m->pad_t = win.pads[0];
+  m->pad_l = win.pads[1];
+  m->zp = conv.GetInt(kDataZeroPointAttr, 0);
+  if (m->s_h < 1 || m->s_w < 1 || m->s_h > 4 || m->s_w > 4 || m->pad_t < 0 || m->pad_l < 0 ||
+      win.pads[2] < 0 || win.pads[3] < 0) {
+    return false;
+  }
+  m->oh = (m->h + m->pad_t + win.pads[2] - m->kh) / m->s_h + 1;
+  m->ow = (m->w + m->pad_l + win.pads[3] - m->kw) / m->s_w + 1;
+  if (m->oh <= 0 || m->ow <= 0) return false;
+  m->ph = std::max(m->h + m->pad_t, (m->oh - 1) * m->s_h + m->kh);
+  // Output rows are computed in whole vectors (ow_pad columns), so each phase is wide enough for
+  // the columns past ow too: tap kx of column ox reads phase kx % S at ox + kx / S.
+  m->ow_pad = (m->ow + lanes - 1) / lanes * lanes;
+  m->pw = m->ow_pad + (m->kw - 1) / m->s_w;
+  return m->kh * m->kw <= kMaxTaps && m->ph * m->s_w * m->pw <= kMaxPlane;
+}
+
+}  // namespace
+
+bool DepthwiseConv2dInt8Applies(const Graph& g, const Node& conv, const DepthwiseInt8Params& p) {
+  DwInt8 m;
+  return p.lanes > 0 && ReadDwInt8(g, conv, false, p.lanes, &m);
+}
+
+bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                            const DepthwiseInt8Params& p, lower::LoweredFunc* out) {
+  const Graph& g = *group.graph;
+  const Node* conv = SingleConvOf(group);
+  DwInt8 m;
+  if (conv == nullptr || group.outputs.size() != 1 || conv->outputs.size() != 1 ||
+      !ReadDwInt8(g, *conv, true, p.lanes, &m)) {
+    return false;
+  }
+  const TensorType& o = g.value(conv->outputs[0]).type;
+  if (o.dtype != kInt32 || o.shape != std::vector<int64_t>{m.n, m.c, m.oh, m.ow} ||
+      g.value(group.outputs[0]).type.shape != o.shape) {
+    return false;
+  }
+  for (int v : conv->inputs) {
+    if (v != kAbsentValue && !IsGroupInput(group, v)) return false;
+  }
+  lower::LoweredFunc f;
+  Buffer xb, wb;
+  EpilogueAt at;
+  AnchorOperands operands{conv->inputs[0], conv->inputs[1], -1, nullptr, te::Int(32)};
+  if (!BuildEpilogueAt(group, *conv, operands, &f, &xb, &wb, &at)) return false;
+  Buffer bias;
+  if (conv->HasInput(2)) {
+    bias = GroupInputBuffer(group, f, conv->inputs[2]);
+    if (!bias) return false;
+  }
+  const te::DataType tap_type =
+      m.kh * m.kw * kMaxProduct < kExactFloat ? te::Float(32) : te::Int(32);
+  Buffer plane = lower::NewBuffer(conv->name + "_plane", tap_type, m.ph * m.s_w * m.pw,
+                                  lower::BufferScope::kLocal);
+  f.locals.push_back(plane);
+
+  Expr task = te::MakeVar("nc");
+  Expr n = te::FloorDiv(task, Expr(m.c)), c = te::FloorMod(task, Expr(m.c));
+  // The padded, shifted plane, rows split by stride phase: padded column j * S + p of row y at
+  // (y * S + p) * pw + j. Columns j whose phases all lie inside the image copy with plain loads
+  // (an interleave group of factor S); the few border ones test each phase.
+  const int64_t sw = m.s_w;
+  const int64_t j_lo = std::min(m.pw, (m.pad_l + sw - 1) / sw);
+  const int64_t last = m.pad_l + m.w - sw;  // j * S <= last
+  const int64_t j_hi = last < 0 ? j_lo : std::max(j_lo, std::min(m.pw, last / sw + 1));
+  const Expr zero = te::Const(tap_type, 0);
+  auto shifted = [&](const Expr& y, const Expr& col) {
+    Expr v = BufferLoad(xb, (task * m.h + y - m.pad_t) * m.w + col);
+    // int8 data sign-extends
+    return te::Cast(tap_type, te::Cast(te::Int(32), v) - te::Const(te::Int(32), m.zp));
+  };
+  auto columns = [&](const Expr& y, int64_t begin, int64_t end, bool guarded) {
+    return Range(guarded ? "jb" : "j", begin, end,
+                 guarded ? ForKind::kSerial : ForKind::kVectorized, [&](const Expr& j) {
+                   std::vector<Stmt> phases;
+                   for (int64_t p = 0; p < sw; ++p) {
+                     Expr col = j * sw + (p - m.pad_l);
+                     Expr v = shifted(y, col);
+                     if (guarded) v = te::Select((col >= 0) && (col < m.w), v, zero);
+                     phases.push_back(lower::Store(plane, (y * sw + p) * m.pw + j, v));
+                   }
+                   return lower::Seq(phases);
+                 });
+  };
+  auto zero_rows = [&](const std::string& name, int64_t begin, int64_t end) {
+    return Range(name, begin * sw * m.pw, end * sw * m.pw, ForKind::kVectorized,
+                 [&](const Expr& i) { return lower::Store(plane, i, zero); });
+  };
+  Stmt inside = Range("y", m.pad_t, m.pad_t + m.h, ForKind::kSerial, [&](const Expr& y) {
+    return SeqOf(
+        {columns(y, 0, j_lo, true), columns(y, j_lo, j_hi, false), columns(y, j_hi, m.pw, true)});
+  });
+  Stmt pad = SeqOf({zero_rows("yt", 0, m.pad_t), inside, zero_rows("yb", m.pad_t + m.h, m.ph)});
+
+  // Output rows: the taps in int32 lanes along the width, bias and epilogue in registers, over
+  // whole vectors of columns (a row of 14 or 7 would otherwise run scalar); the columns past ow
+  // land in a row buffer (the epilogue reads at most column ow - 1) and are dropped.
+  Expr oy = te::MakeVar("oy"), ox = te::MakeVar("ox");
+  Expr taps;
+  for (int64_t ky = 0; ky < m.kh; ++ky) {
+    for (int64_t kx = 0; kx < m.kw; ++kx) {
+      Expr xv = BufferLoad(plane, ((oy * m.s_h + ky) * sw + kx % sw) * m.pw + ox + kx / sw);
+      Expr wv = te::Cast(tap_type, BufferLoad(wb, (c * m.kh + ky) * m.kw + kx));
+      taps = taps.defined() ? taps + xv * wv : xv * wv;
+    }
+  }
+  Expr sum = tap_type == te::Int(32) ? taps : te::Cast(te::Int(32), taps);
+  if (bias) sum = sum + BufferLoad(bias, c);
+  const Buffer& ob = f.args.back().buffer;
+  Stmt row;
+  if (m.ow_pad == m.ow) {
+    row = lower::Store(ob, (task * m.oh + oy) * m.ow + ox, at({n, c, oy, ox}, sum));
+    row = lower::For(ox, m.ow, ForKind::kVectorized, row);
+  } else {
+    Buffer out_row =
+        lower::NewBuffer(conv->name + "_row", ob->dtype, m.ow_pad, lower::BufferScope::kLocal);
+    f.locals.push_back(out_row);
+    Stmt wide = lower::Store(out_row, ox, at({n, c, oy, te::Min(ox, Expr(m.ow - 1))}, sum));
+    Expr cx = te::MakeVar("cx");
+    Stmt copy = lower::Store(ob, (task * m.oh + oy) * m.ow + cx, BufferLoad(out_row, cx));
+    row = lower::Seq({lower::For(ox, m.ow_pad, ForKind::kVectorized, wide),
+                      lower::For(cx, m.ow, ForKind::kSerial, copy)});
+  }
+  row = lower::For(oy, m.oh, ForKind::kSerial, row);
+
+  const int64_t tasks = m.n * m.c;
+  const bool par =
+      opts.parallel && tasks > 1 && tasks * m.oh * m.ow * m.kh * m.kw >= opts.parallel_min_work;
+  f.body =
+      lower::For(task, tasks, par ? ForKind::kParallel : ForKind::kSerial, lower::Seq({pad, row}));
+  f.prefer_vector_bits = static_cast<int>(p.lanes * 32);
+  *out = std::move(f);
+  return true;
+}
+
+}  // namespace ember::compiler::schedule
