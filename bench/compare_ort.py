@@ -230,6 +230,35 @@ def summarize_side(reports, side):
             side + "_max_ms": max(r["max_ms"] for r in reports)}
 
 
+def time_alternating(ember_argv, ort, model_path, ort_args, threads, opts, what):
+    """opts.rounds rounds alternating `ember_argv --bench --json` (None: ORT alone) and ORT
+    (ort_args: its inputs) at `threads`, each opts.runs runs after opts.warmup, with a busy loop
+    on opts.busy_core (None: none); the figures of both sides (summarize_side) and their ratio.
+    Raises ToolError."""
+    ember_reps, ort_reps = [], []
+    with BusyCore(getattr(opts, "busy_core", None)):
+        for _ in range(opts.rounds):
+            if ember_argv is not None:
+                rep = last_json(run(ember_argv + ["--bench", "--json", "--threads", str(threads),
+                                                  "--warmup", str(opts.warmup), "--repeat",
+                                                  str(opts.runs), "--number", "1"], what),
+                                "ember-run")
+                if "median_ms" not in rep:
+                    raise ToolError("ember-run --bench --json gave no median_ms: %r" % rep)
+                ember_reps.append(rep)
+            ort_reps.append(ort(model_path, "--threads", threads, "--warmup", opts.warmup,
+                                "--runs", opts.runs, *ort_args))
+    row = summarize_side(ort_reps, "ort")
+    row["ort_cpu_per_wall"] = statistics.median(r["cpu_per_wall"] for r in ort_reps)
+    if ember_reps:
+        row.update(summarize_side(ember_reps, "ember"))
+        row["ratio"] = row["ember_ms"] / row["ort_ms"]
+        row["ember_workers_late"] = sum(r.get("workers_late", 0) for r in ember_reps)
+    if getattr(opts, "busy_core", None) is not None:
+        row["busy_core"] = opts.busy_core
+    return row
+
+
 def print_tail_table(results, busy_core):
     print("with a busy loop on CPU %d through the timed rounds" % busy_core)
     print("| model | threads | Ember median | p99 | max | p99/median | ORT median | p99 | max "
@@ -341,38 +370,18 @@ def main(argv):
             continue
 
         entry["timing"] = {}
+        ember_argv = ember_run + [art] + feed if use_ember else None
         for t in threads:
-            ember_reps, ort_reps = [], []
             try:
-                with BusyCore(opts.busy_core):
-                    for _ in range(opts.rounds):
-                        if use_ember:
-                            rep = last_json(run(ember_run + [art, "--bench", "--json", "--threads",
-                                                             str(t), "--warmup", str(opts.warmup),
-                                                             "--repeat", str(opts.runs),
-                                                             "--number", "1"] + feed,
-                                                "ember-run --bench " + name), "ember-run")
-                            if "median_ms" not in rep:
-                                raise ToolError("ember-run --bench --json gave no median_ms: %r"
-                                                % rep)
-                            ember_reps.append(rep)
-                        ort_reps.append(ort(path, "--threads", t, "--warmup", opts.warmup,
-                                            "--runs", opts.runs, "--inputs", ins))
+                row = time_alternating(ember_argv, ort, path, ["--inputs", ins], t, opts,
+                                       "ember-run --bench " + name)
             except ToolError as e:
                 failures.append("%s threads=%d: %s" % (name, t, e))
                 print("%-12s threads=%d ERROR %s" % (name, t, e))
                 continue
-            row = summarize_side(ort_reps, "ort")
-            row["ort_cpu_per_wall"] = statistics.median(r["cpu_per_wall"] for r in ort_reps)
-            if ember_reps:
-                row.update(summarize_side(ember_reps, "ember"))
-                row["ratio"] = row["ember_ms"] / row["ort_ms"]
-                row["ember_workers_late"] = sum(r.get("workers_late", 0) for r in ember_reps)
-            if opts.busy_core is not None:
-                row["busy_core"] = opts.busy_core
             entry["timing"][str(t)] = row
             print("%-12s threads=%d  %s ort %.3f ms (cpu/wall %.2f)" % (
-                name, t, "ember %.3f ms," % row["ember_ms"] if ember_reps else "",
+                name, t, "ember %.3f ms," % row["ember_ms"] if "ember_ms" in row else "",
                 row["ort_ms"], row["ort_cpu_per_wall"]))
             sys.stdout.flush()
 

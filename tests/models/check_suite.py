@@ -3,6 +3,7 @@
 
 Usage:
   tests/models/check_suite.py MANIFEST MODELS_DIR [--only NAME]... [--work DIR] [--json FILE]
+                              [--bench THREADS [--rounds R] [--runs N] [--warmup W]]
 
 MANIFEST is a tab-separated file (tests/models/zoo.tsv, or the manifest.tsv that
 gen_exported.py writes) whose rows name MODELS_DIR/NAME.onnx. The columns read are
@@ -22,6 +23,11 @@ For "ok" rows: ORT runs the model on seeded inputs and saves them with its outpu
 (bench/peer/ort_run.js), emberc compiles it, ember-run runs it on the same inputs,
 and every output must match in dtype, shape and value. Exit status 1 when any row
 fails. Tools: build/bin/emberc and build/bin/ember-run, or $EMBERC / $EMBER_RUN.
+
+With --bench 1,2, every model that matched is then timed against ORT at each thread count,
+alternating as bench/compare_ort.py does (same inputs, the row's shapes and bound values), and
+a table of medians and Ember / ORT ratios follows (a benchmark: the exit status still says only
+whether the models matched).
 """
 
 import argparse
@@ -162,8 +168,43 @@ def check_model(row, ort, emberc, ember_run, model_path, base, result):
     start = time.time()
     compare_ort.run(ember_run + [art] + feed + ["--output-dir", out], "ember-run " + row.name)
     result["run_s"] = round(time.time() - start, 2)
+    # What a timing run needs: both sides' commands on the same inputs.
+    result["ember_argv"] = ember_run + [art] + feed
+    result["ort_args"] = ["--inputs", ins] + ort_args
     return compare_ort.compare_outputs(ref, out, len(reference["outputs"]), row.rtol, row.atol,
                                        row.range_frac, row.mean_frac)
+
+
+def bench_models(rows, results, ort, opts):
+    """Times each model that matched ORT at each of opts.bench's thread counts; prints a table."""
+    threads = [int(t) for t in opts.bench.split(",")]
+    table = []
+    for row, result in zip(rows, results):
+        if result.get("check") != "ok" or "ember_argv" not in result:
+            continue
+        model_path = os.path.join(opts.models, row.name + ".onnx")
+        for t in threads:
+            try:
+                timing = compare_ort.time_alternating(result["ember_argv"], ort, model_path,
+                                                      result["ort_args"], t, opts,
+                                                      "ember-run --bench " + row.name)
+            except compare_ort.ToolError as e:
+                print("%-26s threads=%d ERROR %s" % (row.name, t, e))
+                continue
+            result.setdefault("timing", {})[str(t)] = timing
+            table.append((row.name, t, timing))
+            print("%-26s threads=%d  ember %.3f ms, ort %.3f ms (cpu/wall %.2f)" % (
+                row.name, t, timing["ember_ms"], timing["ort_ms"], timing["ort_cpu_per_wall"]))
+            sys.stdout.flush()
+    print("")
+    print("%s, %s (%d CPUs), %d rounds x %d runs, medians in ms" % (
+        time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), compare_ort.cpu_name(),
+        os.cpu_count(), opts.rounds, opts.runs))
+    print("| model | threads | Ember ms | ORT ms | Ember / ORT |")
+    print("|---|---:|---:|---:|---:|")
+    for name, t, timing in table:
+        print("| %s | %d | %.3f | %.3f | %.2f |" % (name, t, timing["ember_ms"], timing["ort_ms"],
+                                                   timing["ratio"]))
 
 
 def main(argv):
@@ -174,7 +215,21 @@ def main(argv):
     ap.add_argument("--only", action="append", default=[], help="check only this model")
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "model-suite"))
     ap.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    ap.add_argument("--bench", metavar="THREADS",
+                    help="then time the matching models against ORT at these thread counts "
+                         "(comma separated)")
+    ap.add_argument("--rounds", type=int, default=3, help="with --bench: alternating rounds")
+    ap.add_argument("--runs", type=int, default=10, help="with --bench: timed runs per round")
+    ap.add_argument("--warmup", type=int, default=2, help="with --bench: warm-up runs per round")
     opts = ap.parse_args(argv)
+    if opts.bench is not None:
+        try:
+            ok = all(int(t) >= 1 for t in opts.bench.split(","))
+        except ValueError:
+            ok = False
+        if not ok or opts.rounds < 1 or opts.runs < 1 or opts.warmup < 0:
+            ap.error("--bench wants comma separated thread counts >= 1, got %r (and --rounds, "
+                     "--runs >= 1, --warmup >= 0)" % opts.bench)
 
     rows = [r for r in read_manifest(opts.manifest) if not opts.only or r.name in opts.only]
     unknown = set(opts.only) - {r.name for r in rows}
@@ -213,6 +268,11 @@ def main(argv):
                                                                               else ""))
         sys.stdout.flush()
 
+    if opts.bench is not None:
+        bench_models(rows, results, ort, opts)
+    for result in results:  # commands, not results
+        result.pop("ember_argv", None)
+        result.pop("ort_args", None)
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump({"results": results, "failures": failures}, f, indent=1)

@@ -180,6 +180,35 @@ def test_compare_tail_table_with_a_busy_core(models, tmp_path):
     assert not busy_loops(cpu), "the busy loop outlived the timed rounds"
 
 
+@needs_node
+def test_suite_bench_times_the_models_that_matched(models, tmp_path):
+    manifest = tmp_path / "manifest.tsv"
+    manifest.write_text("# name, emberc_args, tolerance, expect, note\n"
+                        "mlp\t-\t-\tok\tmatches\n"
+                        "cnn\t-\t-\tok\tmatches\n"
+                        "absent\t-\t-\tok\tno such file: not timed\n")
+    env = dict(os.environ, EMBERC=FAKE, EMBER_RUN=FAKE)
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "check_suite.py"), str(manifest),
+                           models, "--work", str(tmp_path / "work"), "--bench", "1",
+                           "--rounds", "1", "--runs", "2", "--json", str(tmp_path / "r.json")],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # the absent model fails the check
+    rows = [line for line in proc.stdout.splitlines()
+            if line.startswith("| ") and not line.startswith("| model")]
+    assert [r.split("|")[1].strip() for r in rows] == ["mlp", "cnn"], proc.stdout
+    assert all(float(r.split("|")[5]) > 0 for r in rows)
+    with open(str(tmp_path / "r.json")) as f:
+        results = json.load(f)["results"]
+    assert "timing" in results[0] and "timing" not in results[2]
+    assert all("ember_argv" not in r for r in results)
+
+
+def test_suite_bench_refuses_bad_thread_counts(tmp_path):
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "check_suite.py"), "m.tsv", "dir",
+                           "--bench", "1,x"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--bench wants comma separated" in proc.stderr, proc.stderr
+
+
 def busy_loops(cpu):
     """PIDs of processes running compare_ort.py's busy loop on this CPU."""
     text = ("os.sched_setaffinity(0, {%d})" % cpu).encode()
