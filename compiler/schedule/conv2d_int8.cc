@@ -24,6 +24,7 @@
 
 #include "conv_group.h"
 #include "epilogue.h"
+#include "int8_conv_operands.h"
 #include "loop_builders.h"
 #include "schedule.h"
 
@@ -46,8 +47,6 @@ constexpr int64_t kMaxPaddedBytes = int64_t{1} << 28;
 
 int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-bool IsByte(DLDataType t) { return t == kUInt8 || t == kInt8; }
-
 // An integer conv's geometry, from its data, its weight (OIHW, or packed: [OCp/B][ICp/4][KH][KW]
 // [B][4], whose oc the caller takes from the output) and attributes.
 struct Int8Conv {
@@ -57,34 +56,18 @@ struct Int8Conv {
 };
 
 bool ReadInt8Conv(const Graph& g, const Node& conv, bool packed, Int8Conv* m) {
-  if (!conv.HasAttr(kDataZeroPointAttr) || !conv.HasInput(0) || !conv.HasInput(1) ||
-      conv.GetString(kDataLayoutAttr, "NCHW") != "NCHW" ||
-      conv.GetString(kOutLayoutAttr, "NCHW") != "NCHW") {
-    return false;
-  }
-  const TensorType& x = g.value(conv.inputs[0]).type;
-  const Value& wv = g.value(conv.inputs[1]);
-  const std::vector<int64_t>& ws = wv.type.shape;
-  if (x.ndim() != 4 || !IsByte(x.dtype) || !wv.is_constant() || wv.type.dtype.bits != 8 ||
-      ws.size() != (packed ? 6u : 4u)) {
-    return false;
-  }
-  WindowAttrs win;
-  std::string why;
-  if (!WindowAttrs::Read(conv, 2, {ws[2], ws[3]}, &win, &why) || !win.Undilated() ||
-      win.group != 1) {
-    return false;
-  }
+  Int8ConvOperands ops;
+  if (!ReadInt8ConvOperands(g, conv, packed ? 6 : 4, &ops) || ops.window.group != 1) return false;
+  const TensorType& x = *ops.data;
+  const std::vector<int64_t>& ws = ops.weight->type.shape;
+  const WindowAttrs& win = ops.window;
   const bool signed_data = x.dtype == kInt8;
-  const int64_t zp = conv.GetInt(kDataZeroPointAttr, 0);
+  const int64_t zp = ops.zero_point;
   if (zp < (signed_data ? -128 : 0) || zp > (signed_data ? 127 : 255)) return false;
   *m = Int8Conv{x.shape[0],     x.shape[1],  x.shape[2],  x.shape[3],
                 ws[0],          ws[2],       ws[3],       win.strides[0],
                 win.strides[1], win.pads[0], win.pads[1], zp + (signed_data ? 128 : 0)};
   if (!packed && ws[1] != m->c) return false;
-  if (m->s_h < 1 || m->s_w < 1 || m->s_h > 4 || m->s_w > 4 || m->pad_t < 0 || m->pad_l < 0) {
-    return false;
-  }
   return RoundUp(m->c, kDotDepth) * m->kh * m->kw <= kMaxTaps;
 }
 

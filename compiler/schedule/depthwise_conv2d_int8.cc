@@ -23,6 +23,7 @@
 
 #include "conv_group.h"
 #include "epilogue.h"
+#include "int8_conv_operands.h"
 #include "loop_builders.h"
 #include "schedule.h"
 
@@ -52,22 +53,12 @@ struct DwInt8 {
 // The conv's geometry; `weight_int8` also asks for the int8 weight the kernel reads (the
 // strategy sees the model's 8-bit one, before canonicalization shifts it by its zero point).
 bool ReadDwInt8(const Graph& g, const Node& conv, bool weight_int8, int64_t lanes, DwInt8* m) {
-  if (!conv.HasAttr(kDataZeroPointAttr) || conv.HasAttr(kPackedInt8WeightAttr) ||
-      !conv.HasInput(0) || !conv.HasInput(1) || conv.GetString(kDataLayoutAttr, "NCHW") != "NCHW" ||
-      conv.GetString(kOutLayoutAttr, "NCHW") != "NCHW") {
-    return false;
-  }
-  const TensorType& x = g.value(conv.inputs[0]).type;
-  const Value& wv = g.value(conv.inputs[1]);
-  const std::vector<int64_t>& ws = wv.type.shape;
-  if (x.ndim() != 4 || (x.dtype != kUInt8 && x.dtype != kInt8) || !wv.is_constant() ||
-      wv.type.dtype.bits != 8 || (weight_int8 && wv.type.dtype != kInt8) || ws.size() != 4 ||
-      ws[0] != x.shape[1] || ws[1] != 1) {
-    return false;
-  }
-  WindowAttrs win;
-  std::string why;
-  if (!WindowAttrs::Read(conv, 2, {ws[2], ws[3]}, &win, &why) || !win.Undilated() ||
+  Int8ConvOperands ops;
+  if (conv.HasAttr(kPackedInt8WeightAttr) || !ReadInt8ConvOperands(g, conv, 4, &ops)) return false;
+  const TensorType& x = *ops.data;
+  const std::vector<int64_t>& ws = ops.weight->type.shape;
+  const WindowAttrs& win = ops.window;
+  if ((weight_int8 && ops.weight->type.dtype != kInt8) || ws[0] != x.shape[1] || ws[1] != 1 ||
       win.group != x.shape[1]) {
     return false;
   }
@@ -85,11 +76,7 @@ bool ReadDwInt8(const Graph& g, const Node& conv, bool weight_int8, int64_t lane
   m->s_w = win.strides[1];
   m->pad_t = win.pads[0];
   m->pad_l = win.pads[1];
-  m->zp = conv.GetInt(kDataZeroPointAttr, 0);
-  if (m->s_h < 1 || m->s_w < 1 || m->s_h > 4 || m->s_w > 4 || m->pad_t < 0 || m->pad_l < 0 ||
-      win.pads[2] < 0 || win.pads[3] < 0) {
-    return false;
-  }
+  m->zp = ops.zero_point;
   m->oh = (m->h + m->pad_t + win.pads[2] - m->kh) / m->s_h + 1;
   m->ow = (m->w + m->pad_l + win.pads[3] - m->kw) / m->s_w + 1;
   if (m->oh <= 0 || m->ow <= 0) return false;

@@ -1,0 +1,42 @@
+// ReadInt8ConvOperands: see int8_conv_operands.h.
+#include "int8_conv_operands.h"
+
+#include <ember/compiler/ir/kernel_plan.h>
+#include <ember/compiler/ir/layout.h>
+
+#include <string>
+#include <vector>
+
+namespace ember::compiler::schedule {
+
+bool ReadInt8ConvOperands(const Graph& g, const Node& conv, size_t weight_rank,
+                          Int8ConvOperands* out) {
+  if (!conv.HasAttr(kDataZeroPointAttr) || !conv.HasInput(0) || !conv.HasInput(1) ||
+      conv.GetString(kDataLayoutAttr, "NCHW") != "NCHW" ||
+      conv.GetString(kOutLayoutAttr, "NCHW") != "NCHW") {
+    return false;
+  }
+  const TensorType& x = g.value(conv.inputs[0]).type;
+  const Value& w = g.value(conv.inputs[1]);
+  const std::vector<int64_t>& ws = w.type.shape;
+  if (x.ndim() != 4 || (x.dtype != kUInt8 && x.dtype != kInt8) || !w.is_constant() ||
+      w.type.dtype.bits != 8 || ws.size() != weight_rank || weight_rank < 4) {
+    return false;
+  }
+  WindowAttrs win;
+  std::string why;
+  if (!WindowAttrs::Read(conv, 2, {ws[2], ws[3]}, &win, &why) || !win.Undilated()) return false;
+  for (int64_t s : win.strides) {
+    if (s < 1 || s > 4) return false;
+  }
+  for (int64_t p : win.pads) {
+    if (p < 0) return false;
+  }
+  out->data = &x;
+  out->weight = &w;
+  out->window = win;
+  out->zero_point = conv.GetInt(kDataZeroPointAttr, 0);
+  return true;
+}
+
+}  // namespace ember::compiler::schedule

@@ -1,0 +1,29 @@
+// What both int8 convolution kernels (conv2d_int8.cc, depthwise_conv2d_int8.cc) require of an
+// integer conv (kDataZeroPointAttr, made by canonical_quantized.cc), read in one place.
+#ifndef EMBER_COMPILER_SCHEDULE_INT8_CONV_OPERANDS_H_
+#define EMBER_COMPILER_SCHEDULE_INT8_CONV_OPERANDS_H_
+
+#include <ember/compiler/ir/graph.h>
+#include <ember/compiler/ir/window_attrs.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ember::compiler::schedule {
+
+struct Int8ConvOperands {
+  const TensorType* data = nullptr;  // 4-D NCHW, uint8 or int8
+  const Value* weight = nullptr;     // constant, 8-bit, weight_rank dims (KH, KW at [2], [3])
+  WindowAttrs window;                // undilated, strides 1..4, pads >= 0
+  int64_t zero_point = 0;            // the data's, as the model gives it
+};
+
+/*! \brief Whether `conv` is an integer conv with NCHW data and output, 4-D 8-bit data, a
+ *  constant 8-bit weight of `weight_rank` dims, no dilation, strides 1..4 and no negative pad;
+ *  fills `out` when it is. Group and shape rules are each kernel's own. */
+bool ReadInt8ConvOperands(const Graph& g, const Node& conv, size_t weight_rank,
+                          Int8ConvOperands* out);
+
+}  // namespace ember::compiler::schedule
+
+#endif  // EMBER_COMPILER_SCHEDULE_INT8_CONV_OPERANDS_H_
