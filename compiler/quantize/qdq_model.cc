@@ -12,18 +12,13 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "frontend/onnx/onnx_model_check.h"
+
 namespace ember {
 namespace compiler {
 namespace {
 
 bool IsDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
-
-int64_t DefaultOpset(const onnx::ModelProto& m) {
-  for (const auto& o : m.opset_import()) {
-    if (IsDefaultDomain(o.domain())) return o.version();
-  }
-  return 1;
-}
 
 const onnx::TensorProto* FindInitializer(const onnx::GraphProto& g, const std::string& name) {
   for (const auto& t : g.initializer()) {
@@ -34,21 +29,21 @@ const onnx::TensorProto* FindInitializer(const onnx::GraphProto& g, const std::s
 
 std::vector<float> FloatValues(const onnx::TensorProto& t) {
   int64_t n = 1;
-  for (int64_t d : t.dims()) n *= d;
+  for (int64_t d : t.dims()) n *= d;  // ValidateOnnxModel refused negative dims and overflow
+  // The data present must be what the dims say before anything of the dims' size is made.
+  const bool raw = t.has_raw_data();
+  const int64_t held = raw ? static_cast<int64_t>(t.raw_data().size() / sizeof(float))
+                           : int64_t{t.float_data_size()};
+  if (held != n || (raw && t.raw_data().size() % sizeof(float) != 0)) {
+    throw CompileError(
+        "initializer '" + t.name() + "' holds " +
+        (raw ? std::to_string(t.raw_data().size()) + " bytes" : std::to_string(held) + " values") +
+        ", its dims say " + std::to_string(n) + " float32 values");
+  }
   std::vector<float> v(static_cast<size_t>(n));
   if (t.has_raw_data()) {
-    if (t.raw_data().size() != v.size() * sizeof(float)) {
-      throw CompileError("initializer '" + t.name() + "' holds " +
-                         std::to_string(t.raw_data().size()) + " bytes, expected " +
-                         std::to_string(v.size() * sizeof(float)));
-    }
     std::memcpy(v.data(), t.raw_data().data(), t.raw_data().size());
   } else {
-    if (t.float_data_size() != n) {
-      throw CompileError("initializer '" + t.name() + "' holds " +
-                         std::to_string(t.float_data_size()) + " values, expected " +
-                         std::to_string(n));
-    }
     std::copy(t.float_data().begin(), t.float_data().end(), v.begin());
   }
   return v;
@@ -349,7 +344,7 @@ void PrepareFloatModel(onnx::ModelProto* model, const std::string& source) {
   if (!float_input) {
     throw CompileError(source + ": no float32 input; emberc quantize takes float32 models");
   }
-  const int64_t opset = DefaultOpset(*model);
+  const int64_t opset = DefaultDomainOpset(*model);
   if (opset < kQdqMinOpset) {
     try {
       *model = onnx::version_conversion::ConvertVersion(*model, static_cast<int>(kQdqMinOpset));
@@ -357,8 +352,7 @@ void PrepareFloatModel(onnx::ModelProto* model, const std::string& source) {
       throw CompileError(source + ": opset " + std::to_string(opset) +
                          " is below the 13 that per-channel DequantizeLinear needs, and the "
                          "ONNX version converter could not raise it (" +
-                         std::string(e.what()).substr(0, 200) +
-                         "); export the model at opset 13 or later");
+                         ConverterReason(e.what()) + "); export the model at opset 13 or later");
     }
     g = model->mutable_graph();
   }

@@ -23,7 +23,8 @@
 #include <sstream>
 
 #include "frontend/onnx/onnx_dtype.h"
-#include "frontend/onnx/onnx_external_data.h"
+#include "frontend/onnx/onnx_model_check.h"
+#include "frontend/onnx/onnx_validator.h"
 #include "quantize/artifact_session.h"
 #include "quantize/calibration_data.h"
 #include "quantize/qdq_model.h"
@@ -56,17 +57,11 @@ class TempDir {
   std::string path_;
 };
 
+// The float model, checked by the frontend's validator before libonnx (the version converter,
+// the checker) or the quantizer reads its tensors.
 onnx::ModelProto LoadModel(const std::string& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) throw CompileError(path + ": no such model file");
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  onnx::ModelProto model;
-  if (!f || !model.ParseFromString(ss.str()) || !model.has_graph()) {
-    throw CompileError(path + ": not a valid ONNX model (protobuf parsing failed)");
-  }
-  LoadExternalData(&model, fs::path(path).parent_path().string(), path);
+  onnx::ModelProto model = ReadOnnxModelFile(path);
+  ValidateOnnxModel(model, DefaultDomainOpset(model), path);
   return model;
 }
 

@@ -6,14 +6,10 @@
 #include <ember/compiler/transform.h>
 #include <onnx/onnx_pb.h>
 
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <unordered_map>
 
 #include "frontend/onnx/onnx_dtype.h"
-#include "frontend/onnx/onnx_external_data.h"
 #include "frontend/onnx/onnx_model_check.h"
 
 namespace ember {
@@ -346,35 +342,13 @@ Graph ImportModel(onnx::ModelProto model, const std::string& source, const Impor
 
 }  // namespace
 
-namespace {
-onnx::ModelProto ParseModel(const std::string& bytes, const std::string& source) {
-  onnx::ModelProto model;
-  if (!model.ParseFromString(bytes)) {
-    throw CompileError(source + ": not a valid ONNX model (protobuf parsing failed)");
-  }
-  if (!model.has_graph()) throw CompileError(source + ": not a valid ONNX model (no graph)");
-  return model;
-}
-}  // namespace
-
 Graph ImportOnnxBytes(const std::string& bytes, const std::string& source,
                       const ImportOptions& options) {
-  return ImportModel(ParseModel(bytes, source), source, options);
+  return ImportModel(ParseOnnxModel(bytes, source), source, options);
 }
 
 Graph ImportOnnxFile(const std::string& path, const ImportOptions& options) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw CompileError(path + ": is a directory; give the model's .onnx file");
-  }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw CompileError(path + ": cannot open file: " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  onnx::ModelProto model = ParseModel(ss.str(), path);
-  // External data is read here, from the model's directory only, before libonnx sees the model.
-  LoadExternalData(&model, std::filesystem::path(path).parent_path().string(), path);
-  return ImportModel(std::move(model), path, options);
+  return ImportModel(ReadOnnxModelFile(path), path, options);
 }
 
 std::pair<std::string, std::string> ParseBinding(const std::string& spec) {

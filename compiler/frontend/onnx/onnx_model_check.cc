@@ -7,6 +7,11 @@
 #include <onnx/version_converter/convert.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <unordered_map>
 #include <vector>
 
@@ -19,22 +24,6 @@
 namespace ember {
 namespace compiler {
 namespace {
-
-int64_t FindOpset(const onnx::ModelProto& m) {
-  for (const auto& o : m.opset_import()) {
-    if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
-  }
-  return 1;
-}
-
-// The version converter reports through libonnx's asserts ("file.cc:56: fn: Assertion `expr`
-// failed: reason"); users can act on the reason only.
-std::string ConverterReason(const std::string& what) {
-  const std::string marker = "` failed: ";
-  size_t at = what.find(marker);
-  if (what.find("Assertion `") == std::string::npos || at == std::string::npos) return what;
-  return what.substr(at + marker.size());
-}
 
 // Fixes the input dims from --input-shape and checks that every remaining dim is static.
 void ResolveInputShapes(onnx::ModelProto* m, const std::string& source,
@@ -99,6 +88,45 @@ void ResolveInputShapes(onnx::ModelProto* m, const std::string& source,
 
 }  // namespace
 
+onnx::ModelProto ParseOnnxModel(const std::string& bytes, const std::string& source) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) {
+    throw CompileError(source + ": not a valid ONNX model (protobuf parsing failed)");
+  }
+  if (!model.has_graph()) throw CompileError(source + ": not a valid ONNX model (no graph)");
+  return model;
+}
+
+onnx::ModelProto ReadOnnxModelFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw CompileError(path + ": is a directory; give the model's .onnx file");
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw CompileError(path + ": cannot open file: " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  onnx::ModelProto model = ParseOnnxModel(ss.str(), path);
+  // External data is read here, from the model's directory only, before libonnx sees the model.
+  LoadExternalData(&model, std::filesystem::path(path).parent_path().string(), path);
+  return model;
+}
+
+int64_t DefaultDomainOpset(const onnx::ModelProto& m) {
+  for (const auto& o : m.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
+  }
+  return 1;
+}
+
+// The version converter reports through libonnx's asserts; users can act on the reason only.
+std::string ConverterReason(const std::string& what) {
+  const std::string marker = "` failed: ";
+  size_t at = what.find(marker);
+  if (what.find("Assertion `") == std::string::npos || at == std::string::npos) return what;
+  return what.substr(at + marker.size());
+}
+
 int64_t PrepareOnnxModel(onnx::ModelProto* model, const std::string& source,
                          const ImportOptions& options, std::vector<BoundInput>* bound) {
   // libonnx's checker would resolve a location against the current directory: refuse first.
@@ -107,7 +135,7 @@ int64_t PrepareOnnxModel(onnx::ModelProto* model, const std::string& source,
   ResolveInputShapes(model, source, options);
   std::vector<BoundInput> bound_here = BindInputs(model, source, options.bindings);
   if (bound != nullptr) *bound = std::move(bound_here);
-  int64_t opset = FindOpset(*model);
+  int64_t opset = DefaultDomainOpset(*model);
   if (opset > kMaxImportOpset) {
     throw UnsupportedError(
         source + ": opset " + std::to_string(opset) + " is newer than emberc reads (" +

@@ -14,6 +14,22 @@ namespace ember {
 namespace compiler {
 
 /*!
+ * \brief Reads and parses an .onnx file and its external data (from the model's directory only),
+ * before any library but protobuf sees it. Throws CompileError naming `path` (a directory, a
+ * file that cannot be opened, one that does not parse or has no graph).
+ */
+onnx::ModelProto ReadOnnxModelFile(const std::string& path);
+/*! \brief Parses a model held in memory; throws CompileError naming `source`. */
+onnx::ModelProto ParseOnnxModel(const std::string& bytes, const std::string& source);
+
+/*! \brief The model's default-domain (ai.onnx) opset; 1 when it names none. */
+int64_t DefaultDomainOpset(const onnx::ModelProto& model);
+
+/*! \brief The reason in a libonnx version-converter failure ("file.cc:56: fn: Assertion `expr`
+ *  failed: reason" -> "reason"); other texts as they are. */
+std::string ConverterReason(const std::string& what);
+
+/*!
  * \brief Refuses a tensor that still keeps its data in an external file (ImportOnnxFile reads
  * external data in first: onnx_external_data.h), sorts the nodes into data order
  * (onnx_node_order.h), fixes input dims from `options` (every remaining one must be static), makes
