@@ -7,6 +7,7 @@ Usage:
   bench/compare_ort.py --ort-only            # ORT latencies alone (no Ember needed)
   bench/compare_ort.py --plot latency.png    # also draw the table (bench/latency_plot.py)
   bench/compare_ort.py --busy-core 1 --threads 2 --runs 200   # tail latency on a busy device
+  bench/compare_ort.py --target "llvm -mcpu=haswell"  # Ember's AVX2 kernels (ORT keeps the host's)
 
 For every model written by tests/models/gen_models.py (mlp, mlp_batch64, cnn, resnet18,
 mobilenetv2; or --models DIR with NAME.onnx files):
@@ -294,6 +295,8 @@ def main(argv):
                     help="compile, run once in both runtimes, compare; no timing")
     ap.add_argument("--ort-only", action="store_true", help="time ORT alone (no Ember needed)")
     ap.add_argument("--emberc", help="default $EMBERC or build/bin/emberc")
+    ap.add_argument("--target", help="emberc's --target (default the host), e.g. "
+                    "'llvm -mcpu=haswell' to run a machine without AVX-512's kernels here")
     ap.add_argument("--ember-run", help="default $EMBER_RUN or build/bin/ember-run")
     ap.add_argument("--node", default=os.environ.get("NODE", "node"), help="node.js binary")
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "compare-ort"),
@@ -347,7 +350,8 @@ def main(argv):
             entry["ort_version"] = reference.get("ort_version")
             if use_ember:
                 start = time.time()
-                run(emberc + ["compile", path, "-o", art], "emberc compile " + name)
+                target = ["--target", opts.target] if opts.target else []
+                run(emberc + ["compile", path, "-o", art] + target, "emberc compile " + name)
                 entry["compile_s"] = round(time.time() - start, 2)
                 entry["artifact_bytes"] = {f: os.path.getsize(os.path.join(art, f))
                                            for f in ("graph.json", "lib.so", "params.bin")

@@ -130,6 +130,7 @@ Stmt PackData(const Int8Conv& m, const Buffer& x, bool signed_data, const Buffer
 struct Tile {
   const Int8Conv& m;
   int64_t lanes, vectors, quads, ph, pw;
+  bool saturating_pairs;        // te::DotU8S8Pairs steps (the weights allow them), else te::DotU8S8
   Buffer xq32, w32, bias, acc;  // acc: [OCp/lanes][OH][OW][lanes] int32
   int64_t oh_total, ow_total;
   lower::LoweredFunc* f;
@@ -157,7 +158,9 @@ Stmt MakeTile(const Tile& t, const std::string& tag, const Expr& ob, const Expr&
           lower::VectorLoad(t.w32, (((block * t.quads + c4) * m.kh + khe) * m.kw + kwe) * t.lanes,
                             static_cast<int>(t.lanes));
       init.push_back(lower::Store(a, 0, te::Const(a->dtype, 0)));
-      update.push_back(lower::Store(a, 0, te::DotU8S8(BufferLoad(a, 0), x, w)));
+      Expr dot = t.saturating_pairs ? te::DotU8S8Pairs(BufferLoad(a, 0), x, w)
+                                    : te::DotU8S8(BufferLoad(a, 0), x, w);
+      update.push_back(lower::Store(a, 0, dot));
       Expr sum =
           BufferLoad(a, 0) + lower::VectorLoad(t.bias, block * t.lanes, static_cast<int>(t.lanes));
       store.push_back(
@@ -174,11 +177,35 @@ Stmt MakeTile(const Tile& t, const std::string& tag, const Expr& ob, const Expr&
   return lower::Seq(tile);
 }
 
+// Whether every pair of products a saturating pair step sums (input channels 2k and 2k + 1 at one
+// output channel and tap, times data bytes of 0..255) stays within int16: the positive weights of
+// a pair add up to at most 128 (255 * 128 <= 32767) and the negative ones to at least -128.
+bool PairsFitInt16(const Value& weight) {
+  if (weight.type.dtype != kInt8) return false;
+  const std::vector<int64_t>& ws = weight.type.shape;
+  const int64_t ic = ws[1], taps = ws[2] * ws[3];
+  const int8_t* w = weight.constant->Data<int8_t>();
+  for (int64_t o = 0; o < ws[0]; ++o) {
+    for (int64_t i = 0; i < ic; i += 2) {
+      for (int64_t t = 0; t < taps; ++t) {
+        int pos = 0, neg = 0;
+        for (int64_t j = i; j < std::min(i + 2, ic); ++j) {
+          const int v = w[(o * ic + j) * taps + t];
+          (v > 0 ? pos : neg) += v;
+        }
+        if (pos > 128 || neg < -128) return false;
+      }
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 bool Conv2dInt8Applies(const Graph& g, const Node& conv, const Conv2dInt8Params& p) {
   Int8Conv m;
   if (p.lanes <= 0 || !ReadInt8Conv(g, conv, false, &m)) return false;
+  if (p.saturating_pairs && !PairsFitInt16(g.value(conv.inputs[1]))) return false;
   if (conv.HasInput(2)) {
     const Value& b = g.value(conv.inputs[2]);
     if (!b.is_constant() || b.type.dtype != kInt32 || b.type.NumElements() != m.oc) return false;
@@ -242,7 +269,7 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
   const int64_t vectors = ocp % (p.lanes * p.oc_vectors) == 0 ? p.oc_vectors : 1;
   const int64_t owb = ChooseOwBlock(ow, p.ow_block * p.oc_vectors / vectors);
   const int64_t full = ow / owb, tail = ow % owb, blocks = ocp / (p.lanes * vectors);
-  Tile t{m, p.lanes, vectors, quads, ph, pw, xq32, w32, bias, acc, oh, ow, &f};
+  Tile t{m, p.lanes, vectors, quads, ph, pw, p.saturating_pairs, xq32, w32, bias, acc, oh, ow, &f};
   const bool signed_data = g.value(conv->inputs[0]).type.dtype == kInt8;
 
   Expr n = te::MakeVar("n");

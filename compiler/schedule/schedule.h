@@ -122,12 +122,14 @@ struct DenseParams {
 
 /*! \brief Register block of the int8 convolution: `ow_block` output columns times `oc_vectors`
  * vectors of `lanes` int32 accumulators (output channels), each step a u8 x s8 dot product of
- * four input channels (te::DotU8S8). Runs only where the target's int8_dot_bits reach
- * lanes * 32. */
+ * four input channels: te::DotU8S8, where the target's int8_dot_bits reach lanes * 32; or, with
+ * `saturating_pairs`, te::DotU8S8Pairs where its int8_pair_bits do, and only for weights whose
+ * pairs of products cannot leave int16 (Conv2dInt8Applies checks them). */
 struct Conv2dInt8Params {
   int64_t lanes = 16;
   int64_t oc_vectors = 2;
   int64_t ow_block = 14;
+  bool saturating_pairs = false;
 
   Conv2dInt8Params& Lanes(int64_t v) {
     lanes = v;
@@ -141,11 +143,15 @@ struct Conv2dInt8Params {
     ow_block = v;
     return *this;
   }
+  Conv2dInt8Params& SaturatingPairs() {
+    saturating_pairs = true;
+    return *this;
+  }
 };
 
 /*! \brief The int8 depthwise convolution: int32 lanes along the output width (`lanes` of them
- * per vector). Planned only where the target's int8_dot_bits reach lanes * 32, beside the int8
- * conv, so the integer chain stays integer. */
+ * per vector). Planned only where the target's int8_dot_bits or int8_pair_bits reach lanes * 32,
+ * beside an int8 conv, so the integer chain stays integer. */
 struct DepthwiseInt8Params {
   int64_t lanes = 16;
 
@@ -297,7 +303,8 @@ int64_t ChooseOwBlock(int64_t ow, int64_t most);
 /*! \brief True when conv2d_int8.cc takes this conv as planned (before its weights are packed): an
  * integer conv (kDataZeroPointAttr) of 2-D NCHW 8-bit data, ungrouped, undilated, strides up to
  * 4, with a constant 4-D 8-bit weight, a constant int32 bias or none, and sums that cannot
- * overflow int32. */
+ * overflow int32; with p.saturating_pairs, also weights whose pairs of products (input channels
+ * 2k and 2k + 1 at one tap) stay within int16 for any data byte. */
 bool Conv2dInt8Applies(const Graph& g, const Node& conv, const Conv2dInt8Params& p);
 
 /*!

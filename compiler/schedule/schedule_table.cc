@@ -1,4 +1,6 @@
 // The per-target table of group schedules (TableStrategy offers groups to its entries).
+#include <algorithm>
+
 #include "schedule.h"
 #include "tuning.h"
 
@@ -78,10 +80,19 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
   using OcVec = Conv2dOcVecParams;
   static const std::vector<ScheduleEntry> table = {
       // Integer convs (quantized models), where the target has vpdpbusd: 14 columns x 2 vectors
-      // of 16 int32 sums, as the float kernel's block.
+      // of 16 int32 sums, as the float kernel's block (6 x 2 of 8 in AVX-VNNI's 16 registers).
+      // Without it, vpmaddubsw + vpmaddwd, for weights whose pairs of products fit int16 (the
+      // quantizer's 7-bit weights), with one register for the ones and one for the pairs.
       ConvInt8("conv2d_int8_avx512vnni", T::kAvx512,
                Conv2dInt8Params().Lanes(16).OcVectors(2).OwBlock(14)),
+      ConvInt8("conv2d_int8_avx512bw", T::kAvx512,
+               Conv2dInt8Params().Lanes(16).OcVectors(2).OwBlock(12).SaturatingPairs()),
+      ConvInt8("conv2d_int8_avxvnni", T::kAvx2,
+               Conv2dInt8Params().Lanes(8).OcVectors(2).OwBlock(6)),
+      ConvInt8("conv2d_int8_avx2", T::kAvx2,
+               Conv2dInt8Params().Lanes(8).OcVectors(2).OwBlock(5).SaturatingPairs()),
       DwInt8("depthwise_conv2d_int8_avx512", T::kAvx512, DepthwiseInt8Params().Lanes(16)),
+      DwInt8("depthwise_conv2d_int8_avx2", T::kAvx2, DepthwiseInt8Params().Lanes(8)),
       Depthwise("depthwise_conv2d_avx512", T::kAvx512, DW().Lanes(16).VectorBits(512)),
       Depthwise("depthwise_conv2d_avx2", T::kAvx2, DW().Lanes(8)),
       Depthwise("depthwise_conv2d_sse", T::kSse, DW().Lanes(4)),
@@ -137,9 +148,12 @@ bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::Sche
 }
 
 bool EntryRunsOn(const ScheduleEntry& e, const Target& target) {
-  if (e.kind == ScheduleKind::kConv2dInt8) return target.int8_dot_bits >= e.conv_int8.lanes * 32;
+  if (e.kind == ScheduleKind::kConv2dInt8) {
+    const Conv2dInt8Params& p = e.conv_int8;
+    return (p.saturating_pairs ? target.int8_pair_bits : target.int8_dot_bits) >= p.lanes * 32;
+  }
   if (e.kind == ScheduleKind::kDepthwiseConv2dInt8) {
-    return target.int8_dot_bits >= e.dw_int8.lanes * 32;
+    return std::max(target.int8_dot_bits, target.int8_pair_bits) >= e.dw_int8.lanes * 32;
   }
   return true;
 }

@@ -245,11 +245,21 @@ Expr Sigmoid(Expr a) { return Call(Intrinsic::kSigmoid, {std::move(a)}); }
 Expr Floor(Expr a) { return Call(Intrinsic::kFloor, {std::move(a)}); }
 Expr Ceil(Expr a) { return Call(Intrinsic::kCeil, {std::move(a)}); }
 Expr Round(Expr a) { return Call(Intrinsic::kRound, {std::move(a)}); }
-Expr DotU8S8(Expr acc, Expr a, Expr b) {
+namespace {
+Expr Int8Dot(Intrinsic f, const char* name, Expr acc, Expr a, Expr b) {
   if (acc.dtype() != Int(32) && acc.dtype() != WithLanes(Int(32), acc.dtype().lanes)) {
-    throw std::runtime_error("te: DotU8S8 accumulates in int32, got " + DataTypeName(acc.dtype()));
+    throw std::runtime_error(std::string("te: ") + name + " accumulates in int32, got " +
+                             DataTypeName(acc.dtype()));
   }
-  return Call(Intrinsic::kDotU8S8, {std::move(acc), std::move(a), std::move(b)});
+  return Call(f, {std::move(acc), std::move(a), std::move(b)});
+}
+}  // namespace
+Expr DotU8S8(Expr acc, Expr a, Expr b) {
+  return Int8Dot(Intrinsic::kDotU8S8, "DotU8S8", std::move(acc), std::move(a), std::move(b));
+}
+Expr DotU8S8Pairs(Expr acc, Expr a, Expr b) {
+  return Int8Dot(Intrinsic::kDotU8S8Pairs, "DotU8S8Pairs", std::move(acc), std::move(a),
+                 std::move(b));
 }
 Expr Abs(Expr a) {
   if (IsFloat(a.dtype())) return Call(Intrinsic::kFabs, {std::move(a)});
@@ -373,10 +383,13 @@ const char* BinaryOpText(BinaryOp op) {
 }
 
 const char* IntrinsicName(Intrinsic f) {
-  static const char* kNames[] = {"exp",   "log",   "sqrt",  "tanh",    "erf",  "pow",   "floor",
-                                 "ceil",  "round", "fabs",  "sigmoid", "sin",  "cos",   "tan",
-                                 "asin",  "acos",  "atan",  "sinh",    "cosh", "asinh", "acosh",
-                                 "atanh", "isnan", "isinf", "sign"};
+  static const char* kNames[] = {
+      "exp",  "log",     "sqrt",  "tanh",  "erf",   "pow",   "floor", "ceil",     "round",
+      "fabs", "sigmoid", "sin",   "cos",   "tan",   "asin",  "acos",  "atan",     "sinh",
+      "cosh", "asinh",   "acosh", "atanh", "isnan", "isinf", "sign",  "dot_u8s8", "dot_u8s8_pairs"};
+  static_assert(
+      sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kDotU8S8Pairs) + 1,
+      "one name per intrinsic");
   return kNames[static_cast<int>(f)];
 }
 

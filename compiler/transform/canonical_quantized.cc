@@ -300,14 +300,13 @@ int IntegerConv(Expander& e, size_t a_index, size_t a_zp, size_t b_index, size_t
   if (w == nullptr) return kAbsentValue;
   AttrMap attrs = n.attrs;
   attrs[kDataZeroPointAttr] = zero_point;
-  // The strategy sees the weight as the model has it (8 bits, the shapes); the conv gets it
-  // shifted only when a kernel takes it.
-  std::vector<int> inputs = {a_in, n.inputs.at(b_index)};
+  // The strategy sees the weight the kernel would multiply (a kernel may depend on its values);
+  // left unread when none takes it.
+  std::vector<int> inputs = {a_in, e.Constant("_w_int8", w)};
   if (bias != kAbsentValue) inputs.push_back(bias);
   if (!strategy->Choose(e.graph(), Node{"Conv", n.name, attrs, inputs, {}}).int8_dot) {
     return kAbsentValue;
   }
-  inputs[1] = e.Constant("_w_int8", w);
   return e.Op("Conv", std::move(inputs), std::move(attrs));
 }
 

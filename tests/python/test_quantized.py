@@ -192,24 +192,32 @@ def test_qdq_matmul_becomes_an_integer_matmul(tmp_path):
 # definition, bit for bit: strides, pads, 1x1 to 5x5, channels that fill no vector, int8 data
 # and outputs, ConvInteger's int32 result.
 _INT8_KERNEL = "conv2d_int8_avx512vnni"
-# This machine's ISA without VNNI: its strategy keeps the exact float path.
+# This machine's ISA without VNNI: its strategy keeps the exact float path for convs whose weights
+# use the whole int8 range (its vpmaddubsw kernel takes only weights whose pairs fit int16).
 _WITHOUT_VNNI = "llvm -mcpu=skylake-avx512"
+# An x86-64 without AVX2: no int8 kernel at all, the depthwise convs too on the float path.
+_WITHOUT_INT8_KERNELS = "llvm -mcpu=x86-64-v2"
 
 
-def _host_has_vnni():
+def _host_has(flag):
+    """Whether this machine's CPU lists `flag` (as /proc/cpuinfo spells it)."""
     try:
         with open("/proc/cpuinfo") as f:
-            return " avx512_vnni" in f.read()
+            return any(line.startswith("flags") and flag in line.split() for line in f)
     except OSError:
         return False
 
 
+def _host_has_vnni():
+    return _host_has("avx512_vnni")
+
+
 def _qlinear_conv_case(seed, c, oc, hw, k, stride, pad, data=np.uint8, out=np.uint8, bias=True,
-                       depthwise=False):
+                       depthwise=False, w_range=(-128, 127)):
     rs = np.random.RandomState(seed)
     info = np.iinfo(data)
     x = rs.randint(info.min, info.max + 1, (1, c) + hw).astype(data)
-    w = rs.randint(-128, 128, (oc, 1 if depthwise else c, k, k)).astype(np.int8)
+    w = rs.randint(w_range[0], w_range[1] + 1, (oc, 1 if depthwise else c, k, k)).astype(np.int8)
     x_z = data(rs.randint(info.min, info.max + 1))
     y_z = out(rs.randint(np.iinfo(out).min, np.iinfo(out).max + 1))
     w_s = (rs.rand(oc) * 0.002 + 0.0005).astype(np.float32)
@@ -316,10 +324,69 @@ def test_int8_depthwise_kernel_is_bit_identical_to_the_exact_float_path(tmp_path
     graph, x, expected = _qlinear_conv_case(seed, c, c, hw, k, stride, pad, data, out, bias,
                                             depthwise=True)
     y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x)
-    y_float, plans_float = _compile_and_run(tmp_path, graph, _WITHOUT_VNNI, x=x)
+    y_float, plans_float = _compile_and_run(tmp_path, graph, _WITHOUT_INT8_KERNELS, x=x)
     assert _DW_INT8_KERNEL in plans and _DW_INT8_KERNEL not in plans_float
     np.testing.assert_array_equal(y, expected)
     np.testing.assert_array_equal(y_float, expected)
+
+
+# The int8 kernels of x86 machines without AVX-512 VNNI, each against the integer definition and
+# the exact float path bit for bit: AVX-VNNI's vpdpbusd at 8 lanes for any int8 weights; vpmaddubsw
+# (pairs of products saturated to int16) at 8 and 16 lanes only for weights whose pairs fit int16,
+# as the quantizer writes them (7-bit magnitudes: here every weight in [-64, 64]).
+_X86_INT8_KERNELS = [
+    # kernel, target, CPU flag the host needs, weight range
+    ("conv2d_int8_avxvnni", "llvm -mcpu=alderlake", "avx_vnni", (-128, 127)),
+    ("conv2d_int8_avx2", "llvm -mcpu=haswell", "avx2", (-64, 64)),
+    ("conv2d_int8_avx512bw", "llvm -mcpu=skylake-avx512", "avx512bw", (-64, 64)),
+]
+
+
+@pytest.mark.parametrize("kernel,target,flag,w_range", _X86_INT8_KERNELS,
+                         ids=[k[0] for k in _X86_INT8_KERNELS])
+@pytest.mark.parametrize("case", _INT8_CASES[:4] + _INT8_CASES[6:], ids=lambda c: "seed%d" % c[0])
+def test_x86_int8_kernels_without_avx512_vnni_are_exact(tmp_path, kernel, target, flag, w_range,
+                                                         case):
+    if not _host_has(flag):
+        pytest.skip("this machine has no " + flag)
+    graph, x, expected = _qlinear_conv_case(*case, w_range=w_range)
+    y, plans = _compile_and_run(tmp_path, graph, target, x=x)
+    assert kernel in plans
+    np.testing.assert_array_equal(y, expected)
+
+
+def test_avx2_int8_depthwise_kernel_is_exact(tmp_path):
+    if not _host_has("avx2"):
+        pytest.skip("this machine has no avx2")
+    for seed, c, hw, k, stride, pad, data, out, bias in [_DW_INT8_CASES[1], _DW_INT8_CASES[2]]:
+        graph, x, expected = _qlinear_conv_case(seed, c, c, hw, k, stride, pad, data, out, bias,
+                                                depthwise=True)
+        y, plans = _compile_and_run(tmp_path, graph, "llvm -mcpu=haswell", x=x)
+        assert "depthwise_conv2d_int8_avx2" in plans
+        np.testing.assert_array_equal(y, expected)
+
+
+@pytest.mark.parametrize("pair,taken", [((64, 64), True), ((-64, -64), True), ((127, 2), False),
+                                        ((-128, -1), False), ((127, -128), True)])
+def test_saturating_pair_kernel_only_where_no_pair_leaves_int16(tmp_path, pair, taken):
+    # 255 * 128 fits int16, 255 * 129 does not: a pair past it would saturate in vpmaddubsw, so
+    # the strategy leaves the conv on the exact float path. ConvInteger's int32 output shows a
+    # saturated pair as it is.
+    if not _host_has("avx2"):
+        pytest.skip("this machine has no avx2")
+    rs = np.random.RandomState(40)
+    x = rs.randint(0, 256, (1, 8, 6, 6)).astype(np.uint8)
+    w = rs.randint(-2, 3, (16, 8, 3, 3)).astype(np.int8)
+    w[5, 2:4, 1, 1] = pair  # input channels 2 and 3: one pair of a quad
+    x[0, 2:4] = 255
+    graph = helper.make_graph(
+        [helper.make_node("ConvInteger", ["x", "w", "x_zp"], ["y"], pads=[1] * 4)], "pairs",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 16, 6, 6])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.uint8(0), "x_zp")])
+    y, plans = _compile_and_run(tmp_path, graph, "llvm -mcpu=haswell", x=x)
+    np.testing.assert_array_equal(y, _conv_integer_reference(x, 0, w, 1))
+    assert ("conv2d_int8_avx2" in plans) == taken
 
 
 def test_int8_kernel_runs_conv_integer_to_int32(tmp_path):

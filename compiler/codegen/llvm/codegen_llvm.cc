@@ -375,22 +375,55 @@ llvm::Value* CodeGenLLVM::EmitUnaryIntrinsic(llvm::Intrinsic::ID id, llvm::Value
   return out;
 }
 
-llvm::Value* CodeGenLLVM::EmitDotU8S8(llvm::Value* acc, llvm::Value* a, llvm::Value* b) {
+llvm::Value* CodeGenLLVM::EmitDotU8S8(llvm::Value* acc, llvm::Value* a, llvm::Value* b,
+                                      bool saturating_pairs) {
   auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(acc->getType());
   const unsigned lanes = vt != nullptr ? vt->getNumElements() : 1;
-  if (target_.int8_dot_bits >= 512 && lanes == 16) {
-    return b_.CreateIntrinsic(llvm::Intrinsic::x86_avx512_vpdpbusd_512, {}, {acc, a, b});
+  const int bits = static_cast<int>(lanes) * 32;
+  if (!saturating_pairs && target_.int8_dot_bits >= bits && (bits == 512 || bits == 256)) {
+    // At 256 bits the same intrinsic selects AVX-VNNI's encoding where AVX512VL is absent.
+    const auto id = bits == 512 ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
+                                : llvm::Intrinsic::x86_avx512_vpdpbusd_256;
+    return b_.CreateIntrinsic(id, {}, {acc, a, b});
   }
-  // Elsewhere by definition: the bytes widened (a's unsigned, b's signed), multiplied, and each
-  // lane's four products added to it.
+  if (saturating_pairs && target_.int8_pair_bits >= bits && (bits == 512 || bits == 256)) {
+    auto* bytes = llvm::FixedVectorType::get(i8_, lanes * 4);
+    auto* halves = llvm::FixedVectorType::get(b_.getInt16Ty(), lanes * 2);
+    const bool wide = bits == 512;
+    llvm::Value* pairs = b_.CreateIntrinsic(
+        wide ? llvm::Intrinsic::x86_avx512_pmaddubs_w_512 : llvm::Intrinsic::x86_avx2_pmadd_ub_sw,
+        {}, {b_.CreateBitCast(a, bytes), b_.CreateBitCast(b, bytes)});
+    llvm::Value* quads = b_.CreateIntrinsic(
+        wide ? llvm::Intrinsic::x86_avx512_pmaddw_d_512 : llvm::Intrinsic::x86_avx2_pmadd_wd, {},
+        {pairs, llvm::ConstantInt::get(halves, 1)});
+    return b_.CreateAdd(acc, quads);
+  }
+  // Elsewhere by definition: the bytes widened (a's unsigned, b's signed), multiplied, each pair
+  // of products saturated to int16 when asked, and each lane's products added to it.
   auto* bytes = llvm::FixedVectorType::get(i8_, lanes * 4);
   auto* wide = llvm::FixedVectorType::get(i32_, lanes * 4);
   llvm::Value* products = b_.CreateMul(b_.CreateZExt(b_.CreateBitCast(a, bytes), wide),
                                        b_.CreateSExt(b_.CreateBitCast(b, bytes), wide));
-  for (unsigned k = 0; k < 4; ++k) {
+  // Every `stride`-th element of `from` from k on, `count` of them.
+  auto take = [&](llvm::Value* from, unsigned k, unsigned stride, unsigned count) {
     std::vector<int> mask;
-    for (unsigned lane = 0; lane < lanes; ++lane) mask.push_back(static_cast<int>(lane * 4 + k));
-    llvm::Value* part = b_.CreateShuffleVector(products, mask);
+    for (unsigned i = 0; i < count; ++i) mask.push_back(static_cast<int>(i * stride + k));
+    return b_.CreateShuffleVector(from, mask);
+  };
+  unsigned terms = 4;
+  if (saturating_pairs) {
+    llvm::Value* sums =
+        b_.CreateAdd(take(products, 0, 2, lanes * 2), take(products, 1, 2, lanes * 2));
+    auto* pair_type = llvm::FixedVectorType::get(i32_, lanes * 2);
+    sums = b_.CreateSelect(b_.CreateICmpSGT(sums, llvm::ConstantInt::get(pair_type, 32767)),
+                           llvm::ConstantInt::get(pair_type, 32767), sums);
+    sums = b_.CreateSelect(b_.CreateICmpSLT(sums, llvm::ConstantInt::get(pair_type, -32768)),
+                           llvm::ConstantInt::get(pair_type, -32768), sums);
+    products = sums;
+    terms = 2;
+  }
+  for (unsigned k = 0; k < terms; ++k) {
+    llvm::Value* part = take(products, k, terms, lanes);
     if (vt == nullptr) part = b_.CreateExtractElement(part, uint64_t{0});
     acc = b_.CreateAdd(acc, part);
   }
@@ -404,7 +437,9 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   for (auto& a : c->args) args.push_back(Emit(a));
   llvm::Value* x = args[0];
   llvm::Type* ty = x->getType();
-  if (c->fn == Intrinsic::kDotU8S8) return EmitDotU8S8(args.at(0), args.at(1), args.at(2));
+  if (c->fn == Intrinsic::kDotU8S8 || c->fn == Intrinsic::kDotU8S8Pairs) {
+    return EmitDotU8S8(args.at(0), args.at(1), args.at(2), c->fn == Intrinsic::kDotU8S8Pairs);
+  }
   bool is_float = te::IsFloat(t);
   auto unary = [&](llvm::Intrinsic::ID id) { return EmitUnaryIntrinsic(id, x); };
   auto libm = [&](const char* name) -> llvm::Value* {
@@ -517,6 +552,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
       return b_.CreateSelect(b_.CreateICmpSLT(x, zero), llvm::ConstantInt::get(ty, -1, true), pos);
     }
     case Intrinsic::kDotU8S8:  // emitted above
+    case Intrinsic::kDotU8S8Pairs:
       break;
   }
   throw std::runtime_error("codegen: unknown intrinsic");

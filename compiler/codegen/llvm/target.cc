@@ -58,6 +58,7 @@ void FillDerived(Target* t) {
   t->pointer_bits = triple.isArch64Bit() ? 64 : 32;
   t->vector_bits = 128;
   t->int8_dot_bits = 0;
+  t->int8_pair_bits = 0;
   if (!triple.isX86()) return;
   // A feature named in -mattr, or implied by the CPU (-mcpu=haswell has AVX2 without saying so)
   // unless -mattr turned it off.
@@ -71,7 +72,16 @@ void FillDerived(Target* t) {
   } else if (has("avx2") || has("avx")) {
     t->vector_bits = 256;
   }
-  if (t->vector_bits == 512 && has("avx512vnni")) t->int8_dot_bits = 512;
+  if (t->vector_bits == 512 && has("avx512vnni")) {
+    t->int8_dot_bits = 512;
+  } else if (t->vector_bits >= 256 && has("avxvnni")) {
+    t->int8_dot_bits = 256;
+  }
+  if (t->vector_bits == 512 && has("avx512bw")) {
+    t->int8_pair_bits = 512;
+  } else if (has("avx2")) {
+    t->int8_pair_bits = 256;
+  }
 }
 
 }  // namespace

@@ -17,8 +17,12 @@ struct Target {
   /*! \brief Widest float SIMD register in bits (128 for NEON/SSE, 256 AVX2, 512 AVX-512). */
   int vector_bits = 128;
   /*! \brief Widest register the u8 x s8 dot-product instruction (x86 vpdpbusd) runs on: 512 with
-   * AVX-512 VNNI, 0 without (the int8 conv kernels need it; see compiler/schedule/). */
+   * AVX-512 VNNI, 256 with AVX-VNNI, 0 without (the int8 conv kernels need it or the next one; see
+   * compiler/schedule/). */
   int int8_dot_bits = 0;
+  /*! \brief Widest register of the u8 x s8 multiply that sums pairs of products saturated to int16
+   * (x86 vpmaddubsw): 512 with AVX-512BW, 256 with AVX2, else 0 (te::DotU8S8Pairs). */
+  int int8_pair_bits = 0;
   /*! \brief Pointer size in bits (32 on armv7). */
   int pointer_bits = 64;
 

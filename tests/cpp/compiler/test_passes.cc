@@ -511,16 +511,19 @@ TEST(PlanKernels, NamesEachConvsKernelAndWeightLayout) {
   }
 }
 
-// An integer conv (uint8 data, constant int8 weights) gets the int8 kernel only where the target
-// has AVX-512 VNNI and the operands qualify; PackConvWeights then stores the weights as the
-// kernel streams them and folds the data's zero point into the bias.
-TEST(PlanKernels, Int8KernelOnlyWithVnniAndQualifyingOperands) {
+// An integer conv (uint8 data, constant int8 weights) gets an int8 kernel only where the target
+// has one and the operands qualify: vpdpbusd (AVX-512 VNNI, AVX-VNNI) for any int8 weights,
+// vpmaddubsw (AVX-512BW, AVX2) only for weights whose pairs of products fit int16. PackConvWeights
+// then stores the weights as the kernel streams them and folds the data's zero point into the bias.
+TEST(PlanKernels, Int8KernelOnlyWhereTheTargetHasOneAndOperandsQualify) {
   static constexpr int64_t kZeroPoint = 7;
-  auto integer_conv = [](Graph& g, int64_t group, bool constant_bias) {
+  auto integer_conv = [](Graph& g, int64_t group, bool constant_bias, bool wide_weights) {
     const int x = g.AddValue("x", TensorType{{1, 16, 8, 8}, kUInt8});
     g.inputs().push_back(x);
     auto w = std::make_shared<HostTensor>(TensorType{{32, 16 / group, 3, 3}, kInt8});
-    for (int64_t i = 0; i < w->NumElements(); ++i) w->SetFromDouble(i, i % 7 - 3);
+    for (int64_t i = 0; i < w->NumElements(); ++i) {
+      w->SetFromDouble(i, wide_weights ? i % 256 - 128 : i % 7 - 3);
+    }
     auto b = std::make_shared<HostTensor>(TensorType{{32}, kInt32});
     for (int64_t i = 0; i < 32; ++i) b->SetFromDouble(i, 100 * i);
     int bias = g.AddConstant("b", b);
@@ -539,34 +542,45 @@ TEST(PlanKernels, Int8KernelOnlyWithVnniAndQualifyingOperands) {
     const char* target;
     int64_t group;
     bool constant_bias;
-    bool int8;
+    bool wide_weights;
+    const char* kernel;  // "" for the float path
+    int64_t lanes;
   };
-  for (const Case& c : {Case{"llvm -mcpu=cascadelake", 1, true, true},
-                        Case{"llvm -mcpu=skylake-avx512 -mattr=+avx512vnni", 1, true, true},
-                        Case{"llvm -mcpu=skylake-avx512", 1, true, false},
-                        Case{"llvm -mcpu=haswell", 1, true, false},
-                        Case{"llvm -mtriple=aarch64-linux-gnu", 1, true, false},
-                        Case{"llvm -mcpu=cascadelake", 2, true, false},
-                        Case{"llvm -mcpu=cascadelake", 1, false, false}}) {
-    SCOPED_TRACE(std::string(c.target) + " group " + std::to_string(c.group));
+  for (const Case& c : {
+           Case{"llvm -mcpu=cascadelake", 1, true, false, "conv2d_int8_avx512vnni", 16},
+           Case{"llvm -mcpu=skylake-avx512 -mattr=+avx512vnni", 1, true, true,
+                "conv2d_int8_avx512vnni", 16},
+           Case{"llvm -mcpu=skylake-avx512", 1, true, false, "conv2d_int8_avx512bw", 16},
+           Case{"llvm -mcpu=skylake-avx512", 1, true, true, "", 0},
+           Case{"llvm -mcpu=alderlake", 1, true, true, "conv2d_int8_avxvnni", 8},
+           Case{"llvm -mcpu=haswell", 1, true, false, "conv2d_int8_avx2", 8},
+           Case{"llvm -mcpu=haswell", 1, true, true, "", 0},
+           Case{"llvm -mcpu=x86-64-v2", 1, true, false, "", 0},
+           Case{"llvm -mtriple=aarch64-linux-gnu", 1, true, false, "", 0},
+           Case{"llvm -mcpu=cascadelake", 2, true, false, "", 0},
+           Case{"llvm -mcpu=cascadelake", 1, false, false, "", 0},
+       }) {
+    SCOPED_TRACE(std::string(c.target) + " group " + std::to_string(c.group) +
+                 (c.wide_weights ? " wide weights" : ""));
     Graph g;
-    const HostTensorPtr w = integer_conv(g, c.group, c.constant_bias);
+    const HostTensorPtr w = integer_conv(g, c.group, c.constant_bias, c.wide_weights);
     EXPECT_TRUE(g.value(g.outputs()[0]).type.dtype == kInt32);  // 8-bit operands sum in int32
     const schedule::TableStrategy strategy(Target::Parse(c.target), StrategyOptions{});
     EXPECT_EQ(strategy.ConvLayoutBlock(g, g.nodes()[0]), 0);  // NCHW bytes in and out
     PlanKernels(&g, strategy);
     const KernelPlan plan = KernelPlan::Of(g.nodes()[0]);
-    EXPECT_EQ(plan.int8_dot, c.int8);
-    EXPECT_EQ(plan.kernel, c.int8 ? "conv2d_int8_avx512vnni" : "");
-    if (!c.int8) continue;
-    EXPECT_EQ(plan.weight_block, 16);
+    EXPECT_EQ(plan.int8_dot, c.lanes > 0);
+    EXPECT_EQ(plan.kernel, c.kernel);
+    if (c.lanes == 0) continue;
+    const int64_t lanes = c.lanes;
+    EXPECT_EQ(plan.weight_block, lanes);
     PackConvWeights(&g);
     const Node& conv = g.nodes()[0];
-    EXPECT_EQ(conv.GetInt(kPackedInt8WeightAttr, 0), 16);
+    EXPECT_EQ(conv.GetInt(kPackedInt8WeightAttr, 0), lanes);
     const Value& packed = g.value(conv.inputs[1]);
-    ASSERT_EQ(packed.type.shape, (std::vector<int64_t>{2, 4, 3, 3, 16, kInt8DotDepth}));
-    // Weight (o, i, kh, kw) = (21, 6, 2, 1) at [o / 16][i / 4][kh][kw][o % 16][i % 4].
-    const int64_t at = ((((1 * 4 + 1) * 3 + 2) * 3 + 1) * 16 + 5) * 4 + 2;
+    ASSERT_EQ(packed.type.shape, (std::vector<int64_t>{32 / lanes, 4, 3, 3, lanes, kInt8DotDepth}));
+    // Weight (o, i, kh, kw) = (21, 6, 2, 1) at [o / lanes][i / 4][kh][kw][o % lanes][i % 4].
+    const int64_t at = ((((21 / lanes * 4 + 1) * 3 + 2) * 3 + 1) * lanes + 21 % lanes) * 4 + 2;
     EXPECT_EQ(packed.constant->GetAsDouble(at), w->GetAsDouble(((21 * 16 + 6) * 3 + 2) * 3 + 1));
     // The bias carries -zero_point * sum(w) of its channel.
     double sum = 0;

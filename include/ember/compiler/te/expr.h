@@ -113,6 +113,10 @@ enum class Intrinsic {
   /*! \brief DotU8S8(acc, a, b), int32 vectors: acc plus, per lane, the four products of a's bytes
    * (unsigned) and b's bytes (signed) in that lane, wrapping (x86 vpdpbusd; see DotU8S8()). */
   kDotU8S8,
+  /*! \brief DotU8S8Pairs(acc, a, b): as kDotU8S8, but each pair of adjacent products (bytes 0-1,
+   * 2-3) is first summed and saturated to int16 (x86 vpmaddubsw then vpmaddwd by ones), so it is
+   * exact only where no pair leaves int16; schedules use it where the weights guarantee that. */
+  kDotU8S8Pairs,
 };
 
 enum class ReduceOp { kSum, kProd, kMax, kMin, kArgMax, kArgMin };
@@ -276,6 +280,8 @@ Expr Ceil(Expr a);
 Expr Round(Expr a);
 /*! \brief kDotU8S8: acc + the u8 x s8 dot products of the four bytes of each lane of a and b. */
 Expr DotU8S8(Expr acc, Expr a, Expr b);
+/*! \brief kDotU8S8Pairs: as DotU8S8 with each pair of products saturated to int16 first. */
+Expr DotU8S8Pairs(Expr acc, Expr a, Expr b);
 Expr And(Expr a, Expr b);
 Expr Or(Expr a, Expr b);
 /*! \brief Largest and smallest finite values of a dtype (lowest for Max-init, etc.). */
