@@ -22,9 +22,10 @@
 #include <string>
 #include <vector>
 
+#include "conv2d_int8_1x1.h"
 #include "conv_group.h"
 #include "epilogue.h"
-#include "int8_conv_operands.h"
+#include "int8_conv_data.h"
 #include "loop_builders.h"
 #include "schedule.h"
 
@@ -38,94 +39,8 @@ using lower::Stmt;
 using te::Expr;
 
 constexpr int64_t kDotDepth = kInt8DotDepth;
-// Products of at most 255 x 128 over this many taps, plus a bias, stay within int32.
-constexpr int64_t kMaxTaps = 32768;
 // Plane positions the requantization pass takes per block of channels: 16 KB of int32 sums.
 constexpr int64_t kEpilogueChunk = 256;
-// Largest padded data workspace (bytes) per image.
-constexpr int64_t kMaxPaddedBytes = int64_t{1} << 28;
-
-int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
-
-// An integer conv's geometry, from its data, its weight (OIHW, or packed: [OCp/B][ICp/4][KH][KW]
-// [B][4], whose oc the caller takes from the output) and attributes.
-struct Int8Conv {
-  int64_t n, c, h, w;
-  int64_t oc, kh, kw, s_h, s_w, pad_t, pad_l;
-  int64_t zu;  // the zero point as the kernel reads the data (unsigned bytes)
-};
-
-bool ReadInt8Conv(const Graph& g, const Node& conv, bool packed, Int8Conv* m) {
-  Int8ConvOperands ops;
-  if (!ReadInt8ConvOperands(g, conv, packed ? 6 : 4, &ops) || ops.window.group != 1) return false;
-  const TensorType& x = *ops.data;
-  const std::vector<int64_t>& ws = ops.weight->type.shape;
-  const WindowAttrs& win = ops.window;
-  const bool signed_data = x.dtype == kInt8;
-  const int64_t zp = ops.zero_point;
-  if (zp < (signed_data ? -128 : 0) || zp > (signed_data ? 127 : 255)) return false;
-  *m = Int8Conv{x.shape[0],     x.shape[1],  x.shape[2],  x.shape[3],
-                ws[0],          ws[2],       ws[3],       win.strides[0],
-                win.strides[1], win.pads[0], win.pads[1], zp + (signed_data ? 128 : 0)};
-  if (!packed && ws[1] != m->c) return false;
-  return RoundUp(m->c, kDotDepth) * m->kh * m->kw <= kMaxTaps;
-}
-
-// The padded data as the kernel reads it: [ICp/4][ph][pw][4] bytes, zu outside the image and
-// past its channels. Whole channel quads copy their interior with plain loads (LLVM interleaves
-// the four planes into one store stream) and fill the border apart; a last partial quad keeps the
-// per-byte test.
-Stmt PackData(const Int8Conv& m, const Buffer& x, bool signed_data, const Buffer& xq, const Expr& n,
-              int64_t ph, int64_t pw, const lower::ScheduleOptions& opts) {
-  const int64_t quads = RoundUp(m.c, kDotDepth) / kDotDepth, full = m.c / kDotDepth;
-  const Expr zu = te::Const(te::UInt(8), m.zu);
-  auto byte = [&](const Expr& c, const Expr& sy, const Expr& sx) {
-    Expr v = BufferLoad(x, ((n * m.c + c) * m.h + sy) * m.w + sx);
-    return signed_data ? te::Cast(te::UInt(8), te::Cast(te::Int(32), v) + 128) : v;
-  };
-  auto at = [&](const Expr& c4, const Expr& y, const Expr& xx, int64_t j) {
-    return ((c4 * ph + y) * pw + xx) * kDotDepth + j;
-  };
-  // Bytes [begin, end) of row y of quad c4 set to zu.
-  auto fill = [&](const Expr& c4, const Expr& y, int64_t begin, int64_t end) {
-    return Range("f", begin * kDotDepth, end * kDotDepth, ForKind::kVectorized,
-                 [&](const Expr& i) { return lower::Store(xq, at(c4, y, 0, 0) + i, zu); });
-  };
-  auto whole_quad = [&](const Expr& c4) {
-    auto fill_rows = [&](const std::string& name, int64_t begin, int64_t end) {
-      return Range(name, begin, end, ForKind::kSerial,
-                   [&](const Expr& y) { return fill(c4, y, 0, pw); });
-    };
-    Stmt inside = Range("y", m.pad_t, m.pad_t + m.h, ForKind::kSerial, [&](const Expr& y) {
-      Stmt copy = Range("x", m.pad_l, m.pad_l + m.w, ForKind::kVectorized, [&](const Expr& xx) {
-        std::vector<Stmt> bytes;
-        for (int64_t j = 0; j < kDotDepth; ++j) {
-          bytes.push_back(lower::Store(xq, at(c4, y, xx, j),
-                                       byte(c4 * kDotDepth + j, y - m.pad_t, xx - m.pad_l)));
-        }
-        return lower::Seq(bytes);
-      });
-      return SeqOf({fill(c4, y, 0, m.pad_l), copy, fill(c4, y, m.pad_l + m.w, pw)});
-    });
-    return SeqOf({fill_rows("yt", 0, m.pad_t), inside, fill_rows("yb", m.pad_t + m.h, ph)});
-  };
-  auto partial_quad = [&](const Expr& c4) {
-    Expr y = te::MakeVar("y"), xx = te::MakeVar("x");
-    Expr sy = y - m.pad_t, sx = xx - m.pad_l;
-    std::vector<Stmt> bytes;
-    for (int64_t j = 0; j < kDotDepth; ++j) {
-      Expr c = c4 * kDotDepth + j;
-      Expr inside = (c < m.c) && (sy >= 0) && (sy < m.h) && (sx >= 0) && (sx < m.w);
-      bytes.push_back(lower::Store(xq, at(c4, y, xx, j), te::Select(inside, byte(c, sy, sx), zu)));
-    }
-    Stmt st = lower::For(xx, pw, ForKind::kSerial, lower::Seq(bytes));
-    return lower::For(y, ph, ForKind::kSerial, st);
-  };
-  const bool par =
-      opts.parallel && full > 1 && full * ph * pw * kDotDepth >= opts.parallel_min_work;
-  return SeqOf({Range("c4", 0, full, par ? ForKind::kParallel : ForKind::kSerial, whole_quad),
-                Range("c4t", full, quads, ForKind::kSerial, partial_quad)});
-}
 
 struct Tile {
   const Int8Conv& m;
@@ -210,12 +125,14 @@ bool Conv2dInt8Applies(const Graph& g, const Node& conv, const Conv2dInt8Params&
     const Value& b = g.value(conv.inputs[2]);
     if (!b.is_constant() || b.type.dtype != kInt32 || b.type.NumElements() != m.oc) return false;
   }
+  if (p.pixel_vectors > 0 && !Conv2dInt8PixelsTakes(m)) return false;
   const int64_t ph = m.h + 2 * m.pad_t + m.kh, pw = m.w + 2 * m.pad_l + m.kw;
   return RoundUp(m.c, kDotDepth) * ph * pw <= kMaxPaddedBytes;
 }
 
 bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
                    const Conv2dInt8Params& p, lower::LoweredFunc* out) {
+  if (p.pixel_vectors > 0) return TryConv2dInt8Pixels(group, opts, p, out);
   const Graph& g = *group.graph;
   const Node* conv = SingleConvOf(group);
   Int8Conv m;
@@ -273,7 +190,7 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
   const bool signed_data = g.value(conv->inputs[0]).type.dtype == kInt8;
 
   Expr n = te::MakeVar("n");
-  std::vector<Stmt> image{PackData(m, xb, signed_data, xq, n, ph, pw, opts)};
+  std::vector<Stmt> image{PackInt8Data(m, xb, signed_data, xq, n, ph, pw, opts)};
   const int64_t work_per_tile = owb * p.lanes * vectors * quads * kDotDepth * m.kh * m.kw;
   auto grid = [&](const std::string& tag, int64_t per_row, int64_t width, int64_t ow0) {
     const int64_t tiles = blocks * oh * per_row;

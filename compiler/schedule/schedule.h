@@ -130,6 +130,11 @@ struct Conv2dInt8Params {
   int64_t oc_vectors = 2;
   int64_t ow_block = 14;
   bool saturating_pairs = false;
+  /*! \brief > 0: the lanes hold output pixels instead (1x1 stride-1 convs only; see
+   * conv2d_int8_1x1.cc): tiles of `pixel_vectors` vectors of pixels times up to `channel_rows`
+   * output channels, the weights packed one channel at a time. */
+  int64_t pixel_vectors = 0;
+  int64_t channel_rows = 0;
 
   Conv2dInt8Params& Lanes(int64_t v) {
     lanes = v;
@@ -147,6 +152,13 @@ struct Conv2dInt8Params {
     saturating_pairs = true;
     return *this;
   }
+  Conv2dInt8Params& PixelsInLanes(int64_t vectors, int64_t channels) {
+    pixel_vectors = vectors;
+    channel_rows = channels;
+    return *this;
+  }
+  /*! \brief The output-channel block of the packed weights the kernel reads. */
+  int64_t WeightBlock() const { return pixel_vectors > 0 ? 1 : lanes; }
 };
 
 /*! \brief The int8 depthwise convolution: int32 lanes along the output width (`lanes` of them

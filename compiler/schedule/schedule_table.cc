@@ -82,13 +82,23 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
       // Integer convs (quantized models), where the target has vpdpbusd: 14 columns x 2 vectors
       // of 16 int32 sums, as the float kernel's block (6 x 2 of 8 in AVX-VNNI's 16 registers).
       // Without it, vpmaddubsw + vpmaddwd, for weights whose pairs of products fit int16 (the
-      // quantizer's 7-bit weights), with one register for the ones and one for the pairs.
+      // quantizer's 7-bit weights), with one register for the ones and one for the pairs. Each
+      // first in its pixels-in-lanes form, which takes the 1x1 convs: 3 vectors of pixels x 8
+      // channels (2 x 4 in 16 registers), the data vectors loaded once per step.
+      ConvInt8("conv2d_int8_1x1_avx512vnni", T::kAvx512,
+               Conv2dInt8Params().Lanes(16).PixelsInLanes(3, 8)),
       ConvInt8("conv2d_int8_avx512vnni", T::kAvx512,
                Conv2dInt8Params().Lanes(16).OcVectors(2).OwBlock(14)),
+      ConvInt8("conv2d_int8_1x1_avx512bw", T::kAvx512,
+               Conv2dInt8Params().Lanes(16).PixelsInLanes(3, 8).SaturatingPairs()),
       ConvInt8("conv2d_int8_avx512bw", T::kAvx512,
                Conv2dInt8Params().Lanes(16).OcVectors(2).OwBlock(12).SaturatingPairs()),
+      ConvInt8("conv2d_int8_1x1_avxvnni", T::kAvx2,
+               Conv2dInt8Params().Lanes(8).PixelsInLanes(2, 4)),
       ConvInt8("conv2d_int8_avxvnni", T::kAvx2,
                Conv2dInt8Params().Lanes(8).OcVectors(2).OwBlock(6)),
+      ConvInt8("conv2d_int8_1x1_avx2", T::kAvx2,
+               Conv2dInt8Params().Lanes(8).PixelsInLanes(2, 4).SaturatingPairs()),
       ConvInt8("conv2d_int8_avx2", T::kAvx2,
                Conv2dInt8Params().Lanes(8).OcVectors(2).OwBlock(5).SaturatingPairs()),
       DwInt8("depthwise_conv2d_int8_avx512", T::kAvx512, DepthwiseInt8Params().Lanes(16)),

@@ -130,7 +130,7 @@ KernelPlan TableStrategy::ChooseInt8Conv(const Graph& g, const Node& conv) const
       continue;
     }
     plan.kernel = e->name;
-    plan.weight_block = e->conv_int8.lanes;
+    plan.weight_block = e->conv_int8.WeightBlock();
     plan.int8_dot = true;
     return plan;
   }

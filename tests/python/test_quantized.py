@@ -187,11 +187,18 @@ def test_qdq_matmul_becomes_an_integer_matmul(tmp_path):
     np.testing.assert_array_equal(y, expected.astype(np.uint8))
 
 
-# The int8 kernel (conv2d_int8_avx512vnni: u8 x s8 dot products into int32, the requantization
-# in its epilogue) against the exact float path of the same machine without VNNI and the integer
-# definition, bit for bit: strides, pads, 1x1 to 5x5, channels that fill no vector, int8 data
-# and outputs, ConvInteger's int32 result.
+# The int8 kernels (conv2d_int8_avx512vnni: u8 x s8 dot products into int32, the requantization
+# in its epilogue; conv2d_int8_1x1_avx512vnni, its pixels-in-lanes form for 1x1 stride-1 convs)
+# against the exact float path of the same machine without VNNI and the integer definition, bit
+# for bit: strides, pads, 1x1 to 5x5, channels that fill no vector, int8 data and outputs, planes
+# that fill no tile, ConvInteger's int32 result.
 _INT8_KERNEL = "conv2d_int8_avx512vnni"
+
+
+def _conv_kernel(isa, case):
+    """The int8 conv kernel of `isa` the strategy picks for an _INT8_CASES row."""
+    k, stride, pad = case[4:7]
+    return "conv2d_int8_%s%s" % ("1x1_" if (k, stride, pad) == (1, 1, 0) else "", isa)
 # This machine's ISA without VNNI: its strategy keeps the exact float path for convs whose weights
 # use the whole int8 range (its vpmaddubsw kernel takes only weights whose pairs fit int16).
 _WITHOUT_VNNI = "llvm -mcpu=skylake-avx512"
@@ -285,6 +292,11 @@ _INT8_CASES = [
     (14, 8, 16, (10, 10), 5, 1, 2, np.int8, np.uint8, True),
     (15, 5, 33, (6, 13), 3, 1, 0, np.uint8, np.int8, True),      # 33 channels: 3 blocks
     (16, 64, 64, (29, 31), 3, 1, 1, np.uint8, np.uint8, True),   # several tiles per row + tail
+    (17, 64, 33, (7, 7), 1, 1, 0, np.int8, np.int8, True),       # 1x1: 49 pixels, 3 x 11 rows
+    (18, 8, 16, (3, 3), 1, 1, 0, np.uint8, np.uint8, True),      # 1x1: a partial tile only
+    (19, 96, 24, (12, 16), 1, 1, 0, np.uint8, np.int8, True),    # 1x1: whole tiles only
+    (20, 16, 32, (9, 9), 1, 2, 0, np.uint8, np.uint8, True),     # 1x1 stride 2: channels form
+    (21, 16, 32, (6, 6), 1, 1, 1, np.uint8, np.uint8, True),     # 1x1 padded: channels form
 ]
 
 
@@ -295,7 +307,8 @@ def test_int8_kernel_is_bit_identical_to_the_exact_float_path(tmp_path, case):
     graph, x, expected = _qlinear_conv_case(*case)
     y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x)
     y_float, plans_float = _compile_and_run(tmp_path, graph, _WITHOUT_VNNI, x=x)
-    assert _INT8_KERNEL in plans and _INT8_KERNEL not in plans_float
+    kernel = _conv_kernel("avx512vnni", case)
+    assert kernel in plans and "conv2d_int8" not in plans_float
     assert "ember_exact_sum" in plans_float
     np.testing.assert_array_equal(y, expected)
     np.testing.assert_array_equal(y_float, expected)
@@ -335,23 +348,23 @@ def test_int8_depthwise_kernel_is_bit_identical_to_the_exact_float_path(tmp_path
 # (pairs of products saturated to int16) at 8 and 16 lanes only for weights whose pairs fit int16,
 # as the quantizer writes them (7-bit magnitudes: here every weight in [-64, 64]).
 _X86_INT8_KERNELS = [
-    # kernel, target, CPU flag the host needs, weight range
-    ("conv2d_int8_avxvnni", "llvm -mcpu=alderlake", "avx_vnni", (-128, 127)),
-    ("conv2d_int8_avx2", "llvm -mcpu=haswell", "avx2", (-64, 64)),
-    ("conv2d_int8_avx512bw", "llvm -mcpu=skylake-avx512", "avx512bw", (-64, 64)),
+    # ISA suffix of the kernels, target, CPU flag the host needs, weight range
+    ("avxvnni", "llvm -mcpu=alderlake", "avx_vnni", (-128, 127)),
+    ("avx2", "llvm -mcpu=haswell", "avx2", (-64, 64)),
+    ("avx512bw", "llvm -mcpu=skylake-avx512", "avx512bw", (-64, 64)),
 ]
 
 
-@pytest.mark.parametrize("kernel,target,flag,w_range", _X86_INT8_KERNELS,
+@pytest.mark.parametrize("isa,target,flag,w_range", _X86_INT8_KERNELS,
                          ids=[k[0] for k in _X86_INT8_KERNELS])
 @pytest.mark.parametrize("case", _INT8_CASES[:4] + _INT8_CASES[6:], ids=lambda c: "seed%d" % c[0])
-def test_x86_int8_kernels_without_avx512_vnni_are_exact(tmp_path, kernel, target, flag, w_range,
+def test_x86_int8_kernels_without_avx512_vnni_are_exact(tmp_path, isa, target, flag, w_range,
                                                          case):
     if not _host_has(flag):
         pytest.skip("this machine has no " + flag)
     graph, x, expected = _qlinear_conv_case(*case, w_range=w_range)
     y, plans = _compile_and_run(tmp_path, graph, target, x=x)
-    assert kernel in plans
+    assert _conv_kernel(isa, case) in plans
     np.testing.assert_array_equal(y, expected)
 
 
@@ -424,7 +437,7 @@ def test_int8_kernel_leaves_grouped_and_wide_weights_to_the_float_path(tmp_path)
             [helper.make_tensor_value_info("y", TensorProto.INT32,
                                            [1, w.shape[0], 9 - k, 9 - k])], inits)
         y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x)
-        assert _INT8_KERNEL not in plans
+        assert "conv2d_int8" not in plans
         ref = _conv_integer_reference(x, 3, w.astype(np.int64) - (0 if w_zp is None else 127),
                                       0, group=group)
         np.testing.assert_array_equal(y, ref)

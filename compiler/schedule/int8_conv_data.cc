@@ -1,0 +1,98 @@
+// ReadInt8Conv and PackInt8Data: see int8_conv_data.h.
+#include "int8_conv_data.h"
+
+#include <ember/compiler/ir/weight_layout.h>
+
+#include <string>
+#include <vector>
+
+#include "int8_conv_operands.h"
+#include "loop_builders.h"
+
+namespace ember::compiler::schedule {
+namespace {
+
+using lower::Buffer;
+using lower::BufferLoad;
+using lower::ForKind;
+using lower::Stmt;
+using te::Expr;
+
+// Products of at most 255 x 128 over this many taps, plus a bias, stay within int32.
+constexpr int64_t kMaxTaps = 32768;
+constexpr int64_t kDotDepth = kInt8DotDepth;
+
+}  // namespace
+
+bool ReadInt8Conv(const Graph& g, const Node& conv, bool packed, Int8Conv* m) {
+  Int8ConvOperands ops;
+  if (!ReadInt8ConvOperands(g, conv, packed ? 6 : 4, &ops) || ops.window.group != 1) return false;
+  const TensorType& x = *ops.data;
+  const std::vector<int64_t>& ws = ops.weight->type.shape;
+  const WindowAttrs& win = ops.window;
+  const bool signed_data = x.dtype == kInt8;
+  const int64_t zp = ops.zero_point;
+  if (zp < (signed_data ? -128 : 0) || zp > (signed_data ? 127 : 255)) return false;
+  *m = Int8Conv{x.shape[0],     x.shape[1],  x.shape[2],  x.shape[3],
+                ws[0],          ws[2],       ws[3],       win.strides[0],
+                win.strides[1], win.pads[0], win.pads[1], zp + (signed_data ? 128 : 0),
+                win.pads[2],    win.pads[3]};
+  if (!packed && ws[1] != m->c) return false;
+  return RoundUp(m->c, kDotDepth) * m->kh * m->kw <= kMaxTaps;
+}
+
+// Whole channel quads copy their interior with plain loads (LLVM interleaves the four planes into
+// one store stream) and fill the border apart; a last partial quad keeps the per-byte test.
+Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, bool signed_data, const Buffer& xq,
+                  const Expr& n, int64_t ph, int64_t pw, const lower::ScheduleOptions& opts) {
+  const int64_t quads = RoundUp(m.c, kDotDepth) / kDotDepth, full = m.c / kDotDepth;
+  const Expr zu = te::Const(te::UInt(8), m.zu);
+  auto byte = [&](const Expr& c, const Expr& sy, const Expr& sx) {
+    Expr v = BufferLoad(x, ((n * m.c + c) * m.h + sy) * m.w + sx);
+    return signed_data ? te::Cast(te::UInt(8), te::Cast(te::Int(32), v) + 128) : v;
+  };
+  auto at = [&](const Expr& c4, const Expr& y, const Expr& xx, int64_t j) {
+    return ((c4 * ph + y) * pw + xx) * kDotDepth + j;
+  };
+  // Bytes [begin, end) of row y of quad c4 set to zu.
+  auto fill = [&](const Expr& c4, const Expr& y, int64_t begin, int64_t end) {
+    return Range("f", begin * kDotDepth, end * kDotDepth, ForKind::kVectorized,
+                 [&](const Expr& i) { return lower::Store(xq, at(c4, y, 0, 0) + i, zu); });
+  };
+  auto whole_quad = [&](const Expr& c4) {
+    auto fill_rows = [&](const std::string& name, int64_t begin, int64_t end) {
+      return Range(name, begin, end, ForKind::kSerial,
+                   [&](const Expr& y) { return fill(c4, y, 0, pw); });
+    };
+    Stmt inside = Range("y", m.pad_t, m.pad_t + m.h, ForKind::kSerial, [&](const Expr& y) {
+      Stmt copy = Range("x", m.pad_l, m.pad_l + m.w, ForKind::kVectorized, [&](const Expr& xx) {
+        std::vector<Stmt> bytes;
+        for (int64_t j = 0; j < kDotDepth; ++j) {
+          bytes.push_back(lower::Store(xq, at(c4, y, xx, j),
+                                       byte(c4 * kDotDepth + j, y - m.pad_t, xx - m.pad_l)));
+        }
+        return lower::Seq(bytes);
+      });
+      return SeqOf({fill(c4, y, 0, m.pad_l), copy, fill(c4, y, m.pad_l + m.w, pw)});
+    });
+    return SeqOf({fill_rows("yt", 0, m.pad_t), inside, fill_rows("yb", m.pad_t + m.h, ph)});
+  };
+  auto partial_quad = [&](const Expr& c4) {
+    Expr y = te::MakeVar("y"), xx = te::MakeVar("x");
+    Expr sy = y - m.pad_t, sx = xx - m.pad_l;
+    std::vector<Stmt> bytes;
+    for (int64_t j = 0; j < kDotDepth; ++j) {
+      Expr c = c4 * kDotDepth + j;
+      Expr inside = (c < m.c) && (sy >= 0) && (sy < m.h) && (sx >= 0) && (sx < m.w);
+      bytes.push_back(lower::Store(xq, at(c4, y, xx, j), te::Select(inside, byte(c, sy, sx), zu)));
+    }
+    Stmt st = lower::For(xx, pw, ForKind::kSerial, lower::Seq(bytes));
+    return lower::For(y, ph, ForKind::kSerial, st);
+  };
+  const bool par =
+      opts.parallel && full > 1 && full * ph * pw * kDotDepth >= opts.parallel_min_work;
+  return SeqOf({Range("c4", 0, full, par ? ForKind::kParallel : ForKind::kSerial, whole_quad),
+                Range("c4t", full, quads, ForKind::kSerial, partial_quad)});
+}
+
+}  // namespace ember::compiler::schedule
