@@ -38,29 +38,6 @@ constexpr int64_t kRowBufferBudget = 6144;  // floats per task buffer (24 KiB: s
 constexpr int64_t kMaxRowBuffer = 1 << 14;  // floats: wider rows go to the generic schedule
 constexpr int64_t kMaxTaps = 64;            // hoisted weight scalars per task
 
-// body(i) for i in [begin, begin + len) as steps of one exact-width vector of `lanes` (rounded
-// down to a power of two not above len): the last step starts at begin + len - width and
-// overlaps its predecessor instead of leaving a scalar remainder, so `body` must be idempotent.
-Stmt VectorSteps(const std::string& name, int64_t begin, int64_t len, int64_t lanes,
-                 const std::function<Stmt(const Expr&)>& body) {
-  if (len <= 0) return nullptr;
-  int64_t width = 1;
-  while (width * 2 <= std::min(lanes, len)) width *= 2;
-  if (width < 2) return Range(name, begin, begin + len, ForKind::kSerial, body);
-  const int64_t steps = (len + width - 1) / width;
-  Expr b = te::MakeVar(name + "b");
-  Expr start = steps > 1 ? te::Min(b * width, Expr(len - width)) + begin : Expr(begin);
-  Expr v = te::MakeVar(name);
-  auto loop = std::make_shared<lower::ForNode>();
-  loop->var = v;
-  loop->extent = width;
-  loop->for_kind = ForKind::kVectorized;
-  loop->vector_lanes = static_cast<int>(width);
-  loop->body = body(start + v);
-  if (steps == 1) return Stmt(loop);
-  return lower::For(b, steps, ForKind::kSerial, Stmt(loop));
-}
-
 // Rebuilds a lowered expression with variables replaced. With `hoist` set, loads of argument
 // buffers whose index involves none of `varying` (e.g. the bias of the task's channel) become
 // reads of fresh scalar locals, and the loads themselves go to *hoisted (run once per task):

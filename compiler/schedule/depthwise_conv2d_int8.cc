@@ -143,22 +143,25 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
     // int8 data sign-extends
     return te::Cast(tap_type, te::Cast(te::Int(32), v) - te::Const(te::Int(32), m.zp));
   };
+  // Interior columns in exact-width vector steps (a row of 56 would otherwise be fully unrolled
+  // into scalar conversions), the border ones one by one.
   auto columns = [&](const Expr& y, int64_t begin, int64_t end, bool guarded) {
-    return Range(guarded ? "jb" : "j", begin, end,
-                 guarded ? ForKind::kSerial : ForKind::kVectorized, [&](const Expr& j) {
-                   std::vector<Stmt> phases;
-                   for (int64_t p = 0; p < sw; ++p) {
-                     Expr col = j * sw + (p - m.pad_l);
-                     Expr v = shifted(y, col);
-                     if (guarded) v = te::Select((col >= 0) && (col < m.w), v, zero);
-                     phases.push_back(lower::Store(plane, (y * sw + p) * m.pw + j, v));
-                   }
-                   return lower::Seq(phases);
-                 });
+    auto body = [&](const Expr& j) {
+      std::vector<Stmt> phases;
+      for (int64_t ph = 0; ph < sw; ++ph) {
+        Expr col = j * sw + (ph - m.pad_l);
+        Expr v = shifted(y, col);
+        if (guarded) v = te::Select((col >= 0) && (col < m.w), v, zero);
+        phases.push_back(lower::Store(plane, (y * sw + ph) * m.pw + j, v));
+      }
+      return lower::Seq(phases);
+    };
+    return guarded ? Range("jb", begin, end, ForKind::kSerial, body)
+                   : VectorSteps("j", begin, end - begin, p.lanes, body);
   };
   auto zero_rows = [&](const std::string& name, int64_t begin, int64_t end) {
-    return Range(name, begin * sw * m.pw, end * sw * m.pw, ForKind::kVectorized,
-                 [&](const Expr& i) { return lower::Store(plane, i, zero); });
+    return VectorSteps(name, begin * sw * m.pw, (end - begin) * sw * m.pw, p.lanes,
+                       [&](const Expr& i) { return lower::Store(plane, i, zero); });
   };
   Stmt inside = Range("y", m.pad_t, m.pad_t + m.h, ForKind::kSerial, [&](const Expr& y) {
     return SeqOf(
@@ -175,7 +178,12 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
     for (int64_t kx = 0; kx < m.kw; ++kx) {
       Expr xv = BufferLoad(plane, ((oy * m.s_h + ky) * sw + kx % sw) * m.pw + ox + kx / sw);
       Expr wv = te::Cast(tap_type, BufferLoad(wb, (c * m.kh + ky) * m.kw + kx));
-      taps = taps.defined() ? taps + xv * wv : xv * wv;
+      // Integers below 2^24 in float: one FMA per tap changes nothing (exact either way).
+      if (!taps.defined()) {
+        taps = xv * wv;
+      } else {
+        taps = tap_type == te::Int(32) ? taps + xv * wv : te::MulAddExact(xv, wv, taps);
+      }
     }
   }
   Expr sum = tap_type == te::Int(32) ? taps : te::Cast(te::Int(32), taps);
@@ -190,10 +198,10 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
         lower::NewBuffer(conv->name + "_row", ob->dtype, m.ow_pad, lower::BufferScope::kLocal);
     f.locals.push_back(out_row);
     Stmt wide = lower::Store(out_row, ox, at({n, c, oy, te::Min(ox, Expr(m.ow - 1))}, sum));
-    Expr cx = te::MakeVar("cx");
-    Stmt copy = lower::Store(ob, (task * m.oh + oy) * m.ow + cx, BufferLoad(out_row, cx));
-    row = lower::Seq({lower::For(ox, m.ow_pad, ForKind::kVectorized, wide),
-                      lower::For(cx, m.ow, ForKind::kSerial, copy)});
+    Stmt copy = VectorSteps("cx", 0, m.ow, p.lanes, [&](const Expr& cx) {
+      return lower::Store(ob, (task * m.oh + oy) * m.ow + cx, BufferLoad(out_row, cx));
+    });
+    row = lower::Seq({lower::For(ox, m.ow_pad, ForKind::kVectorized, wide), copy});
   }
   row = lower::For(oy, m.oh, ForKind::kSerial, row);
 

@@ -1,5 +1,8 @@
-// The register tile builder of loop_builders.h (the one of its builders too long to inline).
+// The builders of loop_builders.h too long to inline: the register tile, the vector steps.
 #include "loop_builders.h"
+
+#include <algorithm>
+#include <memory>
 
 namespace ember::compiler::schedule {
 
@@ -26,6 +29,26 @@ lower::Stmt BroadcastTile::With(const lower::Stmt& reduction) const {
   tile.push_back(reduction);
   tile.insert(tile.end(), store.begin(), store.end());
   return lower::Seq(tile);
+}
+
+lower::Stmt VectorSteps(const std::string& name, int64_t begin, int64_t len, int64_t lanes,
+                        const std::function<lower::Stmt(const te::Expr&)>& body) {
+  if (len <= 0) return nullptr;
+  int64_t width = 1;
+  while (width * 2 <= std::min(lanes, len)) width *= 2;
+  if (width < 2) return Range(name, begin, begin + len, lower::ForKind::kSerial, body);
+  const int64_t steps = (len + width - 1) / width;
+  te::Expr b = te::MakeVar(name + "b");
+  te::Expr start = steps > 1 ? te::Min(b * width, te::Expr(len - width)) + begin : te::Expr(begin);
+  te::Expr v = te::MakeVar(name);
+  auto loop = std::make_shared<lower::ForNode>();
+  loop->var = v;
+  loop->extent = width;
+  loop->for_kind = lower::ForKind::kVectorized;
+  loop->vector_lanes = static_cast<int>(width);
+  loop->body = body(start + v);
+  if (steps == 1) return lower::Stmt(loop);
+  return lower::For(b, steps, lower::ForKind::kSerial, lower::Stmt(loop));
 }
 
 }  // namespace ember::compiler::schedule

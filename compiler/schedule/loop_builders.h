@@ -32,6 +32,12 @@ inline lower::Stmt Range(const std::string& name, int64_t begin, int64_t end, lo
   return lower::For(v, end - begin, kind, body(begin == 0 ? v : v + begin));
 }
 
+/*! \brief body(i) for i in [begin, begin + len) as steps of one exact-width vector of `lanes`
+ * (rounded down to a power of two not above len): the last step starts at begin + len - width and
+ * overlaps its predecessor instead of leaving a scalar remainder, so `body` must be idempotent. */
+lower::Stmt VectorSteps(const std::string& name, int64_t begin, int64_t len, int64_t lanes,
+                        const std::function<lower::Stmt(const te::Expr&)>& body);
+
 /*! \brief Prefetches of the `floats` float32 elements of `b` from `first` on, one per 64-byte
  * cache line, appended to *out. */
 inline void PrefetchFloats(const lower::Buffer& b, const te::Expr& first, int64_t floats,

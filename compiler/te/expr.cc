@@ -261,6 +261,15 @@ Expr DotU8S8Pairs(Expr acc, Expr a, Expr b) {
   return Int8Dot(Intrinsic::kDotU8S8Pairs, "DotU8S8Pairs", std::move(acc), std::move(a),
                  std::move(b));
 }
+Expr MulAddExact(Expr a, Expr b, Expr c) {
+  if (!IsFloat(a.dtype()) || a.dtype() != b.dtype() || a.dtype() != c.dtype()) {
+    throw std::runtime_error("te: MulAddExact takes three floats of one type, got " +
+                             DataTypeName(a.dtype()) + ", " + DataTypeName(b.dtype()) + ", " +
+                             DataTypeName(c.dtype()));
+  }
+  return Call(Intrinsic::kMulAddExact, {std::move(a), std::move(b), std::move(c)});
+}
+
 Expr Abs(Expr a) {
   if (IsFloat(a.dtype())) return Call(Intrinsic::kFabs, {std::move(a)});
   if (IsUInt(a.dtype()) || IsBool(a.dtype())) return a;
@@ -384,11 +393,12 @@ const char* BinaryOpText(BinaryOp op) {
 
 const char* IntrinsicName(Intrinsic f) {
   static const char* kNames[] = {
-      "exp",  "log",     "sqrt",  "tanh",  "erf",   "pow",   "floor", "ceil",     "round",
-      "fabs", "sigmoid", "sin",   "cos",   "tan",   "asin",  "acos",  "atan",     "sinh",
-      "cosh", "asinh",   "acosh", "atanh", "isnan", "isinf", "sign",  "dot_u8s8", "dot_u8s8_pairs"};
+      "exp",   "log",      "sqrt",           "tanh",        "erf",   "pow",   "floor", "ceil",
+      "round", "fabs",     "sigmoid",        "sin",         "cos",   "tan",   "asin",  "acos",
+      "atan",  "sinh",     "cosh",           "asinh",       "acosh", "atanh", "isnan", "isinf",
+      "sign",  "dot_u8s8", "dot_u8s8_pairs", "muladd_exact"};
   static_assert(
-      sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kDotU8S8Pairs) + 1,
+      sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kMulAddExact) + 1,
       "one name per intrinsic");
   return kNames[static_cast<int>(f)];
 }

@@ -440,6 +440,9 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   if (c->fn == Intrinsic::kDotU8S8 || c->fn == Intrinsic::kDotU8S8Pairs) {
     return EmitDotU8S8(args.at(0), args.at(1), args.at(2), c->fn == Intrinsic::kDotU8S8Pairs);
   }
+  if (c->fn == Intrinsic::kMulAddExact) {
+    return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {ty}, {args.at(0), args.at(1), args.at(2)});
+  }
   bool is_float = te::IsFloat(t);
   auto unary = [&](llvm::Intrinsic::ID id) { return EmitUnaryIntrinsic(id, x); };
   auto libm = [&](const char* name) -> llvm::Value* {
@@ -553,6 +556,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
     }
     case Intrinsic::kDotU8S8:  // emitted above
     case Intrinsic::kDotU8S8Pairs:
+    case Intrinsic::kMulAddExact:
       break;
   }
   throw std::runtime_error("codegen: unknown intrinsic");

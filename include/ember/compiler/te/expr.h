@@ -117,6 +117,10 @@ enum class Intrinsic {
    * 2-3) is first summed and saturated to int16 (x86 vpmaddubsw then vpmaddwd by ones), so it is
    * exact only where no pair leaves int16; schedules use it where the weights guarantee that. */
   kDotU8S8Pairs,
+  /*! \brief MulAddExact(a, b, c), floats: a * b + c, fused into one FMA where the target has it
+   * even in functions compiled with exact float arithmetic; only for operands whose products and
+   * sums the schedule knows to be exact (integers below 2^24), where fusing cannot change them. */
+  kMulAddExact,
 };
 
 enum class ReduceOp { kSum, kProd, kMax, kMin, kArgMax, kArgMin };
@@ -282,6 +286,8 @@ Expr Round(Expr a);
 Expr DotU8S8(Expr acc, Expr a, Expr b);
 /*! \brief kDotU8S8Pairs: as DotU8S8 with each pair of products saturated to int16 first. */
 Expr DotU8S8Pairs(Expr acc, Expr a, Expr b);
+/*! \brief kMulAddExact: a * b + c of exactly representable terms (llvm.fmuladd). */
+Expr MulAddExact(Expr a, Expr b, Expr c);
 Expr And(Expr a, Expr b);
 Expr Or(Expr a, Expr b);
 /*! \brief Largest and smallest finite values of a dtype (lowest for Max-init, etc.). */
