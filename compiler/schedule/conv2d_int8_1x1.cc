@@ -80,14 +80,19 @@ Stmt MakePixelTile(const PixelTile& t, const std::string& tag, const Expr& n, co
       update.push_back(lower::Store(a, 0, dot));
       spill.push_back(lower::Store(sums, (r * vectors + v) * lanes, BufferLoad(a, 0)));
     }
-    // The channel's row: contiguous sums in, contiguous outputs out.
-    Expr q = te::MakeVar("q");
-    Expr pos = q0 + q;
-    std::vector<Expr> index = {n, oc, Expr(0), pos};
-    if (!t.flat) index = {n, oc, te::FloorDiv(pos, Expr(t.m.w)), te::FloorMod(pos, Expr(t.m.w))};
-    Stmt st = lower::Store(t.out, (n * t.m.oc + oc) * t.plane + pos,
-                           t.at(index, BufferLoad(sums, r * vectors * lanes + q)));
-    epilogue.push_back(lower::For(q, width, ForKind::kVectorized, st));
+    // The channel's row: contiguous sums in, contiguous outputs out, vectors of exactly `lanes`
+    // (a partial tile's in overlapping steps).
+    auto row = [&](const Expr& q) {
+      Expr pos = q0 + q;
+      std::vector<Expr> index = {n, oc, Expr(0), pos};
+      if (!t.flat) {
+        index = {n, oc, te::FloorDiv(pos, Expr(t.m.w)), te::FloorMod(pos, Expr(t.m.w))};
+      }
+      return lower::Store(t.out, (n * t.m.oc + oc) * t.plane + pos,
+                          t.at(index, BufferLoad(sums, r * vectors * lanes + q)));
+    };
+    epilogue.push_back(width % lanes == 0 ? VectorizedFor("q", width, lanes, row)
+                                          : VectorSteps("q", 0, width, lanes, row));
   }
   std::vector<Stmt> tile = init;
   tile.push_back(lower::KeepScalarFor(c4, t.quads, lower::Seq(update)));

@@ -5,6 +5,7 @@
 #include <ember/compiler/lower.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,20 @@ inline lower::Stmt Range(const std::string& name, int64_t begin, int64_t end, lo
   if (end - begin == 1) return body(te::Expr(begin));
   te::Expr v = te::MakeVar(name);
   return lower::For(v, end - begin, kind, body(begin == 0 ? v : v + begin));
+}
+
+/*! \brief for (var = 0; var < extent; ++var) body(var), vectorized by exactly `lanes` (LLVM would
+ * otherwise fully unroll a loop of few iterations into scalar code before vectorizing it). */
+inline lower::Stmt VectorizedFor(const std::string& name, int64_t extent, int64_t lanes,
+                                 const std::function<lower::Stmt(const te::Expr&)>& body) {
+  te::Expr v = te::MakeVar(name);
+  auto loop = std::make_shared<lower::ForNode>();
+  loop->var = v;
+  loop->extent = extent;
+  loop->for_kind = lower::ForKind::kVectorized;
+  loop->vector_lanes = static_cast<int>(lanes);
+  loop->body = body(v);
+  return lower::Stmt(loop);
 }
 
 /*! \brief body(i) for i in [begin, begin + len) as steps of one exact-width vector of `lanes`
