@@ -251,6 +251,14 @@ Expr DotU8S8(Expr acc, Expr a, Expr b) {
   }
   return Call(Intrinsic::kDotU8S8, {std::move(acc), std::move(a), std::move(b)});
 }
+Expr Lane(Expr vector, int lane) {
+  const DataType t = vector.dtype();
+  if (lane < 0 || lane >= t.lanes) {
+    throw std::runtime_error("te: lane " + std::to_string(lane) + " of a " + DataTypeName(t));
+  }
+  std::vector<Expr> args{std::move(vector), IntImm(Index(), lane)};
+  return Expr(std::make_shared<CallNode>(WithLanes(t, 1), Intrinsic::kLane, std::move(args)));
+}
 Expr Abs(Expr a) {
   if (IsFloat(a.dtype())) return Call(Intrinsic::kFabs, {std::move(a)});
   if (IsUInt(a.dtype()) || IsBool(a.dtype())) return a;
@@ -373,10 +381,12 @@ const char* BinaryOpText(BinaryOp op) {
 }
 
 const char* IntrinsicName(Intrinsic f) {
-  static const char* kNames[] = {"exp",   "log",   "sqrt",  "tanh",    "erf",  "pow",   "floor",
-                                 "ceil",  "round", "fabs",  "sigmoid", "sin",  "cos",   "tan",
-                                 "asin",  "acos",  "atan",  "sinh",    "cosh", "asinh", "acosh",
-                                 "atanh", "isnan", "isinf", "sign"};
+  static const char* kNames[] = {"exp",   "log",   "sqrt",  "tanh",    "erf",      "pow",   "floor",
+                                 "ceil",  "round", "fabs",  "sigmoid", "sin",      "cos",   "tan",
+                                 "asin",  "acos",  "atan",  "sinh",    "cosh",     "asinh", "acosh",
+                                 "atanh", "isnan", "isinf", "sign",    "dot_u8s8", "lane"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kLane) + 1,
+                "one name per intrinsic");
   return kNames[static_cast<int>(f)];
 }
 

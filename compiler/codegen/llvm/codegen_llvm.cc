@@ -405,6 +405,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   llvm::Value* x = args[0];
   llvm::Type* ty = x->getType();
   if (c->fn == Intrinsic::kDotU8S8) return EmitDotU8S8(args.at(0), args.at(1), args.at(2));
+  if (c->fn == Intrinsic::kLane) return b_.CreateExtractElement(x, args.at(1));
   bool is_float = te::IsFloat(t);
   auto unary = [&](llvm::Intrinsic::ID id) { return EmitUnaryIntrinsic(id, x); };
   auto libm = [&](const char* name) -> llvm::Value* {
@@ -517,6 +518,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
       return b_.CreateSelect(b_.CreateICmpSLT(x, zero), llvm::ConstantInt::get(ty, -1, true), pos);
     }
     case Intrinsic::kDotU8S8:  // emitted above
+    case Intrinsic::kLane:
       break;
   }
   throw std::runtime_error("codegen: unknown intrinsic");

@@ -113,6 +113,8 @@ enum class Intrinsic {
   /*! \brief DotU8S8(acc, a, b), int32 vectors: acc plus, per lane, the four products of a's bytes
    * (unsigned) and b's bytes (signed) in that lane, wrapping (x86 vpdpbusd; see DotU8S8()). */
   kDotU8S8,
+  /*! \brief Lane(v, i): element i (an integer literal) of vector v, a scalar (see Lane()). */
+  kLane,
 };
 
 enum class ReduceOp { kSum, kProd, kMax, kMin, kArgMax, kArgMin };
@@ -276,6 +278,10 @@ Expr Ceil(Expr a);
 Expr Round(Expr a);
 /*! \brief kDotU8S8: acc + the u8 x s8 dot products of the four bytes of each lane of a and b. */
 Expr DotU8S8(Expr acc, Expr a, Expr b);
+/*! \brief kLane: element `lane` of `vector`. Broadcast against a vector operand it becomes one
+ * multiply by element on AArch64 (fmla v.4s, v.4s, v.s[lane]): one vector load serves `lanes`
+ * broadcasts instead of a load per broadcast. */
+Expr Lane(Expr vector, int lane);
 Expr And(Expr a, Expr b);
 Expr Or(Expr a, Expr b);
 /*! \brief Largest and smallest finite values of a dtype (lowest for Max-init, etc.). */
