@@ -56,6 +56,11 @@ struct Conv2dOcVecParams {
   int64_t ow_block = 12;
   int prefer_vector_bits = 0;
 
+  /*! \brief > 1: one vector load brings the broadcast inputs of this many consecutive reduction
+   * steps, each lane feeding its step's FMAs (AArch64's multiply by element; see te::Lane).
+   * Where the target broadcasts from memory into the FMA itself (x86), 1. */
+  int lane_steps = 1;
+
   Conv2dOcVecParams& Lanes(int64_t v) {
     lanes = v;
     return *this;
@@ -66,6 +71,10 @@ struct Conv2dOcVecParams {
   }
   Conv2dOcVecParams& OwBlock(int64_t v) {
     ow_block = v;
+    return *this;
+  }
+  Conv2dOcVecParams& LaneSteps(int v) {
+    lane_steps = v;
     return *this;
   }
   Conv2dOcVecParams& VectorBits(int v) {
@@ -102,6 +111,11 @@ struct DenseParams {
   /*! \brief > 0: SIMD width the block assumes (sets LoweredFunc::prefer_vector_bits). */
   int prefer_vector_bits = 0;
 
+  /*! \brief > 1: one vector load brings the broadcast inputs of this many consecutive reduction
+   * steps, each lane feeding its step's FMAs (AArch64's multiply by element; see te::Lane).
+   * Where the target broadcasts from memory into the FMA itself (x86), 1. */
+  int lane_steps = 1;
+
   DenseParams& Lanes(int64_t v) {
     lanes = v;
     return *this;
@@ -112,6 +126,10 @@ struct DenseParams {
   }
   DenseParams& Vectors(int64_t v) {
     vectors = v;
+    return *this;
+  }
+  DenseParams& LaneSteps(int v) {
+    lane_steps = v;
     return *this;
   }
   DenseParams& VectorBits(int v) {
