@@ -231,10 +231,17 @@ void RestColumns(const DenseContext& c, const DenseParams& p, std::vector<Stmt>*
 
 }  // namespace
 
-bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const DenseParams& entry,
+DenseParams DenseParamsForRows(const DenseParams& entry, int64_t rows) {
+  DenseParams p = entry;
+  if (rows == 1 && entry.gemv_vectors > 0) p.vectors = entry.gemv_vectors;
+  return p;
+}
+
+bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const DenseParams& table,
               lower::LoweredFunc* out) {
   DenseGroup d;
   if (!MatchDenseGroup(group, &d)) return false;
+  const DenseParams entry = DenseParamsForRows(table, d.m);
   lower::LoweredFunc f;
   Buffer ab, wb;
   EpilogueAt at;

@@ -108,11 +108,14 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
       ConvWide("conv2d_nchw_wide_neon", T::kNeon64, C().Lanes(16).OcBlock(4)),
       ConvWide("conv2d_nchw_wide_neon32", T::kNeon32, C().Lanes(8).OcBlock(4)),
       // Dense products: rows x vectors accumulators, plus the weight vectors and a broadcast,
-      // within the register file (6 x 4 + 4 + 1 of 32; 6 x 2 + 2 + 1 of 16).
+      // within the register file (6 x 4 + 4 + 1 of 32; 6 x 2 + 2 + 1 of 16). A NEON GEMV takes
+      // panels of 8 vectors: a weight feeds one FMA whatever the width, A's load and the loop
+      // control are spread over twice the FMAs.
       Dense("dense_avx512", T::kAvx512, DenseParams().Lanes(16).Rows(6).Vectors(4).VectorBits(512)),
       Dense("dense_avx2", T::kAvx2, DenseParams().Lanes(8).Rows(6).Vectors(2)),
       Dense("dense_sse", T::kSse, DenseParams().Lanes(4).Rows(6).Vectors(2)),
-      Dense("dense_neon", T::kNeon64, DenseParams().Lanes(4).Rows(6).Vectors(4).LaneSteps(4)),
+      Dense("dense_neon", T::kNeon64,
+            DenseParams().Lanes(4).Rows(6).Vectors(4).LaneSteps(4).GemvVectors(8)),
       Dense("dense_neon32", T::kNeon32, DenseParams().Lanes(4).Rows(6).Vectors(2)),
   };
   return table;

@@ -165,6 +165,10 @@ TEST(DenseSchedule, NeonTilesReadFourStepsOfAPerLoad) {
   EXPECT_NE(CheckDense({7, 128, 40, kBias1N, true, false}).find("lane("), std::string::npos);
   EXPECT_EQ(CheckDense({1, 37, 48, kBiasN, false, true}).find("lane("), std::string::npos);
   EXPECT_EQ(CheckDense({12, 64, 32, kNoBias, false, false}).find("lane("), std::string::npos);
+  // A GEMV's panels are 8 vectors wide (GemvVectors), packed so by the plan.
+  const std::string gemv = CheckDense({1, 64, 80, kBiasN, true, true, 1.0, 32});
+  EXPECT_NE(gemv.find("accdmr0_7["), std::string::npos);
+  EXPECT_NE(gemv.find("lane("), std::string::npos);
 }
 
 TEST(DenseSchedule, HostScheduleAndDefaultLoweringAgree) {
