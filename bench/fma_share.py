@@ -9,12 +9,24 @@ ARM kernels cannot be timed on this machine, so they are counted instead. For ev
 by tests/models/gen_models.py (mobilenetv2 and resnet18 by default) and every target, emberc
 compiles with --dump-ir; the plan pass's dump names the schedule each conv and dense node got
 (ember_plan_kernel), groups.txt the node each kernel function anchors, and llvm-objdump the
-kernel's code. A kernel's inner loop is its innermost loop (a backward branch with no loop inside)
-holding the most FMA instructions (fmla/fmls/fmadd/fmsub on aarch64, vfmadd*/vfnmadd* on x86-64),
-its parallel closures (`NAME_compute_N`) included. The share is FMA instructions / instructions in
-that loop: loads, stores, address arithmetic and loop control are the rest. Prints one row per
-schedule and target: kernels, the lowest share and its kernel, the median; the goal of issue 23
-is no NEON inner loop below 60%. Tools: build/bin/emberc or $EMBERC; llvm-objdump-19.
+kernel's code.
+
+What is counted is the loop that executes the most multiply-adds at run time. The loop IR
+(kernels.loop.txt) says which: per loop, the multiply-adds in its body (an addition or
+subtraction with a product operand; outside nested loops and `if 0` branches) times its trip count
+and those of the loops around it (a vectorised loop counts per element, as written). A kernel's
+transforms, packing and epilogue loops then lose to its reduction (a Winograd kernel's batched
+products, not its input transform), and straight-line edge tiles count when they are where the
+work is. In the code (the kernel and its parallel closures `NAME_compute_N`), loops are natural
+loops of the control-flow graph, each counted over its own blocks (those of no loop inside it):
+every instruction there, on every branch, is one per iteration. The hot loop's code is the loop
+whose FMA count (fmla/fmls/fmadd/fmsub on aarch64, vfmadd*/vfnmadd* on x86-64) is the loop IR
+loop's multiply-adds, or a multiple of it (LLVM unrolled it); of several, the least dense; when
+none matches, the loop with the most FMAs (the JSON row has matched = false). The share is FMA
+instructions / instructions of that loop: loads, stores, address arithmetic, epilogue and loop
+control are the rest. Both targets are measured alike. Prints one row per schedule and target:
+kernels, the lowest share and its kernel, the median; the goal of issue 23 is no NEON inner loop
+below 60%. Tools: build/bin/emberc or $EMBERC; llvm-objdump-19.
 """
 
 import argparse
@@ -53,29 +65,185 @@ def functions(lib):
     return funcs
 
 
-def innermost_loops(code):
-    """[(start, end)] address ranges of loops (backward branches) that contain no other loop."""
-    loops = []
-    for addr, mnemonic, operands in code:
-        is_branch = mnemonic.startswith(("b", "cb", "tb", "j")) and mnemonic not in ("bl", "blr",
-                                                                                   "bic", "bif",
-                                                                                   "bit", "bsl")
-        m = BRANCH_TARGET.search(operands) if is_branch else None
-        if m and int(m.group(1), 16) <= addr:
-            loops.append((int(m.group(1), 16), addr))
-    return [(s, e) for s, e in loops
-            if not any((s2, e2) != (s, e) and s <= s2 and e2 <= e for s2, e2 in loops)]
+UNCONDITIONAL = ("b", "jmp")
+CONDITIONAL = re.compile(r"^(b\.\w+|cbn?z|tbn?z|j(?!mp)\w+)$")
 
 
-def inner_loop_share(code, fma):
-    """(share, fma count, instructions) of the innermost loop with the most FMAs, or None."""
-    best = None
-    for start, end in innermost_loops(code):
-        body = [mn for addr, mn, _ in code if start <= addr <= end]
-        count = sum(1 for mn in body if fma.match(mn))
-        if count and (best is None or count > best[1]):
-            best = (count / len(body), count, len(body))
-    return best
+def basic_blocks(code):
+    """[(instructions, successor block indices)] of a function's code."""
+    addresses = {addr for addr, _, _ in code}
+    leaders = {code[0][0]} if code else set()
+    for i, (addr, mnemonic, operands) in enumerate(code):
+        if mnemonic in UNCONDITIONAL or CONDITIONAL.match(mnemonic) or mnemonic in ("ret", "retq"):
+            m = BRANCH_TARGET.search(operands)
+            if m and int(m.group(1), 16) in addresses:
+                leaders.add(int(m.group(1), 16))
+            if i + 1 < len(code):
+                leaders.add(code[i + 1][0])
+    blocks, index = [], {}
+    for insn in code:
+        if insn[0] in leaders:
+            index[insn[0]] = len(blocks)
+            blocks.append([])
+        blocks[-1].append(insn)
+    out = []
+    for k, block in enumerate(blocks):
+        _, mnemonic, operands = block[-1]
+        succ = []
+        m = BRANCH_TARGET.search(operands)
+        if (mnemonic in UNCONDITIONAL or CONDITIONAL.match(mnemonic)) and m:
+            target = int(m.group(1), 16)
+            if target in index:
+                succ.append(index[target])
+        falls = mnemonic not in UNCONDITIONAL and mnemonic not in ("ret", "retq", "br")
+        if falls and k + 1 < len(blocks):
+            succ.append(k + 1)
+        out.append((block, succ))
+    return out
+
+
+def dominators(blocks, preds):
+    """Per block, the bit set of the blocks that dominate it (0: unreachable from the entry)."""
+    everything = (1 << len(blocks)) - 1
+    dom = [everything] * len(blocks)
+    dom[0] = 1
+    changed = True
+    while changed:
+        changed = False
+        for k in range(1, len(blocks)):
+            meet, reached = everything, False
+            for p in preds[k]:
+                if dom[p]:  # an unreachable block (alignment padding) constrains nothing
+                    meet, reached = meet & dom[p], True
+            new = (meet | (1 << k)) if reached else 0
+            if new != dom[k]:
+                dom[k], changed = new, True
+    return dom
+
+
+def loops(code):
+    """Per natural loop (an edge to a block that dominates its source, the loop being the blocks
+    that reach that source without passing the header), the instructions of its own blocks: those
+    of no loop nested in it."""
+    blocks = basic_blocks(code)
+    preds = [[] for _ in blocks]
+    for k, (_, succ) in enumerate(blocks):
+        for t in succ:
+            preds[t].append(k)
+    dom = dominators(blocks, preds)
+    bodies = {}
+    for latch, (_, succ) in enumerate(blocks):
+        for header in succ:
+            if not dom[latch] >> header & 1:
+                continue
+            body, work = bodies.setdefault(header, {header}), [latch]
+            while work:
+                k = work.pop()
+                if k not in body:
+                    body.add(k)
+                    work.extend(preds[k])
+    out = []
+    for h, body in bodies.items():
+        own = set(body)
+        for o, inner in bodies.items():
+            if o != h and o in body:
+                own -= inner
+        out.append([insn for k in sorted(own) for insn in blocks[k][0]])
+    return out
+
+
+def loop_fmas(code, fma):
+    """[(fma count, instructions)] of the loops holding FMAs of their own."""
+    out = []
+    for body in loops(code):
+        count = sum(1 for _, mnemonic, _ in body if fma.match(mnemonic))
+        if count:
+            out.append((count, len(body)))
+    return out
+
+
+def parse_value(text):
+    """A loop-IR value as nested (op, left, right) / (call, [args]) / leaf tuples."""
+    tokens = re.findall(r"<buffer load>|[A-Za-z_][\w.]*\(|\w[\w.]*|<=|>=|==|!=|&&|\|\||[^\s\w]", text)
+    pos = [0]
+
+    def expr():
+        t = tokens[pos[0]]
+        pos[0] += 1
+        if t == "(":
+            left = expr()
+            if tokens[pos[0]] == ")":  # a parenthesised leaf
+                pos[0] += 1
+                return left
+            op = tokens[pos[0]]
+            pos[0] += 1
+            right = expr()
+            pos[0] += 1  # ")"
+            return (op, left, right)
+        if t.endswith("("):
+            args = []
+            while tokens[pos[0]] != ")":
+                args.append(expr())
+                if tokens[pos[0]] == ",":
+                    pos[0] += 1
+            pos[0] += 1
+            return ("call", args)
+        if t == "-" and pos[0] < len(tokens):  # a negative literal
+            return ("leaf", [expr()])
+        return ("leaf", [])
+
+    return expr()
+
+
+def multiply_adds(tree):
+    """Additions or subtractions with a product operand: each an FMA when compiled."""
+    op, *rest = tree
+    if op in ("leaf", "call"):
+        return sum(multiply_adds(a) for a in rest[0])
+    left, right = rest
+    own = op in ("+", "-") and ("*" in (left[0], right[0]))
+    return int(own) + multiply_adds(left) + multiply_adds(right)
+
+
+LOOP = re.compile(r"^(\s*)(?:\w+ )?for \S+ in \[0, (\d+)\):$")
+GUARD = re.compile(r"^(\s*)(if|else)\b(.*)$")
+STORE = re.compile(r"^(\s*)\S+\[.*?\] = (.*)$")
+
+
+def hot_loops(loop_dump):
+    """{function: multiply-adds per iteration of its loop that runs the most of them}, from the
+    loop IR: a loop's multiply-adds (in its body, outside nested loops and `if 0` branches)
+    times its trip count and those of the loops around it."""
+    out, func, stack = {}, None, []
+    for line in open(loop_dump):
+        if line.startswith("func "):
+            func, stack = line[5:].split("(")[0], []
+            out[func] = (0, 0)
+            continue
+        indent = len(line) - len(line.lstrip())
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        m = LOOP.match(line)
+        if m:
+            trips = int(m.group(2)) * (stack[-1][1] if stack else 1)
+            stack.append([indent, trips, 0, False])  # indent, runs, multiply-adds, dead
+            continue
+        m = GUARD.match(line)
+        if m:
+            dead = (m.group(2) == "if" and m.group(3).strip() == "0:") or any(
+                f[3] for f in stack)
+            stack.append([indent, stack[-1][1] if stack else 1, None, dead])
+            continue
+        m = STORE.match(line)
+        if not m or func is None:
+            continue
+        loop = next((f for f in reversed(stack) if f[2] is not None), None)
+        if loop is None or any(f[3] for f in stack):
+            continue
+        loop[2] += multiply_adds(parse_value(m.group(2).rstrip()))
+        if loop[2] * loop[1] > out[func][0] * out[func][1]:
+            out[func] = (loop[2], loop[1])
+    return {f: per for f, (per, _) in out.items() if per}
 
 
 def plans(dump_dir):
@@ -107,17 +275,23 @@ def measure(model_path, target, work):
     subprocess.run([emberc, "compile", model_path, "-o", art, "--target", triple_args,
                     "--dump-ir", dump], check=True, stdout=subprocess.DEVNULL)
     funcs = functions(os.path.join(art, "lib.so"))
+    hot = hot_loops(os.path.join(dump, "kernels.loop.txt"))
     rows = []
     for func, schedule in sorted(plans(dump).items()):
-        best = None
-        for symbol, code in funcs.items():
-            if symbol == func or symbol.startswith(func + "_compute_"):
-                share = inner_loop_share(code, fma)
-                if share and (best is None or share[1] > best[1]):
-                    best = share
-        if best:
-            rows.append({"kernel": func, "schedule": schedule, "share": best[0], "fma": best[1],
-                         "instructions": best[2]})
+        loops = [loop for symbol, code in funcs.items()
+                 if symbol == func or symbol.startswith(func + "_compute_")
+                 for loop in loop_fmas(code, fma)]
+        if not loops or func not in hot:
+            continue
+        # The hot loop's code: FMAs as many as its multiply-adds (or a multiple, unrolled); the
+        # loop with the most FMAs when none matches (its row says so).
+        per = hot[func]
+        fits = [l for l in loops if l[0] % per == 0]
+        matched = bool(fits)
+        count, size = (min(fits, key=lambda l: (l[0], -l[1])) if fits
+                       else max(loops, key=lambda l: l[0]))
+        rows.append({"kernel": func, "schedule": schedule, "share": count / size, "fma": count,
+                     "instructions": size, "matched": matched})
     return rows
 
 

@@ -4,14 +4,16 @@
 // output channels (one or two SIMD vectors). For every (ic, kh, kw) the tile loads the packed
 // weights of its channels (one aligned vector per `lanes` channels), broadcasts one input value
 // per column and issues ow_block x oc_block/lanes FMAs: no unaligned loads, no garbage columns,
-// any output width. Weights are read as [OC/oc_block][IC/group][KH][KW][oc_block]: packed at
-// compile time when the conv carries the attribute kPackedWeightBlockAttr (see
-// pack_conv_weights.cc), otherwise packed by the kernel into a workspace on every call. Padded
-// convolutions read a zero-padded copy of the image; unpadded ones read the input directly. The
-// result is written in [N][OC/oc_block][OH][OW][oc_block] blocks, which the group's epilogue (bias,
-// activation, residual) reads back into NCHW one block row at a time (BlockedEpilogue), or, for
-// epilogues that read the conv result elsewhere than at the element they write, as the default
-// schedule lowers it.
+// any output width. With lane steps (AArch64), a pixel's channels of an NCHW[x]c input come in
+// one vector load, each lane feeding its channel's FMAs, or else an NCHW row's columns closer
+// than a vector apart share one; the columns then leave a register each for the loaded inputs.
+// Weights are read as [OC/oc_block][IC/group][KH][KW][oc_block]: packed at compile time when the
+// conv carries the attribute kPackedWeightBlockAttr (see pack_conv_weights.cc), otherwise packed by
+// the kernel into a workspace on every call. Padded convolutions read a zero-padded copy of the
+// image; unpadded ones read the input directly. The result is written in
+// [N][OC/oc_block][OH][OW][oc_block] blocks, which the group's epilogue (bias, activation,
+// residual) reads back into NCHW one block row at a time (BlockedEpilogue), or, for epilogues that
+// read the conv result elsewhere than at the element they write, as the default schedule lowers it.
 //
 // NCHW[x]c (ember/compiler/ir/layout.h): a blocked input is read (and padded) in its layout, a
 // pixel's x channels apart by one element and pixels by x; with weights packed with input
@@ -58,6 +60,9 @@ struct TileContext {
   const EpilogueAt* at = nullptr;
   // > 0: each reduction step also prefetches the weights this many floats ahead.
   int64_t prefetch_ahead = 0;
+  // Conv2dOcVecParams::lane_steps: equal to the input's block, a pixel's channels come in one
+  // vector load and the channel loop is unrolled, a lane each.
+  int lane_steps = 1;
 };
 
 // Channels per pixel in the input's layout: 1 for NCHW, the block for NCHW[x]c.
@@ -117,31 +122,62 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
   if (c.wx > 1) {
     w_base = (((((ob * (s.icg / c.wx) + in_plane) * s.kh + kh) * s.kw + kw) * c.wx) + lane) * c.ocb;
   }
+  // Lane steps: the unrolled channel loop's step j reads lane j of one load per pixel.
+  const int steps = split && c.lane_steps == unit ? c.lane_steps : 1;
+  auto at_lane = [&](const Expr& e, int64_t j) {
+    return steps > 1 ? lower::Substitute(e, {{ici_v.get(), Expr(j)}}) : e;
+  };
   std::vector<Stmt> init, resume, update, partial, store;
+  std::vector<Buffer> accs;
+  std::vector<Expr> xs;
   for (int64_t rr = 0; rr < rows; ++rr) {
+    // Without, lane steps let the row's columns closer than a vector apart share its loads.
+    std::vector<Expr> columns;
+    if (steps == 1 && c.lane_steps > 1) {
+      std::vector<int64_t> offsets;
+      for (int64_t r = 0; r < width; ++r) offsets.push_back(r * s.s_w * unit);
+      Expr first = row + (rr * s.s_h * c.in_w + ow0 * s.s_w) * unit;
+      columns = CoveringLanes(c.in, first, offsets, c.lane_steps);
+    }
     for (int64_t r = 0; r < width; ++r) {
       Expr step = rr * s.s_h * c.in_w + (ow0 + r) * s.s_w;
-      Expr x = BufferLoad(c.in, row + (unit > 1 ? step * unit : step));
+      xs.push_back(
+          columns.empty()
+              ? lower::VectorLoad(c.in, at_lane(row, 0) + (unit > 1 ? step * unit : step), steps)
+              : columns[r]);
       for (int64_t v = 0; v < c.ocb; v += c.lanes) {
         Buffer a = NewVectorAccumulator(
             "acc" + tag + std::to_string(rr * width + r) + "_" + std::to_string(v / c.lanes),
             c.lanes);
         c.f->locals.push_back(a);
+        accs.push_back(a);
         Expr dst = ResultOffset(c, ob, v / c.lanes, oh + rr, ow0 + r);
         init.push_back(lower::Store(a, 0, te::Const(a->dtype, 0)));
         resume.push_back(lower::Store(a, 0, lower::VectorLoad(c.result, dst, c.lanes)));
-        // The input value is broadcast against a vector of packed weights.
-        update.push_back(lower::Store(
-            a, 0, BufferLoad(a, 0) + x * lower::VectorLoad(c.weights, w_base + v, c.lanes)));
         partial.push_back(lower::Store(c.result, dst, BufferLoad(a, 0)));
         store.push_back(lower::Store(
             c.result, dst, Finished(c, ob, v / c.lanes, oh + rr, ow0 + r, BufferLoad(a, 0))));
       }
     }
   }
-  if (c.prefetch_ahead > 0) PrefetchFloats(c.weights, w_base + c.prefetch_ahead, c.ocb, &update);
+  // The input value is broadcast against a vector of packed weights (step-major, so each step's
+  // weights are loaded once for the tile).
+  const int64_t vectors = c.ocb / c.lanes;
+  for (int j = 0; j < steps; ++j) {
+    for (size_t i = 0; i < xs.size(); ++i) {
+      Expr x = StepValue(xs[i], j);
+      for (int64_t v = 0; v < vectors; ++v) {
+        const Buffer& a = accs[i * vectors + v];
+        Expr w = lower::VectorLoad(c.weights, at_lane(w_base, j) + v * c.lanes, c.lanes);
+        update.push_back(lower::Store(a, 0, BufferLoad(a, 0) + x * w));
+      }
+    }
+  }
+  if (c.prefetch_ahead > 0) {
+    PrefetchFloats(c.weights, at_lane(w_base, 0) + c.prefetch_ahead, c.ocb * steps, &update);
+  }
   Stmt red = lower::Seq(update);
-  if (split) red = lower::KeepScalarFor(ici_v, unit, red);
+  if (split && steps == 1) red = lower::KeepScalarFor(ici_v, unit, red);
   red = lower::KeepScalarFor(kw_v, s.kw, red);
   red = lower::KeepScalarFor(kh_v, s.kh, red);
   red = lower::KeepScalarFor(ic_v, ic_outer, red);
@@ -271,19 +307,24 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   const int64_t vectors = ocb / p.lanes;
   const OcVecBlocking blocking =
       TunedConv2dOcVecBlocking(group, opts, vectors, p.lanes, OcVecOwBlock(p, vectors));
-  const int64_t owb = ChooseOwBlock(s.ow, blocking.ow_block);
-  const int64_t rows = blocking.row_chunk;  // divides s.oh
-
-  const int64_t full = s.ow / owb, tail = s.ow % owb;
-  const int64_t ph = (s.oh - 1) * s.s_h + s.kh, pw = (s.ow - 1) * s.s_w + s.kw;
-  const bool padded_input = s.pad_t > 0 || s.pad_l > 0 || ph > s.h || pw > s.w;
-  if (padded_input && s.c * ph * pw > (int64_t{1} << 28)) return false;
   const int64_t packed_block = m.conv->GetInt(kPackedWeightBlockAttr, 0);
   if (packed_block != 0 && packed_block != ocb) return false;  // the default schedule reads it
   const bool prepacked = packed_block == ocb;
   const int64_t wx =
       prepacked ? std::max<int64_t>(1, m.conv->GetInt(kPackedWeightIcBlockAttr, 1)) : 1;
   if (wx > 1 && wx != InputUnit(s)) return false;
+  // Lane steps keep a vector of a pixel's channels live per column besides its accumulators.
+  const int64_t most_columns =
+      p.lane_steps > 1 && wx == p.lane_steps
+          ? std::min(blocking.ow_block, LaneTileRows(TargetVectorRegisters(opts), vectors))
+          : blocking.ow_block;
+  const int64_t owb = ChooseOwBlock(s.ow, most_columns);
+  const int64_t rows = blocking.row_chunk;  // divides s.oh
+
+  const int64_t full = s.ow / owb, tail = s.ow % owb;
+  const int64_t ph = (s.oh - 1) * s.s_h + s.kh, pw = (s.ow - 1) * s.s_w + s.kw;
+  const bool padded_input = s.pad_t > 0 || s.pad_l > 0 || ph > s.h || pw > s.w;
+  if (padded_input && s.c * ph * pw > (int64_t{1} << 28)) return false;
 
   lower::LoweredFunc f;
   Buffer result, xb, wb;
@@ -343,12 +384,14 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
                   result,
                   n,
                   &f,
-                  blocked_out ? &at : nullptr};
+                  blocked_out ? &at : nullptr,
+                  0,
+                  p.lane_steps};
   std::vector<Stmt> image;
   if (padded_input) image.push_back(PadConvInput(s, xb, padded, n, ph, pw, opts));
   // Narrow outputs take several rows per tile, so each weight load feeds more FMAs.
   const int64_t tile_rows =
-      owb == s.ow ? std::max<int64_t>(1, std::min(s.oh, blocking.ow_block / s.ow)) : 1;
+      owb == s.ow ? std::max<int64_t>(1, std::min(s.oh, most_columns / s.ow)) : 1;
   // Tiles run chunk-major: every channel block reads a chunk of `rows` output rows' input while
   // it is in cache, then the next chunk.
   // The reduction runs in `chunks` parts over input channels (see OcVecBlocking::ic_chunk).

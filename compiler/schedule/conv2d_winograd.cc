@@ -9,7 +9,8 @@
 //  3. alpha^2 independent products M[xi] = V[xi] U[xi] over the input channels, in register tiles
 //     of `rows` tiles x the output channels of one weight block, as the channels-in-lanes direct
 //     kernel does per pixel: a broadcast of V against vectors of U (weights transformed at compile
-//     time by WinogradConvWeights, [alpha^2][OC/B][C][B]); stored M[alpha^2][OC/y][tiles][y];
+//     time by WinogradConvWeights, [alpha^2][OC/B][C][B]); stored M[alpha^2][OC/y][tiles][y]
+//     (with lane steps, a tile's x channels of V in one load, a lane each);
 //  4. output transform Y = A^T M A per tile and channel vector, the group's epilogue applied in
 //     registers, stored straight into the NCHW[y]c output.
 // The reduction runs on alpha^2 products per tile instead of 9 m^2 (F(4x4): 36 for 144); the
@@ -107,6 +108,7 @@ struct Plan {
   int64_t xin, lanes;  // channel blocks of the input and the output (vector widths)
   int64_t ocb;         // output channels per weight block
   int64_t rows;        // tiles per register tile of the products
+  int64_t steps;       // input channels per broadcast load (Conv2dOcVecParams::lane_steps), or 1
 };
 
 // Step 2 for one channel block and tile row of the band from tile row band0: V[xi][cb][t][:] =
@@ -135,19 +137,27 @@ Stmt InputTransform(const ConvShape& s, const Plan& p, const Buffer& padded, con
 }
 
 // One register tile of step 3: tiles t0 .. t0 + rows of product xi, output channels of block ob.
+// With p.steps == p.xin a tile row's channels of a block come in one vector load, a lane each.
 Stmt ProductTile(const ConvShape& s, const Plan& p, const Buffer& v, const Buffer& u,
                  const Buffer& m, const Expr& xi, const Expr& ob, const Expr& t0, int64_t rows,
                  const std::string& tag, lower::LoweredFunc* f) {
   const int64_t cbs = s.c / p.xin, vectors = p.ocb / p.lanes;
   // KeepScalarFor drops a loop of one iteration: its variable is then 0.
-  Expr cb_var = te::MakeVar("cb"), ci = te::MakeVar("ci");
+  Expr cb_var = te::MakeVar("cb"), ci_var = te::MakeVar("ci");
   Expr cb = cbs > 1 ? cb_var : Expr(0);
-  Expr w_base = ((xi * (s.oc / p.ocb) + ob) * s.c + cb * p.xin + ci) * p.ocb;
+  const bool lane_steps = p.steps > 1;
+  auto w_base = [&](const Expr& ci) {
+    return ((xi * (s.oc / p.ocb) + ob) * s.c + cb * p.xin + ci) * p.ocb;
+  };
+  Expr ci = lane_steps ? Expr(0) : ci_var;
   BroadcastTile tile(
-      "acc" + tag, rows, vectors, static_cast<int>(p.lanes),
-      [&](int64_t r) { return BufferLoad(v, ((xi * cbs + cb) * p.tiles + t0 + r) * p.xin + ci); },
-      [&](int64_t k) {
-        return lower::VectorLoad(u, w_base + k * p.lanes, static_cast<int>(p.lanes));
+      "acc" + tag, rows, vectors, static_cast<int>(p.lanes), static_cast<int>(p.steps),
+      [&](int64_t r) {
+        return lower::VectorLoad(v, ((xi * cbs + cb) * p.tiles + t0 + r) * p.xin + ci,
+                                 static_cast<int>(p.steps));
+      },
+      [&](int64_t k, int step) {
+        return lower::VectorLoad(u, w_base(ci + step) + k * p.lanes, static_cast<int>(p.lanes));
       },
       [&](int64_t r, int64_t k, const Expr& acc) {
         Expr ocv = ob * vectors + k;  // output channel vector
@@ -156,8 +166,9 @@ Stmt ProductTile(const ConvShape& s, const Plan& p, const Buffer& v, const Buffe
       f);
   // The task's later register tiles find its weights in cache; the first would wait for them
   // from memory: every step fetches the next task's (the next block of U in task order).
-  PrefetchFloats(u, w_base + s.c * p.ocb, p.ocb, &tile.update);
-  Stmt red = lower::KeepScalarFor(ci, p.xin, lower::Seq(tile.update));
+  PrefetchFloats(u, w_base(ci) + s.c * p.ocb, p.ocb * p.steps, &tile.update);
+  Stmt red = lower::Seq(tile.update);
+  if (!lane_steps) red = lower::KeepScalarFor(ci_var, p.xin, red);
   return tile.With(lower::KeepScalarFor(cb_var, cbs, red));
 }
 
@@ -259,7 +270,11 @@ bool TryConv2dWinograd(const FusedGroup& group, const lower::ScheduleOptions& op
   // weight vectors, the broadcast and a spare.
   const int64_t vectors = p.ocb / p.lanes;
   const int64_t budget = opts.target != nullptr ? AccumulatorRegisters(*opts.target) : 12;
-  p.rows = std::min(p.tiles, std::max<int64_t>(1, budget / vectors));
+  const int registers = TargetVectorRegisters(opts);
+  // Lane steps keep a vector of inputs per row live besides its accumulators.
+  p.steps = params.lane_steps == p.xin ? p.xin : 1;
+  const int64_t most_rows = p.steps > 1 ? LaneTileRows(registers, vectors) : budget / vectors;
+  p.rows = std::min(p.tiles, std::max<int64_t>(1, most_rows));
 
   lower::LoweredFunc f;
   Buffer xb, wb;

@@ -4,7 +4,8 @@
 // The register tile is `rows` rows of A times `vectors` SIMD vectors of output columns: each k
 // adds a broadcast A[m][k] times the tile's weight vectors W[k][n0...], so every weight load
 // feeds `rows` FMAs and every A value `vectors`. The epilogue (bias, activation, residual) is
-// applied to the accumulators before the one store.
+// applied to the accumulators before the one store. With lane steps (AArch64), a row's A values
+// of several k come in one vector load where K allows and the registers hold it.
 //
 // Columns run in panels of vectors * lanes. A task copies its panel of W (K rows of one panel
 // width, N floats apart in W) into a contiguous workspace slice first, then runs its row tiles
@@ -100,6 +101,8 @@ struct DenseContext {
   Buffer a, w, out;
   const EpilogueAt& at;
   lower::LoweredFunc* f;  // receives the accumulator locals
+  int lane_steps;         // DenseParams::lane_steps
+  int registers;          // vector registers of the target
 };
 
 // The group's output at row m, columns n0 .. n0 + lanes - 1, from the accumulator vector there.
@@ -109,22 +112,29 @@ Expr EpilogueColumns(const DenseContext& c, const Expr& m, const Expr& n0, int l
   return lower::VectorizeLanes(c.at({m, col}, acc), col.get(), n0, lanes);
 }
 
-// One tile: rows [m0, m0 + rows) times `vectors` vectors of `lanes` columns from n0.
+// One tile: rows [m0, m0 + rows) times `vectors` vectors of `lanes` columns from n0. Lane steps
+// (one vector of A per row for that many k) where K is a multiple and the rows' vectors fit.
 Stmt MakeTile(const DenseContext& c, const std::string& tag, const Expr& m0, int64_t rows,
               const Expr& n0, int64_t vectors, int lanes, const WeightSource& w) {
+  const int steps =
+      c.lane_steps > 1 && c.d.k % c.lane_steps == 0 && rows <= LaneTileRows(c.registers, vectors)
+          ? c.lane_steps
+          : 1;
   Expr k_var = te::MakeVar("k");
-  Expr k = c.d.k > 1 ? k_var : Expr(0);  // KeepScalarFor drops a loop of one step
+  Expr k = c.d.k > steps ? k_var * steps : Expr(0);  // KeepScalarFor drops a loop of one step
   BroadcastTile tile(
-      "accd" + tag, rows, vectors, lanes,
-      [&](int64_t i) { return BufferLoad(c.a, (m0 + i) * c.d.k + k); },
-      [&](int64_t v) { return lower::VectorLoad(w.buf, w.base + k * w.stride + v * lanes, lanes); },
+      "accd" + tag, rows, vectors, lanes, steps,
+      [&](int64_t i) { return lower::VectorLoad(c.a, (m0 + i) * c.d.k + k, steps); },
+      [&](int64_t v, int step) {
+        return lower::VectorLoad(w.buf, w.base + (k + step) * w.stride + v * lanes, lanes);
+      },
       [&](int64_t i, int64_t v, const Expr& acc) {
         Expr col = n0 + v * lanes;
         return lower::Store(c.out, (m0 + i) * c.d.n + col,
                             EpilogueColumns(c, m0 + i, col, lanes, acc));
       },
       c.f);
-  return tile.With(lower::KeepScalarFor(k_var, c.d.k, lower::Seq(tile.update)));
+  return tile.With(lower::KeepScalarFor(k_var, c.d.k / steps, lower::Seq(tile.update)));
 }
 
 // Row tiles [first, first + count) of `rows` rows from row 0, then, when `with_tail`, the rows
@@ -221,10 +231,17 @@ void RestColumns(const DenseContext& c, const DenseParams& p, std::vector<Stmt>*
 
 }  // namespace
 
-bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const DenseParams& entry,
+DenseParams DenseParamsForRows(const DenseParams& entry, int64_t rows) {
+  DenseParams p = entry;
+  if (rows == 1 && entry.gemv_vectors > 0) p.vectors = entry.gemv_vectors;
+  return p;
+}
+
+bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const DenseParams& table,
               lower::LoweredFunc* out) {
   DenseGroup d;
   if (!MatchDenseGroup(group, &d)) return false;
+  const DenseParams entry = DenseParamsForRows(table, d.m);
   lower::LoweredFunc f;
   Buffer ab, wb;
   EpilogueAt at;
@@ -234,7 +251,8 @@ bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const
         return row_bias ? std::vector<Expr>{Expr(0), i[1]} : std::vector<Expr>{i[1]};
       }};
   if (!BuildEpilogueAt(group, *d.gemm, operands, &f, &ab, &wb, &at)) return false;
-  DenseContext c{d, ab, wb, f.args.back().buffer, at, &f};
+  const int registers = TargetVectorRegisters(opts);
+  DenseContext c{d, ab, wb, f.args.back().buffer, at, &f, entry.lane_steps, registers};
   Buffer probe = NewVectorAccumulator("probe", entry.lanes);
   if (!EpilogueColumns(c, Expr(0), Expr(0), static_cast<int>(entry.lanes), BufferLoad(probe, 0))
            .defined()) {

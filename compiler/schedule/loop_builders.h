@@ -4,6 +4,7 @@
 
 #include <ember/compiler/lower.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -74,14 +75,37 @@ inline lower::Buffer NewVectorAccumulator(const std::string& name, int64_t lanes
                           lower::BufferScope::kLocal);
 }
 
+/*! \brief The broadcast scalar of reduction step `step` from `x`: x itself when a scalar, else its
+ * lane `step` (x then holds consecutive steps' values: one vector load for all of them, each lane
+ * a multiply by element on AArch64). */
+inline te::Expr StepValue(const te::Expr& x, int step) {
+  return x.dtype().lanes == 1 ? x : te::Lane(x, step);
+}
+
+/*! \brief b[base + offsets[i]] for each of the ascending constant `offsets`, as lanes of
+ * `lanes`-wide vector loads where two or more of them fall within one (each load starts at an
+ * offset and ends at or before the last, so it reads nothing outside the run), else as plain loads.
+ */
+std::vector<te::Expr> CoveringLanes(const lower::Buffer& b, const te::Expr& base,
+                                    const std::vector<int64_t>& offsets, int lanes);
+
+/*! \brief Rows of a register tile of `vectors` accumulator vectors per row when each row also
+ * keeps a vector of broadcast inputs live (lane steps > 1), one weight vector per column is
+ * loaded at a time and one register is spare (prefetch addresses, a reload):
+ * rows * (vectors + 1) + vectors + 1 <= registers. */
+inline int64_t LaneTileRows(int registers, int64_t vectors) {
+  return std::max<int64_t>(1, (registers - vectors - 1) / (vectors + 1));
+}
+
 /*! \brief The statements of a register tile of rows x vectors accumulators of `lanes` floats
- * (locals PREFIX<r>_<v>, added to f->locals), each reduction step adding a broadcast value times
- * a weight vector: `init` zeroes them, `update` is one step acc[r][v] += x(r) * w(v), `store`
- * holds store(r, v, acc) for each once reduced. */
+ * (locals PREFIX<r>_<v>, added to f->locals), each update adding broadcast values times weight
+ * vectors for `steps` reduction steps: `init` zeroes them, `update` is acc[r][v] += x(r)[j] *
+ * w(v, j) for each step j (x(r) a scalar when steps is 1, else a vector of the steps' values,
+ * see StepValue), `store` holds store(r, v, acc) for each once reduced. */
 struct BroadcastTile {
-  BroadcastTile(const std::string& prefix, int64_t rows, int64_t vectors, int lanes,
+  BroadcastTile(const std::string& prefix, int64_t rows, int64_t vectors, int lanes, int steps,
                 const std::function<te::Expr(int64_t r)>& x,
-                const std::function<te::Expr(int64_t v)>& w,
+                const std::function<te::Expr(int64_t v, int step)>& w,
                 const std::function<lower::Stmt(int64_t r, int64_t v, const te::Expr& acc)>& store,
                 lower::LoweredFunc* f);
   /*! \brief init, then `reduction` (loops around `update`), then the stores. */

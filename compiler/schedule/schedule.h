@@ -56,6 +56,11 @@ struct Conv2dOcVecParams {
   int64_t ow_block = 12;
   int prefer_vector_bits = 0;
 
+  /*! \brief > 1: one vector load brings the broadcast inputs of this many consecutive reduction
+   * steps, each lane feeding its step's FMAs (AArch64's multiply by element; see te::Lane).
+   * Where the target broadcasts from memory into the FMA itself (x86), 1. */
+  int lane_steps = 1;
+
   Conv2dOcVecParams& Lanes(int64_t v) {
     lanes = v;
     return *this;
@@ -66,6 +71,10 @@ struct Conv2dOcVecParams {
   }
   Conv2dOcVecParams& OwBlock(int64_t v) {
     ow_block = v;
+    return *this;
+  }
+  Conv2dOcVecParams& LaneSteps(int v) {
+    lane_steps = v;
     return *this;
   }
   Conv2dOcVecParams& VectorBits(int v) {
@@ -102,6 +111,14 @@ struct DenseParams {
   /*! \brief > 0: SIMD width the block assumes (sets LoweredFunc::prefer_vector_bits). */
   int prefer_vector_bits = 0;
 
+  /*! \brief > 1: one vector load brings the broadcast inputs of this many consecutive reduction
+   * steps, each lane feeding its step's FMAs (AArch64's multiply by element; see te::Lane).
+   * Where the target broadcasts from memory into the FMA itself (x86), 1. */
+  int lane_steps = 1;
+  /*! \brief > 0: vectors per panel when A has one row (a GEMV, each weight used by one FMA):
+   * wider panels spread A's load and the loop's control over more FMAs. 0: `vectors`. */
+  int64_t gemv_vectors = 0;
+
   DenseParams& Lanes(int64_t v) {
     lanes = v;
     return *this;
@@ -112,6 +129,14 @@ struct DenseParams {
   }
   DenseParams& Vectors(int64_t v) {
     vectors = v;
+    return *this;
+  }
+  DenseParams& LaneSteps(int v) {
+    lane_steps = v;
+    return *this;
+  }
+  DenseParams& GemvVectors(int64_t v) {
+    gemv_vectors = v;
     return *this;
   }
   DenseParams& VectorBits(int v) {
@@ -238,6 +263,8 @@ bool TryDepthwiseConv2d(const FusedGroup& group, const lower::ScheduleOptions& o
  */
 bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const DenseParams& p,
               lower::LoweredFunc* out);
+/*! \brief The entry's blocking for a product of `rows` rows of A (GemvVectors for one row). */
+DenseParams DenseParamsForRows(const DenseParams& entry, int64_t rows);
 
 /*!
  * \brief Depthwise 2-D convolution in NCHW[x]c, x = p.lanes (weights packed [C/x][KH][KW][x]),

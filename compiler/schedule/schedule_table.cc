@@ -73,7 +73,9 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
   // 1x1 convs on big planes, then the channels-in-lanes kernels (AVX-512: 14 columns x 2 zmm =
   // 28 accumulators; register blocks must fit the register file with room for the loaded and
   // broadcast operands); the wide kernel takes the convs they refuse (output channels per group
-  // not a multiple of the vector width).
+  // not a multiple of the vector width). AArch64 multiplies by a lane of a register (fmla by
+  // element), so its entries load four reduction steps' inputs at once (LaneSteps); x86 folds
+  // each broadcast into its FMA instead, and ARMv7's by-lane multiply does not fuse.
   using T = TargetClass;
   using DW = DepthwiseParams;
   using C = Conv2dParams;
@@ -118,7 +120,8 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
                 OcVec().Lanes(16).OcVectors(2).OwBlock(14).VectorBits(512)),
       ConvOcVec("conv2d_nchw_ocvec_avx2", T::kAvx2, OcVec().Lanes(8).OcVectors(2).OwBlock(6)),
       ConvOcVec("conv2d_nchw_ocvec_sse", T::kSse, OcVec().Lanes(4).OcVectors(2).OwBlock(6)),
-      ConvOcVec("conv2d_nchw_ocvec_neon", T::kNeon64, OcVec().Lanes(4).OcVectors(2).OwBlock(12)),
+      ConvOcVec("conv2d_nchw_ocvec_neon", T::kNeon64,
+                OcVec().Lanes(4).OcVectors(2).OwBlock(12).LaneSteps(4)),
       ConvOcVec("conv2d_nchw_ocvec_neon32", T::kNeon32, OcVec().Lanes(4).OcVectors(2).OwBlock(6)),
       ConvWide("conv2d_nchw_wide_avx512", T::kAvx512, C().Lanes(64).OcBlock(4).VectorBits(512)),
       ConvWide("conv2d_nchw_wide_avx2", T::kAvx2, C().Lanes(16).OcBlock(4)),
@@ -126,11 +129,14 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
       ConvWide("conv2d_nchw_wide_neon", T::kNeon64, C().Lanes(16).OcBlock(4)),
       ConvWide("conv2d_nchw_wide_neon32", T::kNeon32, C().Lanes(8).OcBlock(4)),
       // Dense products: rows x vectors accumulators, plus the weight vectors and a broadcast,
-      // within the register file (6 x 4 + 4 + 1 of 32; 6 x 2 + 2 + 1 of 16).
+      // within the register file (6 x 4 + 4 + 1 of 32; 6 x 2 + 2 + 1 of 16). A NEON GEMV takes
+      // panels of 8 vectors: a weight feeds one FMA whatever the width, A's load and the loop
+      // control are spread over twice the FMAs.
       Dense("dense_avx512", T::kAvx512, DenseParams().Lanes(16).Rows(6).Vectors(4).VectorBits(512)),
       Dense("dense_avx2", T::kAvx2, DenseParams().Lanes(8).Rows(6).Vectors(2)),
       Dense("dense_sse", T::kSse, DenseParams().Lanes(4).Rows(6).Vectors(2)),
-      Dense("dense_neon", T::kNeon64, DenseParams().Lanes(4).Rows(6).Vectors(4)),
+      Dense("dense_neon", T::kNeon64,
+            DenseParams().Lanes(4).Rows(6).Vectors(4).LaneSteps(4).GemvVectors(8)),
       Dense("dense_neon32", T::kNeon32, DenseParams().Lanes(4).Rows(6).Vectors(2)),
   };
   return table;

@@ -170,8 +170,11 @@ KernelPlan TableStrategy::ChooseDense(const Graph& g, const Node& gemm) const {
   plan.kernel = e->name;
   // Panels pay whenever a panel fills: a GEMV reads them too, as one sequential stream where W's
   // rows are N floats apart (a cold weight streams from memory; prefetchers follow a stream).
+  const TensorType& a = g.value(gemm.inputs[0]).type;
   const TensorType& w = g.value(gemm.inputs[1]).type;
-  const int64_t width = e->dense.vectors * e->dense.lanes;
+  const int64_t rows = a.shape.size() == 2 ? a.shape[0] : 0;
+  const DenseParams p = DenseParamsForRows(e->dense, rows);
+  const int64_t width = p.vectors * p.lanes;
   if (w.shape.size() == 2 && w.shape[1] >= width) plan.dense_panel = width;
   return plan;
 }

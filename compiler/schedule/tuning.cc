@@ -115,6 +115,10 @@ int VectorRegisters(TargetClass tc) {
   return tc == TargetClass::kAvx512 || tc == TargetClass::kNeon64 ? 32 : 16;
 }
 
+int TargetVectorRegisters(const lower::ScheduleOptions& opts) {
+  return opts.target != nullptr ? VectorRegisters(ClassifyTarget(*opts.target)) : 16;
+}
+
 int64_t AccumulatorRegisters(const Target& t) { return VectorRegisters(ClassifyTarget(t)) - 4; }
 
 // ---- conv2d_nchw_wide: lanes x oc_block accumulators, q_chunk output tiles per L2 sweep ----

@@ -270,6 +270,14 @@ Expr MulAddExact(Expr a, Expr b, Expr c) {
   return Call(Intrinsic::kMulAddExact, {std::move(a), std::move(b), std::move(c)});
 }
 
+Expr Lane(Expr vector, int lane) {
+  const DataType t = vector.dtype();
+  if (lane < 0 || lane >= t.lanes) {
+    throw std::runtime_error("te: lane " + std::to_string(lane) + " of a " + DataTypeName(t));
+  }
+  std::vector<Expr> args{std::move(vector), IntImm(Index(), lane)};
+  return Expr(std::make_shared<CallNode>(WithLanes(t, 1), Intrinsic::kLane, std::move(args)));
+}
 Expr Abs(Expr a) {
   if (IsFloat(a.dtype())) return Call(Intrinsic::kFabs, {std::move(a)});
   if (IsUInt(a.dtype()) || IsBool(a.dtype())) return a;
@@ -393,13 +401,12 @@ const char* BinaryOpText(BinaryOp op) {
 
 const char* IntrinsicName(Intrinsic f) {
   static const char* kNames[] = {
-      "exp",   "log",      "sqrt",           "tanh",        "erf",   "pow",   "floor", "ceil",
-      "round", "fabs",     "sigmoid",        "sin",         "cos",   "tan",   "asin",  "acos",
-      "atan",  "sinh",     "cosh",           "asinh",       "acosh", "atanh", "isnan", "isinf",
-      "sign",  "dot_u8s8", "dot_u8s8_pairs", "muladd_exact"};
-  static_assert(
-      sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kMulAddExact) + 1,
-      "one name per intrinsic");
+      "exp",   "log",      "sqrt",           "tanh",         "erf",   "pow",   "floor", "ceil",
+      "round", "fabs",     "sigmoid",        "sin",          "cos",   "tan",   "asin",  "acos",
+      "atan",  "sinh",     "cosh",           "asinh",        "acosh", "atanh", "isnan", "isinf",
+      "sign",  "dot_u8s8", "dot_u8s8_pairs", "muladd_exact", "lane"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kLane) + 1,
+                "one name per intrinsic");
   return kNames[static_cast<int>(f)];
 }
 

@@ -443,6 +443,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   if (c->fn == Intrinsic::kMulAddExact) {
     return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {ty}, {args.at(0), args.at(1), args.at(2)});
   }
+  if (c->fn == Intrinsic::kLane) return b_.CreateExtractElement(x, args.at(1));
   bool is_float = te::IsFloat(t);
   auto unary = [&](llvm::Intrinsic::ID id) { return EmitUnaryIntrinsic(id, x); };
   auto libm = [&](const char* name) -> llvm::Value* {
@@ -557,6 +558,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
     case Intrinsic::kDotU8S8:  // emitted above
     case Intrinsic::kDotU8S8Pairs:
     case Intrinsic::kMulAddExact:
+    case Intrinsic::kLane:
       break;
   }
   throw std::runtime_error("codegen: unknown intrinsic");

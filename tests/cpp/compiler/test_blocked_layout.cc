@@ -220,6 +220,30 @@ TEST(BlockedLayout, ChannelsInLanesKernelMatchesTheReference) {
   }
 }
 
+// The NEON entry takes a pixel's four channels (NCHW4c) or a row's nearby columns (NCHW, stride 1
+// or 2) in one vector load and multiplies by its lanes; Winograd's products take a tile's four
+// channels alike. The marker fails when the lanes are not read.
+TEST(BlockedLayout, NeonKernelsMultiplyByLanesOfOneLoad) {
+  const std::vector<BlockedCase> cases = {
+      {1, 3, 15, 15, 16, 7, 2, 3, 1, true, true, false, 0, 4},   // stem: NCHW in, stride 2
+      {1, 3, 11, 9, 8, 3, 1, 1, 1, false, false, false, 0, 4},   // NCHW in, stride 1
+      {1, 16, 12, 13, 16, 3, 1, 1, 1, true, true, true, 4, 4},   // residual, tail columns
+      {1, 16, 7, 5, 16, 3, 1, 1, 1, true, true, false, 4, 4},    // narrow: multi-row tiles
+      {1, 256, 7, 7, 32, 3, 1, 1, 1, true, false, true, 4, 4},   // reduction in chunks
+      {2, 16, 9, 9, 24, 3, 2, 1, 1, false, false, false, 4, 4},  // stride 2, 3 vectors
+      {1, 32, 14, 14, 24, 1, 1, 0, 1, true, false, true, 4, 4},  // 1x1
+  };
+  const char* name = "conv2d_nchw_ocvec_neon";
+  const schedule::ScheduleEntry& e = Entry(name);
+  for (const BlockedCase& c : cases) {
+    CheckBlockedConv(name, "lane(", {OcVecPacking(c, e.conv_ocvec), c.in_block}, c);
+  }
+  for (int64_t tile : {2, 4}) {
+    const BlockedCase c{1, 8, 10, 9, 16, 3, 1, 1, 1, true, true, true, 4, 4};
+    CheckBlockedConv(name, "lane(", {OcVecPacking(c, e.conv_ocvec), 0, tile}, c);
+  }
+}
+
 // Small planes: every reduction step prefetches the next chunk's weights (past the last channel
 // block's, the clamped end of the buffer) while the row groups reuse this chunk's from L1.
 TEST(BlockedLayout, SmallPlanesPrefetchTheNextChunksWeights) {

@@ -157,6 +157,20 @@ TEST(DenseSchedule, EveryEntryMatchesTheReference) {
   EXPECT_EQ(entries, 5);  // AVX-512, AVX2, SSE, NEON, NEON32
 }
 
+// The NEON entry reads four k of a row of A in one load where K allows and the tile's rows keep
+// a vector each besides their accumulators (a GEMV, a row tail); elsewhere a load per k.
+TEST(DenseSchedule, NeonTilesReadFourStepsOfAPerLoad) {
+  ScopedEnv force("EMBER_SCHEDULE", "dense_neon");
+  EXPECT_NE(CheckDense({1, 64, 48, kBiasN, false, true}).find("lane("), std::string::npos);
+  EXPECT_NE(CheckDense({7, 128, 40, kBias1N, true, false}).find("lane("), std::string::npos);
+  EXPECT_EQ(CheckDense({1, 37, 48, kBiasN, false, true}).find("lane("), std::string::npos);
+  EXPECT_EQ(CheckDense({12, 64, 32, kNoBias, false, false}).find("lane("), std::string::npos);
+  // A GEMV's panels are 8 vectors wide (GemvVectors), packed so by the plan.
+  const std::string gemv = CheckDense({1, 64, 80, kBiasN, true, true, 1.0, 32});
+  EXPECT_NE(gemv.find("accdmr0_7["), std::string::npos);
+  EXPECT_NE(gemv.find("lane("), std::string::npos);
+}
+
 TEST(DenseSchedule, HostScheduleAndDefaultLoweringAgree) {
   for (const DenseCase& dc : Cases()) {
     {

@@ -121,6 +121,8 @@ enum class Intrinsic {
    * even in functions compiled with exact float arithmetic; only for operands whose products and
    * sums the schedule knows to be exact (integers below 2^24), where fusing cannot change them. */
   kMulAddExact,
+  /*! \brief Lane(v, i): element i (an integer literal) of vector v, a scalar (see Lane()). */
+  kLane,
 };
 
 enum class ReduceOp { kSum, kProd, kMax, kMin, kArgMax, kArgMin };
@@ -288,6 +290,10 @@ Expr DotU8S8(Expr acc, Expr a, Expr b);
 Expr DotU8S8Pairs(Expr acc, Expr a, Expr b);
 /*! \brief kMulAddExact: a * b + c of exactly representable terms (llvm.fmuladd). */
 Expr MulAddExact(Expr a, Expr b, Expr c);
+/*! \brief kLane: element `lane` of `vector`. Broadcast against a vector operand it becomes one
+ * multiply by element on AArch64 (fmla v.4s, v.4s, v.s[lane]): one vector load serves `lanes`
+ * broadcasts instead of a load per broadcast. */
+Expr Lane(Expr vector, int lane);
 Expr And(Expr a, Expr b);
 Expr Or(Expr a, Expr b);
 /*! \brief Largest and smallest finite values of a dtype (lowest for Max-init, etc.). */
