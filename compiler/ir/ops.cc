@@ -1,5 +1,6 @@
 // Shape rules, fusion patterns and attribute defaults of every operator the graph side knows.
 // Rules read the canonical form (ember/compiler/ir/canonical_ops.h): constant inputs are attrs.
+#include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/op_registry.h>
 #include <ember/compiler/ir/window_attrs.h>
@@ -125,6 +126,12 @@ Types ConvRule(const Node& n, const Types& in) {
   }
   // An integer conv (kDataZeroPointAttr) of 8-bit operands sums in int32.
   const bool integer = x.dtype == kUInt8 || x.dtype == kInt8;
+  if (in.size() > 3) {
+    if (!integer || !n.HasAttr(kDataZeroPointAttr) || in.size() <= kDataZeroPointInput ||
+        in[kDataZeroPointInput].NumElements() != 1 || in[kDataZeroPointInput].dtype != x.dtype) {
+      NodeError(n, "expected at most 3 inputs (X, W, B), got " + std::to_string(in.size()));
+    }
+  }
   return {Blocked(n, TensorType{out, integer ? kInt32 : x.dtype}, out_block)};
 }
 
@@ -448,7 +455,8 @@ const bool kRegistered = [] {
   for (const char* c : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"})
     Binary(c, Compare);
   Op("Where", OpPattern::kBroadcast, WhereRule, 3, 3);
-  Op("Conv", OpPattern::kOutEWiseFusable, ConvRule, 2, 3);
+  // Inputs 4 and 5: an integer conv's run-time zero point and weight sums (ConvRule checks).
+  Op("Conv", OpPattern::kOutEWiseFusable, ConvRule, 2, 5);
   OpRegistry::Global()->Mutable("Conv").set_attr_default("group", int64_t{1});
   Op("LayoutTransform", OpPattern::kInjective, LayoutTransformRule, 1, 1);
   Op("ConvTranspose", OpPattern::kOutEWiseFusable, ConvTransposeRule, 2, 3);

@@ -94,7 +94,7 @@ Expr WinogradWeight(const Node& n, const Tensor& w, const std::vector<Expr>& wi)
 }
 
 Tensor ConvNchw(const Node& n, const Tensor& x, const Tensor& w, const Tensor& bias,
-                const std::vector<int64_t>& oshape) {
+                const Tensor& zero_point_input, const std::vector<int64_t>& oshape) {
   size_t spatial = static_cast<size_t>(x.ndim() - 2);
   std::vector<int64_t> kdef(w.shape().begin() + 2, w.shape().end());
   const WindowAttrs win = WindowAttrs::Of(n, spatial, kdef);
@@ -121,10 +121,12 @@ Tensor ConvNchw(const Node& n, const Tensor& x, const Tensor& w, const Tensor& b
     Fail(n, "its weights are packed for the int8 kernel (" + std::string(kPackedInt8WeightAttr) +
                 "), which is the only one that reads them");
   }
-  const int64_t zero_point = n.GetInt(kDataZeroPointAttr, 0);
-  auto shifted = [&](const Expr& v) {
-    return integer ? te::Cast(te::Int(32), v) - te::Const(te::Int(32), zero_point) : v;
-  };
+  Expr zero_point = te::Const(te::Int(32), n.GetInt(kDataZeroPointAttr, 0));
+  if (zero_point_input.defined()) {
+    zero_point = te::Cast(te::Int(32),
+                          zero_point_input(std::vector<Expr>(zero_point_input.ndim(), Expr(0))));
+  }
+  auto shifted = [&](const Expr& v) { return integer ? te::Cast(te::Int(32), v) - zero_point : v; };
   Tensor xp = x;
   if (integer) {
     xp = te::Compute(
@@ -184,9 +186,11 @@ Tensor Conv(const Node& n, const std::vector<Tensor>& in, const std::vector<Tens
   const int64_t out_block = LayoutBlock(n.GetString(kOutLayoutAttr, "NCHW"));
   Tensor x = UnblockedView(In(n, in, 0), in_block, n.name + "_nchw_in");
   Tensor bias = in.size() > 2 ? in[2] : Tensor();
-  if (out_block == 0) return ConvNchw(n, x, In(n, in, 1), bias, out.at(0).shape);
-  return BlockedView(ConvNchw(n, x, In(n, in, 1), bias, UnblockedShape(out.at(0).shape)), out_block,
-                     n.name + "_blocked");
+  Tensor zero_point = in.size() > kDataZeroPointInput ? in[kDataZeroPointInput] : Tensor();
+  if (out_block == 0) return ConvNchw(n, x, In(n, in, 1), bias, zero_point, out.at(0).shape);
+  return BlockedView(
+      ConvNchw(n, x, In(n, in, 1), bias, zero_point, UnblockedShape(out.at(0).shape)), out_block,
+      n.name + "_blocked");
 }
 
 Tensor ConvTranspose(const Node& n, const std::vector<Tensor>& in,

@@ -47,6 +47,7 @@ struct Tile {
   int64_t lanes, vectors, quads, ph, pw;
   bool saturating_pairs;        // te::DotU8S8Pairs steps (the weights allow them), else te::DotU8S8
   Buffer xq32, w32, bias, acc;  // acc: [OCp/lanes][OH][OW][lanes] int32
+  Buffer zp, wsum;              // a run-time zero point and the weight sums, or null
   int64_t oh_total, ow_total;
   lower::LoweredFunc* f;
 };
@@ -58,7 +59,7 @@ Stmt MakeTile(const Tile& t, const std::string& tag, const Expr& ob, const Expr&
   const Int8Conv& m = t.m;
   Expr c4 = te::MakeVar("c4"), kh = te::MakeVar("kh"), kw = te::MakeVar("kw");
   Expr khe = m.kh > 1 ? kh : Expr(0), kwe = m.kw > 1 ? kw : Expr(0);
-  Expr pixel = (c4 * t.ph + oh * m.s_h + khe) * t.pw + kwe;
+  Expr pixel = (c4 * t.ph + oh * m.s_h + khe * m.d_h) * t.pw + kwe * m.d_w;
   std::vector<Stmt> init, update, store;
   for (int64_t r = 0; r < width; ++r) {
     Expr x =
@@ -76,8 +77,8 @@ Stmt MakeTile(const Tile& t, const std::string& tag, const Expr& ob, const Expr&
       Expr dot = t.saturating_pairs ? te::DotU8S8Pairs(BufferLoad(a, 0), x, w)
                                     : te::DotU8S8(BufferLoad(a, 0), x, w);
       update.push_back(lower::Store(a, 0, dot));
-      Expr sum =
-          BufferLoad(a, 0) + lower::VectorLoad(t.bias, block * t.lanes, static_cast<int>(t.lanes));
+      Expr sum = BufferLoad(a, 0) +
+                 KernelBias(m, t.bias, t.zp, t.wsum, block * t.lanes, static_cast<int>(t.lanes));
       store.push_back(
           lower::Store(t.acc, ((block * t.oh_total + oh) * t.ow_total + ow0 + r) * t.lanes, sum));
     }
@@ -126,7 +127,8 @@ bool Conv2dInt8Applies(const Graph& g, const Node& conv, const Conv2dInt8Params&
     if (!b.is_constant() || b.type.dtype != kInt32 || b.type.NumElements() != m.oc) return false;
   }
   if (p.pixel_vectors > 0 && !Conv2dInt8PixelsTakes(m)) return false;
-  const int64_t ph = m.h + 2 * m.pad_t + m.kh, pw = m.w + 2 * m.pad_l + m.kw;
+  const int64_t ph = m.h + 2 * m.pad_t + (m.kh - 1) * m.d_h + 1;
+  const int64_t pw = m.w + 2 * m.pad_l + (m.kw - 1) * m.d_w + 1;
   return RoundUp(m.c, kDotDepth) * ph * pw <= kMaxPaddedBytes;
 }
 
@@ -164,10 +166,10 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
   AnchorOperands operands{conv->inputs[0], conv->inputs[1], -1, nullptr, te::Int(32)};
   if (!BuildEpilogueAt(group, *conv, operands, &f, &xb, &wb, &at)) return false;
   const Buffer bias = GroupInputBuffer(group, f, conv->inputs[2]);
-  if (!bias) return false;
+  Buffer zp, wsum;
+  if (!bias || !RunTimeZeroPointBuffers(group, *conv, m, f, &zp, &wsum)) return false;
 
-  const int64_t ph = std::max(m.h + m.pad_t, (oh - 1) * m.s_h + m.kh);
-  const int64_t pw = std::max(m.w + m.pad_l, (ow - 1) * m.s_w + m.kw);
+  const int64_t ph = PaddedRows(m, oh), pw = PaddedCols(m, ow);
   const std::string& name = conv->name;
   Buffer xq = lower::NewBuffer(name + "_u8_ws", te::UInt(8), quads * kDotDepth * ph * pw,
                                lower::BufferScope::kWorkspace);
@@ -186,11 +188,11 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
   const int64_t vectors = ocp % (p.lanes * p.oc_vectors) == 0 ? p.oc_vectors : 1;
   const int64_t owb = ChooseOwBlock(ow, p.ow_block * p.oc_vectors / vectors);
   const int64_t full = ow / owb, tail = ow % owb, blocks = ocp / (p.lanes * vectors);
-  Tile t{m, p.lanes, vectors, quads, ph, pw, p.saturating_pairs, xq32, w32, bias, acc, oh, ow, &f};
-  const bool signed_data = g.value(conv->inputs[0]).type.dtype == kInt8;
+  Tile t{m,   p.lanes, vectors, quads, ph, pw, p.saturating_pairs, xq32, w32, bias,
+         acc, zp,      wsum,    oh,    ow, &f};
 
   Expr n = te::MakeVar("n");
-  std::vector<Stmt> image{PackInt8Data(m, xb, signed_data, xq, n, ph, pw, opts)};
+  std::vector<Stmt> image{PackInt8Data(m, xb, ZeroPointByte(m, zp), xq, n, ph, pw, opts)};
   const int64_t work_per_tile = owb * p.lanes * vectors * quads * kDotDepth * m.kh * m.kw;
   auto grid = [&](const std::string& tag, int64_t per_row, int64_t width, int64_t ow0) {
     const int64_t tiles = blocks * oh * per_row;

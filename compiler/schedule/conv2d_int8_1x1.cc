@@ -50,6 +50,7 @@ struct PixelTile {
   const Conv2dInt8Params& p;
   int64_t quads, plane, rows;
   Buffer xq32, w32, bias, out;
+  Buffer zp, wsum;  // a run-time zero point and the weight sums, or null
   const EpilogueAt& at;
   bool flat;  // the epilogue reads the plane flat (EpilogueReadsPlaneFlat)
   lower::LoweredFunc* f;
@@ -73,7 +74,8 @@ Stmt MakePixelTile(const PixelTile& t, const std::string& tag, const Expr& n, co
       Buffer a = lower::NewBuffer("acc" + tag + std::to_string(r) + "_" + std::to_string(v),
                                   acc_type, 1, lower::BufferScope::kLocal);
       t.f->locals.push_back(a);
-      init.push_back(lower::Store(a, 0, te::Broadcast(BufferLoad(t.bias, oc), lanes)));
+      init.push_back(
+          lower::Store(a, 0, te::Broadcast(KernelBias(t.m, t.bias, t.zp, t.wsum, oc, 1), lanes)));
       Expr x = lower::VectorLoad(t.xq32, c4 * t.plane + q0 + v * lanes, lanes);
       Expr dot = t.p.saturating_pairs ? te::DotU8S8Pairs(BufferLoad(a, 0), x, w)
                                       : te::DotU8S8(BufferLoad(a, 0), x, w);
@@ -139,7 +141,8 @@ bool TryConv2dInt8Pixels(const FusedGroup& group, const lower::ScheduleOptions& 
   AnchorOperands operands{conv->inputs[0], conv->inputs[1], -1, nullptr, te::Int(32)};
   if (!BuildEpilogueAt(group, *conv, operands, &f, &xb, &wb, &at)) return false;
   const Buffer bias = GroupInputBuffer(group, f, conv->inputs[2]);
-  if (!bias) return false;
+  Buffer zp, wsum;
+  if (!bias || !RunTimeZeroPointBuffers(group, *conv, m, f, &zp, &wsum)) return false;
 
   const int64_t lanes = p.lanes, per_tile = p.pixel_vectors * lanes;
   const std::string& name = conv->name;
@@ -165,13 +168,14 @@ bool TryConv2dInt8Pixels(const FusedGroup& group, const lower::ScheduleOptions& 
               w32,
               bias,
               f.args.back().buffer,
+              zp,
+              wsum,
               at,
               EpilogueReadsPlaneFlat(at, m.w),
               &f};
-  const bool signed_data = g.value(conv->inputs[0]).type.dtype == kInt8;
 
   Expr n = te::MakeVar("n");
-  std::vector<Stmt> image{PackInt8Data(m, xb, signed_data, xq, n, m.h, m.w, opts)};
+  std::vector<Stmt> image{PackInt8Data(m, xb, ZeroPointByte(m, zp), xq, n, m.h, m.w, opts)};
   const int64_t work_per_tile = per_tile * rows * quads * kDotDepth;
   if (full > 0) {
     Expr ti = te::MakeVar("t");

@@ -54,7 +54,12 @@ struct DwInt8 {
 // strategy sees the model's 8-bit one, before canonicalization shifts it by its zero point).
 bool ReadDwInt8(const Graph& g, const Node& conv, bool weight_int8, int64_t lanes, DwInt8* m) {
   Int8ConvOperands ops;
-  if (conv.HasAttr(kPackedInt8WeightAttr) || !ReadInt8ConvOperands(g, conv, 4, &ops)) return false;
+  // A run-time zero point is the dense kernels' only (dynamically quantized models have no
+  // depthwise convs to speak of).
+  if (conv.HasAttr(kPackedInt8WeightAttr) || !ReadInt8ConvOperands(g, conv, 4, &ops) ||
+      ops.zero_point_input >= 0 || !ops.window.Undilated()) {
+    return false;
+  }
   const TensorType& x = *ops.data;
   const std::vector<int64_t>& ws = ops.weight->type.shape;
   const WindowAttrs& win = ops.window;

@@ -1,11 +1,13 @@
 // ReadInt8Conv and PackInt8Data: see int8_conv_data.h.
 #include "int8_conv_data.h"
 
+#include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/ir/weight_layout.h>
 
 #include <string>
 #include <vector>
 
+#include "epilogue.h"
 #include "int8_conv_operands.h"
 #include "loop_builders.h"
 
@@ -33,20 +35,60 @@ bool ReadInt8Conv(const Graph& g, const Node& conv, bool packed, Int8Conv* m) {
   const bool signed_data = x.dtype == kInt8;
   const int64_t zp = ops.zero_point;
   if (zp < (signed_data ? -128 : 0) || zp > (signed_data ? 127 : 255)) return false;
-  *m = Int8Conv{x.shape[0],     x.shape[1],  x.shape[2],  x.shape[3],
-                ws[0],          ws[2],       ws[3],       win.strides[0],
-                win.strides[1], win.pads[0], win.pads[1], zp + (signed_data ? 128 : 0),
-                win.pads[2],    win.pads[3]};
+  *m = Int8Conv{x.shape[0],
+                x.shape[1],
+                x.shape[2],
+                x.shape[3],
+                ws[0],
+                ws[2],
+                ws[3],
+                win.strides[0],
+                win.strides[1],
+                win.pads[0],
+                win.pads[1],
+                zp + (signed_data ? 128 : 0),
+                win.pads[2],
+                win.pads[3],
+                win.dilations[0],
+                win.dilations[1],
+                signed_data,
+                ops.zero_point_input};
   if (!packed && ws[1] != m->c) return false;
   return RoundUp(m->c, kDotDepth) * m->kh * m->kw <= kMaxTaps;
 }
 
 // Whole channel quads copy their interior with plain loads (LLVM interleaves the four planes into
 // one store stream) and fill the border apart; a last partial quad keeps the per-byte test.
-Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, bool signed_data, const Buffer& xq,
+Expr ZeroPointByte(const Int8Conv& m, const Buffer& zp) {
+  if (m.zero_point_input < 0) return te::Const(te::UInt(8), m.zu);
+  Expr v = BufferLoad(zp, 0);
+  return m.signed_data ? te::Cast(te::UInt(8), te::Cast(te::Int(32), v) + 128) : v;
+}
+
+bool RunTimeZeroPointBuffers(const FusedGroup& group, const Node& conv, const Int8Conv& m,
+                             const lower::LoweredFunc& f, Buffer* zp, Buffer* wsum) {
+  *zp = *wsum = nullptr;
+  if (m.zero_point_input < 0) return true;
+  if (!conv.HasInput(kWeightSumInput)) return false;
+  *zp = GroupInputBuffer(group, f, conv.inputs[kDataZeroPointInput]);
+  *wsum = GroupInputBuffer(group, f, conv.inputs[kWeightSumInput]);
+  return *zp && *wsum;
+}
+
+Expr KernelBias(const Int8Conv& m, const Buffer& bias, const Buffer& zp, const Buffer& wsum,
+                const Expr& oc, int lanes) {
+  auto load = [&](const Buffer& b) {
+    return lanes > 1 ? lower::VectorLoad(b, oc, lanes) : BufferLoad(b, oc);
+  };
+  if (m.zero_point_input < 0) return load(bias);
+  Expr z = te::Cast(te::Int(32), BufferLoad(zp, 0));  // int8 zero points sign-extend
+  return load(bias) - (lanes > 1 ? te::Broadcast(z, lanes) : z) * load(wsum);
+}
+
+Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, const Expr& zu, const Buffer& xq,
                   const Expr& n, int64_t ph, int64_t pw, const lower::ScheduleOptions& opts) {
   const int64_t quads = RoundUp(m.c, kDotDepth) / kDotDepth, full = m.c / kDotDepth;
-  const Expr zu = te::Const(te::UInt(8), m.zu);
+  const bool signed_data = m.signed_data;
   auto byte = [&](const Expr& c, const Expr& sy, const Expr& sx) {
     Expr v = BufferLoad(x, ((n * m.c + c) * m.h + sy) * m.w + sx);
     return signed_data ? te::Cast(te::UInt(8), te::Cast(te::Int(32), v) + 128) : v;

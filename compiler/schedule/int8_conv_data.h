@@ -3,9 +3,11 @@
 #ifndef EMBER_COMPILER_SCHEDULE_INT8_CONV_DATA_H_
 #define EMBER_COMPILER_SCHEDULE_INT8_CONV_DATA_H_
 
+#include <ember/compiler/ir/fused_group.h>
 #include <ember/compiler/ir/graph.h>
 #include <ember/compiler/lower.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace ember::compiler::schedule {
@@ -17,6 +19,9 @@ struct Int8Conv {
   int64_t oc, kh, kw, s_h, s_w, pad_t, pad_l;
   int64_t zu;            // the zero point as the kernel reads the data (unsigned bytes)
   int64_t pad_b, pad_r;  // the bottom and right pads
+  int64_t d_h, d_w;      // dilations
+  bool signed_data;      // int8 data (read + 128)
+  int zero_point_input;  // value id of the run-time zero point, or -1 (zu is then its +128 part)
 };
 
 /*! \brief Reads an ungrouped integer conv (int8_conv_operands.h) whose data zero point fits its
@@ -24,9 +29,34 @@ struct Int8Conv {
  */
 bool ReadInt8Conv(const Graph& g, const Node& conv, bool packed, Int8Conv* m);
 
-/*! \brief Image n of x copied into xq as [ICp/4][ph][pw][4] bytes (int8 data + 128), m.zu outside
- * the image and past its channels, so that one int32 is one pixel's four channels. */
-lower::Stmt PackInt8Data(const Int8Conv& m, const lower::Buffer& x, bool signed_data,
+/*! \brief The padded data's rows and columns a conv of `oh` x `ow` outputs reads. */
+inline int64_t PaddedRows(const Int8Conv& m, int64_t oh) {
+  return std::max(m.h + m.pad_t, (oh - 1) * m.s_h + (m.kh - 1) * m.d_h + 1);
+}
+inline int64_t PaddedCols(const Int8Conv& m, int64_t ow) {
+  return std::max(m.w + m.pad_l, (ow - 1) * m.s_w + (m.kw - 1) * m.d_w + 1);
+}
+
+/*! \brief The zero point as the kernel reads the data (unsigned bytes): m.zu, or, with a run-time
+ * zero point, its value in `zp` (+ 128 for int8 data). */
+te::Expr ZeroPointByte(const Int8Conv& m, const lower::Buffer& zp);
+
+/*! \brief Output channel oc's bias as the kernel adds it: bias[oc], minus zp * wsum[oc] with a
+ * run-time zero point (PackConvWeights folds a constant one into the bias). `lanes` > 1: the
+ * vector of channels oc .. oc + lanes - 1. */
+te::Expr KernelBias(const Int8Conv& m, const lower::Buffer& bias, const lower::Buffer& zp,
+                    const lower::Buffer& wsum, const te::Expr& oc, int lanes);
+
+/*! \brief The buffers of f (the group's inputs) holding a run-time zero point and the weight
+ * sums (kDataZeroPointInput, kWeightSumInput), both null when the zero point is constant; false
+ * when the conv lacks them. */
+bool RunTimeZeroPointBuffers(const FusedGroup& group, const Node& conv, const Int8Conv& m,
+                             const lower::LoweredFunc& f, lower::Buffer* zp, lower::Buffer* wsum);
+
+/*! \brief Image n of x copied into xq as [ICp/4][ph][pw][4] bytes (int8 data + 128), `zu` (the
+ * zero point byte) outside the image and past its channels, so that one int32 is one pixel's four
+ * channels. */
+lower::Stmt PackInt8Data(const Int8Conv& m, const lower::Buffer& x, const te::Expr& zu,
                          const lower::Buffer& xq, const te::Expr& n, int64_t ph, int64_t pw,
                          const lower::ScheduleOptions& opts);
 

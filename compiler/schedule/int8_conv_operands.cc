@@ -25,7 +25,10 @@ bool ReadInt8ConvOperands(const Graph& g, const Node& conv, size_t weight_rank,
   }
   WindowAttrs win;
   std::string why;
-  if (!WindowAttrs::Read(conv, 2, {ws[2], ws[3]}, &win, &why) || !win.Undilated()) return false;
+  if (!WindowAttrs::Read(conv, 2, {ws[2], ws[3]}, &win, &why)) return false;
+  for (int64_t d : win.dilations) {
+    if (d < 1) return false;
+  }
   for (int64_t s : win.strides) {
     if (s < 1 || s > 4) return false;
   }
@@ -36,6 +39,12 @@ bool ReadInt8ConvOperands(const Graph& g, const Node& conv, size_t weight_rank,
   out->weight = &w;
   out->window = win;
   out->zero_point = conv.GetInt(kDataZeroPointAttr, 0);
+  out->zero_point_input = -1;
+  if (conv.HasInput(kDataZeroPointInput)) {
+    const TensorType& zp = g.value(conv.inputs[kDataZeroPointInput]).type;
+    if (zp.NumElements() != 1 || zp.dtype != x.dtype || out->zero_point != 0) return false;
+    out->zero_point_input = conv.inputs[kDataZeroPointInput];
+  }
   return true;
 }
 

@@ -14,12 +14,13 @@ namespace ember::compiler::schedule {
 struct Int8ConvOperands {
   const TensorType* data = nullptr;  // 4-D NCHW, uint8 or int8
   const Value* weight = nullptr;     // constant, 8-bit, weight_rank dims (KH, KW at [2], [3])
-  WindowAttrs window;                // undilated, strides 1..4, pads >= 0
+  WindowAttrs window;                // strides 1..4, pads >= 0, dilations >= 1
   int64_t zero_point = 0;            // the data's, as the model gives it
+  int zero_point_input = -1;         // value id of a run-time zero point (kDataZeroPointInput)
 };
 
 /*! \brief Whether `conv` is an integer conv with NCHW data and output, 4-D 8-bit data, a
- *  constant 8-bit weight of `weight_rank` dims, no dilation, strides 1..4 and no negative pad;
+ *  constant 8-bit weight of `weight_rank` dims, strides 1..4 and no negative pad;
  *  fills `out` when it is. Group and shape rules are each kernel's own. */
 bool ReadInt8ConvOperands(const Graph& g, const Node& conv, size_t weight_rank,
                           Int8ConvOperands* out);

@@ -340,7 +340,7 @@ int64_t WinogradTileFor(const ConvShape& s, const Conv2dOcVecParams& p);
 int64_t ChooseOwBlock(int64_t ow, int64_t most);
 
 /*! \brief True when conv2d_int8.cc takes this conv as planned (before its weights are packed): an
- * integer conv (kDataZeroPointAttr) of 2-D NCHW 8-bit data, ungrouped, undilated, strides up to
+ * integer conv (kDataZeroPointAttr) of 2-D NCHW 8-bit data, ungrouped, strides up to
  * 4, with a constant 4-D 8-bit weight, a constant int32 bias or none, and sums that cannot
  * overflow int32; with p.saturating_pairs, also weights whose pairs of products (input channels
  * 2k and 2k + 1 at one tap) stay within int16 for any data byte. */

@@ -282,8 +282,8 @@ HostTensorPtr ShiftedInt8Weight(Expander& e, int b, int b_zp) {
 
 // The conv of n as an integer conv (kDataZeroPointAttr) with `bias` (int32 per output channel,
 // or absent) added, when the strategy plans an int8 kernel for it on the target: 8-bit data with
-// a constant per-tensor zero point, a constant 8-bit weight that fits int8 after its zero point.
-// kAbsentValue otherwise.
+// a per-tensor zero point (constant, or computed at run time: kDataZeroPointInput), a constant
+// 8-bit weight that fits int8 after its zero point. kAbsentValue otherwise.
 int IntegerConv(Expander& e, size_t a_index, size_t a_zp, size_t b_index, size_t b_zp, int bias) {
   const KernelStrategy* strategy = e.strategy();
   const Node& n = e.node();
@@ -291,10 +291,16 @@ int IntegerConv(Expander& e, size_t a_index, size_t a_zp, size_t b_index, size_t
   const DLDataType at = e.TypeOf(a_in).dtype;
   if (strategy == nullptr || (at != kUInt8 && at != kInt8)) return kAbsentValue;
   int64_t zero_point = 0;
+  int run_time_zero_point = kAbsentValue;
   if (e.Input(a_zp) != kAbsentValue) {
-    const HostTensorPtr zp = e.ConstantOf(e.Input(a_zp));
-    if (zp == nullptr || zp->NumElements() != 1) return kAbsentValue;
-    zero_point = static_cast<int64_t>(zp->GetAsDouble(0));
+    const int zp_id = e.Input(a_zp);
+    const HostTensorPtr zp = e.ConstantOf(zp_id);
+    if (e.TypeOf(zp_id).NumElements() != 1 || e.TypeOf(zp_id).dtype != at) return kAbsentValue;
+    if (zp == nullptr) {
+      run_time_zero_point = zp_id;
+    } else {
+      zero_point = static_cast<int64_t>(zp->GetAsDouble(0));
+    }
   }
   const HostTensorPtr w = ShiftedInt8Weight(e, n.inputs.at(b_index), e.Input(b_zp));
   if (w == nullptr) return kAbsentValue;
@@ -303,7 +309,13 @@ int IntegerConv(Expander& e, size_t a_index, size_t a_zp, size_t b_index, size_t
   // The strategy sees the weight the kernel would multiply (a kernel may depend on its values);
   // left unread when none takes it.
   std::vector<int> inputs = {a_in, e.Constant("_w_int8", w)};
-  if (bias != kAbsentValue) inputs.push_back(bias);
+  if (bias != kAbsentValue) {
+    inputs.push_back(bias);
+  } else if (run_time_zero_point != kAbsentValue) {
+    inputs.push_back(
+        e.Constant("_b0", std::make_shared<HostTensor>(TensorType{{w->type.shape[0]}, kInt32})));
+  }
+  if (run_time_zero_point != kAbsentValue) inputs.push_back(run_time_zero_point);
   if (!strategy->Choose(e.graph(), Node{"Conv", n.name, attrs, inputs, {}}).int8_dot) {
     return kAbsentValue;
   }

@@ -37,6 +37,7 @@ int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 // An integer conv's int8 OIHW weight as the int8 kernel streams it, [OCp/B][ICp/4][KH][KW][B][4]
 // with zeros past the channels, and its bias compensated for the data's zero point z (read as
 // unsigned bytes: an int8 input + 128, so z + 128): sum((x - z) * w) = sum(u * w) - zu * sum(w).
+// A run-time zero point leaves z out of the bias (only the + 128) and adds the sums as an input.
 void PackInt8Conv(Graph* graph, Node* n, int64_t block) {
   const Value& w = graph->value(n->inputs[1]);
   const std::vector<int64_t>& shape = w.type.shape;
@@ -46,7 +47,7 @@ void PackInt8Conv(Graph* graph, Node* n, int64_t block) {
       TensorType{{ocp / block, icp / kInt8DotDepth, kh, kw, block, kInt8DotDepth}, kInt8});
   std::fill_n(packed->Data<int8_t>(), packed->NumElements(), int8_t{0});
   auto bias = std::make_shared<HostTensor>(TensorType{{ocp}, kInt32});
-  std::fill_n(bias->Data<int32_t>(), ocp, 0);
+  auto sums = std::make_shared<HostTensor>(TensorType{{ocp}, kInt32});  // zero-filled
   const bool signed_data = graph->value(n->inputs[0]).type.dtype == kInt8;
   const int64_t zu = n->GetInt(kDataZeroPointAttr, 0) + (signed_data ? 128 : 0);
   const int8_t* src = w.constant->Data<int8_t>();
@@ -65,11 +66,18 @@ void PackInt8Conv(Graph* graph, Node* n, int64_t block) {
         n->HasInput(2) ? static_cast<int64_t>(graph->value(n->inputs[2]).constant->GetAsDouble(o))
                        : 0;
     bias->Data<int32_t>()[o] = static_cast<int32_t>(b - zu * sum);
+    sums->Data<int32_t>()[o] = static_cast<int32_t>(sum);
   }
-  n->inputs[1] = graph->AddConstant(graph->UniqueName(w.name + "_packed"), packed);
-  const std::string bias_name = n->HasInput(2) ? graph->value(n->inputs[2]).name : w.name;
-  n->inputs.resize(3, kAbsentValue);
+  const std::string w_name = w.name;  // w dies with the next constant added
+  n->inputs[1] = graph->AddConstant(graph->UniqueName(w_name + "_packed"), packed);
+  const std::string bias_name = n->HasInput(2) ? graph->value(n->inputs[2]).name : w_name;
+  if (n->inputs.size() < 3) n->inputs.resize(3, kAbsentValue);
   n->inputs[2] = graph->AddConstant(graph->UniqueName(bias_name + "_compensated"), bias);
+  if (n->HasInput(kDataZeroPointInput)) {
+    // The run-time zero point's compensation, -zp * sum(w), is the kernel's to add.
+    n->inputs.resize(kWeightSumInput + 1, kAbsentValue);
+    n->inputs[kWeightSumInput] = graph->AddConstant(graph->UniqueName(w_name + "_sums"), sums);
+  }
   n->attrs[kPackedInt8WeightAttr] = block;
 }
 

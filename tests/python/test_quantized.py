@@ -402,6 +402,54 @@ def test_saturating_pair_kernel_only_where_no_pair_leaves_int16(tmp_path, pair, 
     assert ("conv2d_int8_avx2" in plans) == taken
 
 
+# Dynamically quantized models (ORT's quantize_dynamic: DynamicQuantizeLinear + ConvInteger) give
+# the conv its data zero point at run time: the int8 kernels pad with it and subtract zp * sum(w)
+# per output channel in registers. Here the zero point is a graph input; dilated convs too.
+_RUN_TIME_ZP_CASES = [
+    # seed, c, oc, (h, w), k, stride, pad, dilation, data
+    (60, 16, 32, (10, 12), 3, 1, 1, 1, np.uint8),
+    (61, 17, 40, (7, 9), 1, 1, 0, 1, np.uint8),      # the pixels-in-lanes form
+    (62, 8, 16, (9, 11), 3, 2, 1, 1, np.int8),       # int8 data and zero point
+    (63, 16, 32, (12, 12), 3, 1, 2, 2, np.uint8),    # dilation 2, as IS-Net's
+    (64, 5, 24, (13, 10), 3, 1, 4, 4, np.uint8),     # dilation 4, channels that fill no quad
+]
+
+
+@pytest.mark.parametrize("isa,target,flag,w_range", _X86_INT8_KERNELS[1:2] + [
+    ("avx512vnni", "llvm", "avx512_vnni", (-128, 127))], ids=["avx2", "host"])
+@pytest.mark.parametrize("case", _RUN_TIME_ZP_CASES, ids=lambda c: "seed%d" % c[0])
+def test_int8_kernels_take_a_zero_point_computed_at_run_time(tmp_path, isa, target, flag, w_range,
+                                                             case):
+    if not _host_has(flag):
+        pytest.skip("this machine has no " + flag)
+    seed, c, oc, hw, k, stride, pad, dilation, data = case
+    rs = np.random.RandomState(seed)
+    info = np.iinfo(data)
+    x = rs.randint(info.min, info.max + 1, (1, c) + hw).astype(data)
+    w = rs.randint(w_range[0], w_range[1] + 1, (oc, c, k, k)).astype(np.int8)
+    zp = np.array(rs.randint(info.min, info.max + 1), dtype=data)
+    oh = (hw[0] + 2 * pad - dilation * (k - 1) - 1) // stride + 1
+    ow = (hw[1] + 2 * pad - dilation * (k - 1) - 1) // stride + 1
+    elem = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8}[data]
+    graph = helper.make_graph(
+        [helper.make_node("ConvInteger", ["x", "w", "x_zp"], ["y"], pads=[pad] * 4,
+                          strides=[stride] * 2, dilations=[dilation] * 2)], "rtzp%d" % seed,
+        [helper.make_tensor_value_info("x", elem, list(x.shape)),
+         helper.make_tensor_value_info("x_zp", elem, [])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, oc, oh, ow])],
+        [numpy_helper.from_array(w, "w")])
+    y, plans = _compile_and_run(tmp_path, graph, target, x=x, x_zp=zp)
+    xp = np.pad(x.astype(np.int64) - int(zp), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    acc = np.zeros((1, oc, oh, ow), np.int64)
+    for i in range(k):
+        for j in range(k):
+            window = xp[:, :, i * dilation:i * dilation + (oh - 1) * stride + 1:stride,
+                        j * dilation:j * dilation + (ow - 1) * stride + 1:stride]
+            acc += np.einsum("oc,nchw->nohw", w[:, :, i, j].astype(np.int64), window)
+    np.testing.assert_array_equal(y, acc)
+    assert _conv_kernel(isa, case[:7]) in plans
+
+
 def test_int8_kernel_runs_conv_integer_to_int32(tmp_path):
     if not _host_has_vnni():
         pytest.skip("this machine has no AVX-512 VNNI")

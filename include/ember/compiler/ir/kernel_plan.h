@@ -23,8 +23,14 @@ constexpr const char* kExactSumAttr = "ember_exact_sum";
 /*! \brief Conv attribute of an integer conv (8-bit data and weights, int32 result, as ONNX's
  *  ConvInteger plus an int32 bias): the data's zero point (default 0). The conv computes
  *  sum((x - zero_point) * w) + bias, its padding zero after the shift. Quantized ops become such a
- *  conv only where the strategy plans an int8 kernel for it (KernelPlan::int8_dot). */
+ *  conv only where the strategy plans an int8 kernel for it (KernelPlan::int8_dot). A zero point
+ *  computed at run time (DynamicQuantizeLinear's) is input kDataZeroPointInput instead, a
+ *  one-element tensor of the data's type, with the attribute 0 and the bias (input 2) present. */
 constexpr const char* kDataZeroPointAttr = "ember_data_zero_point";
+constexpr size_t kDataZeroPointInput = 3;
+/*! \brief Input of an integer conv with a run-time zero point whose weights are packed for the
+ *  int8 kernel: each output channel's weight sum (int32), which the kernel multiplies by it. */
+constexpr size_t kWeightSumInput = 4;
 
 struct KernelPlan {
   /*! \brief The kernel (a schedule name, e.g. "conv2d_nchw_ocvec_avx2"); empty: the default
