@@ -43,13 +43,18 @@ bool ReadInt8Conv(const Graph& g, const Node& conv, bool packed, Int8Conv* m) {
 
 // Whole channel quads copy their interior with plain loads (LLVM interleaves the four planes into
 // one store stream) and fill the border apart; a last partial quad keeps the per-byte test.
-Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, bool signed_data, const Buffer& xq,
-                  const Expr& n, int64_t ph, int64_t pw, const lower::ScheduleOptions& opts) {
+Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, bool signed_data, int64_t offset,
+                  const Buffer& xq, const Expr& n, int64_t ph, int64_t pw,
+                  const lower::ScheduleOptions& opts) {
   const int64_t quads = RoundUp(m.c, kDotDepth) / kDotDepth, full = m.c / kDotDepth;
-  const Expr zu = te::Const(te::UInt(8), m.zu);
+  const Expr zu = te::Const(te::UInt(8), (m.zu - offset) & 0xff);
+  // The byte the kernel multiplies, modulo 256: int8 data + 128 - offset (a flip of the top bit,
+  // or none).
+  const int64_t shift = (signed_data ? 128 : 0) - offset;
   auto byte = [&](const Expr& c, const Expr& sy, const Expr& sx) {
     Expr v = BufferLoad(x, ((n * m.c + c) * m.h + sy) * m.w + sx);
-    return signed_data ? te::Cast(te::UInt(8), te::Cast(te::Int(32), v) + 128) : v;
+    if (shift == 0) return signed_data ? te::Cast(te::UInt(8), v) : v;
+    return te::Cast(te::UInt(8), te::Cast(te::Int(32), v) + te::Const(te::Int(32), shift));
   };
   auto at = [&](const Expr& c4, const Expr& y, const Expr& xx, int64_t j) {
     return ((c4 * ph + y) * pw + xx) * kDotDepth + j;
@@ -93,6 +98,13 @@ Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, bool signed_data, const Bu
       opts.parallel && full > 1 && full * ph * pw * kDotDepth >= opts.parallel_min_work;
   return SeqOf({Range("c4", 0, full, par ? ForKind::kParallel : ForKind::kSerial, whole_quad),
                 Range("c4t", full, quads, ForKind::kSerial, partial_quad)});
+}
+
+Expr Int8ConvDot(const Conv2dInt8Params& p, const Expr& acc, const Expr& data,
+                 const Expr& weights) {
+  if (p.signed_dot) return te::DotS8S8(acc, data, weights);
+  return p.saturating_pairs ? te::DotU8S8Pairs(acc, data, weights)
+                            : te::DotU8S8(acc, data, weights);
 }
 
 }  // namespace ember::compiler::schedule
