@@ -20,7 +20,7 @@
 #   3d. for aarch64, the int8 kernels (tests/models/gen_int8_convs.py: 7 conv and 7 depthwise
 #      QLinearConvs) compiled with -mattr=+dotprod (sdot) and +dotprod,+i8mm (usdot): each planned on
 #      the kernel, its lib.so holding the dot instruction, and under qemu (QEMU_CPU=max) equal bit
-#      for bit to x86-64 and to the integer definition;
+#      for bit to x86-64 and to the integer definition; the int8 models of 3c the same way;
 #   4. the `core` ONNX conformance tier (tests/onnx/run_conformance.py) with the ARM artifacts under
 #      qemu against the same cases on x86-64: every case that passes on x86-64 must pass on ARM.
 #      Default: one case per operator, aarch64 only. --full: the whole tier, aarch64 and armv7.
@@ -262,18 +262,20 @@ EOF
       >/dev/null || return 1
   done
 }
+# exported_check ARCH MODEL [VARIANT]: VARIANT (dotprod, i8mm; 3d) compiles for that aarch64 target.
 exported_check() {
-  local arch=$1 m=$2 art=$WORK/$1/$2
+  local arch=$1 m=$2 variant=${3:-} target=${TARGET[$1]} art=$WORK/$1/$2
+  [ -z "$variant" ] || { target=${INT8_TARGET[$variant]}; art=$WORK/$1-$variant/$2; }
   rm -rf "$art" && mkdir -p "$art/out" || return 1
   # shellcheck disable=SC2046
   "$HOST_BUILD/bin/emberc" compile "$WORK/exported/$m.onnx" -o "$art" $(exported_args "$m") \
-    --target "${TARGET[$arch]}" || return 1
+    --target "$target" || return 1
   # shellcheck disable=SC2046
-  $(emulator "$arch") "${BUILD[$arch]}/bin/ember-run" "$art" $(exported_inputs "$m") \
-    --output-dir "$art/out" >/dev/null || return 1
+  env ${variant:+QEMU_CPU=max} $(emulator "$arch") "${BUILD[$arch]}/bin/ember-run" "$art" \
+    $(exported_inputs "$m") --output-dir "$art/out" >/dev/null || return 1
   # shellcheck disable=SC2046
   "$PY" "$ROOT/tests/cross/compare_outputs.py" "$WORK/x86_64/$m/out" "$art/out" \
-    $(exported_tolerance "$m") --label "$m $arch vs x86-64"
+    $(exported_tolerance "$m") --label "$m $arch${variant:+ +$variant} vs x86-64"
 }
 
 # --- 3d. aarch64 int8 kernels: sdot (dotprod) and usdot (i8mm) against x86-64 -------------------
@@ -424,6 +426,9 @@ if [[ " ${ARCHES[*]} " == *" aarch64 "* ]]; then
   for variant in dotprod i8mm; do
     step "aarch64 +$variant: int8 conv and depthwise kernels match x86-64 bit for bit" \
       int8_kernel_check "$variant"
+    for m in qdq_uint8 qoperator_uint8; do
+      step "aarch64 +$variant: $m matches x86-64 bit for bit" exported_check aarch64 "$m" "$variant"
+    done
   done
   step "aarch64: minimal runtime (EMBER_RUNTIME_MINIMAL=ON) cross build" minimal_build
   for m in mlp cnn mobilenetv2; do
