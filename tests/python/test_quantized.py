@@ -226,8 +226,9 @@ def _host_has_vnni():
     return _host_has("avx512_vnni")
 
 
-def _compile_and_run(tmp_path, graph, target, **inputs):
-    """The graph's outputs compiled for `target`, and the kernel each conv was planned."""
+def _compile_and_run(tmp_path, graph, target, schedule=None, **inputs):
+    """The graph's outputs compiled for `target` (with `schedule`, that table entry forced:
+    EMBER_SCHEDULE), and the kernel each conv was planned."""
     from ember import compiler
     emberc = compiler.find_emberc()
     if emberc is None:
@@ -236,8 +237,9 @@ def _compile_and_run(tmp_path, graph, target, **inputs):
     path = tmp_path / (graph.name + ".onnx")
     path.write_bytes(model(graph).SerializeToString())
     out, ir = tmp_path / ("a" + name), tmp_path / ("ir" + name)
+    env = dict(os.environ, EMBER_SCHEDULE=schedule) if schedule else None
     subprocess.run([emberc, "compile", str(path), "-o", str(out), "--target", target,
-                    "--dump-ir", str(ir)], check=True, stdout=subprocess.DEVNULL)
+                    "--dump-ir", str(ir)], check=True, stdout=subprocess.DEVNULL, env=env)
     import ember
     gmod = ember.load_artifact(str(out))
     gmod.set_input(**inputs)
@@ -299,6 +301,20 @@ def test_x86_int8_kernels_without_avx512_vnni_are_exact(tmp_path, isa, target, f
     graph, x, expected = qlinear_conv_case(*case, w_range=w_range)
     y, plans = _compile_and_run(tmp_path, graph, target, x=x)
     assert _conv_kernel(isa, case) in plans
+    np.testing.assert_array_equal(y, expected)
+
+
+# The aarch64 kernels forced on this machine (their dots by definition here; tests/cross/run_cross.sh
+# runs them as sdot / usdot under qemu): the dotprod one reads the data less 128, whose
+# 128 * sum(w) the bias carries; both exact. Forced entries still need a dot on the target.
+@pytest.mark.parametrize("kernel", ["conv2d_int8_neon_dotprod", "conv2d_int8_neon_i8mm"])
+@pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "seed%d" % c[0])
+def test_aarch64_int8_kernels_forced_on_the_host_are_exact(tmp_path, kernel, case):
+    if not (_host_has_vnni() or _host_has("avx_vnni")):
+        pytest.skip("this machine has no 8-bit dot product (AVX-512 VNNI, AVX-VNNI)")
+    graph, x, expected = qlinear_conv_case(*case)
+    y, plans = _compile_and_run(tmp_path, graph, "llvm", schedule=kernel, x=x)
+    assert kernel in plans
     np.testing.assert_array_equal(y, expected)
 
 
