@@ -284,7 +284,7 @@ declare -A INT8_TARGET=([dotprod]="llvm -mtriple=aarch64-linux-gnu -mattr=+dotpr
                         [i8mm]="llvm -mtriple=aarch64-linux-gnu -mattr=+dotprod,+i8mm")
 declare -A INT8_CONV_KERNEL=([dotprod]=conv2d_int8_neon_dotprod [i8mm]=conv2d_int8_neon_i8mm)
 declare -A INT8_DOT=([dotprod]=sdot [i8mm]=usdot)
-int8_cases() { (cd "$INT8_DIR" 2>/dev/null && ls ./*.onnx | sed 's|^\./||; s|\.onnx$||'); }
+int8_cases() { local f; for f in "$INT8_DIR"/*.onnx; do [ -f "$f" ] && basename "$f" .onnx; done; }
 prepare_int8_kernels() {
   "$PY" "$ROOT/tests/models/gen_int8_convs.py" "$INT8_DIR" || return 1
   local m art
@@ -324,7 +324,7 @@ int8_kernel_check() {
     "$PY" "$ROOT/tests/cross/compare_outputs.py" "$WORK/x86_64/int8_$m/out" "$art/out" \
       --rtol 0 --atol 0 --label "int8 $m aarch64 $variant vs x86-64" || ok=1
   done
-  return $ok
+  return "$ok"
 }
 
 # --- 4. ONNX conformance (core tier) ------------------------------------------------------------
