@@ -305,13 +305,14 @@ def test_x86_int8_kernels_without_avx512_vnni_are_exact(tmp_path, isa, target, f
 
 
 # The aarch64 kernels forced on this machine (their dots by definition here; tests/cross/run_cross.sh
-# runs them as sdot / usdot under qemu): the dotprod one reads the data less 128, whose
-# 128 * sum(w) the bias carries; both exact. Forced entries still need a dot on the target.
-@pytest.mark.parametrize("kernel", ["conv2d_int8_neon_dotprod", "conv2d_int8_neon_i8mm"])
+# runs them as sdot / usdot under qemu): the dotprod ones read the data less 128, whose
+# 128 * sum(w) the bias carries; all exact. Forced entries still need a dot on the target.
+@pytest.mark.parametrize("isa", ["neon_dotprod", "neon_i8mm"])
 @pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "seed%d" % c[0])
-def test_aarch64_int8_kernels_forced_on_the_host_are_exact(tmp_path, kernel, case):
+def test_aarch64_int8_kernels_forced_on_the_host_are_exact(tmp_path, isa, case):
     if not (_host_has_vnni() or _host_has("avx_vnni")):
         pytest.skip("this machine has no 8-bit dot product (AVX-512 VNNI, AVX-VNNI)")
+    kernel = _conv_kernel(isa, case)
     graph, x, expected = qlinear_conv_case(*case)
     y, plans = _compile_and_run(tmp_path, graph, "llvm", schedule=kernel, x=x)
     assert kernel in plans
