@@ -282,9 +282,17 @@ exported_check() {
 INT8_DIR=$WORK/int8
 declare -A INT8_TARGET=([dotprod]="llvm -mtriple=aarch64-linux-gnu -mattr=+dotprod"
                         [i8mm]="llvm -mtriple=aarch64-linux-gnu -mattr=+dotprod,+i8mm")
-declare -A INT8_CONV_KERNEL=([dotprod]=conv2d_int8_neon_dotprod [i8mm]=conv2d_int8_neon_i8mm)
 declare -A INT8_DOT=([dotprod]=sdot [i8mm]=usdot)
-int8_cases() { local f; for f in "$INT8_DIR"/*.onnx; do [ -f "$f" ] && basename "$f" .onnx; done; }
+int8_cases() { [ -f "$INT8_DIR/cases.tsv" ] && cut -f1 "$INT8_DIR/cases.tsv"; }
+# int8_kernel CASE VARIANT: the aarch64 kernel the case must be planned on (cases.tsv's family).
+int8_kernel() {
+  local family
+  family=$(awk -F'\t' -v m="$1" '$1 == m { print $2 }' "$INT8_DIR/cases.tsv")
+  case $family in
+    depthwise_*) echo "${family}_neon" ;;
+    *) echo "${family}_neon_$2" ;;
+  esac
+}
 prepare_int8_kernels() {
   "$PY" "$ROOT/tests/models/gen_int8_convs.py" "$INT8_DIR" || return 1
   local m art
@@ -309,10 +317,10 @@ int8_kernel_check() {
     rm -rf "$art" && mkdir -p "$art/out" || return 1
     "$HOST_BUILD/bin/emberc" compile "$INT8_DIR/$m.onnx" -o "$art" --dump-ir "$art/ir" \
       --target "${INT8_TARGET[$variant]}" >/dev/null || return 1
-    case $m in dw_*) kernel=depthwise_conv2d_int8_neon ;; *) kernel=${INT8_CONV_KERNEL[$variant]} ;; esac
-    grep -q "$kernel" "$art"/ir/*_plan_kernels.txt ||
+    kernel=$(int8_kernel "$m" "$variant")
+    grep -q "\"$kernel\"" "$art"/ir/*_plan_kernels.txt ||
       { echo "int8 $m: not planned on $kernel"; ok=1; continue; }
-    if [ "$kernel" != depthwise_conv2d_int8_neon ]; then
+    if [[ $kernel != depthwise_* ]]; then
       # Counted, not grep -q: with pipefail, a grep ending the pipe early fails the writer.
       dots=$(llvm-objdump-19 -d "$art/lib.so" | grep -cw "${INT8_DOT[$variant]}")
       [ "$dots" -gt 0 ] || { echo "int8 $m: $kernel emitted no ${INT8_DOT[$variant]}"; ok=1; continue; }

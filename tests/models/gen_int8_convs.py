@@ -8,7 +8,8 @@ this machine; tests/cross/run_cross.sh on ARM under qemu): strides 1 to 3, pads,
 (1x1 ones for the pixels-in-lanes form and ones it leaves), channels that fill no vector, int8 and uint8 data and outputs, full-range int8 weights. The
 expected output comes from an int64 numpy reference (the integer definition, then ONNX's
 requantization). OUTDIR gets NAME.onnx, NAME_x.npy (the input) and NAME_expected/output_0.npy
-per case, NAME conv_seedN or dw_seedN.
+per case, NAME conv_seedN or dw_seedN, and cases.tsv: NAME and the kernel family that takes it
+(conv2d_int8_1x1, conv2d_int8 or depthwise_conv2d_int8; a target's kernel adds its ISA).
 """
 import os
 import sys
@@ -101,12 +102,19 @@ def model(graph):
     return m
 
 
+def conv_family(case):
+    """The int8 kernel family of a CONV_CASES row: 1x1 stride-1 unpadded convs take the
+    pixels-in-lanes form."""
+    k, stride, pad = case[4:7]
+    return "conv2d_int8_1x1" if (k, stride, pad) == (1, 1, 0) else "conv2d_int8"
+
+
 def all_cases():
-    """(name, (graph, x, expected)) of every case."""
+    """(name, kernel family, (graph, x, expected)) of every case."""
     for case in CONV_CASES:
-        yield "conv_seed%d" % case[0], qlinear_conv_case(*case)
+        yield "conv_seed%d" % case[0], conv_family(case), qlinear_conv_case(*case)
     for case in DW_CASES:
-        yield "dw_seed%d" % case[0], depthwise_case(case)
+        yield "dw_seed%d" % case[0], "depthwise_conv2d_int8", depthwise_case(case)
 
 
 def main(argv):
@@ -115,12 +123,16 @@ def main(argv):
         return 2
     out = argv[1]
     os.makedirs(out, exist_ok=True)
-    for name, (graph, x, expected) in all_cases():
+    rows = []
+    for name, family, (graph, x, expected) in all_cases():
+        rows.append("%s\t%s\n" % (name, family))
         with open(os.path.join(out, name + ".onnx"), "wb") as f:
             f.write(model(graph).SerializeToString())
         np.save(os.path.join(out, name + "_x.npy"), x)
         os.makedirs(os.path.join(out, name + "_expected"), exist_ok=True)
         np.save(os.path.join(out, name + "_expected", "output_0.npy"), expected)
+    with open(os.path.join(out, "cases.tsv"), "w") as f:
+        f.writelines(rows)
     return 0
 
 

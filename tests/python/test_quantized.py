@@ -14,8 +14,8 @@ from conftest import REPO
 from test_compile import _run_graph
 
 sys.path.insert(0, os.path.join(REPO, "tests", "models"))
-from gen_int8_convs import (CONV_CASES, DW_CASES, depthwise_case, model,  # noqa: E402
-                            qlinear_conv_case)
+from gen_int8_convs import (CONV_CASES, DW_CASES, conv_family, depthwise_case,  # noqa: E402
+                            model, qlinear_conv_case)
 
 
 def _conv_integer_reference(x, x_zp, w, pad, group=1):
@@ -202,8 +202,7 @@ _INT8_KERNEL = "conv2d_int8_avx512vnni"
 
 def _conv_kernel(isa, case):
     """The int8 conv kernel of `isa` the strategy picks for a CONV_CASES row."""
-    k, stride, pad = case[4:7]
-    return "conv2d_int8_%s%s" % ("1x1_" if (k, stride, pad) == (1, 1, 0) else "", isa)
+    return "%s_%s" % (conv_family(case), isa)
 
 
 # This machine's ISA without VNNI: its strategy keeps the exact float path for convs whose weights
