@@ -22,6 +22,8 @@ constexpr const char* kUsage =
     "OUTDIR/params.bin for libember_runtime / ember-run.\n"
     "  -o OUTDIR              output directory (created if missing)\n"
     "  --target T             code generation target; default: the host\n"
+    "                         (aarch64's int8 kernels need the dot product: -mattr=+dotprod\n"
+    "                         or a CPU with it, e.g. -mcpu=cortex-a76; README, \"Using it\")\n"
     "  --opt-level N          0 = no fusion, 3 = everything (default 3)\n"
     "  --input-shape N=d,...  static shape for an input with dynamic dimensions (repeatable)\n"
     "  --bind N=V[,V...]      fix input N to this value at compile time (a deployment's sample\n"

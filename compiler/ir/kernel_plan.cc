@@ -12,6 +12,7 @@ constexpr const char* kWinogradTileKey = "ember_plan_winograd_tile";
 constexpr const char* kWinogradBlockKey = "ember_plan_winograd_block";
 constexpr const char* kDensePanelKey = "ember_plan_dense_panel";
 constexpr const char* kInt8DotKey = "ember_plan_int8_dot";
+constexpr const char* kInt8DataOffsetKey = "ember_plan_int8_data_offset";
 
 }  // namespace
 
@@ -26,6 +27,7 @@ KernelPlan KernelPlan::Of(const Node& node) {
   p.winograd_block = node.GetInt(kWinogradBlockKey, 0);
   p.dense_panel = node.GetInt(kDensePanelKey, 0);
   p.int8_dot = node.GetInt(kInt8DotKey, 0) != 0;
+  p.int8_data_offset = node.GetInt(kInt8DataOffsetKey, 0);
   return p;
 }
 
@@ -33,9 +35,10 @@ void KernelPlan::AttachTo(Node* node) const {
   node->attrs[kKernelKey] = kernel;
   // Only the fields in use, so dumps stay short.
   const std::pair<const char*, int64_t> fields[] = {
-      {kWeightBlockKey, weight_block},   {kWeightIcBlockKey, weight_ic_block},
-      {kWinogradTileKey, winograd_tile}, {kWinogradBlockKey, winograd_block},
-      {kDensePanelKey, dense_panel},     {kInt8DotKey, int8_dot ? 1 : 0}};
+      {kWeightBlockKey, weight_block},       {kWeightIcBlockKey, weight_ic_block},
+      {kWinogradTileKey, winograd_tile},     {kWinogradBlockKey, winograd_block},
+      {kDensePanelKey, dense_panel},         {kInt8DotKey, int8_dot ? 1 : 0},
+      {kInt8DataOffsetKey, int8_data_offset}};
   for (const auto& [key, value] : fields) {
     if (value != 0) {
       node->attrs[key] = value;

@@ -1,11 +1,14 @@
 // Direct 2-D convolution of 8-bit integers into int32 sums, for the integer convs of quantized
-// models (kDataZeroPointAttr): each step is one te::DotU8S8, on x86 AVX-512 VNNI one vpdpbusd,
-// which multiplies four unsigned bytes of the data by four signed bytes of the weights and adds
-// the four products to each int32 lane.
+// models (kDataZeroPointAttr): each step is one te::DotU8S8, on x86 AVX-512 VNNI one vpdpbusd
+// (on aarch64 with i8mm one usdot), which multiplies four unsigned bytes of the data by four
+// signed bytes of the weights and adds the four products to each int32 lane. Where the target
+// multiplies only signed bytes (aarch64 dotprod: sdot) the entry asks for te::DotS8S8 over the
+// data less 128 (Int8DataOffset), whose 128 * sum(w) PackConvWeights folds into the bias.
 //
-// Per image the data is copied once into a workspace of [ICp/4][PH][PW][4] unsigned bytes (int8
-// data + 128), padded with the zero point in that form, so that one int32 load is one pixel's
-// four input channels, broadcast to every lane. The weights, packed at compile time by
+// Per image the data is copied once into a workspace of [ICp/4][PH][PW][4] bytes, the unsigned
+// data (int8 data + 128) less the offset (so the flip to signed costs nothing per dot), padded
+// with the zero point in that form, so that one int32 load is one pixel's four input channels,
+// broadcast to every lane. The weights, packed at compile time by
 // PackConvWeights as [OCp/16][ICp/4][KH][KW][16][4] int8, are one vector per 16 output channels
 // and step. The register tile is ow_block output columns of one row times one or two vectors of
 // 16 output channels; the packed bias, which also carries the zero point's compensation
@@ -45,7 +48,7 @@ constexpr int64_t kEpilogueChunk = 256;
 struct Tile {
   const Int8Conv& m;
   int64_t lanes, vectors, quads, ph, pw;
-  bool saturating_pairs;        // te::DotU8S8Pairs steps (the weights allow them), else te::DotU8S8
+  const Conv2dInt8Params& p;    // the entry: which dot each step is (Int8ConvDot)
   Buffer xq32, w32, bias, acc;  // acc: [OCp/lanes][OH][OW][lanes] int32
   Buffer zp, wsum;              // a run-time zero point and the weight sums, or null
   int64_t oh_total, ow_total;
@@ -74,9 +77,7 @@ Stmt MakeTile(const Tile& t, const std::string& tag, const Expr& ob, const Expr&
           lower::VectorLoad(t.w32, (((block * t.quads + c4) * m.kh + khe) * m.kw + kwe) * t.lanes,
                             static_cast<int>(t.lanes));
       init.push_back(lower::Store(a, 0, te::Const(a->dtype, 0)));
-      Expr dot = t.saturating_pairs ? te::DotU8S8Pairs(BufferLoad(a, 0), x, w)
-                                    : te::DotU8S8(BufferLoad(a, 0), x, w);
-      update.push_back(lower::Store(a, 0, dot));
+      update.push_back(lower::Store(a, 0, Int8ConvDot(t.p, BufferLoad(a, 0), x, w)));
       Expr sum = BufferLoad(a, 0) +
                  KernelBias(m, t.bias, t.zp, t.wsum, block * t.lanes, static_cast<int>(t.lanes));
       store.push_back(
@@ -139,7 +140,8 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
   const Node* conv = SingleConvOf(group);
   Int8Conv m;
   if (conv == nullptr || group.outputs.size() != 1 || conv->outputs.size() != 1 ||
-      conv->GetInt(kPackedInt8WeightAttr, 0) != p.lanes || !conv->HasInput(2) ||
+      conv->GetInt(kPackedInt8WeightAttr, 0) != p.lanes ||
+      conv->GetInt(kPackedInt8DataOffsetAttr, 0) != Int8DataOffset(p) || !conv->HasInput(2) ||
       !ReadInt8Conv(g, *conv, true, &m)) {
     return false;
   }
@@ -188,11 +190,11 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
   const int64_t vectors = ocp % (p.lanes * p.oc_vectors) == 0 ? p.oc_vectors : 1;
   const int64_t owb = ChooseOwBlock(ow, p.ow_block * p.oc_vectors / vectors);
   const int64_t full = ow / owb, tail = ow % owb, blocks = ocp / (p.lanes * vectors);
-  Tile t{m,   p.lanes, vectors, quads, ph, pw, p.saturating_pairs, xq32, w32, bias,
-         acc, zp,      wsum,    oh,    ow, &f};
+  Tile t{m, p.lanes, vectors, quads, ph, pw, p, xq32, w32, bias, acc, zp, wsum, oh, ow, &f};
 
   Expr n = te::MakeVar("n");
-  std::vector<Stmt> image{PackInt8Data(m, xb, ZeroPointByte(m, zp), xq, n, ph, pw, opts)};
+  std::vector<Stmt> image{
+      PackInt8Data(m, xb, ZeroPointByte(m, zp), Int8DataOffset(p), xq, n, ph, pw, opts)};
   const int64_t work_per_tile = owb * p.lanes * vectors * quads * kDotDepth * m.kh * m.kw;
   auto grid = [&](const std::string& tag, int64_t per_row, int64_t width, int64_t ow0) {
     const int64_t tiles = blocks * oh * per_row;
@@ -229,8 +231,9 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
   }
   const bool par = opts.parallel && m.oc > 1 && m.oc * oh * ow >= opts.parallel_min_work;
   if (EpilogueReadsPlaneFlat(at, ow) && m.oc % p.lanes == 0) {
-    // A block's channels in turn over chunks of the plane, so that the chunk's sums (16 channels
-    // per cache line) are read from L1 by all 16 channels instead of once per channel from L2.
+    // A block's channels in turn over chunks of the plane, so that the chunk's sums (a cache line
+    // holds 16 channels' sums) are read from L1 by each channel instead of once per channel from
+    // L2.
     const int64_t plane = oh * ow, chunks = plane / kEpilogueChunk, rest = plane % kEpilogueChunk;
     Expr cb = te::MakeVar("cb"), l = te::MakeVar("l");
     Expr ch = cb * p.lanes + l;

@@ -10,10 +10,11 @@
 // PackConvWeights with block 1), are one broadcast int32 per channel and step. A tile is
 // `pixel_vectors` vectors of pixels times `rows` output channels of accumulators, started at the
 // packed bias (which carries the zero point's compensation); each step is one te::DotU8S8 (or
-// te::DotU8S8Pairs) per accumulator. The tile's sums go to a small buffer on the stack, from which
-// the group's epilogue (the requantization) writes each channel's row of pixels with contiguous
-// loads and stores. The plane's last partial tile computes whole vectors (its loads run into one
-// spare vector at the end of the workspace) and stores only its pixels.
+// te::DotU8S8Pairs, or te::DotS8S8 over the data less 128: Int8ConvDot) per accumulator. The tile's
+// sums go to a small buffer on the stack, from which the group's epilogue (the requantization)
+// writes each channel's row of pixels with contiguous loads and stores. The plane's last partial
+// tile computes whole vectors (its loads run into one spare vector at the end of the workspace) and
+// stores only its pixels.
 #include "conv2d_int8_1x1.h"
 
 #include <ember/compiler/ir/kernel_plan.h>
@@ -77,9 +78,7 @@ Stmt MakePixelTile(const PixelTile& t, const std::string& tag, const Expr& n, co
       init.push_back(
           lower::Store(a, 0, te::Broadcast(KernelBias(t.m, t.bias, t.zp, t.wsum, oc, 1), lanes)));
       Expr x = lower::VectorLoad(t.xq32, c4 * t.plane + q0 + v * lanes, lanes);
-      Expr dot = t.p.saturating_pairs ? te::DotU8S8Pairs(BufferLoad(a, 0), x, w)
-                                      : te::DotU8S8(BufferLoad(a, 0), x, w);
-      update.push_back(lower::Store(a, 0, dot));
+      update.push_back(lower::Store(a, 0, Int8ConvDot(t.p, BufferLoad(a, 0), x, w)));
       spill.push_back(lower::Store(sums, (r * vectors + v) * lanes, BufferLoad(a, 0)));
     }
     // The channel's row: contiguous sums in, contiguous outputs out, vectors of exactly `lanes`
@@ -117,7 +116,8 @@ bool TryConv2dInt8Pixels(const FusedGroup& group, const lower::ScheduleOptions& 
   Int8Conv m;
   if (conv == nullptr || p.pixel_vectors <= 0 || p.channel_rows <= 0 || group.outputs.size() != 1 ||
       conv->outputs.size() != 1 || conv->GetInt(kPackedInt8WeightAttr, 0) != 1 ||
-      !conv->HasInput(2) || !ReadInt8Conv(g, *conv, true, &m) || !Conv2dInt8PixelsTakes(m)) {
+      conv->GetInt(kPackedInt8DataOffsetAttr, 0) != Int8DataOffset(p) || !conv->HasInput(2) ||
+      !ReadInt8Conv(g, *conv, true, &m) || !Conv2dInt8PixelsTakes(m)) {
     return false;
   }
   for (int v : conv->inputs) {
@@ -175,7 +175,8 @@ bool TryConv2dInt8Pixels(const FusedGroup& group, const lower::ScheduleOptions& 
               &f};
 
   Expr n = te::MakeVar("n");
-  std::vector<Stmt> image{PackInt8Data(m, xb, ZeroPointByte(m, zp), xq, n, m.h, m.w, opts)};
+  std::vector<Stmt> image{
+      PackInt8Data(m, xb, ZeroPointByte(m, zp), Int8DataOffset(p), xq, n, m.h, m.w, opts)};
   const int64_t work_per_tile = per_tile * rows * quads * kDotDepth;
   if (full > 0) {
     Expr ti = te::MakeVar("t");

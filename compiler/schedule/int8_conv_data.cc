@@ -85,13 +85,21 @@ Expr KernelBias(const Int8Conv& m, const Buffer& bias, const Buffer& zp, const B
   return load(bias) - (lanes > 1 ? te::Broadcast(z, lanes) : z) * load(wsum);
 }
 
-Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, const Expr& zu, const Buffer& xq,
-                  const Expr& n, int64_t ph, int64_t pw, const lower::ScheduleOptions& opts) {
+Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, const Expr& zero_point_byte, int64_t offset,
+                  const Buffer& xq, const Expr& n, int64_t ph, int64_t pw,
+                  const lower::ScheduleOptions& opts) {
   const int64_t quads = RoundUp(m.c, kDotDepth) / kDotDepth, full = m.c / kDotDepth;
   const bool signed_data = m.signed_data;
+  const Expr zu = offset == 0
+                      ? zero_point_byte
+                      : te::Cast(te::UInt(8), te::Cast(te::Int(32), zero_point_byte) - offset);
+  // The byte the kernel multiplies, modulo 256: int8 data + 128 - offset (a flip of the top bit,
+  // or none).
+  const int64_t shift = (signed_data ? 128 : 0) - offset;
   auto byte = [&](const Expr& c, const Expr& sy, const Expr& sx) {
     Expr v = BufferLoad(x, ((n * m.c + c) * m.h + sy) * m.w + sx);
-    return signed_data ? te::Cast(te::UInt(8), te::Cast(te::Int(32), v) + 128) : v;
+    if (shift == 0) return signed_data ? te::Cast(te::UInt(8), v) : v;
+    return te::Cast(te::UInt(8), te::Cast(te::Int(32), v) + te::Const(te::Int(32), shift));
   };
   auto at = [&](const Expr& c4, const Expr& y, const Expr& xx, int64_t j) {
     return ((c4 * ph + y) * pw + xx) * kDotDepth + j;
@@ -135,6 +143,13 @@ Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, const Expr& zu, const Buff
       opts.parallel && full > 1 && full * ph * pw * kDotDepth >= opts.parallel_min_work;
   return SeqOf({Range("c4", 0, full, par ? ForKind::kParallel : ForKind::kSerial, whole_quad),
                 Range("c4t", full, quads, ForKind::kSerial, partial_quad)});
+}
+
+Expr Int8ConvDot(const Conv2dInt8Params& p, const Expr& acc, const Expr& data,
+                 const Expr& weights) {
+  if (p.signed_dot) return te::DotS8S8(acc, data, weights);
+  return p.saturating_pairs ? te::DotU8S8Pairs(acc, data, weights)
+                            : te::DotU8S8(acc, data, weights);
 }
 
 }  // namespace ember::compiler::schedule

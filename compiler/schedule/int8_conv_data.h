@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "schedule.h"
+
 namespace ember::compiler::schedule {
 
 // An integer conv's geometry, from its data, its weight (OIHW, or packed: [OCp/B][ICp/4][KH][KW]
@@ -54,11 +56,18 @@ bool RunTimeZeroPointBuffers(const FusedGroup& group, const Node& conv, const In
                              const lower::LoweredFunc& f, lower::Buffer* zp, lower::Buffer* wsum);
 
 /*! \brief Image n of x copied into xq as [ICp/4][ph][pw][4] bytes (int8 data + 128), `zu` (the
- * zero point byte) outside the image and past its channels, so that one int32 is one pixel's four
- * channels. */
+ * zero point byte, ZeroPointByte) outside the image and past its channels, so that one int32 is
+ * one pixel's four channels; every byte less `offset` (Int8DataOffset: 128 flips it to signed for
+ * an s8 x s8 dot, once per byte here rather than per dot). */
 lower::Stmt PackInt8Data(const Int8Conv& m, const lower::Buffer& x, const te::Expr& zu,
-                         const lower::Buffer& xq, const te::Expr& n, int64_t ph, int64_t pw,
-                         const lower::ScheduleOptions& opts);
+                         int64_t offset, const lower::Buffer& xq, const te::Expr& n, int64_t ph,
+                         int64_t pw, const lower::ScheduleOptions& opts);
+
+/*! \brief One dot-product step of the kernel of `p` on the bytes PackInt8Data wrote (`data`) and
+ * the packed weights: te::DotS8S8 where p reads the data signed (SignedDot), te::DotU8S8Pairs
+ * with SaturatingPairs, else te::DotU8S8. */
+te::Expr Int8ConvDot(const Conv2dInt8Params& p, const te::Expr& acc, const te::Expr& data,
+                     const te::Expr& weights);
 
 // Largest data workspace (bytes) per image the kernels copy into.
 constexpr int64_t kMaxPaddedBytes = int64_t{1} << 28;

@@ -4,6 +4,7 @@
 #define EMBER_COMPILER_SCHEDULE_SCHEDULE_H_
 
 #include <ember/compiler/ir/fused_group.h>
+#include <ember/compiler/ir/weight_layout.h>
 
 #include <string>
 #include <vector>
@@ -147,9 +148,12 @@ struct DenseParams {
 
 /*! \brief Register block of the int8 convolution: `ow_block` output columns times `oc_vectors`
  * vectors of `lanes` int32 accumulators (output channels), each step a u8 x s8 dot product of
- * four input channels: te::DotU8S8, where the target's int8_dot_bits reach lanes * 32; or, with
- * `saturating_pairs`, te::DotU8S8Pairs where its int8_pair_bits do, and only for weights whose
- * pairs of products cannot leave int16 (Conv2dInt8Applies checks them). */
+ * four input channels: te::DotU8S8, where the target's int8_dot_bits reach lanes * 32 (and it
+ * has that u8 x s8 dot: int8_dot_u8s8); with `signed_dot` an s8 x s8 one (te::DotS8S8, Arm sdot)
+ * over the data flipped to signed bytes, the flip's offset folded into the bias
+ * (Int8DataOffset), where int8_dot_bits do; or, with `saturating_pairs`, te::DotU8S8Pairs where
+ * its int8_pair_bits do, and only for weights whose pairs of products cannot leave int16
+ * (Conv2dInt8Applies checks them). */
 struct Conv2dInt8Params {
   int64_t lanes = 16;
   int64_t oc_vectors = 2;
@@ -160,6 +164,7 @@ struct Conv2dInt8Params {
    * output channels, the weights packed one channel at a time. */
   int64_t pixel_vectors = 0;
   int64_t channel_rows = 0;
+  bool signed_dot = false;
 
   Conv2dInt8Params& Lanes(int64_t v) {
     lanes = v;
@@ -184,7 +189,17 @@ struct Conv2dInt8Params {
   }
   /*! \brief The output-channel block of the packed weights the kernel reads. */
   int64_t WeightBlock() const { return pixel_vectors > 0 ? 1 : lanes; }
+  Conv2dInt8Params& SignedDot() {
+    signed_dot = true;
+    return *this;
+  }
 };
+
+/*! \brief What the kernel of `p` subtracts from the data's unsigned bytes before its dot
+ * products: the operand rule the plan carries (KernelPlan::int8_data_offset). */
+inline int64_t Int8DataOffset(const Conv2dInt8Params& p) {
+  return p.signed_dot ? kInt8SignedDotOffset : 0;
+}
 
 /*! \brief The int8 depthwise convolution: int32 lanes along the output width (`lanes` of them
  * per vector). Planned only where the target's int8_dot_bits or int8_pair_bits reach lanes * 32,
@@ -348,8 +363,8 @@ bool Conv2dInt8Applies(const Graph& g, const Node& conv, const Conv2dInt8Params&
 
 /*!
  * \brief An integer conv with weights PackConvWeights packed for it (kPackedInt8WeightAttr),
- * followed by elementwise/broadcast epilogue nodes (the requantization of a QLinearConv): u8 x
- * s8 dot products of four input channels into int32 register tiles, see conv2d_int8.cc. Returns
+ * followed by elementwise/broadcast epilogue nodes (the requantization of a QLinearConv): 8-bit
+ * dot products of four input channels into int32 register tiles, see conv2d_int8.cc. Returns
  * false (and leaves *out alone) when the group does not fit.
  */
 bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,

@@ -105,6 +105,19 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
                Conv2dInt8Params().Lanes(8).OcVectors(2).OwBlock(5).SaturatingPairs()),
       DwInt8("depthwise_conv2d_int8_avx512", T::kAvx512, DepthwiseInt8Params().Lanes(16)),
       DwInt8("depthwise_conv2d_int8_avx2", T::kAvx2, DepthwiseInt8Params().Lanes(8)),
+      // aarch64: with i8mm, usdot takes the unsigned data as it is; with dotprod alone, sdot
+      // takes it flipped to signed. 6 columns x 4 vectors of 4 sums: 24 accumulators, 4 weight
+      // vectors and a broadcast of the 32 registers; the 1x1 form 4 vectors of pixels x 6
+      // channels, the same count.
+      ConvInt8("conv2d_int8_1x1_neon_i8mm", T::kNeon64,
+               Conv2dInt8Params().Lanes(4).PixelsInLanes(4, 6)),
+      ConvInt8("conv2d_int8_neon_i8mm", T::kNeon64,
+               Conv2dInt8Params().Lanes(4).OcVectors(4).OwBlock(6)),
+      ConvInt8("conv2d_int8_1x1_neon_dotprod", T::kNeon64,
+               Conv2dInt8Params().Lanes(4).PixelsInLanes(4, 6).SignedDot()),
+      ConvInt8("conv2d_int8_neon_dotprod", T::kNeon64,
+               Conv2dInt8Params().Lanes(4).OcVectors(4).OwBlock(6).SignedDot()),
+      DwInt8("depthwise_conv2d_int8_neon", T::kNeon64, DepthwiseInt8Params().Lanes(4)),
       Depthwise("depthwise_conv2d_avx512", T::kAvx512, DW().Lanes(16).VectorBits(512)),
       Depthwise("depthwise_conv2d_avx2", T::kAvx2, DW().Lanes(8)),
       Depthwise("depthwise_conv2d_sse", T::kSse, DW().Lanes(4)),
@@ -166,7 +179,8 @@ bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::Sche
 bool EntryRunsOn(const ScheduleEntry& e, const Target& target) {
   if (e.kind == ScheduleKind::kConv2dInt8) {
     const Conv2dInt8Params& p = e.conv_int8;
-    return (p.saturating_pairs ? target.int8_pair_bits : target.int8_dot_bits) >= p.lanes * 32;
+    if (p.saturating_pairs) return target.int8_pair_bits >= p.lanes * 32;
+    return target.int8_dot_bits >= p.lanes * 32 && (p.signed_dot || target.int8_dot_u8s8);
   }
   if (e.kind == ScheduleKind::kDepthwiseConv2dInt8) {
     return std::max(target.int8_dot_bits, target.int8_pair_bits) >= e.dw_int8.lanes * 32;

@@ -132,6 +132,7 @@ KernelPlan TableStrategy::ChooseInt8Conv(const Graph& g, const Node& conv) const
     plan.kernel = e->name;
     plan.weight_block = e->conv_int8.WeightBlock();
     plan.int8_dot = true;
+    plan.int8_data_offset = Int8DataOffset(e->conv_int8);
     return plan;
   }
   return plan;

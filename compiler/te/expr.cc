@@ -257,6 +257,9 @@ Expr Int8Dot(Intrinsic f, const char* name, Expr acc, Expr a, Expr b) {
 Expr DotU8S8(Expr acc, Expr a, Expr b) {
   return Int8Dot(Intrinsic::kDotU8S8, "DotU8S8", std::move(acc), std::move(a), std::move(b));
 }
+Expr DotS8S8(Expr acc, Expr a, Expr b) {
+  return Int8Dot(Intrinsic::kDotS8S8, "DotS8S8", std::move(acc), std::move(a), std::move(b));
+}
 Expr DotU8S8Pairs(Expr acc, Expr a, Expr b) {
   return Int8Dot(Intrinsic::kDotU8S8Pairs, "DotU8S8Pairs", std::move(acc), std::move(a),
                  std::move(b));
@@ -401,11 +404,11 @@ const char* BinaryOpText(BinaryOp op) {
 
 const char* IntrinsicName(Intrinsic f) {
   static const char* kNames[] = {
-      "exp",   "log",      "sqrt",           "tanh",         "erf",   "pow",   "floor", "ceil",
-      "round", "fabs",     "sigmoid",        "sin",          "cos",   "tan",   "asin",  "acos",
-      "atan",  "sinh",     "cosh",           "asinh",        "acosh", "atanh", "isnan", "isinf",
-      "sign",  "dot_u8s8", "dot_u8s8_pairs", "muladd_exact", "lane"};
-  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kLane) + 1,
+      "exp",   "log",      "sqrt",           "tanh",         "erf",   "pow",     "floor", "ceil",
+      "round", "fabs",     "sigmoid",        "sin",          "cos",   "tan",     "asin",  "acos",
+      "atan",  "sinh",     "cosh",           "asinh",        "acosh", "atanh",   "isnan", "isinf",
+      "sign",  "dot_u8s8", "dot_u8s8_pairs", "muladd_exact", "lane",  "dot_s8s8"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kDotS8S8) + 1,
                 "one name per intrinsic");
   return kNames[static_cast<int>(f)];
 }

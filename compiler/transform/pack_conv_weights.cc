@@ -36,9 +36,11 @@ int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
 // An integer conv's int8 OIHW weight as the int8 kernel streams it, [OCp/B][ICp/4][KH][KW][B][4]
 // with zeros past the channels, and its bias compensated for the data's zero point z (read as
-// unsigned bytes: an int8 input + 128, so z + 128): sum((x - z) * w) = sum(u * w) - zu * sum(w).
-// A run-time zero point leaves z out of the bias (only the + 128) and adds the sums as an input.
-void PackInt8Conv(Graph* graph, Node* n, int64_t block) {
+// unsigned bytes: an int8 input + 128, so z + 128) and the offset the kernel subtracts from
+// them (its dot's operand rule): sum((x - z) * w) = sum((u - offset) * w) - (zu - offset) *
+// sum(w). A run-time zero point leaves z out of the bias (only the + 128) and adds the sums
+// as an input.
+void PackInt8Conv(Graph* graph, Node* n, int64_t block, int64_t data_offset) {
   const Value& w = graph->value(n->inputs[1]);
   const std::vector<int64_t>& shape = w.type.shape;
   const int64_t oc = shape[0], ic = shape[1], kh = shape[2], kw = shape[3], taps = kh * kw;
@@ -50,6 +52,7 @@ void PackInt8Conv(Graph* graph, Node* n, int64_t block) {
   auto sums = std::make_shared<HostTensor>(TensorType{{ocp}, kInt32});  // zero-filled
   const bool signed_data = graph->value(n->inputs[0]).type.dtype == kInt8;
   const int64_t zu = n->GetInt(kDataZeroPointAttr, 0) + (signed_data ? 128 : 0);
+  const int64_t compensation = zu - data_offset;
   const int8_t* src = w.constant->Data<int8_t>();
   int8_t* dst = packed->Data<int8_t>();
   for (int64_t o = 0; o < oc; ++o) {
@@ -65,7 +68,7 @@ void PackInt8Conv(Graph* graph, Node* n, int64_t block) {
     const int64_t b =
         n->HasInput(2) ? static_cast<int64_t>(graph->value(n->inputs[2]).constant->GetAsDouble(o))
                        : 0;
-    bias->Data<int32_t>()[o] = static_cast<int32_t>(b - zu * sum);
+    bias->Data<int32_t>()[o] = static_cast<int32_t>(b - compensation * sum);
     sums->Data<int32_t>()[o] = static_cast<int32_t>(sum);
   }
   const std::string w_name = w.name;  // w dies with the next constant added
@@ -79,6 +82,7 @@ void PackInt8Conv(Graph* graph, Node* n, int64_t block) {
     n->inputs[kWeightSumInput] = graph->AddConstant(graph->UniqueName(w_name + "_sums"), sums);
   }
   n->attrs[kPackedInt8WeightAttr] = block;
+  if (data_offset != 0) n->attrs[kPackedInt8DataOffsetAttr] = data_offset;
 }
 
 }  // namespace
@@ -87,8 +91,9 @@ void PackConvWeights(Graph* graph) {
   for (Node& n : graph->nodes()) {
     if (n.op == "Conv" && KernelPlan::Of(n).int8_dot) {
       // weight_block 0: an int8 kernel that reads the weights as they are (depthwise).
-      if (KernelPlan::Of(n).weight_block > 0 && !n.HasAttr(kPackedInt8WeightAttr)) {
-        PackInt8Conv(graph, &n, KernelPlan::Of(n).weight_block);
+      const KernelPlan plan = KernelPlan::Of(n);
+      if (plan.weight_block > 0 && !n.HasAttr(kPackedInt8WeightAttr)) {
+        PackInt8Conv(graph, &n, plan.weight_block, plan.int8_data_offset);
       }
       continue;
     }

@@ -17,6 +17,10 @@
 #      data, nested; a Loop with a shape-derived trip count) and int8 (ORT's QDQ and QOperator
 #      layouts) compiled for each ARM target must match x86-64 the same way, the int8 ones bit
 #      for bit;
+#   3d. for aarch64, the int8 kernels (tests/models/gen_int8_convs.py: 7 conv and 7 depthwise
+#      QLinearConvs) compiled with -mattr=+dotprod (sdot) and +dotprod,+i8mm (usdot): each planned on
+#      the kernel, its lib.so holding the dot instruction, and under qemu (QEMU_CPU=max) equal bit
+#      for bit to x86-64 and to the integer definition; the int8 models of 3c the same way;
 #   4. the `core` ONNX conformance tier (tests/onnx/run_conformance.py) with the ARM artifacts under
 #      qemu against the same cases on x86-64: every case that passes on x86-64 must pass on ARM.
 #      Default: one case per operator, aarch64 only. --full: the whole tier, aarch64 and armv7.
@@ -36,7 +40,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PY=/usr/bin/python3
 FULL=0
 ARCHES=()
-usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --full) FULL=1 ;;
@@ -258,18 +262,77 @@ EOF
       >/dev/null || return 1
   done
 }
+# exported_check ARCH MODEL [VARIANT]: VARIANT (dotprod, i8mm; 3d) compiles for that aarch64 target.
 exported_check() {
-  local arch=$1 m=$2 art=$WORK/$1/$2
+  local arch=$1 m=$2 variant=${3:-} target=${TARGET[$1]} art=$WORK/$1/$2
+  [ -z "$variant" ] || { target=${INT8_TARGET[$variant]}; art=$WORK/$1-$variant/$2; }
   rm -rf "$art" && mkdir -p "$art/out" || return 1
   # shellcheck disable=SC2046
   "$HOST_BUILD/bin/emberc" compile "$WORK/exported/$m.onnx" -o "$art" $(exported_args "$m") \
-    --target "${TARGET[$arch]}" || return 1
+    --target "$target" || return 1
   # shellcheck disable=SC2046
-  $(emulator "$arch") "${BUILD[$arch]}/bin/ember-run" "$art" $(exported_inputs "$m") \
-    --output-dir "$art/out" >/dev/null || return 1
+  env ${variant:+QEMU_CPU=max} $(emulator "$arch") "${BUILD[$arch]}/bin/ember-run" "$art" \
+    $(exported_inputs "$m") --output-dir "$art/out" >/dev/null || return 1
   # shellcheck disable=SC2046
   "$PY" "$ROOT/tests/cross/compare_outputs.py" "$WORK/x86_64/$m/out" "$art/out" \
-    $(exported_tolerance "$m") --label "$m $arch vs x86-64"
+    $(exported_tolerance "$m") --label "$m $arch${variant:+ +$variant} vs x86-64"
+}
+
+# --- 3d. aarch64 int8 kernels: sdot (dotprod) and usdot (i8mm) against x86-64 -------------------
+INT8_DIR=$WORK/int8
+declare -A INT8_TARGET=([dotprod]="llvm -mtriple=aarch64-linux-gnu -mattr=+dotprod"
+                        [i8mm]="llvm -mtriple=aarch64-linux-gnu -mattr=+dotprod,+i8mm")
+declare -A INT8_DOT=([dotprod]=sdot [i8mm]=usdot)
+int8_cases() { [ -f "$INT8_DIR/cases.tsv" ] && cut -f1 "$INT8_DIR/cases.tsv"; }
+# int8_kernel CASE VARIANT: the aarch64 kernel the case must be planned on (cases.tsv's family).
+int8_kernel() {
+  local family
+  family=$(awk -F'\t' -v m="$1" '$1 == m { print $2 }' "$INT8_DIR/cases.tsv")
+  case $family in
+    depthwise_*) echo "${family}_neon" ;;
+    *) echo "${family}_neon_$2" ;;
+  esac
+}
+prepare_int8_kernels() {
+  "$PY" "$ROOT/tests/models/gen_int8_convs.py" "$INT8_DIR" || return 1
+  local m art
+  for m in $(int8_cases); do
+    art=$WORK/x86_64/int8_$m
+    rm -rf "$art" && mkdir -p "$art/out" || return 1
+    "$HOST_BUILD/bin/emberc" compile "$INT8_DIR/$m.onnx" -o "$art" || return 1
+    "$HOST_BUILD/bin/ember-run" "$art" --input "x=$INT8_DIR/${m}_x.npy" --output-dir "$art/out" \
+      >/dev/null || return 1
+    "$PY" "$ROOT/tests/cross/compare_outputs.py" "$INT8_DIR/${m}_expected" "$art/out" \
+      --rtol 0 --atol 0 --label "int8 $m x86-64 vs the integer definition" || return 1
+  done
+}
+# int8_kernel_check dotprod|i8mm
+int8_kernel_check() {
+  local variant=$1 m art kernel ok=0 cases dots
+  command -v llvm-objdump-19 >/dev/null || { echo "missing llvm-objdump-19 (Debian llvm-19)"; return 1; }
+  cases=$(int8_cases)
+  [ -n "$cases" ] || { echo "no int8 cases in $INT8_DIR (their generate step failed)"; return 1; }
+  for m in $cases; do
+    art=$WORK/aarch64-$variant/int8_$m
+    rm -rf "$art" && mkdir -p "$art/out" || return 1
+    "$HOST_BUILD/bin/emberc" compile "$INT8_DIR/$m.onnx" -o "$art" --dump-ir "$art/ir" \
+      --target "${INT8_TARGET[$variant]}" >/dev/null || return 1
+    kernel=$(int8_kernel "$m" "$variant")
+    grep -q "\"$kernel\"" "$art"/ir/*_plan_kernels.txt ||
+      { echo "int8 $m: not planned on $kernel"; ok=1; continue; }
+    if [[ $kernel != depthwise_* ]]; then
+      # Counted, not grep -q: with pipefail, a grep ending the pipe early fails the writer.
+      dots=$(llvm-objdump-19 -d "$art/lib.so" | grep -cw "${INT8_DOT[$variant]}")
+      [ "$dots" -gt 0 ] || { echo "int8 $m: $kernel emitted no ${INT8_DOT[$variant]}"; ok=1; continue; }
+      echo "int8 $m: $dots ${INT8_DOT[$variant]} in lib.so"
+    fi
+    # shellcheck disable=SC2046
+    QEMU_CPU=max $(emulator aarch64) "${BUILD[aarch64]}/bin/ember-run" "$art" \
+      --input "x=$INT8_DIR/${m}_x.npy" --output-dir "$art/out" >/dev/null || { ok=1; continue; }
+    "$PY" "$ROOT/tests/cross/compare_outputs.py" "$WORK/x86_64/int8_$m/out" "$art/out" \
+      --rtol 0 --atol 0 --label "int8 $m aarch64 $variant vs x86-64" || ok=1
+  done
+  return "$ok"
 }
 
 # --- 4. ONNX conformance (core tier) ------------------------------------------------------------
@@ -366,6 +429,15 @@ for arch in "${ARCHES[@]}"; do
   done
 done
 if [[ " ${ARCHES[*]} " == *" aarch64 "* ]]; then
+  step "int8 kernel cases: generate, x86-64 outputs equal the integer definition" \
+    prepare_int8_kernels
+  for variant in dotprod i8mm; do
+    step "aarch64 +$variant: int8 conv and depthwise kernels match x86-64 bit for bit" \
+      int8_kernel_check "$variant"
+    for m in qdq_uint8 qoperator_uint8; do
+      step "aarch64 +$variant: $m matches x86-64 bit for bit" exported_check aarch64 "$m" "$variant"
+    done
+  done
   step "aarch64: minimal runtime (EMBER_RUNTIME_MINIMAL=ON) cross build" minimal_build
   for m in mlp cnn mobilenetv2; do
     step "aarch64 minimal runtime: $m matches x86-64 (rtol 1e-3, atol 1e-4)" minimal_check "$m"

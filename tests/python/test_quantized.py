@@ -2,13 +2,20 @@
 Runtime's integer kernels are. emberc runs them on the float32 kernels when the constant weights
 bound every partial sum below 2^24 (float32 is then exact) and in int32 otherwise; both cases
 are compared here with an int64 reference, bit for bit."""
+import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from conftest import REPO
 from test_compile import _run_graph
+
+sys.path.insert(0, os.path.join(REPO, "tests", "models"))
+from gen_int8_convs import (CONV_CASES, DW_CASES, conv_family, depthwise_case,  # noqa: E402
+                            model, qlinear_conv_case)
 
 
 def _conv_integer_reference(x, x_zp, w, pad, group=1):
@@ -132,10 +139,8 @@ _INTEGER_CONV_MARKERS = ("ember_data_zero_point", "ember_exact_sum")
 
 def _imported_graph(tmp_path, graph):
     from ember import compiler
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 7
     path = tmp_path / "qdq.onnx"
-    path.write_bytes(model.SerializeToString())
+    path.write_bytes(model(graph).SerializeToString())
     emberc = compiler.find_emberc()
     if emberc is None:
         pytest.skip("emberc not built")
@@ -196,9 +201,10 @@ _INT8_KERNEL = "conv2d_int8_avx512vnni"
 
 
 def _conv_kernel(isa, case):
-    """The int8 conv kernel of `isa` the strategy picks for an _INT8_CASES row."""
-    k, stride, pad = case[4:7]
-    return "conv2d_int8_%s%s" % ("1x1_" if (k, stride, pad) == (1, 1, 0) else "", isa)
+    """The int8 conv kernel of `isa` the strategy picks for a CONV_CASES row."""
+    return "%s_%s" % (conv_family(case), isa)
+
+
 # This machine's ISA without VNNI: its strategy keeps the exact float path for convs whose weights
 # use the whole int8 range (its vpmaddubsw kernel takes only weights whose pairs fit int16).
 _WITHOUT_VNNI = "llvm -mcpu=skylake-avx512"
@@ -219,62 +225,20 @@ def _host_has_vnni():
     return _host_has("avx512_vnni")
 
 
-def _qlinear_conv_case(seed, c, oc, hw, k, stride, pad, data=np.uint8, out=np.uint8, bias=True,
-                       depthwise=False, w_range=(-128, 127)):
-    rs = np.random.RandomState(seed)
-    info = np.iinfo(data)
-    x = rs.randint(info.min, info.max + 1, (1, c) + hw).astype(data)
-    w = rs.randint(w_range[0], w_range[1] + 1, (oc, 1 if depthwise else c, k, k)).astype(np.int8)
-    x_z = data(rs.randint(info.min, info.max + 1))
-    y_z = out(rs.randint(np.iinfo(out).min, np.iinfo(out).max + 1))
-    w_s = (rs.rand(oc) * 0.002 + 0.0005).astype(np.float32)
-    params = {"x_s": np.float32(0.02), "x_z": x_z, "w": w, "w_s": w_s,
-              "w_z": np.zeros(oc, np.int8), "y_s": np.float32(0.3), "y_z": y_z}
-    inputs = list(params)
-    if bias:
-        params["b"] = rs.randint(-5000, 5000, oc).astype(np.int32)
-        inputs.append("b")
-    oh = (hw[0] + 2 * pad - k) // stride + 1
-    ow = (hw[1] + 2 * pad - k) // stride + 1
-    elem = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8}
-    graph = helper.make_graph(
-        [helper.make_node("QLinearConv", ["x"] + inputs, ["y"], pads=[pad] * 4,
-                          strides=[stride] * 2, group=c if depthwise else 1)], "qconv%d" % seed,
-        [helper.make_tensor_value_info("x", elem[data], list(x.shape))],
-        [helper.make_tensor_value_info("y", elem[out], [1, oc, oh, ow])],
-        [numpy_helper.from_array(v, n) for n, v in params.items()])
-    xp = np.pad(x.astype(np.int64) - int(x_z), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    acc = np.zeros((1, oc, oh, ow), np.int64)
-    for i in range(k):
-        for j in range(k):
-            window = xp[:, :, i:i + (oh - 1) * stride + 1:stride,
-                        j:j + (ow - 1) * stride + 1:stride]
-            if depthwise:
-                acc += w[:, 0, i, j].astype(np.int64).reshape(1, -1, 1, 1) * window
-            else:
-                acc += np.einsum("oc,nchw->nohw", w[:, :, i, j].astype(np.int64), window)
-    if bias:
-        acc += params["b"].reshape(1, -1, 1, 1)
-    multiplier = (params["x_s"] * w_s / params["y_s"]).astype(np.float32).reshape(1, -1, 1, 1)
-    q = np.round(acc.astype(np.float32) * multiplier) + np.float32(y_z)
-    expected = np.clip(q, np.iinfo(out).min, np.iinfo(out).max).astype(out)
-    return graph, x, expected
-
-
-def _compile_and_run(tmp_path, graph, target, **inputs):
-    """The graph's outputs compiled for `target`, and the kernel each conv was planned."""
+def _compile_and_run(tmp_path, graph, target, schedule=None, **inputs):
+    """The graph's outputs compiled for `target` (with `schedule`, that table entry forced:
+    EMBER_SCHEDULE), and the kernel each conv was planned."""
     from ember import compiler
     emberc = compiler.find_emberc()
     if emberc is None:
         pytest.skip("emberc not built")
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 7
     name = target.replace(" ", "_").replace("=", "_")
     path = tmp_path / (graph.name + ".onnx")
-    path.write_bytes(model.SerializeToString())
+    path.write_bytes(model(graph).SerializeToString())
     out, ir = tmp_path / ("a" + name), tmp_path / ("ir" + name)
+    env = dict(os.environ, EMBER_SCHEDULE=schedule) if schedule else None
     subprocess.run([emberc, "compile", str(path), "-o", str(out), "--target", target,
-                    "--dump-ir", str(ir)], check=True, stdout=subprocess.DEVNULL)
+                    "--dump-ir", str(ir)], check=True, stdout=subprocess.DEVNULL, env=env)
     import ember
     gmod = ember.load_artifact(str(out))
     gmod.set_input(**inputs)
@@ -283,28 +247,11 @@ def _compile_and_run(tmp_path, graph, target, **inputs):
     return gmod.get_output(0).numpy(), plans
 
 
-_INT8_CASES = [
-    # seed, c, oc, (h, w), k, stride, pad, data, out, bias
-    (10, 16, 32, (10, 10), 3, 1, 1, np.uint8, np.uint8, True),
-    (11, 3, 5, (9, 11), 3, 2, 1, np.uint8, np.uint8, True),      # channels fill no vector
-    (12, 17, 40, (7, 9), 1, 1, 0, np.uint8, np.uint8, False),    # 1x1, odd input channels
-    (13, 64, 48, (14, 14), 3, 2, 1, np.int8, np.int8, True),     # int8 data: + 128 inside
-    (14, 8, 16, (10, 10), 5, 1, 2, np.int8, np.uint8, True),
-    (15, 5, 33, (6, 13), 3, 1, 0, np.uint8, np.int8, True),      # 33 channels: 3 blocks
-    (16, 64, 64, (29, 31), 3, 1, 1, np.uint8, np.uint8, True),   # several tiles per row + tail
-    (17, 64, 33, (7, 7), 1, 1, 0, np.int8, np.int8, True),       # 1x1: 49 pixels, 3 x 11 rows
-    (18, 8, 16, (3, 3), 1, 1, 0, np.uint8, np.uint8, True),      # 1x1: a partial tile only
-    (19, 96, 24, (12, 16), 1, 1, 0, np.uint8, np.int8, True),    # 1x1: whole tiles only
-    (20, 16, 32, (9, 9), 1, 2, 0, np.uint8, np.uint8, True),     # 1x1 stride 2: channels form
-    (21, 16, 32, (6, 6), 1, 1, 1, np.uint8, np.uint8, True),     # 1x1 padded: channels form
-]
-
-
-@pytest.mark.parametrize("case", _INT8_CASES, ids=lambda c: "seed%d" % c[0])
+@pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "seed%d" % c[0])
 def test_int8_kernel_is_bit_identical_to_the_exact_float_path(tmp_path, case):
     if not _host_has_vnni():
         pytest.skip("this machine has no AVX-512 VNNI")
-    graph, x, expected = _qlinear_conv_case(*case)
+    graph, x, expected = qlinear_conv_case(*case)
     y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x)
     y_float, plans_float = _compile_and_run(tmp_path, graph, _WITHOUT_VNNI, x=x)
     kernel = _conv_kernel("avx512vnni", case)
@@ -317,25 +264,13 @@ def test_int8_kernel_is_bit_identical_to_the_exact_float_path(tmp_path, case):
 # The int8 depthwise kernel (MobileNet's 3x3 depthwise convs between int8 convs), the same way:
 # strides 1 and 2, pads, 5x5, channels that fill no vector, int8 data and outputs, no bias.
 _DW_INT8_KERNEL = "depthwise_conv2d_int8_avx512"
-_DW_INT8_CASES = [
-    # seed, c, (h, w), k, stride, pad, data, out, bias
-    (30, 32, (12, 12), 3, 1, 1, np.uint8, np.uint8, True),
-    (31, 24, (13, 11), 3, 2, 1, np.uint8, np.uint8, True),     # odd sizes, stride 2
-    (32, 7, (9, 20), 5, 1, 2, np.int8, np.uint8, False),       # 5x5, 7 channels, int8 data
-    (33, 16, (10, 10), 3, 2, 0, np.uint8, np.int8, True),      # no padding, int8 output
-    (34, 48, (35, 37), 3, 1, 1, np.uint8, np.uint8, True),     # rows past one vector
-    (35, 16, (19, 40), 5, 3, 2, np.int8, np.int8, True),       # stride 3: three phases per row
-    (36, 8, (24, 26), 23, 1, 0, np.uint8, np.uint8, True),     # 529 taps: int32, not float
-]
 
 
-@pytest.mark.parametrize("case", _DW_INT8_CASES, ids=lambda c: "seed%d" % c[0])
+@pytest.mark.parametrize("case", DW_CASES, ids=lambda c: "seed%d" % c[0])
 def test_int8_depthwise_kernel_is_bit_identical_to_the_exact_float_path(tmp_path, case):
     if not _host_has_vnni():
         pytest.skip("this machine has no AVX-512 VNNI")
-    seed, c, hw, k, stride, pad, data, out, bias = case
-    graph, x, expected = _qlinear_conv_case(seed, c, c, hw, k, stride, pad, data, out, bias,
-                                            depthwise=True)
+    graph, x, expected = depthwise_case(case)
     y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x)
     y_float, plans_float = _compile_and_run(tmp_path, graph, _WITHOUT_INT8_KERNELS, x=x)
     assert _DW_INT8_KERNEL in plans and _DW_INT8_KERNEL not in plans_float
@@ -357,23 +292,37 @@ _X86_INT8_KERNELS = [
 
 @pytest.mark.parametrize("isa,target,flag,w_range", _X86_INT8_KERNELS,
                          ids=[k[0] for k in _X86_INT8_KERNELS])
-@pytest.mark.parametrize("case", _INT8_CASES[:4] + _INT8_CASES[6:], ids=lambda c: "seed%d" % c[0])
+@pytest.mark.parametrize("case", CONV_CASES[:4] + CONV_CASES[6:], ids=lambda c: "seed%d" % c[0])
 def test_x86_int8_kernels_without_avx512_vnni_are_exact(tmp_path, isa, target, flag, w_range,
                                                          case):
     if not _host_has(flag):
         pytest.skip("this machine has no " + flag)
-    graph, x, expected = _qlinear_conv_case(*case, w_range=w_range)
+    graph, x, expected = qlinear_conv_case(*case, w_range=w_range)
     y, plans = _compile_and_run(tmp_path, graph, target, x=x)
     assert _conv_kernel(isa, case) in plans
+    np.testing.assert_array_equal(y, expected)
+
+
+# The aarch64 kernels forced on this machine (their dots by definition here; tests/cross/run_cross.sh
+# runs them as sdot / usdot under qemu): the dotprod ones read the data less 128, whose
+# 128 * sum(w) the bias carries; all exact. Forced entries still need a dot on the target.
+@pytest.mark.parametrize("isa", ["neon_dotprod", "neon_i8mm"])
+@pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "seed%d" % c[0])
+def test_aarch64_int8_kernels_forced_on_the_host_are_exact(tmp_path, isa, case):
+    if not (_host_has_vnni() or _host_has("avx_vnni")):
+        pytest.skip("this machine has no 8-bit dot product (AVX-512 VNNI, AVX-VNNI)")
+    kernel = _conv_kernel(isa, case)
+    graph, x, expected = qlinear_conv_case(*case)
+    y, plans = _compile_and_run(tmp_path, graph, "llvm", schedule=kernel, x=x)
+    assert kernel in plans
     np.testing.assert_array_equal(y, expected)
 
 
 def test_avx2_int8_depthwise_kernel_is_exact(tmp_path):
     if not _host_has("avx2"):
         pytest.skip("this machine has no avx2")
-    for seed, c, hw, k, stride, pad, data, out, bias in [_DW_INT8_CASES[1], _DW_INT8_CASES[2]]:
-        graph, x, expected = _qlinear_conv_case(seed, c, c, hw, k, stride, pad, data, out, bias,
-                                                depthwise=True)
+    for case in DW_CASES[1:3]:
+        graph, x, expected = depthwise_case(case)
         y, plans = _compile_and_run(tmp_path, graph, "llvm -mcpu=haswell", x=x)
         assert "depthwise_conv2d_int8_avx2" in plans
         np.testing.assert_array_equal(y, expected)

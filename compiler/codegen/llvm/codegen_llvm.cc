@@ -4,9 +4,11 @@
 
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsAArch64.h>
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/TargetParser/Triple.h>
 #include <llvm/Transforms/Utils/ModuleUtils.h>
 
 #include <functional>
@@ -375,19 +377,30 @@ llvm::Value* CodeGenLLVM::EmitUnaryIntrinsic(llvm::Intrinsic::ID id, llvm::Value
   return out;
 }
 
-llvm::Value* CodeGenLLVM::EmitDotU8S8(llvm::Value* acc, llvm::Value* a, llvm::Value* b,
-                                      bool saturating_pairs) {
+llvm::Value* CodeGenLLVM::EmitInt8Dot(te::Intrinsic fn, llvm::Value* acc, llvm::Value* a,
+                                      llvm::Value* b) {
+  const bool saturating_pairs = fn == te::Intrinsic::kDotU8S8Pairs;
+  const bool a_signed = fn == te::Intrinsic::kDotS8S8;
   auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(acc->getType());
   const unsigned lanes = vt != nullptr ? vt->getNumElements() : 1;
   const int bits = static_cast<int>(lanes) * 32;
-  if (!saturating_pairs && target_.int8_dot_bits >= bits && (bits == 512 || bits == 256)) {
+  auto* bytes = llvm::FixedVectorType::get(i8_, lanes * 4);
+  const llvm::Triple triple(target_.triple);
+  if (triple.isAArch64() && bits == 128 && target_.int8_dot_bits >= bits && !saturating_pairs &&
+      (a_signed || target_.int8_dot_u8s8)) {
+    const llvm::Intrinsic::ID id =
+        a_signed ? llvm::Intrinsic::aarch64_neon_sdot : llvm::Intrinsic::aarch64_neon_usdot;
+    return b_.CreateIntrinsic(id, {vt, bytes},
+                              {acc, b_.CreateBitCast(a, bytes), b_.CreateBitCast(b, bytes)});
+  }
+  const bool x86 = triple.isX86() && !a_signed && (bits == 512 || bits == 256);
+  if (x86 && !saturating_pairs && target_.int8_dot_bits >= bits) {
     // At 256 bits the same intrinsic selects AVX-VNNI's encoding where AVX512VL is absent.
     const auto id = bits == 512 ? llvm::Intrinsic::x86_avx512_vpdpbusd_512
                                 : llvm::Intrinsic::x86_avx512_vpdpbusd_256;
     return b_.CreateIntrinsic(id, {}, {acc, a, b});
   }
-  if (saturating_pairs && target_.int8_pair_bits >= bits && (bits == 512 || bits == 256)) {
-    auto* bytes = llvm::FixedVectorType::get(i8_, lanes * 4);
+  if (x86 && saturating_pairs && target_.int8_pair_bits >= bits) {
     auto* halves = llvm::FixedVectorType::get(b_.getInt16Ty(), lanes * 2);
     const bool wide = bits == 512;
     llvm::Value* pairs = b_.CreateIntrinsic(
@@ -398,12 +411,14 @@ llvm::Value* CodeGenLLVM::EmitDotU8S8(llvm::Value* acc, llvm::Value* a, llvm::Va
         {pairs, llvm::ConstantInt::get(halves, 1)});
     return b_.CreateAdd(acc, quads);
   }
-  // Elsewhere by definition: the bytes widened (a's unsigned, b's signed), multiplied, each pair
-  // of products saturated to int16 when asked, and each lane's products added to it.
-  auto* bytes = llvm::FixedVectorType::get(i8_, lanes * 4);
+  // Elsewhere by definition: the bytes widened (a's unsigned, or signed for kDotS8S8, b's
+  // signed), multiplied, each pair of products saturated to int16 when asked, and each lane's
+  // products added to it.
   auto* wide = llvm::FixedVectorType::get(i32_, lanes * 4);
-  llvm::Value* products = b_.CreateMul(b_.CreateZExt(b_.CreateBitCast(a, bytes), wide),
-                                       b_.CreateSExt(b_.CreateBitCast(b, bytes), wide));
+  llvm::Value* a_bytes = b_.CreateBitCast(a, bytes);
+  llvm::Value* products =
+      b_.CreateMul(a_signed ? b_.CreateSExt(a_bytes, wide) : b_.CreateZExt(a_bytes, wide),
+                   b_.CreateSExt(b_.CreateBitCast(b, bytes), wide));
   // Every `stride`-th element of `from` from k on, `count` of them.
   auto take = [&](llvm::Value* from, unsigned k, unsigned stride, unsigned count) {
     std::vector<int> mask;
@@ -437,8 +452,9 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   for (auto& a : c->args) args.push_back(Emit(a));
   llvm::Value* x = args[0];
   llvm::Type* ty = x->getType();
-  if (c->fn == Intrinsic::kDotU8S8 || c->fn == Intrinsic::kDotU8S8Pairs) {
-    return EmitDotU8S8(args.at(0), args.at(1), args.at(2), c->fn == Intrinsic::kDotU8S8Pairs);
+  if (c->fn == Intrinsic::kDotU8S8 || c->fn == Intrinsic::kDotU8S8Pairs ||
+      c->fn == Intrinsic::kDotS8S8) {
+    return EmitInt8Dot(c->fn, args.at(0), args.at(1), args.at(2));
   }
   if (c->fn == Intrinsic::kMulAddExact) {
     return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {ty}, {args.at(0), args.at(1), args.at(2)});
@@ -559,6 +575,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
     case Intrinsic::kDotU8S8Pairs:
     case Intrinsic::kMulAddExact:
     case Intrinsic::kLane:
+    case Intrinsic::kDotS8S8:
       break;
   }
   throw std::runtime_error("codegen: unknown intrinsic");

@@ -41,10 +41,10 @@ class CodeGenLLVM {
   llvm::Value* EmitIndex(const te::Expr& e);
   llvm::Value* EmitBinary(const te::BinaryNode* b);
   llvm::Value* EmitCall(const te::CallNode* c);
-  // te::DotU8S8: vpdpbusd where the target has it (AVX-512 VNNI, AVX-VNNI), else its definition;
-  // te::DotU8S8Pairs: vpmaddubsw + vpmaddwd where the target has them (AVX2, AVX-512BW), else its
-  // definition (each pair of products saturated to int16).
-  llvm::Value* EmitDotU8S8(llvm::Value* acc, llvm::Value* a, llvm::Value* b, bool saturating_pairs);
+  // te::DotU8S8: vpdpbusd where the target has it (AVX-512 VNNI, AVX-VNNI), Arm usdot (i8mm);
+  // te::DotS8S8: Arm sdot (dotprod); te::DotU8S8Pairs: vpmaddubsw + vpmaddwd where the target has
+  // them (AVX2, AVX-512BW); each else by its definition (`fn` names which).
+  llvm::Value* EmitInt8Dot(te::Intrinsic fn, llvm::Value* acc, llvm::Value* a, llvm::Value* b);
   llvm::Value* EmitCast(te::DataType to, te::DataType from, llvm::Value* v);
   llvm::Value* CastInt(llvm::Value* v, llvm::Type* to, bool is_signed);
   void EmitStmt(const lower::Stmt& s);

@@ -59,14 +59,21 @@ void FillDerived(Target* t) {
   t->vector_bits = 128;
   t->int8_dot_bits = 0;
   t->int8_pair_bits = 0;
-  if (!triple.isX86()) return;
-  // A feature named in -mattr, or implied by the CPU (-mcpu=haswell has AVX2 without saying so)
-  // unless -mattr turned it off.
+  t->int8_dot_u8s8 = false;
+  if (!triple.isX86() && !triple.isAArch64()) return;
+  // A feature named in -mattr, or implied by the CPU (-mcpu=haswell has AVX2 without saying so,
+  // -mcpu=cortex-a76 dotprod) unless -mattr turned it off.
   const std::unique_ptr<llvm::MCSubtargetInfo> cpu = CpuSubtarget(*t);
   auto has = [&](const char* f) {
     return HasFeature(t->features, f) ||
            (cpu != nullptr && cpu->checkFeatures(std::string("+") + f));
   };
+  if (triple.isAArch64()) {
+    // ARMv8.2 dotprod: sdot (s8 x s8) on 128-bit registers; i8mm adds usdot (u8 x s8).
+    if (has("dotprod") || has("i8mm")) t->int8_dot_bits = 128;
+    t->int8_dot_u8s8 = has("i8mm");
+    return;
+  }
   if (has("avx512f")) {
     t->vector_bits = 512;
   } else if (has("avx2") || has("avx")) {
@@ -77,6 +84,7 @@ void FillDerived(Target* t) {
   } else if (t->vector_bits >= 256 && has("avxvnni")) {
     t->int8_dot_bits = 256;
   }
+  t->int8_dot_u8s8 = t->int8_dot_bits > 0;  // vpdpbusd
   if (t->vector_bits == 512 && has("avx512bw")) {
     t->int8_pair_bits = 512;
   } else if (has("avx2")) {

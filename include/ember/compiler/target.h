@@ -16,10 +16,14 @@ struct Target {
   bool is_host = false;
   /*! \brief Widest float SIMD register in bits (128 for NEON/SSE, 256 AVX2, 512 AVX-512). */
   int vector_bits = 128;
-  /*! \brief Widest register the u8 x s8 dot-product instruction (x86 vpdpbusd) runs on: 512 with
-   * AVX-512 VNNI, 256 with AVX-VNNI, 0 without (the int8 conv kernels need it or the next one; see
+  /*! \brief Widest register an 8-bit dot-product instruction (four byte products added to each
+   * int32 lane) runs on: 512 with AVX-512 VNNI (vpdpbusd), 256 with AVX-VNNI, 128 on aarch64 with
+   * dotprod (sdot) or i8mm, 0 without (the int8 conv kernels need it or the next one; see
    * compiler/schedule/). */
   int int8_dot_bits = 0;
+  /*! \brief That dot multiplies unsigned by signed bytes (vpdpbusd, Arm i8mm's usdot); without it
+   * only signed by signed (Arm sdot), so the kernel reads the unsigned data flipped to signed. */
+  bool int8_dot_u8s8 = false;
   /*! \brief Widest register of the u8 x s8 multiply that sums pairs of products saturated to int16
    * (x86 vpmaddubsw): 512 with AVX-512BW, 256 with AVX2, else 0 (te::DotU8S8Pairs). */
   int int8_pair_bits = 0;

@@ -512,9 +512,10 @@ TEST(PlanKernels, NamesEachConvsKernelAndWeightLayout) {
 }
 
 // An integer conv (uint8 data, constant int8 weights) gets an int8 kernel only where the target
-// has one and the operands qualify: vpdpbusd (AVX-512 VNNI, AVX-VNNI) for any int8 weights,
-// vpmaddubsw (AVX-512BW, AVX2) only for weights whose pairs of products fit int16. PackConvWeights
-// then stores the weights as the kernel streams them and folds the data's zero point into the bias.
+// has one and the operands qualify: vpdpbusd (AVX-512 VNNI, AVX-VNNI) and Arm sdot / usdot
+// (dotprod, i8mm) for any int8 weights, vpmaddubsw (AVX-512BW, AVX2) only for weights whose pairs
+// of products fit int16. PackConvWeights then stores the weights as the kernel streams them and
+// folds the data's zero point (less the kernel's data offset) into the bias.
 TEST(PlanKernels, Int8KernelOnlyWhereTheTargetHasOneAndOperandsQualify) {
   static constexpr int64_t kZeroPoint = 7;
   auto integer_conv = [](Graph& g, int64_t group, bool constant_bias, bool wide_weights) {
@@ -545,20 +546,33 @@ TEST(PlanKernels, Int8KernelOnlyWhereTheTargetHasOneAndOperandsQualify) {
     bool wide_weights;
     const char* kernel;  // "" for the float path
     int64_t lanes;
+    int64_t offset;  // subtracted from the unsigned data (128: Arm sdot's signed data)
   };
+  constexpr const char* kAarch64 = "llvm -mtriple=aarch64-linux-gnu";
+  const std::string dotprod = std::string(kAarch64) + " -mattr=+dotprod";
+  const std::string a76 = std::string(kAarch64) + " -mcpu=cortex-a76";
+  const std::string i8mm = std::string(kAarch64) + " -mattr=+dotprod,+i8mm";
+  const std::string a76_off = a76 + " -mattr=-dotprod";
+  const std::string a72 = std::string(kAarch64) + " -mcpu=cortex-a72";
   for (const Case& c : {
-           Case{"llvm -mcpu=cascadelake", 1, true, false, "conv2d_int8_avx512vnni", 16},
+           Case{"llvm -mcpu=cascadelake", 1, true, false, "conv2d_int8_avx512vnni", 16, 0},
            Case{"llvm -mcpu=skylake-avx512 -mattr=+avx512vnni", 1, true, true,
-                "conv2d_int8_avx512vnni", 16},
-           Case{"llvm -mcpu=skylake-avx512", 1, true, false, "conv2d_int8_avx512bw", 16},
-           Case{"llvm -mcpu=skylake-avx512", 1, true, true, "", 0},
-           Case{"llvm -mcpu=alderlake", 1, true, true, "conv2d_int8_avxvnni", 8},
-           Case{"llvm -mcpu=haswell", 1, true, false, "conv2d_int8_avx2", 8},
-           Case{"llvm -mcpu=haswell", 1, true, true, "", 0},
-           Case{"llvm -mcpu=x86-64-v2", 1, true, false, "", 0},
-           Case{"llvm -mtriple=aarch64-linux-gnu", 1, true, false, "", 0},
-           Case{"llvm -mcpu=cascadelake", 2, true, false, "", 0},
-           Case{"llvm -mcpu=cascadelake", 1, false, false, "", 0},
+                "conv2d_int8_avx512vnni", 16, 0},
+           Case{"llvm -mcpu=skylake-avx512", 1, true, false, "conv2d_int8_avx512bw", 16, 0},
+           Case{"llvm -mcpu=skylake-avx512", 1, true, true, "", 0, 0},
+           Case{"llvm -mcpu=alderlake", 1, true, true, "conv2d_int8_avxvnni", 8, 0},
+           Case{"llvm -mcpu=haswell", 1, true, false, "conv2d_int8_avx2", 8, 0},
+           Case{"llvm -mcpu=haswell", 1, true, true, "", 0, 0},
+           Case{"llvm -mcpu=x86-64-v2", 1, true, false, "", 0, 0},
+           Case{kAarch64, 1, true, false, "", 0, 0},
+           Case{a72.c_str(), 1, true, false, "", 0, 0},
+           Case{dotprod.c_str(), 1, true, true, "conv2d_int8_neon_dotprod", 4, 128},
+           Case{a76.c_str(), 1, true, false, "conv2d_int8_neon_dotprod", 4, 128},
+           Case{i8mm.c_str(), 1, true, true, "conv2d_int8_neon_i8mm", 4, 0},
+           Case{a76_off.c_str(), 1, true, false, "", 0, 0},
+           Case{dotprod.c_str(), 2, true, false, "", 0, 0},
+           Case{"llvm -mcpu=cascadelake", 2, true, false, "", 0, 0},
+           Case{"llvm -mcpu=cascadelake", 1, false, false, "", 0, 0},
        }) {
     SCOPED_TRACE(std::string(c.target) + " group " + std::to_string(c.group) +
                  (c.wide_weights ? " wide weights" : ""));
@@ -574,18 +588,21 @@ TEST(PlanKernels, Int8KernelOnlyWhereTheTargetHasOneAndOperandsQualify) {
     if (c.lanes == 0) continue;
     const int64_t lanes = c.lanes;
     EXPECT_EQ(plan.weight_block, lanes);
+    EXPECT_EQ(plan.int8_data_offset, c.offset);
     PackConvWeights(&g);
     const Node& conv = g.nodes()[0];
     EXPECT_EQ(conv.GetInt(kPackedInt8WeightAttr, 0), lanes);
+    EXPECT_EQ(conv.GetInt(kPackedInt8DataOffsetAttr, 0), c.offset);
     const Value& packed = g.value(conv.inputs[1]);
     ASSERT_EQ(packed.type.shape, (std::vector<int64_t>{32 / lanes, 4, 3, 3, lanes, kInt8DotDepth}));
     // Weight (o, i, kh, kw) = (21, 6, 2, 1) at [o / lanes][i / 4][kh][kw][o % lanes][i % 4].
     const int64_t at = ((((21 / lanes * 4 + 1) * 3 + 2) * 3 + 1) * lanes + 21 % lanes) * 4 + 2;
     EXPECT_EQ(packed.constant->GetAsDouble(at), w->GetAsDouble(((21 * 16 + 6) * 3 + 2) * 3 + 1));
-    // The bias carries -zero_point * sum(w) of its channel.
+    // The bias carries -(zero_point - offset) * sum(w) of its channel.
     double sum = 0;
     for (int64_t i = 0; i < 16 * 9; ++i) sum += w->GetAsDouble(21 * 16 * 9 + i);
-    EXPECT_EQ(g.value(conv.inputs[2]).constant->GetAsDouble(21), 2100 - kZeroPoint * sum);
+    EXPECT_EQ(g.value(conv.inputs[2]).constant->GetAsDouble(21),
+              2100 - (kZeroPoint - c.offset) * sum);
   }
 }
 

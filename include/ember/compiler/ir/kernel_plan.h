@@ -51,6 +51,10 @@ struct KernelPlan {
    * 0 its weights are packed as kPackedInt8WeightAttr says, in blocks of weight_block output
    * channels, else read as the int8 OIHW constant. */
   bool int8_dot = false;
+  /*! \brief With int8_dot and packed weights: what the kernel subtracts from the data's unsigned
+   * bytes before its dot products (kInt8SignedDotOffset where it multiplies s8 x s8), which
+   * PackConvWeights folds into the bias (kPackedInt8DataOffsetAttr). */
+  int64_t int8_data_offset = 0;
 
   /*! \brief True when PlanKernels attached a plan to `node`. */
   static bool IsPlanned(const Node& node);

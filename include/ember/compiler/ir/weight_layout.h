@@ -28,11 +28,16 @@ constexpr const char* kWinogradBlockAttr = "ember_winograd_block";
  *  plan: the weight constant is int8 [OCp/B][ICp/4][KH][KW][B][4] (B = the value; OCp, ICp the
  *  channels rounded up to B and 4, zeros past them), four input channels of one output channel
  *  in consecutive bytes, and the bias (int32 [OCp], always present) is compensated: the conv
- *  computes sum(u * w) + bias over u, the data as unsigned bytes (int8 data + 128), padded with
- *  the zero point in that form. */
+ *  computes sum((u - offset) * w) + bias over u, the data as unsigned bytes (int8 data + 128),
+ *  padded with the zero point in that form, and offset the kPackedInt8DataOffsetAttr value. */
 constexpr const char* kPackedInt8WeightAttr = "ember_packed_int8_weight";
+/*! \brief Set beside kPackedInt8WeightAttr (absent: 0): what the kernel subtracts from the data's
+ *  unsigned bytes before it multiplies them, kInt8SignedDotOffset for an s8 x s8 dot (Arm sdot:
+ *  u - 128, the byte with its top bit flipped), 0 for a u8 x s8 one (vpdpbusd, Arm usdot). */
+constexpr const char* kPackedInt8DataOffsetAttr = "ember_packed_int8_data_offset";
+constexpr int64_t kInt8SignedDotOffset = 128;
 /*! \brief Input channels in one int32 lane of kPackedInt8WeightAttr's layout: the four bytes one
- *  dot-product step (x86 vpdpbusd) multiplies. */
+ *  dot-product step (x86 vpdpbusd, Arm sdot) multiplies. */
 constexpr int64_t kInt8DotDepth = 4;
 /*! \brief Gemm attribute set by PackDenseWeights: the constant [K][N] weight holds its columns in
  *  panels of P (the value) as [N/P][K][P], then the last N % P columns as [K][N % P], under its

@@ -123,6 +123,8 @@ enum class Intrinsic {
   kMulAddExact,
   /*! \brief Lane(v, i): element i (an integer literal) of vector v, a scalar (see Lane()). */
   kLane,
+  /*! \brief DotS8S8(acc, a, b): as kDotU8S8 with a's bytes signed too (Arm sdot; DotS8S8()). */
+  kDotS8S8,
 };
 
 enum class ReduceOp { kSum, kProd, kMax, kMin, kArgMax, kArgMin };
@@ -286,6 +288,8 @@ Expr Ceil(Expr a);
 Expr Round(Expr a);
 /*! \brief kDotU8S8: acc + the u8 x s8 dot products of the four bytes of each lane of a and b. */
 Expr DotU8S8(Expr acc, Expr a, Expr b);
+/*! \brief kDotS8S8: acc + the s8 x s8 dot products of the four bytes of each lane of a and b. */
+Expr DotS8S8(Expr acc, Expr a, Expr b);
 /*! \brief kDotU8S8Pairs: as DotU8S8 with each pair of products saturated to int16 first. */
 Expr DotU8S8Pairs(Expr acc, Expr a, Expr b);
 /*! \brief kMulAddExact: a * b + c of exactly representable terms (llvm.fmuladd). */

@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+"""Write the int8 kernel cases: QLinearConv models with their input and exact expected output.
+
+Usage:  gen_int8_convs.py OUTDIR
+
+The conv and depthwise cases the int8 kernels are checked on (tests/python/test_quantized.py on
+this machine; tests/cross/run_cross.sh on ARM under qemu): strides 1 to 3, pads, 1x1 to 5x5
+(1x1 ones for the pixels-in-lanes form and ones it leaves), channels that fill no vector, int8 and uint8 data and outputs, full-range int8 weights. The
+expected output comes from an int64 numpy reference (the integer definition, then ONNX's
+requantization). OUTDIR gets NAME.onnx, NAME_x.npy (the input) and NAME_expected/output_0.npy
+per case, NAME conv_seedN or dw_seedN, and cases.tsv: NAME and the kernel family that takes it
+(conv2d_int8_1x1, conv2d_int8 or depthwise_conv2d_int8; a target's kernel adds its ISA).
+"""
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+CONV_CASES = [
+    # seed, c, oc, (h, w), k, stride, pad, data, out, bias
+    (10, 16, 32, (10, 10), 3, 1, 1, np.uint8, np.uint8, True),
+    (11, 3, 5, (9, 11), 3, 2, 1, np.uint8, np.uint8, True),      # channels fill no vector
+    (12, 17, 40, (7, 9), 1, 1, 0, np.uint8, np.uint8, False),    # 1x1, odd input channels
+    (13, 64, 48, (14, 14), 3, 2, 1, np.int8, np.int8, True),     # int8 data: + 128 inside
+    (14, 8, 16, (10, 10), 5, 1, 2, np.int8, np.uint8, True),
+    (15, 5, 33, (6, 13), 3, 1, 0, np.uint8, np.int8, True),      # 33 channels: 3 blocks
+    (16, 64, 64, (29, 31), 3, 1, 1, np.uint8, np.uint8, True),   # several tiles per row + tail
+    (17, 64, 33, (7, 7), 1, 1, 0, np.int8, np.int8, True),       # 1x1: 49 pixels, 3 x 11 rows
+    (18, 8, 16, (3, 3), 1, 1, 0, np.uint8, np.uint8, True),      # 1x1: a partial tile only
+    (19, 96, 24, (12, 16), 1, 1, 0, np.uint8, np.int8, True),    # 1x1: whole tiles only
+    (20, 16, 32, (9, 9), 1, 2, 0, np.uint8, np.uint8, True),     # 1x1 stride 2: channels form
+    (21, 16, 32, (6, 6), 1, 1, 1, np.uint8, np.uint8, True),     # 1x1 padded: channels form
+]
+
+DW_CASES = [
+    # seed, c, (h, w), k, stride, pad, data, out, bias
+    (30, 32, (12, 12), 3, 1, 1, np.uint8, np.uint8, True),
+    (31, 24, (13, 11), 3, 2, 1, np.uint8, np.uint8, True),     # odd sizes, stride 2
+    (32, 7, (9, 20), 5, 1, 2, np.int8, np.uint8, False),       # 5x5, 7 channels, int8 data
+    (33, 16, (10, 10), 3, 2, 0, np.uint8, np.int8, True),      # no padding, int8 output
+    (34, 48, (35, 37), 3, 1, 1, np.uint8, np.uint8, True),     # rows past one vector
+    (35, 16, (19, 40), 5, 3, 2, np.int8, np.int8, True),       # stride 3: three phases per row
+    (36, 8, (24, 26), 23, 1, 0, np.uint8, np.uint8, True),     # 529 taps: int32, not float
+]
+
+
+def qlinear_conv_case(seed, c, oc, hw, k, stride, pad, data=np.uint8, out=np.uint8, bias=True,
+                      depthwise=False, w_range=(-128, 127)):
+    """(graph, x, expected): one QLinearConv with seeded operands (weights in w_range, full-range
+    by default), and its output by the integer definition in int64 and ONNX's requantization."""
+    rs = np.random.RandomState(seed)
+    info = np.iinfo(data)
+    x = rs.randint(info.min, info.max + 1, (1, c) + hw).astype(data)
+    w = rs.randint(w_range[0], w_range[1] + 1, (oc, 1 if depthwise else c, k, k)).astype(np.int8)
+    x_z = data(rs.randint(info.min, info.max + 1))
+    y_z = out(rs.randint(np.iinfo(out).min, np.iinfo(out).max + 1))
+    w_s = (rs.rand(oc) * 0.002 + 0.0005).astype(np.float32)
+    params = {"x_s": np.float32(0.02), "x_z": x_z, "w": w, "w_s": w_s,
+              "w_z": np.zeros(oc, np.int8), "y_s": np.float32(0.3), "y_z": y_z}
+    inputs = list(params)
+    if bias:
+        params["b"] = rs.randint(-5000, 5000, oc).astype(np.int32)
+        inputs.append("b")
+    oh = (hw[0] + 2 * pad - k) // stride + 1
+    ow = (hw[1] + 2 * pad - k) // stride + 1
+    elem = {np.uint8: TensorProto.UINT8, np.int8: TensorProto.INT8}
+    graph = helper.make_graph(
+        [helper.make_node("QLinearConv", ["x"] + inputs, ["y"], pads=[pad] * 4,
+                          strides=[stride] * 2, group=c if depthwise else 1)], "qconv%d" % seed,
+        [helper.make_tensor_value_info("x", elem[data], list(x.shape))],
+        [helper.make_tensor_value_info("y", elem[out], [1, oc, oh, ow])],
+        [numpy_helper.from_array(v, n) for n, v in params.items()])
+    xp = np.pad(x.astype(np.int64) - int(x_z), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    acc = np.zeros((1, oc, oh, ow), np.int64)
+    for i in range(k):
+        for j in range(k):
+            window = xp[:, :, i:i + (oh - 1) * stride + 1:stride,
+                        j:j + (ow - 1) * stride + 1:stride]
+            if depthwise:
+                acc += w[:, 0, i, j].astype(np.int64).reshape(1, -1, 1, 1) * window
+            else:
+                acc += np.einsum("oc,nchw->nohw", w[:, :, i, j].astype(np.int64), window)
+    if bias:
+        acc += params["b"].reshape(1, -1, 1, 1)
+    multiplier = (params["x_s"] * w_s / params["y_s"]).astype(np.float32).reshape(1, -1, 1, 1)
+    q = np.round(acc.astype(np.float32) * multiplier) + np.float32(y_z)
+    expected = np.clip(q, np.iinfo(out).min, np.iinfo(out).max).astype(out)
+    return graph, x, expected
+
+
+def depthwise_case(case):
+    """qlinear_conv_case of a DW_CASES row (its output channels are its channels)."""
+    seed, c, hw, k, stride, pad, data, out, bias = case
+    return qlinear_conv_case(seed, c, c, hw, k, stride, pad, data, out, bias, depthwise=True)
+
+
+def model(graph):
+    """The graph as a model every tool here reads (opset 13, IR 7)."""
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 7
+    return m
+
+
+def conv_family(case):
+    """The int8 kernel family of a CONV_CASES row: 1x1 stride-1 unpadded convs take the
+    pixels-in-lanes form."""
+    k, stride, pad = case[4:7]
+    return "conv2d_int8_1x1" if (k, stride, pad) == (1, 1, 0) else "conv2d_int8"
+
+
+def all_cases():
+    """(name, kernel family, (graph, x, expected)) of every case."""
+    for case in CONV_CASES:
+        yield "conv_seed%d" % case[0], conv_family(case), qlinear_conv_case(*case)
+    for case in DW_CASES:
+        yield "dw_seed%d" % case[0], "depthwise_conv2d_int8", depthwise_case(case)
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    out = argv[1]
+    os.makedirs(out, exist_ok=True)
+    rows = []
+    for name, family, (graph, x, expected) in all_cases():
+        rows.append("%s\t%s\n" % (name, family))
+        with open(os.path.join(out, name + ".onnx"), "wb") as f:
+            f.write(model(graph).SerializeToString())
+        np.save(os.path.join(out, name + "_x.npy"), x)
+        os.makedirs(os.path.join(out, name + "_expected"), exist_ok=True)
+        np.save(os.path.join(out, name + "_expected", "output_0.npy"), expected)
+    with open(os.path.join(out, "cases.tsv"), "w") as f:
+        f.writelines(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
