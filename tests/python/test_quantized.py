@@ -18,30 +18,37 @@ from gen_int8_convs import (CONV_CASES, DW_CASES, conv_family, depthwise_case,  
                             model, qlinear_conv_case)
 
 
-def _conv_integer_reference(x, x_zp, w, pad, group=1):
+def _conv_integer_reference(x, x_zp, w, pad, group=1, stride=1, dilation=1):
     xs = np.pad(x.astype(np.int64) - x_zp, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     ws = w.astype(np.int64)
     kh, kw = w.shape[2:]
-    oh, ow = xs.shape[2] - kh + 1, xs.shape[3] - kw + 1
+    oh = (xs.shape[2] - dilation * (kh - 1) - 1) // stride + 1
+    ow = (xs.shape[3] - dilation * (kw - 1) - 1) // stride + 1
     out = np.zeros((x.shape[0], w.shape[0], oh, ow), np.int64)
     ci, co = w.shape[1], w.shape[0] // group
     for g in range(group):
         xg, wg = xs[:, g * ci:(g + 1) * ci], ws[g * co:(g + 1) * co]
         for i in range(kh):
             for j in range(kw):
-                out[:, g * co:(g + 1) * co] += np.einsum("oc,nchw->nohw", wg[:, :, i, j],
-                                                         xg[:, :, i:i + oh, j:j + ow])
+                window = xg[:, :, i * dilation:i * dilation + (oh - 1) * stride + 1:stride,
+                            j * dilation:j * dilation + (ow - 1) * stride + 1:stride]
+                out[:, g * co:(g + 1) * co] += np.einsum("oc,nchw->nohw", wg[:, :, i, j], window)
     return out
 
 
-def _run_conv_integer(tmp_path, x, x_zp, w, pad, group=1):
+def _conv_integer_graph(name, x, w, x_zp, pad, group=1):
+    """ConvInteger(x, w, x_zp) padded by `pad`, 3x3, its int32 output shaped for that."""
     out_shape = [1, w.shape[0], x.shape[2] + 2 * pad - 2, x.shape[3] + 2 * pad - 2]
-    graph = helper.make_graph(
+    return helper.make_graph(
         [helper.make_node("ConvInteger", ["x", "w", "x_zp"], ["y"], pads=[pad] * 4,
-                          group=group)], "convint",
+                          group=group)], name,
         [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape))],
         [helper.make_tensor_value_info("y", TensorProto.INT32, out_shape)],
-        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.uint8(x_zp), "x_zp")])
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(x_zp, "x_zp")])
+
+
+def _run_conv_integer(tmp_path, x, x_zp, w, pad, group=1):
+    graph = _conv_integer_graph("convint", x, w, np.uint8(x_zp), pad, group)
     return _run_graph(tmp_path, graph, x=x)[0]
 
 
@@ -341,11 +348,7 @@ def test_saturating_pair_kernel_only_where_no_pair_leaves_int16(tmp_path, pair, 
     w = rs.randint(-2, 3, (16, 8, 3, 3)).astype(np.int8)
     w[5, 2:4, 1, 1] = pair  # input channels 2 and 3: one pair of a quad
     x[0, 2:4] = 255
-    graph = helper.make_graph(
-        [helper.make_node("ConvInteger", ["x", "w", "x_zp"], ["y"], pads=[1] * 4)], "pairs",
-        [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape))],
-        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 16, 6, 6])],
-        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.uint8(0), "x_zp")])
+    graph = _conv_integer_graph("pairs", x, w, np.uint8(0), 1)
     y, plans = _compile_and_run(tmp_path, graph, "llvm -mcpu=haswell", x=x)
     np.testing.assert_array_equal(y, _conv_integer_reference(x, 0, w, 1))
     assert ("conv2d_int8_avx2" in plans) == taken
@@ -388,14 +391,8 @@ def test_int8_kernels_take_a_zero_point_computed_at_run_time(tmp_path, isa, targ
         [helper.make_tensor_value_info("y", TensorProto.INT32, [1, oc, oh, ow])],
         [numpy_helper.from_array(w, "w")])
     y, plans = _compile_and_run(tmp_path, graph, target, x=x, x_zp=zp)
-    xp = np.pad(x.astype(np.int64) - int(zp), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    acc = np.zeros((1, oc, oh, ow), np.int64)
-    for i in range(k):
-        for j in range(k):
-            window = xp[:, :, i * dilation:i * dilation + (oh - 1) * stride + 1:stride,
-                        j * dilation:j * dilation + (ow - 1) * stride + 1:stride]
-            acc += np.einsum("oc,nchw->nohw", w[:, :, i, j].astype(np.int64), window)
-    np.testing.assert_array_equal(y, acc)
+    np.testing.assert_array_equal(
+        y, _conv_integer_reference(x, int(zp), w, pad, stride=stride, dilation=dilation))
     assert _conv_kernel(isa, case[:7]) in plans
 
 
@@ -405,11 +402,7 @@ def test_int8_kernel_runs_conv_integer_to_int32(tmp_path):
     rs = np.random.RandomState(17)
     x = rs.randint(0, 256, (1, 64, 12, 12)).astype(np.uint8)
     w = rs.randint(-128, 128, (32, 64, 3, 3)).astype(np.int8)
-    graph = helper.make_graph(
-        [helper.make_node("ConvInteger", ["x", "w", "x_zp"], ["y"], pads=[1] * 4)], "convint8",
-        [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape))],
-        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 32, 12, 12])],
-        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.uint8(131), "x_zp")])
+    graph = _conv_integer_graph("convint8", x, w, np.uint8(131), 1)
     y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x)
     assert _INT8_KERNEL in plans
     np.testing.assert_array_equal(y, _conv_integer_reference(x, 131, w, 1))
