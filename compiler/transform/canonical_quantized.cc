@@ -255,9 +255,9 @@ int ChunkedFloatProduct(Expander& e, bool conv, int a, int b, int chunks) {
   return sum;
 }
 
-// The constant 8-bit weight b minus its zero point (per tensor or per output channel, axis 0) as
-// int8, or null when b is not such a constant or a shifted value leaves int8's range.
-HostTensorPtr ShiftedInt8Weight(Expander& e, int b, int b_zp) {
+// The constant 8-bit weight b minus its zero point (per tensor or per output channel, axis 0),
+// [-255, 255] (int16), or null when b is not such a constant.
+HostTensorPtr ShiftedWeight(Expander& e, int b, int b_zp) {
   const HostTensorPtr w = e.ConstantOf(b);
   const HostTensorPtr zp = b_zp == kAbsentValue ? nullptr : e.ConstantOf(b_zp);
   if (w == nullptr || w->type.ndim() != 4 || w->type.dtype.bits != 8 ||
@@ -268,23 +268,39 @@ HostTensorPtr ShiftedInt8Weight(Expander& e, int b, int b_zp) {
   if (zp != nullptr && zp->NumElements() != 1 && zp->NumElements() != w->type.shape[0]) {
     return nullptr;
   }
-  auto shifted = std::make_shared<HostTensor>(TensorType{w->type.shape, kInt8});
-  int8_t* out = shifted->Data<int8_t>();
+  auto shifted = std::make_shared<HostTensor>(TensorType{w->type.shape, kInt16});
   for (int64_t i = 0; i < w->NumElements(); ++i) {
-    const double z =
-        zp == nullptr ? 0 : zp->GetAsDouble(zp->NumElements() == 1 ? 0 : i / per_channel);
-    const double v = w->GetAsDouble(i) - z;
-    if (v < -128 || v > 127) return nullptr;
-    out[i] = static_cast<int8_t>(v);
+    const int64_t z =
+        zp == nullptr ? 0 : zp->GetAsInt(zp->NumElements() == 1 ? 0 : i / per_channel);
+    shifted->Data<int16_t>()[i] = static_cast<int16_t>(w->GetAsInt(i) - z);
   }
   return shifted;
 }
 
-// The conv of n as an integer conv (kDataZeroPointAttr) with `bias` (int32 per output channel,
-// or absent) added, when the strategy plans an int8 kernel for it on the target: 8-bit data with
-// a per-tensor zero point (constant, or computed at run time: kDataZeroPointInput), a constant
-// 8-bit weight that fits int8 after its zero point. kAbsentValue otherwise.
-int IntegerConv(Expander& e, size_t a_index, size_t a_zp, size_t b_index, size_t b_zp, int bias) {
+// The shifted weight as int8 weights whose sum it is: itself where it fits int8, else (uint8
+// weights 128 or more from their zero point, as ORT's dynamic quantization writes) the part
+// within [-128, 127] and the rest; empty where neither holds (255 from the zero point).
+std::vector<HostTensorPtr> Int8Terms(const HostTensor& shifted) {
+  const int16_t* v = shifted.Data<int16_t>();
+  auto first = std::make_shared<HostTensor>(TensorType{shifted.type.shape, kInt8});
+  auto rest = std::make_shared<HostTensor>(TensorType{shifted.type.shape, kInt8});
+  bool split = false;
+  for (int64_t i = 0; i < shifted.NumElements(); ++i) {
+    const int head = std::clamp<int>(v[i], -128, 127), tail = v[i] - head;
+    if (tail < -128 || tail > 127) return {};
+    first->Data<int8_t>()[i] = static_cast<int8_t>(head);
+    rest->Data<int8_t>()[i] = static_cast<int8_t>(tail);
+    split = split || tail != 0;
+  }
+  if (!split) return {first};
+  return {first, rest};
+}
+
+// The conv of n with the int8 weight w as an integer conv (kDataZeroPointAttr) with `bias` (int32
+// per output channel, or absent) added, when the strategy plans an int8 kernel for it on the
+// target: 8-bit data with a per-tensor zero point (constant, or computed at run time:
+// kDataZeroPointInput). kAbsentValue otherwise.
+int IntegerConvWith(Expander& e, size_t a_index, size_t a_zp, const HostTensorPtr& w, int bias) {
   const KernelStrategy* strategy = e.strategy();
   const Node& n = e.node();
   const int a_in = n.inputs.at(a_index);
@@ -302,8 +318,6 @@ int IntegerConv(Expander& e, size_t a_index, size_t a_zp, size_t b_index, size_t
       zero_point = static_cast<int64_t>(zp->GetAsDouble(0));
     }
   }
-  const HostTensorPtr w = ShiftedInt8Weight(e, n.inputs.at(b_index), e.Input(b_zp));
-  if (w == nullptr) return kAbsentValue;
   AttrMap attrs = n.attrs;
   attrs[kDataZeroPointAttr] = zero_point;
   // The strategy sees the weight the kernel would multiply (a kernel may depend on its values);
@@ -320,6 +334,22 @@ int IntegerConv(Expander& e, size_t a_index, size_t a_zp, size_t b_index, size_t
     return kAbsentValue;
   }
   return e.Op("Conv", std::move(inputs), std::move(attrs));
+}
+
+// The conv of n as integer convs: one on its shifted weight where that fits int8, else two whose
+// weights add up to it, their sums added (the second conv's epilogue); kAbsentValue where the
+// weight splits in no such way or a term gets no int8 kernel.
+int IntegerConv(Expander& e, size_t a_index, size_t a_zp, size_t b_index, size_t b_zp, int bias) {
+  const HostTensorPtr shifted = ShiftedWeight(e, e.node().inputs.at(b_index), e.Input(b_zp));
+  if (shifted == nullptr) return kAbsentValue;
+  int sum = kAbsentValue;
+  for (const HostTensorPtr& w : Int8Terms(*shifted)) {
+    const int term =
+        IntegerConvWith(e, a_index, a_zp, w, sum == kAbsentValue ? bias : kAbsentValue);
+    if (term == kAbsentValue) return kAbsentValue;  // the first term's conv is dead code then
+    sum = sum == kAbsentValue ? term : e.Op("Add", {sum, term});
+  }
+  return sum;
 }
 
 int FloatOrInt32Product(Expander& e, bool conv, size_t a_index, size_t a_zp, size_t b_index,

@@ -396,6 +396,32 @@ def test_int8_kernels_take_a_zero_point_computed_at_run_time(tmp_path, isa, targ
     assert _conv_kernel(isa, case[:7]) in plans
 
 
+@pytest.mark.parametrize("w_zp,kernels", [(131, 2), (3, 2), (0, 0)], ids=["zp131", "zp3", "zp0"])
+def test_uint8_weights_past_int8_run_as_two_int8_convs(tmp_path, w_zp, kernels):
+    # ORT's dynamic quantization (IS-Net's) writes uint8 weights with a zero point: w - zp spans
+    # [-255, 255], so the conv runs as two int8 convs whose weights add up to it (the part within
+    # int8 and the rest), their sums added; 255 from the zero point splits in no such way (zp 0,
+    # w 255) and keeps the exact float path.
+    if not _host_has("avx512_vnni"):
+        pytest.skip("this machine has no AVX-512 VNNI")
+    rs = np.random.RandomState(70 + w_zp)
+    x = rs.randint(0, 256, (1, 16, 9, 10)).astype(np.uint8)
+    w = rs.randint(0, 256, (24, 16, 3, 3)).astype(np.uint8)
+    w[0, 0, 0, 0], w[1, 0, 0, 0] = 0, 255
+    zp = np.uint8(rs.randint(0, 256))
+    graph = helper.make_graph(
+        [helper.make_node("ConvInteger", ["x", "w", "x_zp", "w_zp"], ["y"], pads=[1] * 4)],
+        "wzp%d" % w_zp,
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape)),
+         helper.make_tensor_value_info("x_zp", TensorProto.UINT8, [])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 24, 9, 10])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.uint8(w_zp), "w_zp")])
+    y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x, x_zp=zp)
+    np.testing.assert_array_equal(
+        y, _conv_integer_reference(x, int(zp), w.astype(np.int64) - w_zp, 1))
+    assert plans.count('ember_plan_kernel="conv2d_int8_avx512vnni"') == kernels
+
+
 def test_int8_kernel_runs_conv_integer_to_int32(tmp_path):
     if not _host_has_vnni():
         pytest.skip("this machine has no AVX-512 VNNI")
@@ -408,29 +434,19 @@ def test_int8_kernel_runs_conv_integer_to_int32(tmp_path):
     np.testing.assert_array_equal(y, _conv_integer_reference(x, 131, w, 1))
 
 
-def test_int8_kernel_leaves_grouped_and_wide_weights_to_the_float_path(tmp_path):
-    # Groups are not the kernel's; uint8 weights 128 above their zero point leave int8.
+def test_int8_kernel_leaves_grouped_convs_to_the_float_path(tmp_path):
+    # Groups are not the kernel's (uint8 weights past int8: the two-conv test above).
     rs = np.random.RandomState(18)
     x = rs.randint(0, 256, (1, 16, 8, 8)).astype(np.uint8)
-    grouped = rs.randint(-20, 21, (16, 8, 3, 3)).astype(np.int8)
-    wide = np.full((8, 16, 1, 1), 255, np.uint8)
-    for w, group, w_zp in [(grouped, 2, None), (wide, 1, np.uint8(127))]:
-        inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.uint8(3), "x_zp")]
-        inputs = ["x", "w", "x_zp"]
-        if w_zp is not None:
-            inits.append(numpy_helper.from_array(w_zp, "w_zp"))
-            inputs.append("w_zp")
-        k = w.shape[2]
-        graph = helper.make_graph(
-            [helper.make_node("ConvInteger", inputs, ["y"], group=group)], "convint_g%d" % group,
-            [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape))],
-            [helper.make_tensor_value_info("y", TensorProto.INT32,
-                                           [1, w.shape[0], 9 - k, 9 - k])], inits)
-        y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x)
-        assert "conv2d_int8" not in plans
-        ref = _conv_integer_reference(x, 3, w.astype(np.int64) - (0 if w_zp is None else 127),
-                                      0, group=group)
-        np.testing.assert_array_equal(y, ref)
+    w = rs.randint(-20, 21, (16, 8, 3, 3)).astype(np.int8)
+    graph = helper.make_graph(
+        [helper.make_node("ConvInteger", ["x", "w", "x_zp"], ["y"], group=2)], "convint_g2",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 16, 6, 6])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.uint8(3), "x_zp")])
+    y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x)
+    assert "conv2d_int8" not in plans
+    np.testing.assert_array_equal(y, _conv_integer_reference(x, 3, w, 0, group=2))
 
 
 def test_maxpool_between_dequantize_and_quantize_matches_onnx(tmp_path):
