@@ -152,12 +152,12 @@ bool LowerConvEpilogue(const FusedGroup& group, const ConvGroup& m, int64_t resu
 }
 
 bool BuildConvEpilogueAt(const FusedGroup& group, const ConvGroup& m, lower::LoweredFunc* f,
-                         lower::Buffer* x, lower::Buffer* w, EpilogueAt* at) {
+                         lower::Buffer* x, lower::Buffer* w, EpilogueAt* at, BiasAt* bias) {
   const ConvShape& s = m.s;
   AnchorOperands ops{m.x_id, m.w_id, m.bias_id, [&s](const std::vector<te::Expr>& i) {
                        return std::vector<te::Expr>{OutputChannel(s, i)};
                      }};
-  return BuildEpilogueAt(group, *m.conv, ops, f, x, w, at);
+  return BuildEpilogueAt(group, *m.conv, ops, f, x, w, at, bias);
 }
 
 lower::Stmt PadConvInput(const ConvShape& s, const lower::Buffer& x, const lower::Buffer& padded,

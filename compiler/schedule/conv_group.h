@@ -65,9 +65,10 @@ bool LowerConvEpilogue(const FusedGroup& group, const ConvGroup& m, int64_t resu
 
 /*! \brief BuildEpilogueAt for the conv: `at` maps output element (n, oc, oh, ow) (with the
  * block lane last for NCHW[x]c) and the conv's raw result there to the group's output; *x and *w
- * are the conv's data and weight buffers. */
+ * are the conv's data and weight buffers; with `bias`, the bias is apart (see BuildEpilogueAt). */
 bool BuildConvEpilogueAt(const FusedGroup& group, const ConvGroup& m, lower::LoweredFunc* f,
-                         lower::Buffer* x, lower::Buffer* w, EpilogueAt* at);
+                         lower::Buffer* x, lower::Buffer* w, EpilogueAt* at,
+                         BiasAt* bias = nullptr);
 
 /*! \brief Copies image n of the conv's input `x` into a zero-padded [C][PH][PW] plane set
  * ([C/x][PH][PW][x] for NCHW[x]c input; rows and columns past the input's end padding are zeros

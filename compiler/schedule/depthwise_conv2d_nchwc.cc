@@ -2,11 +2,13 @@
 //
 // In the blocked layout the x channels of one pixel are one SIMD vector, and a depthwise conv
 // multiplies each pixel's vector by the tap's weight vector (weights packed [C/x][KH][KW][x]):
-// no shuffles, no row copies. One parallel task is (image, channel block, output row). The row
-// runs in tiles of `columns` output pixels whose accumulators stay in registers (independent FMA
-// chains); only the few border pixels, whose taps can fall into the padding, test their columns,
-// and each tap row is tested once per tile. The epilogue is applied to each finished vector
-// before its one store.
+// no shuffles, no row copies. One parallel task is (image, channel block, block of output rows):
+// one row, or on small planes as many as make `task_pixels`, so the weights and the bias are
+// loaded once for all of them. A row runs in tiles of up to `columns` output pixels whose
+// accumulators stay in registers (independent FMA chains) and start from the bias; only the few
+// border pixels, whose taps can fall into the padding, test their columns, and the few border
+// rows have copies of the row that leave out the tap rows in the padding. The rest of the
+// epilogue is applied to each finished vector before its one store.
 #include <ember/compiler/ir/weight_layout.h>
 
 #include <algorithm>
@@ -29,15 +31,22 @@ struct RowContext {
   int lanes;                    // = the layout's block
   Buffer x, out;                // [N][C/x][H][W][x], [N][C/x][OH][OW][x]
   std::vector<Buffer> weights;  // one vector local per tap, loaded once per task
+  Buffer bias;                  // vector local holding the task's bias, loaded once; or null
   const EpilogueAt& at;         // the group's epilogue per element of the blocked output
-  Expr n, cb, oh;               // the task
+  Expr n, cb;                   // the task
   lower::LoweredFunc* f;        // receives the accumulator locals
 };
 
-// `count` output pixels from column ow0 of the task's row. With check_columns, taps left or right
-// of the image are skipped per pixel (border pixels); taps above or below it per tap row.
-Stmt Pixels(const RowContext& c, const std::string& tag, const Expr& ow0, int64_t count,
-            bool check_columns) {
+// Tap rows [kh_begin, kh_end) are those inside the image for the output row a Row computes.
+struct TapRows {
+  int64_t begin, end;
+};
+
+// `count` output pixels from column ow0 of row oh. With check_columns, taps left or right of the
+// image are skipped per pixel (border pixels). The accumulators start from the bias, so the
+// epilogue has no add left to do.
+Stmt Pixels(const RowContext& c, const std::string& tag, const Expr& oh, const TapRows& rows,
+            const Expr& ow0, int64_t count, bool check_columns) {
   const ConvShape& s = c.s;
   const Expr image = c.n * (s.c / c.lanes) + c.cb;
   std::vector<Buffer> acc;
@@ -45,57 +54,76 @@ Stmt Pixels(const RowContext& c, const std::string& tag, const Expr& ow0, int64_
   for (int64_t t = 0; t < count; ++t) {
     acc.push_back(NewVectorAccumulator("acc" + tag + std::to_string(t), c.lanes));
     c.f->locals.push_back(acc.back());
-    body.push_back(lower::Store(acc.back(), 0, te::Const(acc.back()->dtype, 0)));
+    Expr start = c.bias ? BufferLoad(c.bias, 0) : te::Const(acc.back()->dtype, 0);
+    body.push_back(lower::Store(acc.back(), 0, start));
   }
-  for (int64_t kh = 0; kh < s.kh; ++kh) {
-    Expr ih = c.oh * s.s_h + (kh - s.pad_t);
-    std::vector<Stmt> taps;
+  for (int64_t kh = rows.begin; kh < rows.end; ++kh) {
+    Expr ih = oh * s.s_h + (kh - s.pad_t);
     for (int64_t kw = 0; kw < s.kw; ++kw) {
       for (int64_t t = 0; t < count; ++t) {
         Expr iw = (ow0 + t) * s.s_w + (kw - s.pad_l);
         Expr in = lower::VectorLoad(c.x, ((image * s.h + ih) * s.w + iw) * c.lanes, c.lanes);
         Stmt fma = lower::Store(
             acc[t], 0, BufferLoad(acc[t], 0) + in * BufferLoad(c.weights[kh * s.kw + kw], 0));
-        taps.push_back(check_columns ? lower::If((iw >= 0) && (iw < s.w), fma) : fma);
+        body.push_back(check_columns ? lower::If((iw >= 0) && (iw < s.w), fma) : fma);
       }
     }
-    body.push_back(lower::If((ih >= 0) && (ih < s.h), lower::Seq(taps)));
   }
   for (int64_t t = 0; t < count; ++t) {
     Expr ow = ow0 + t;
-    Expr value = EpilogueOnBlockVector(c.at, c.n, c.cb, c.oh, ow, BufferLoad(acc[t], 0), c.lanes);
-    body.push_back(lower::Store(c.out, ((image * s.oh + c.oh) * s.ow + ow) * c.lanes, value));
+    Expr value = EpilogueOnBlockVector(c.at, c.n, c.cb, oh, ow, BufferLoad(acc[t], 0), c.lanes);
+    body.push_back(lower::Store(c.out, ((image * s.oh + oh) * s.ow + ow) * c.lanes, value));
   }
   return lower::Seq(body);
 }
 
-// Pixels [begin, end) of the row, `columns` at a time, then one at a time.
-Stmt Run(const RowContext& c, const std::string& tag, int64_t begin, int64_t end, int64_t columns,
-         bool check_columns) {
+// Pixels [begin, end) of row oh, `columns` at a time, the rest as one narrower tile (border
+// pixels, check_columns, one at a time).
+Stmt Run(const RowContext& c, const std::string& tag, const Expr& oh, const TapRows& rows,
+         int64_t begin, int64_t end, int64_t columns, bool check_columns) {
   if (end <= begin) return nullptr;
   const int64_t tiles = (end - begin) / columns, rest = (end - begin) % columns;
   std::vector<Stmt> parts;
   if (tiles > 0) {
     Expr tile = te::MakeVar(tag + "t");
-    parts.push_back(
-        lower::KeepScalarFor(tile, tiles,
-                             Pixels(c, tag + "t", tiles > 1 ? tile * columns + begin : Expr(begin),
-                                    columns, check_columns)));
+    parts.push_back(lower::KeepScalarFor(
+        tile, tiles,
+        Pixels(c, tag + "t", oh, rows, tiles > 1 ? tile * columns + begin : Expr(begin), columns,
+               check_columns)));
   }
-  if (rest > 0) {
+  if (rest > 0 && !check_columns) {
+    parts.push_back(Pixels(c, tag + "r", oh, rows, Expr(begin + tiles * columns), rest, false));
+  } else if (rest > 0) {
     Expr ow = te::MakeVar(tag + "r");
     parts.push_back(lower::KeepScalarFor(
         ow, rest,
-        Pixels(c, tag + "r",
+        Pixels(c, tag + "r", oh, rows,
                rest > 1 ? ow + (begin + tiles * columns) : Expr(begin + tiles * columns), 1,
                check_columns)));
   }
   return SeqOf(parts);
 }
 
+// Output row oh, reading tap rows `rows`: its border pixels, then its interior in tiles of up to
+// `columns` pixels.
+Stmt Row(const RowContext& c, const std::string& tag, const Expr& oh, const TapRows& rows,
+         int64_t columns) {
+  const ConvShape& s = c.s;
+  // Output columns whose taps all fall inside the image's columns.
+  const int64_t lo = std::min(s.ow, (s.pad_l + s.s_w - 1) / s.s_w);
+  const int64_t hi = std::clamp((s.w - s.kw + s.pad_l) / s.s_w + 1, lo, s.ow);
+  const int64_t width = std::clamp<int64_t>(hi - lo, 1, columns);
+  return SeqOf({Run(c, tag + "l", oh, rows, 0, lo, 1, true),
+                Run(c, tag + "m", oh, rows, lo, hi, width, false),
+                Run(c, tag + "r", oh, rows, hi, s.ow, 1, true)});
+}
+
 // Vector registers beyond the taps' weights: accumulators need at least one, plus the input
 // vector and a temporary.
 constexpr int64_t kWorkingRegisters = 3;
+
+// Border rows each get their own copy of the row code; more (huge paddings) go to another kernel.
+constexpr int64_t kMaxBorderRows = 8;
 
 bool TapsFit(const ConvShape& s, int64_t registers) {
   return s.kh * s.kw + kWorkingRegisters <= registers;
@@ -121,21 +149,36 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
       p.vector_registers > 0 ? p.vector_registers : VectorRegisters(ClassifyTarget(*opts.target));
   if (!TapsFit(s, registers)) return false;
   const int64_t taps = s.kh * s.kw;
-  const int64_t columns = std::clamp<int64_t>(registers - taps - kWorkingRegisters, 1, 8);
+  const int64_t columns =
+      std::clamp<int64_t>(registers - taps - kWorkingRegisters, 1, std::max<int64_t>(p.columns, 1));
 
   lower::LoweredFunc f;
   Buffer xb, wb;
   EpilogueAt at;
-  if (!BuildConvEpilogueAt(group, m, &f, &xb, &wb, &at)) return false;
+  BiasAt bias_at;
+  if (!BuildConvEpilogueAt(group, m, &f, &xb, &wb, &at, &bias_at)) return false;
   const int lanes = static_cast<int>(block);
   if (!EpilogueVectorizes(at, lanes)) return false;
 
-  // One task per (image, channel block, output row).
+  // Rows whose taps all fall inside the image's rows read every tap row; each of the few border
+  // rows above and below them has its own copy that reads only the tap rows inside the image (no
+  // row checks anywhere), run by the first or the last task of its channel block.
+  const int64_t row_lo = std::min(s.oh, (s.pad_t + s.s_h - 1) / s.s_h);
+  const int64_t row_hi = std::clamp((s.h - s.kh + s.pad_t) / s.s_h + 1, row_lo, s.oh);
+  if (row_lo + s.oh - row_hi > kMaxBorderRows) return false;
+
+  // One task per (image, channel block, block of `rows` interior output rows).
   const int64_t blocks = s.c / block;
+  const int64_t interior = row_hi - row_lo;
+  const int64_t want_rows =
+      std::clamp<int64_t>(p.task_pixels / s.ow, 1, std::max<int64_t>(interior, 1));
+  const int64_t row_blocks = std::max<int64_t>(1, (interior + want_rows - 1) / want_rows);
+  const int64_t rows = (interior + row_blocks - 1) / row_blocks;
   Expr t = te::MakeVar("t");
-  Expr oh = te::FloorMod(t, Expr(s.oh));
-  Expr cb = te::FloorMod(te::FloorDiv(t, Expr(s.oh)), Expr(blocks));
-  Expr n = te::FloorDiv(t, Expr(s.oh * blocks));
+  Expr rb = te::FloorMod(t, Expr(row_blocks));
+  Expr oh0 = rb * rows + row_lo;
+  Expr cb = te::FloorMod(te::FloorDiv(t, Expr(row_blocks)), Expr(blocks));
+  Expr n = te::FloorDiv(t, Expr(row_blocks * blocks));
   std::vector<Stmt> task;
   std::vector<Buffer> weights;
   for (int64_t k = 0; k < taps; ++k) {
@@ -144,14 +187,37 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
     task.push_back(
         lower::Store(weights.back(), 0, lower::VectorLoad(wb, (cb * taps + k) * block, lanes)));
   }
-  RowContext ctx{s, lanes, xb, f.args.back().buffer, weights, at, n, cb, oh, &f};
-  // Output columns whose taps all fall inside the image's columns.
-  const int64_t lo = std::min(s.ow, (s.pad_l + s.s_w - 1) / s.s_w);
-  const int64_t hi = std::clamp((s.w - s.kw + s.pad_l) / s.s_w + 1, lo, s.ow);
-  task.push_back(SeqOf({Run(ctx, "l", 0, lo, 1, true), Run(ctx, "m", lo, hi, columns, false),
-                        Run(ctx, "r", hi, s.ow, 1, true)}));
+  // The bias depends on the channel only (OutputChannel): one load per task, not per pixel.
+  Buffer bias;
+  Expr lane = te::MakeVar("lane");
+  Expr bias_row = bias_at({n, cb, Expr(0), Expr(0), lane});
+  if (bias_row.defined()) {
+    bias = NewVectorAccumulator("bias", block);
+    f.locals.push_back(bias);
+    task.push_back(
+        lower::Store(bias, 0, lower::VectorizeLanes(bias_row, lane.get(), Expr(0), lanes)));
+  }
+  RowContext ctx{s, lanes, xb, f.args.back().buffer, weights, bias, at, n, cb, &f};
+  auto border_rows = [&](int64_t begin, int64_t end) {
+    std::vector<Stmt> v;
+    for (int64_t b = begin; b < end; ++b) {
+      const int64_t top = b * s.s_h - s.pad_t;
+      TapRows inside{std::clamp<int64_t>(-top, 0, s.kh), std::clamp<int64_t>(s.h - top, 0, s.kh)};
+      v.push_back(Row(ctx, "b" + std::to_string(b), Expr(b), inside, columns));
+    }
+    Stmt rows_stmt = SeqOf(v);
+    if (!rows_stmt || row_blocks == 1) return rows_stmt;
+    return lower::If(rb == Expr(begin == 0 ? 0 : row_blocks - 1), rows_stmt);
+  };
+  task.push_back(border_rows(0, row_lo));
+  task.push_back(Range("r", 0, rows, lower::ForKind::kSerial, [&](const Expr& r) {
+    Expr oh = rows > 1 ? oh0 + r : oh0;
+    Stmt row = Row(ctx, "i", oh, TapRows{0, s.kh}, columns);
+    return row_blocks * rows > interior ? lower::If(oh < row_hi, row) : row;
+  }));
+  task.push_back(border_rows(row_hi, s.oh));
 
-  const int64_t tasks = s.n * blocks * s.oh;
+  const int64_t tasks = s.n * blocks * row_blocks;
   const int64_t work = s.n * s.c * s.oh * s.ow * taps;
   bool par = opts.parallel && work >= opts.parallel_min_work && tasks > 1;
   f.body =

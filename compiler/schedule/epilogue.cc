@@ -190,7 +190,8 @@ bool LowerEpilogue(const FusedGroup& group, const Node& anchor, const lower::Arg
 }
 
 bool BuildEpilogueAt(const FusedGroup& group, const Node& anchor, const AnchorOperands& m,
-                     lower::LoweredFunc* f, lower::Buffer* x, lower::Buffer* w, EpilogueAt* at) {
+                     lower::LoweredFunc* f, lower::Buffer* x, lower::Buffer* w, EpilogueAt* at,
+                     BiasAt* bias_at) {
   const Graph& g = *group.graph;
   ops::GraphScope scope(&g);
   std::map<int, te::Tensor> env;
@@ -216,7 +217,7 @@ bool BuildEpilogueAt(const FusedGroup& group, const Node& anchor, const AnchorOp
       oshape,
       [&](const std::vector<te::Expr>& i) {
         te::Expr v = raw(i);
-        if (bias.defined()) v = v + bias(m.bias_index(i));
+        if (bias.defined() && bias_at == nullptr) v = v + bias(m.bias_index(i));
         return v;
       },
       anchor.name + "_out");
@@ -246,6 +247,7 @@ bool BuildEpilogueAt(const FusedGroup& group, const Node& anchor, const AnchorOp
   inl.raw_index = vars;
   inl.raw_value = marker;
   te::Expr body = inl.Visit(out->second(vars), none);
+  te::Expr bias_body = bias.defined() ? inl.Visit(bias(m.bias_index(vars)), none) : te::Expr();
   if (!inl.ok) return false;
   *f = std::move(lf);
   *x = xb;
@@ -257,6 +259,15 @@ bool BuildEpilogueAt(const FusedGroup& group, const Node& anchor, const AnchorOp
     EpilogueInliner rw;
     return rw.Visit(body, sub);
   };
+  if (bias_at != nullptr) {
+    *bias_at = [bias_body, vars](const std::vector<te::Expr>& i) {
+      if (!bias_body.defined()) return te::Expr();
+      VarMap sub;
+      for (size_t d = 0; d < vars.size(); ++d) sub[vars[d].get()] = i[d];
+      EpilogueInliner rw;
+      return rw.Visit(bias_body, sub);
+    };
+  }
   return true;
 }
 

@@ -53,15 +53,21 @@ struct AnchorOperands {
   te::DataType result = te::Float(32);
 };
 
+/*! \brief The bias the anchor adds at output element i (an undefined Expr without one). */
+using BiasAt = std::function<te::Expr(const std::vector<te::Expr>& i)>;
+
 /*!
  * \brief The group's epilogue as a per-element expression, for schedules that apply it in
  * registers before their single store. Fills f->name and f->args (the group inputs, then the
- * output; f->body stays empty), *x and *w (the anchor's data and weight buffers) and *at. Returns
- * false when a node has no usable compute or an epilogue node reads the anchor's result at
- * another element than the one it writes.
+ * output; f->body stays empty), *x and *w (the anchor's data and weight buffers) and *at. With
+ * `bias`, *at takes the raw result with the bias already added and *bias gives the bias: a
+ * schedule starts its accumulators from it instead of adding it at the end. Returns false when a
+ * node has no usable compute or an epilogue node reads the anchor's result at another element
+ * than the one it writes.
  */
 bool BuildEpilogueAt(const FusedGroup& group, const Node& anchor, const AnchorOperands& operands,
-                     lower::LoweredFunc* f, lower::Buffer* x, lower::Buffer* w, EpilogueAt* at);
+                     lower::LoweredFunc* f, lower::Buffer* x, lower::Buffer* w, EpilogueAt* at,
+                     BiasAt* bias = nullptr);
 
 /*! \brief True when applying `at` at (n, oc, 0, q), q = oh * OW + ow the flat plane position,
  * reads every operand where (n, oc, oh, ow) would: each operand reads the whole output plane or

@@ -92,6 +92,12 @@ struct DepthwiseParams {
   /*! \brief Vector registers the tiling assumes; 0: those of the compile target. Table rows
    * hold their target's, so an entry forced onto another target (EMBER_SCHEDULE) tiles the same. */
   int vector_registers = 0;
+  /*! \brief NCHW[x]c: output pixels per register tile at most (the registers the taps leave
+   * bound it too). */
+  int64_t columns = 8;
+  /*! \brief NCHW[x]c: output pixels one task computes at least, in whole rows, so that small
+   * planes do not reload the task's weights every row; 0: one row per task. */
+  int64_t task_pixels = 0;
 
   DepthwiseParams& Lanes(int64_t v) {
     lanes = v;
@@ -99,6 +105,11 @@ struct DepthwiseParams {
   }
   DepthwiseParams& VectorBits(int v) {
     prefer_vector_bits = v;
+    return *this;
+  }
+  DepthwiseParams& Tile(int64_t max_columns, int64_t min_task_pixels) {
+    columns = max_columns;
+    task_pixels = min_task_pixels;
     return *this;
   }
 };

@@ -7,6 +7,7 @@
 #include <llvm/IR/IntrinsicsAArch64.h>
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/PatternMatch.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/TargetParser/Triple.h>
 #include <llvm/Transforms/Utils/ModuleUtils.h>
@@ -314,11 +315,7 @@ llvm::Value* CodeGenLLVM::EmitBinary(const te::BinaryNode* bn) {
     case BinaryOp::kMin:
     case BinaryOp::kMax: {
       bool mx = bn->op == BinaryOp::kMax;
-      if (is_float) {
-        // NaN in `a` propagates (numpy-like) and the compare+select pattern vectorises.
-        llvm::Value* c = mx ? b_.CreateFCmpUGT(a, b) : b_.CreateFCmpULT(a, b);
-        return b_.CreateSelect(c, a, b);
-      }
+      if (is_float) return EmitFloatMinMax(mx, a, b);
       llvm::Intrinsic::ID id = mx ? (is_signed ? llvm::Intrinsic::smax : llvm::Intrinsic::umax)
                                   : (is_signed ? llvm::Intrinsic::smin : llvm::Intrinsic::umin);
       return b_.CreateBinaryIntrinsic(id, a, b);
@@ -351,6 +348,22 @@ llvm::Value* CodeGenLLVM::EmitBinary(const te::BinaryNode* bn) {
       return b_.CreateXor(a, b);
   }
   return nullptr;
+}
+
+llvm::Value* CodeGenLLVM::EmitFloatMinMax(bool max, llvm::Value* a, llvm::Value* b) {
+  // NaN in `a` propagates (numpy-like) and the compare+select pattern vectorises.
+  const llvm::APFloat* c = nullptr;
+  bool aarch64 = target_.triple.rfind("aarch64", 0) == 0;
+  if (aarch64 && llvm::PatternMatch::match(b, llvm::PatternMatch::m_APFloat(c)) && !c->isNaN() &&
+      !(c->isZero() && c->isNegative() == max)) {
+    // Against a constant `b` that is no NaN, and no zero of the sign the select returns where
+    // fmax/fmin pick the other one (max(+0, -0), min(-0, +0)), the select is exactly
+    // llvm.maximum/minimum: one fmax/fmin instead of a compare and a select.
+    return b_.CreateBinaryIntrinsic(max ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum, a,
+                                    b);
+  }
+  llvm::Value* pick_a = max ? b_.CreateFCmpUGT(a, b) : b_.CreateFCmpULT(a, b);
+  return b_.CreateSelect(pick_a, a, b);
 }
 
 llvm::Value* CodeGenLLVM::EmitUnaryIntrinsic(llvm::Intrinsic::ID id, llvm::Value* x) {

@@ -62,6 +62,8 @@ class CodeGenLLVM {
   // v rounded to float16 precision and widened back (float16 values live in float).
   /*! \brief A unary LLVM intrinsic on x, lane by lane where the target cannot take the vector. */
   llvm::Value* EmitUnaryIntrinsic(llvm::Intrinsic::ID id, llvm::Value* x);
+  // Float Max/Min as the compare+select that propagates a NaN `a`, or its one-instruction twin.
+  llvm::Value* EmitFloatMinMax(bool max, llvm::Value* a, llvm::Value* b);
   llvm::Value* RoundToHalf(llvm::Value* v);
   // `lanes`: elements the access covers (a clamped index stays `lanes` before the end).
   llvm::Value* ElementPtr(const lower::BufferNode* b, const te::Expr& index, bool clamp,

@@ -267,6 +267,24 @@ TEST(BlockedLayout, DepthwiseKernelMatchesTheReference) {
   }
 }
 
+// The NEON entry's shape: accumulators that start from the task's bias vector (the marker), tasks
+// of several rows on small planes, border rows that leave out the tap rows in the padding, the
+// first/last task of a channel block running them, a narrower tile for the rest of a row.
+TEST(BlockedLayout, NeonDepthwiseStartsFromTheBiasOverBlocksOfRows) {
+  const std::vector<BlockedCase> cases = {
+      {1, 8, 9, 9, 8, 3, 1, 1, 8, true, true, false, 4, 4},    // one task per channel block
+      {1, 8, 30, 20, 8, 3, 1, 1, 8, true, true, true, 4, 4},   // 3-row tasks, a short last
+      {2, 8, 11, 11, 8, 3, 2, 1, 8, true, false, true, 4, 4},  // stride 2
+      {1, 4, 9, 10, 4, 5, 1, 2, 4, true, true, false, 4, 4},   // 5x5: two border rows a side
+      {1, 8, 4, 4, 8, 3, 1, 0, 8, true, false, false, 4, 4},   // no border rows
+  };
+  for (const BlockedCase& c : cases) {
+    CheckBlockedConv("depthwise_conv2d_neon", "[0] = bias[0]", {c.out_block, 0}, c);
+  }
+  CheckBlockedConv("depthwise_conv2d_neon", "wvec0[", {4, 0},
+                   {1, 8, 7, 7, 8, 3, 1, 1, 8, false, true, false, 4, 4});  // no bias
+}
+
 TEST(BlockedLayout, DefaultScheduleComputesBlockedConvs) {
   CheckBlockedConv(nullptr, nullptr, {}, {1, 16, 6, 7, 32, 3, 1, 1, 1, true, true, true, 16, 16});
   CheckBlockedConv(nullptr, nullptr, {}, {1, 3, 8, 8, 8, 3, 2, 1, 1, false, false, false, 0, 8});

@@ -2,6 +2,7 @@
 #include <ember/compiler/target.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "kernel_test_util.h"
@@ -165,6 +166,42 @@ TEST(CodegenTargets, SystemLibObjectRegistersItsFunctions) {
   fa.read(magic, 8);
   EXPECT_EQ(std::string(magic, 8), "!<arch>\n");
   std::remove(ar.c_str());
+}
+
+// The kernels' LLVM IR for `target`, before optimisation, of Clip(x, lo, hi).
+std::string ClipIr(const char* target, double lo, double hi) {
+  KernelGraph kg;
+  int x = kg.Input("x", {4, 64});
+  int y = kg.Add("Clip", {x}, {TensorType{{4, 64}, kFloat32}}, {{"min", lo}, {"max", hi}})[0];
+  std::vector<FusedGroup> groups = {kg.Group("clip", {y})};
+  BuildOptions opts;
+  opts.dump_dir = TempPath("ir");
+  std::filesystem::create_directories(opts.dump_dir);
+  BuildKernelLibrary(groups, Target::Parse(target), TempPath("clip.so"), opts);
+  std::ifstream f(opts.dump_dir + "/kernels.ll");
+  std::string ir((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::filesystem::remove_all(opts.dump_dir);
+  std::remove(TempPath("clip.so").c_str());
+  return ir;
+}
+
+// Max/Min against a constant are one fmax/fmin on AArch64 where that is exactly the compare and
+// select (NaN in x propagates; the zero whose sign the two differ on keeps the select), and the
+// select everywhere else.
+TEST(CodegenTargets, FloatMaxMinAgainstAConstantAreFmaxFminOnAArch64Only) {
+  const char* a64 = "llvm -mtriple=aarch64-linux-gnu";
+  std::string clip = ClipIr(a64, 0.0, 6.0);
+  EXPECT_NE(clip.find("@llvm.maximum"), std::string::npos);
+  EXPECT_NE(clip.find("@llvm.minimum"), std::string::npos);
+  std::string zeros = ClipIr(a64, -0.0, 0.0);  // max(x, -0), min(x, +0)
+  EXPECT_EQ(zeros.find("@llvm.maximum"), std::string::npos);
+  EXPECT_EQ(zeros.find("@llvm.minimum"), std::string::npos);
+  for (const char* other :
+       {"llvm -mtriple=x86_64-linux-gnu", "llvm -mtriple=armv7a-linux-gnueabihf -mattr=+neon"}) {
+    std::string ir = ClipIr(other, 0.0, 6.0);
+    EXPECT_EQ(ir.find("@llvm.maximum"), std::string::npos) << other;
+    EXPECT_NE(ir.find("fcmp"), std::string::npos) << other;
+  }
 }
 
 TEST(CodegenTargets, UnsupportedOpNamesNodeAndOp) {
