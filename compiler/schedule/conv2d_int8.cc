@@ -136,65 +136,27 @@ bool Conv2dInt8Applies(const Graph& g, const Node& conv, const Conv2dInt8Params&
 bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
                    const Conv2dInt8Params& p, lower::LoweredFunc* out) {
   if (p.pixel_vectors > 0) return TryConv2dInt8Pixels(group, opts, p, out);
-  const Graph& g = *group.graph;
-  const Node* conv = SingleConvOf(group);
-  Int8Conv m;
-  if (conv == nullptr || group.outputs.size() != 1 || conv->outputs.size() != 1 ||
-      conv->GetInt(kPackedInt8WeightAttr, 0) != p.lanes ||
-      conv->GetInt(kPackedInt8DataOffsetAttr, 0) != Int8DataOffset(p) || !conv->HasInput(2) ||
-      !ReadInt8Conv(g, *conv, true, &m)) {
-    return false;
-  }
-  for (int v : conv->inputs) {
-    if (!IsGroupInput(group, v)) return false;
-  }
-  const TensorType& o = g.value(conv->outputs[0]).type;
-  if (o.ndim() != 4 || o.dtype != kInt32 || o.shape[0] != m.n ||
-      g.value(group.outputs[0]).type.shape != o.shape) {
-    return false;
-  }
-  const int64_t oh = o.shape[2], ow = o.shape[3];
-  m.oc = o.shape[1];  // the packed weight's first axis counts blocks
-  const int64_t ocp = RoundUp(m.oc, p.lanes), quads = RoundUp(m.c, kDotDepth) / kDotDepth;
-  const std::vector<int64_t>& ws = g.value(conv->inputs[1]).type.shape;
-  if (ws[0] * p.lanes != ocp || ws[1] != quads || ws[4] != p.lanes || ws[5] != kDotDepth ||
-      g.value(conv->inputs[2]).type.NumElements() != ocp) {
-    return false;
-  }
-  // The epilogue reads the exact int32 sums (bias included: it is the packed, compensated one).
-  lower::LoweredFunc f;
-  Buffer xb, wb;
-  EpilogueAt at;
-  AnchorOperands operands{conv->inputs[0], conv->inputs[1], -1, nullptr, te::Int(32)};
-  if (!BuildEpilogueAt(group, *conv, operands, &f, &xb, &wb, &at)) return false;
-  const Buffer bias = GroupInputBuffer(group, f, conv->inputs[2]);
-  Buffer zp, wsum;
-  if (!bias || !RunTimeZeroPointBuffers(group, *conv, m, f, &zp, &wsum)) return false;
-
+  Int8ConvGroup ig;
+  if (!ReadInt8ConvGroup(group, p, &ig)) return false;
+  const Int8Conv& m = ig.m;
+  const int64_t oh = ig.oh, ow = ig.ow, ocp = ig.ocp, quads = ig.quads;
+  lower::LoweredFunc& f = ig.f;
+  const EpilogueAt& at = ig.at;
   const int64_t ph = PaddedRows(m, oh), pw = PaddedCols(m, ow);
-  const std::string& name = conv->name;
-  Buffer xq = lower::NewBuffer(name + "_u8_ws", te::UInt(8), quads * kDotDepth * ph * pw,
-                               lower::BufferScope::kWorkspace);
-  Buffer acc = lower::NewBuffer(name + "_acc_ws", te::Int(32), ocp * oh * ow,
+  const Int8ConvViews v = AddInt8ConvViews(&ig, quads * ph * pw);
+  Buffer acc = lower::NewBuffer(ig.conv->name + "_acc_ws", te::Int(32), ocp * oh * ow,
                                 lower::BufferScope::kWorkspace);
-  f.workspaces.push_back(xq);
   f.workspaces.push_back(acc);
-  // Four bytes read as one int32: the data's channel quads and the weights' per-channel quads.
-  Buffer xq32 = lower::NewBuffer(name + "_u8x4", te::Int(32), quads * ph * pw,
-                                 lower::BufferScope::kWorkspace);
-  Buffer w32 =
-      lower::NewBuffer(name + "_s8x4", te::Int(32), wb->size / kDotDepth, lower::BufferScope::kArg);
-  f.aliases.emplace_back(xq32, xq);
-  f.aliases.emplace_back(w32, wb);
 
   const int64_t vectors = ocp % (p.lanes * p.oc_vectors) == 0 ? p.oc_vectors : 1;
   const int64_t owb = ChooseOwBlock(ow, p.ow_block * p.oc_vectors / vectors);
   const int64_t full = ow / owb, tail = ow % owb, blocks = ocp / (p.lanes * vectors);
-  Tile t{m, p.lanes, vectors, quads, ph, pw, p, xq32, w32, bias, acc, zp, wsum, oh, ow, &f};
+  Tile t{m,     p.lanes, vectors, quads, ph,      pw, p,  v.xq32,
+         v.w32, ig.bias, acc,     ig.zp, ig.wsum, oh, ow, &f};
 
   Expr n = te::MakeVar("n");
   std::vector<Stmt> image{
-      PackInt8Data(m, xb, ZeroPointByte(m, zp), Int8DataOffset(p), xq, n, ph, pw, opts)};
+      PackInt8Data(m, ig.x, ZeroPointByte(m, ig.zp), Int8DataOffset(p), v.xq, n, ph, pw, opts)};
   const int64_t work_per_tile = owb * p.lanes * vectors * quads * kDotDepth * m.kh * m.kw;
   auto grid = [&](const std::string& tag, int64_t per_row, int64_t width, int64_t ow0) {
     const int64_t tiles = blocks * oh * per_row;
@@ -257,7 +219,7 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
 
   f.body = lower::For(n, m.n, ForKind::kSerial, lower::Seq(image));
   f.prefer_vector_bits = static_cast<int>(p.lanes * 32);
-  *out = std::move(f);
+  *out = std::move(ig.f);
   return true;
 }
 

@@ -111,51 +111,17 @@ bool Conv2dInt8PixelsTakes(const Int8Conv& m) {
 
 bool TryConv2dInt8Pixels(const FusedGroup& group, const lower::ScheduleOptions& opts,
                          const Conv2dInt8Params& p, lower::LoweredFunc* out) {
-  const Graph& g = *group.graph;
-  const Node* conv = SingleConvOf(group);
-  Int8Conv m;
-  if (conv == nullptr || p.pixel_vectors <= 0 || p.channel_rows <= 0 || group.outputs.size() != 1 ||
-      conv->outputs.size() != 1 || conv->GetInt(kPackedInt8WeightAttr, 0) != 1 ||
-      conv->GetInt(kPackedInt8DataOffsetAttr, 0) != Int8DataOffset(p) || !conv->HasInput(2) ||
-      !ReadInt8Conv(g, *conv, true, &m) || !Conv2dInt8PixelsTakes(m)) {
+  Int8ConvGroup ig;
+  if (p.pixel_vectors <= 0 || p.channel_rows <= 0 || !ReadInt8ConvGroup(group, p, &ig) ||
+      !Conv2dInt8PixelsTakes(ig.m) || ig.oh != ig.m.h || ig.ow != ig.m.w) {
     return false;
   }
-  for (int v : conv->inputs) {
-    if (!IsGroupInput(group, v)) return false;
-  }
-  const TensorType& o = g.value(conv->outputs[0]).type;
-  if (o.ndim() != 4 || o.dtype != kInt32 || o.shape[0] != m.n || o.shape[2] != m.h ||
-      o.shape[3] != m.w || g.value(group.outputs[0]).type.shape != o.shape) {
-    return false;
-  }
-  m.oc = o.shape[1];
-  const int64_t quads = RoundUp(m.c, kDotDepth) / kDotDepth, plane = m.h * m.w;
-  const std::vector<int64_t>& ws = g.value(conv->inputs[1]).type.shape;
-  if (ws[0] != m.oc || ws[1] != quads || ws[4] != 1 || ws[5] != kDotDepth ||
-      g.value(conv->inputs[2]).type.NumElements() != m.oc) {
-    return false;
-  }
-  lower::LoweredFunc f;
-  Buffer xb, wb;
-  EpilogueAt at;
-  AnchorOperands operands{conv->inputs[0], conv->inputs[1], -1, nullptr, te::Int(32)};
-  if (!BuildEpilogueAt(group, *conv, operands, &f, &xb, &wb, &at)) return false;
-  const Buffer bias = GroupInputBuffer(group, f, conv->inputs[2]);
-  Buffer zp, wsum;
-  if (!bias || !RunTimeZeroPointBuffers(group, *conv, m, f, &zp, &wsum)) return false;
-
+  const Int8Conv& m = ig.m;
+  const int64_t quads = ig.quads, plane = m.h * m.w;
   const int64_t lanes = p.lanes, per_tile = p.pixel_vectors * lanes;
-  const std::string& name = conv->name;
   // One spare vector of pixels past the last quad: the partial tile's loads.
-  Buffer xq = lower::NewBuffer(name + "_u8_ws", te::UInt(8), (quads * plane + lanes) * kDotDepth,
-                               lower::BufferScope::kWorkspace);
-  Buffer xq32 = lower::NewBuffer(name + "_u8x4", te::Int(32), quads * plane + lanes,
-                                 lower::BufferScope::kWorkspace);
-  Buffer w32 =
-      lower::NewBuffer(name + "_s8x4", te::Int(32), wb->size / kDotDepth, lower::BufferScope::kArg);
-  f.workspaces.push_back(xq);
-  f.aliases.emplace_back(xq32, xq);
-  f.aliases.emplace_back(w32, wb);
+  const Int8ConvViews v = AddInt8ConvViews(&ig, quads * plane + lanes);
+  lower::LoweredFunc& f = ig.f;
 
   const int64_t rows = ChannelRows(m.oc, p.channel_rows), blocks = m.oc / rows;
   const int64_t full = plane / per_tile, rest = plane % per_tile;
@@ -164,19 +130,19 @@ bool TryConv2dInt8Pixels(const FusedGroup& group, const lower::ScheduleOptions& 
               quads,
               plane,
               rows,
-              xq32,
-              w32,
-              bias,
+              v.xq32,
+              v.w32,
+              ig.bias,
               f.args.back().buffer,
-              zp,
-              wsum,
-              at,
-              EpilogueReadsPlaneFlat(at, m.w),
+              ig.zp,
+              ig.wsum,
+              ig.at,
+              EpilogueReadsPlaneFlat(ig.at, m.w),
               &f};
 
   Expr n = te::MakeVar("n");
   std::vector<Stmt> image{
-      PackInt8Data(m, xb, ZeroPointByte(m, zp), Int8DataOffset(p), xq, n, m.h, m.w, opts)};
+      PackInt8Data(m, ig.x, ZeroPointByte(m, ig.zp), Int8DataOffset(p), v.xq, n, m.h, m.w, opts)};
   const int64_t work_per_tile = per_tile * rows * quads * kDotDepth;
   if (full > 0) {
     Expr ti = te::MakeVar("t");

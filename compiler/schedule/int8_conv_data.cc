@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "conv_group.h"
 #include "epilogue.h"
 #include "int8_conv_operands.h"
 #include "loop_builders.h"
@@ -73,6 +74,58 @@ bool RunTimeZeroPointBuffers(const FusedGroup& group, const Node& conv, const In
   *zp = GroupInputBuffer(group, f, conv.inputs[kDataZeroPointInput]);
   *wsum = GroupInputBuffer(group, f, conv.inputs[kWeightSumInput]);
   return *zp && *wsum;
+}
+
+bool ReadInt8ConvGroup(const FusedGroup& group, const Conv2dInt8Params& p, Int8ConvGroup* out) {
+  const Graph& g = *group.graph;
+  Int8ConvGroup& c = *out;
+  c.conv = SingleConvOf(group);
+  const Node* conv = c.conv;
+  const int64_t block = p.WeightBlock();
+  if (conv == nullptr || group.outputs.size() != 1 || conv->outputs.size() != 1 ||
+      conv->GetInt(kPackedInt8WeightAttr, 0) != block ||
+      conv->GetInt(kPackedInt8DataOffsetAttr, 0) != Int8DataOffset(p) || !conv->HasInput(2) ||
+      !ReadInt8Conv(g, *conv, true, &c.m)) {
+    return false;
+  }
+  for (int v : conv->inputs) {
+    if (!IsGroupInput(group, v)) return false;
+  }
+  const TensorType& o = g.value(conv->outputs[0]).type;
+  if (o.ndim() != 4 || o.dtype != kInt32 || o.shape[0] != c.m.n ||
+      g.value(group.outputs[0]).type.shape != o.shape) {
+    return false;
+  }
+  c.oh = o.shape[2];
+  c.ow = o.shape[3];
+  c.m.oc = o.shape[1];  // the packed weight's first axis counts blocks
+  c.ocp = RoundUp(c.m.oc, block);
+  c.quads = RoundUp(c.m.c, kDotDepth) / kDotDepth;
+  const std::vector<int64_t>& ws = g.value(conv->inputs[1]).type.shape;
+  if (ws[0] * block != c.ocp || ws[1] != c.quads || ws[4] != block || ws[5] != kDotDepth ||
+      g.value(conv->inputs[2]).type.NumElements() != c.ocp) {
+    return false;
+  }
+  // The epilogue reads the exact int32 sums (bias included: it is the packed, compensated one).
+  AnchorOperands operands{conv->inputs[0], conv->inputs[1], -1, nullptr, te::Int(32)};
+  if (!BuildEpilogueAt(group, *conv, operands, &c.f, &c.x, &c.w, &c.at)) return false;
+  c.bias = GroupInputBuffer(group, c.f, conv->inputs[2]);
+  return c.bias && RunTimeZeroPointBuffers(group, *conv, c.m, c.f, &c.zp, &c.wsum);
+}
+
+Int8ConvViews AddInt8ConvViews(Int8ConvGroup* c, int64_t words) {
+  const std::string& name = c->conv->name;
+  Int8ConvViews v;
+  v.xq = lower::NewBuffer(name + "_u8_ws", te::UInt(8), words * kDotDepth,
+                          lower::BufferScope::kWorkspace);
+  // Four bytes read as one int32: the data's channel quads and the weights' per-channel quads.
+  v.xq32 = lower::NewBuffer(name + "_u8x4", te::Int(32), words, lower::BufferScope::kWorkspace);
+  v.w32 = lower::NewBuffer(name + "_s8x4", te::Int(32), c->w->size / kDotDepth,
+                           lower::BufferScope::kArg);
+  c->f.workspaces.push_back(v.xq);
+  c->f.aliases.emplace_back(v.xq32, v.xq);
+  c->f.aliases.emplace_back(v.w32, c->w);
+  return v;
 }
 
 Expr KernelBias(const Int8Conv& m, const Buffer& bias, const Buffer& zp, const Buffer& wsum,

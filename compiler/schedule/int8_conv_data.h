@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "epilogue.h"
 #include "schedule.h"
 
 namespace ember::compiler::schedule {
@@ -48,6 +49,30 @@ te::Expr ZeroPointByte(const Int8Conv& m, const lower::Buffer& zp);
  * vector of channels oc .. oc + lanes - 1. */
 te::Expr KernelBias(const Int8Conv& m, const lower::Buffer& bias, const lower::Buffer& zp,
                     const lower::Buffer& wsum, const te::Expr& oc, int lanes);
+
+/*! \brief What both dense int8 kernels start from: the group's single integer conv with weights
+ * PackConvWeights packed for their entry, its geometry (oc from the output), the lowered function
+ * with the group's epilogue and the conv's operand buffers. */
+struct Int8ConvGroup {
+  const Node* conv = nullptr;
+  Int8Conv m{};
+  int64_t oh = 0, ow = 0, quads = 0, ocp = 0;  // output plane, input channel quads, padded oc
+  lower::LoweredFunc f;
+  lower::Buffer x, w, bias, zp, wsum;  // zp, wsum: a run-time zero point's, or null
+  EpilogueAt at;
+};
+
+/*! \brief Reads the group for the kernel of entry p (weight block p.WeightBlock(), its data
+ * offset): false when it is not such a group. */
+bool ReadInt8ConvGroup(const FusedGroup& group, const Conv2dInt8Params& p, Int8ConvGroup* out);
+
+/*! \brief The data workspace (bytes), its int32 view (a pixel's channel quad each) and the
+ * weights' int32 view. */
+struct Int8ConvViews {
+  lower::Buffer xq, xq32, w32;
+};
+/*! \brief Adds them to c->f, the workspace `words` quads long. */
+Int8ConvViews AddInt8ConvViews(Int8ConvGroup* c, int64_t words);
 
 /*! \brief The buffers of f (the group's inputs) holding a run-time zero point and the weight
  * sums (kDataZeroPointInput, kWeightSumInput), both null when the zero point is constant; false
