@@ -281,8 +281,10 @@ void ResizeOp(Node& n, bool upsample, CanonicalizeContext* ctx) {
   std::vector<int64_t> out = x.shape;
   if (!sizes.empty()) {
     if (static_cast<int64_t>(sizes.size()) != r) NodeError(n, "sizes length != rank");
-    for (int64_t i = 0; scales.empty() && i < r; ++i) {
-      scales.push_back(static_cast<double>(sizes[i]) / static_cast<double>(x.shape[i]));
+    if (scales.empty()) {  // sizes alone: each axis scales by out / in
+      for (int64_t i = 0; i < r; ++i) {
+        scales.push_back(static_cast<double>(sizes[i]) / static_cast<double>(x.shape[i]));
+      }
     }
     out = sizes;
   } else {

@@ -427,6 +427,23 @@ TEST(Frontend, Opset18AndIr9ModelsImportWithTheNewSignatures) {
   }
 }
 
+// A Resize given by sizes carries one scale per axis (out / in), as one given by scales does: the
+// layout pass keeps a Resize of H and W alone blocked only when it sees all four.
+TEST(Frontend, ResizeBySizesHasAScalePerAxis) {
+  OnnxBuilder b(13);
+  b.Input("x", {1, 8, 4, 5}).IntInit("sizes", {4}, {1, 8, 8, 15});
+  OnnxBuilder::StringAttr(b.Node("Resize", "resize", {"x", "", "", "sizes"}, {"y"}), "mode",
+                          "linear");
+  b.Output("y", {1, 8, 8, 15});
+  Graph g = ImportOnnxBytes(b.Bytes(), "m.onnx", {});
+  const Node* resize = nullptr;
+  for (const Node& n : g.nodes()) {
+    if (n.op == "Resize") resize = &n;
+  }
+  ASSERT_NE(resize, nullptr);
+  EXPECT_EQ(resize->GetFloats("scales"), (std::vector<double>{1, 1, 2, 3}));
+}
+
 TEST(Frontend, GroupNormalizationScalesGroupsAtOpset18AndChannelsAt21) {
   for (int64_t opset : {18, 21}) {
     const int64_t n = opset == 18 ? 2 : 4;  // scale/bias: one per group, then one per channel
