@@ -116,7 +116,9 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
     in_plane = te::FloorDiv(ic_in, Expr(unit));
     lane = te::FloorMod(ic_in, Expr(unit));
   }
-  Expr pixel = (in_plane * c.in_h + oh * s.s_h + kh) * c.in_w + kw;
+  // Tap (kh, kw) reads the pixel kh * d_h rows and kw * d_w columns from the window's corner.
+  Expr tap_row = s.d_h > 1 ? kh * s.d_h : kh, tap_col = s.d_w > 1 ? kw * s.d_w : kw;
+  Expr pixel = (in_plane * c.in_h + oh * s.s_h + tap_row) * c.in_w + tap_col;
   Expr row = lane.defined() ? c.in_base + pixel * unit + lane : c.in_base + pixel;
   Expr w_base = (((ob * s.icg + ic) * s.kh + kh) * s.kw + kw) * c.ocb;
   if (c.wx > 1) {
@@ -322,7 +324,7 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   const int64_t rows = blocking.row_chunk;  // divides s.oh
 
   const int64_t full = s.ow / owb, tail = s.ow % owb;
-  const int64_t ph = (s.oh - 1) * s.s_h + s.kh, pw = (s.ow - 1) * s.s_w + s.kw;
+  const int64_t ph = (s.oh - 1) * s.s_h + SpanH(s), pw = (s.ow - 1) * s.s_w + SpanW(s);
   const bool padded_input = s.pad_t > 0 || s.pad_l > 0 || ph > s.h || pw > s.w;
   if (padded_input && s.c * ph * pw > (int64_t{1} << 28)) return false;
 

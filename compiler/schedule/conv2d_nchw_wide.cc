@@ -27,7 +27,8 @@ using te::Expr;
 bool TryConv2dWide(const FusedGroup& group, const lower::ScheduleOptions& opts,
                    const Conv2dParams& table_params, lower::LoweredFunc* out) {
   ConvGroup m;
-  if (!MatchConvGroup(group, &m) || !IsNchw(m.s) || m.conv->HasAttr(kPackedWeightBlockAttr)) {
+  if (!MatchConvGroup(group, &m) || !IsNchw(m.s) || !Undilated(m.s) ||
+      m.conv->HasAttr(kPackedWeightBlockAttr)) {
     return false;
   }
   const Conv2dParams p = TunedConv2dWideParams(group, opts, table_params);

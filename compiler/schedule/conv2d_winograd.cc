@@ -221,7 +221,9 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // The output-channel block of the products when the kernel can run this conv under entry p (3 x 3
 // stride 1 ungrouped, input in whole channel blocks, output blocked by the vector width), else 0.
 int64_t KernelWeightBlock(const ConvShape& s, const Conv2dOcVecParams& p) {
-  if (s.kh != 3 || s.kw != 3 || s.s_h != 1 || s.s_w != 1 || s.group != 1) return 0;
+  if (s.kh != 3 || s.kw != 3 || s.s_h != 1 || s.s_w != 1 || s.group != 1 || !Undilated(s)) {
+    return 0;
+  }
   if (s.in_block < 1 || s.c % s.in_block != 0 || s.out_block != p.lanes) return 0;
   return OcVecOcBlock(s, p);
 }

@@ -61,13 +61,14 @@ bool ReadGeometry(const Node& conv, const Graph& g, ConvShape* s) {
   // kernel_shape, not W's spatial dims: Winograd weights hold transformed kernels.
   WindowAttrs win;
   std::string why;
-  if (!WindowAttrs::Read(conv, 2, {wt.shape[2], wt.shape[3]}, &win, &why) || !win.Undilated()) {
-    return false;
-  }
+  if (!WindowAttrs::Read(conv, 2, {wt.shape[2], wt.shape[3]}, &win, &why)) return false;
   const std::vector<int64_t>&kernel = win.kernel, &strides = win.strides, &pads = win.pads;
   *s = ConvShape{xt.shape[0], xt.shape[1], xt.shape[2], xt.shape[3], ot.shape[1], ot.shape[2],
                  ot.shape[3], kernel[0],   kernel[1],   strides[0],  strides[1],  pads[0],
                  pads[1],     win.group,   0,           0,           in_block,    out_block};
+  s->d_h = kernel[0] > 1 ? win.dilations[0] : 1;
+  s->d_w = kernel[1] > 1 ? win.dilations[1] : 1;
+  if (s->d_h < 1 || s->d_w < 1) return false;
   if (s->group <= 0 || s->c % s->group != 0 || s->oc % s->group != 0) return false;
   s->icg = s->c / s->group;
   s->ocg = s->oc / s->group;

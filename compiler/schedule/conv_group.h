@@ -23,12 +23,21 @@ struct ConvShape {
   int64_t group, icg, ocg;  // channels per group
   // Channel blocks of the input and output layouts (0: NCHW; see ember/compiler/ir/layout.h).
   int64_t in_block = 0, out_block = 0;
+  // Dilations (1 along an axis whose kernel is 1: they change nothing there).
+  int64_t d_h = 1, d_w = 1;
 };
 
 /*! \brief True when the conv reads and writes NCHW (kernels other than channels-in-lanes). */
 inline bool IsNchw(const ConvShape& s) { return s.in_block == 0 && s.out_block == 0; }
 
-/*! \brief One float32 Conv (dilation 1, strides <= 4) whose data, weight and bias are group
+/*! \brief True when the taps are adjacent input pixels (the kernels that assume so check it). */
+inline bool Undilated(const ConvShape& s) { return s.d_h == 1 && s.d_w == 1; }
+
+/*! \brief The input rows / columns one output pixel's taps span. */
+inline int64_t SpanH(const ConvShape& s) { return (s.kh - 1) * s.d_h + 1; }
+inline int64_t SpanW(const ConvShape& s) { return (s.kw - 1) * s.d_w + 1; }
+
+/*! \brief One float32 Conv (strides <= 4; any dilation) whose data, weight and bias are group
  * inputs, followed by elementwise/broadcast nodes, with one group output of the conv's shape. */
 struct ConvGroup {
   const Node* conv = nullptr;

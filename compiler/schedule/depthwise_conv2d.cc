@@ -131,6 +131,7 @@ bool TryDepthwiseConv2d(const FusedGroup& group, const lower::ScheduleOptions& o
   ConvGroup m;
   if (!MatchConvGroup(group, &m)) return false;
   if (!IsNchw(m.s)) return TryDepthwiseConv2dNchwc(group, opts, p, out);
+  if (!Undilated(m.s)) return false;  // the row buffers hold adjacent taps
   const ConvShape& s = m.s;
   if (s.group != s.c || s.oc != s.c || s.icg != 1 || s.ocg != 1) return false;
   const int64_t taps = s.kh * s.kw;

@@ -58,10 +58,10 @@ Stmt Pixels(const RowContext& c, const std::string& tag, const Expr& oh, const T
     body.push_back(lower::Store(acc.back(), 0, start));
   }
   for (int64_t kh = rows.begin; kh < rows.end; ++kh) {
-    Expr ih = oh * s.s_h + (kh - s.pad_t);
+    Expr ih = oh * s.s_h + (kh * s.d_h - s.pad_t);
     for (int64_t kw = 0; kw < s.kw; ++kw) {
       for (int64_t t = 0; t < count; ++t) {
-        Expr iw = (ow0 + t) * s.s_w + (kw - s.pad_l);
+        Expr iw = (ow0 + t) * s.s_w + (kw * s.d_w - s.pad_l);
         Expr in = lower::VectorLoad(c.x, ((image * s.h + ih) * s.w + iw) * c.lanes, c.lanes);
         Stmt fma = lower::Store(
             acc[t], 0, BufferLoad(acc[t], 0) + in * BufferLoad(c.weights[kh * s.kw + kw], 0));
@@ -111,7 +111,7 @@ Stmt Row(const RowContext& c, const std::string& tag, const Expr& oh, const TapR
   const ConvShape& s = c.s;
   // Output columns whose taps all fall inside the image's columns.
   const int64_t lo = std::min(s.ow, (s.pad_l + s.s_w - 1) / s.s_w);
-  const int64_t hi = std::clamp((s.w - s.kw + s.pad_l) / s.s_w + 1, lo, s.ow);
+  const int64_t hi = std::clamp((s.w - SpanW(s) + s.pad_l) / s.s_w + 1, lo, s.ow);
   const int64_t width = std::clamp<int64_t>(hi - lo, 1, columns);
   return SeqOf({Run(c, tag + "l", oh, rows, 0, lo, 1, true),
                 Run(c, tag + "m", oh, rows, lo, hi, width, false),
@@ -129,10 +129,33 @@ bool TapsFit(const ConvShape& s, int64_t registers) {
   return s.kh * s.kw + kWorkingRegisters <= registers;
 }
 
+// Output rows [begin, end) whose taps all fall inside the image's rows.
+struct InteriorRows {
+  int64_t begin, end;
+};
+
+InteriorRows InteriorOf(const ConvShape& s) {
+  const int64_t begin = std::min(s.oh, (s.pad_t + s.s_h - 1) / s.s_h);
+  return {begin, std::clamp((s.h - SpanH(s) + s.pad_t) / s.s_h + 1, begin, s.oh)};
+}
+
+bool BorderRowsFit(const ConvShape& s) {
+  const InteriorRows inner = InteriorOf(s);
+  return inner.begin + s.oh - inner.end <= kMaxBorderRows;
+}
+
+// The taps of an output row whose window starts at input row `top` that fall inside the image.
+TapRows TapRowsInside(const ConvShape& s, int64_t top) {
+  auto first_at_or_past = [&](int64_t row) {  // the first tap kh with top + kh * d_h >= row
+    return std::clamp<int64_t>(row > top ? (row - top + s.d_h - 1) / s.d_h : 0, 0, s.kh);
+  };
+  return TapRows{first_at_or_past(0), first_at_or_past(s.h)};
+}
+
 }  // namespace
 
-bool DepthwiseNchwcTapsFit(const ConvShape& s, const Target& target) {
-  return TapsFit(s, VectorRegisters(ClassifyTarget(target)));
+bool DepthwiseNchwcApplies(const ConvShape& s, const Target& target) {
+  return TapsFit(s, VectorRegisters(ClassifyTarget(target))) && BorderRowsFit(s);
 }
 
 bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
@@ -163,9 +186,9 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
   // Rows whose taps all fall inside the image's rows read every tap row; each of the few border
   // rows above and below them has its own copy that reads only the tap rows inside the image (no
   // row checks anywhere), run by the first or the last task of its channel block.
-  const int64_t row_lo = std::min(s.oh, (s.pad_t + s.s_h - 1) / s.s_h);
-  const int64_t row_hi = std::clamp((s.h - s.kh + s.pad_t) / s.s_h + 1, row_lo, s.oh);
-  if (row_lo + s.oh - row_hi > kMaxBorderRows) return false;
+  if (!BorderRowsFit(s)) return false;
+  const InteriorRows inner = InteriorOf(s);
+  const int64_t row_lo = inner.begin, row_hi = inner.end;
 
   // One task per (image, channel block, block of `rows` interior output rows).
   const int64_t blocks = s.c / block;
@@ -202,8 +225,7 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
     std::vector<Stmt> v;
     for (int64_t b = begin; b < end; ++b) {
       const int64_t top = b * s.s_h - s.pad_t;
-      TapRows inside{std::clamp<int64_t>(-top, 0, s.kh), std::clamp<int64_t>(s.h - top, 0, s.kh)};
-      v.push_back(Row(ctx, "b" + std::to_string(b), Expr(b), inside, columns));
+      v.push_back(Row(ctx, "b" + std::to_string(b), Expr(b), TapRowsInside(s, top), columns));
     }
     Stmt rows_stmt = SeqOf(v);
     if (!rows_stmt || row_blocks == 1) return rows_stmt;

@@ -295,15 +295,16 @@ DenseParams DenseParamsForRows(const DenseParams& entry, int64_t rows);
 /*!
  * \brief Depthwise 2-D convolution in NCHW[x]c, x = p.lanes (weights packed [C/x][KH][KW][x]),
  * followed by elementwise/broadcast epilogue nodes: one pixel's channels per vector, tiles of
- * output pixels in registers, see depthwise_conv2d_nchwc.cc. TryDepthwiseConv2d hands blocked
- * groups to it. Returns false (and leaves *out alone) when the group does not fit.
+ * output pixels in registers, any dilation, see depthwise_conv2d_nchwc.cc. TryDepthwiseConv2d hands
+ * blocked groups to it. Returns false (and leaves *out alone) when the group does not fit.
  */
 bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
                              const DepthwiseParams& p, lower::LoweredFunc* out);
 
-/*! \brief Whether TryDepthwiseConv2dNchwc can keep every tap's weight vector in a register on
- * `target` (plus three working registers); convs it cannot are left in NCHW by the layout pass. */
-bool DepthwiseNchwcTapsFit(const ConvShape& s, const Target& target);
+/*! \brief Whether TryDepthwiseConv2dNchwc takes the conv on `target`: every tap's weight vector
+ * in a register (plus three working registers) and few border rows (large pads and dilations
+ * make many); convs it cannot take are left in NCHW by the layout pass. */
+bool DepthwiseNchwcApplies(const ConvShape& s, const Target& target);
 
 /*!
  * \brief MaxPool (without Indices), AveragePool (2-D, dilation 1) and GlobalMaxPool /
@@ -339,10 +340,9 @@ bool TryConv2d1x1(const FusedGroup& group, const lower::ScheduleOptions& opts,
                   const Conv2dParams& p, lower::LoweredFunc* out);
 
 /*!
- * \brief 2-D convolution (dilation 1, float32, output channels per group a multiple of
+ * \brief 2-D convolution (any dilation, float32, output channels per group a multiple of
  * p.lanes) with output channels in the SIMD lanes, NCHW or NCHW[x]c in and out: see
- * conv2d_nchw_ocvec.cc. Returns false (and
- * leaves *out alone) when the group does not fit.
+ * conv2d_nchw_ocvec.cc. Returns false (and leaves *out alone) when the group does not fit.
  */
 bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
                     const Conv2dOcVecParams& p, lower::LoweredFunc* out);

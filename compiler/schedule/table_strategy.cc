@@ -30,14 +30,14 @@ bool IsDepthwise(const ConvShape& s) {
 // Whether the kernel of entry e takes a conv of this shape (in its final layout).
 bool ConvKernelApplies(const ScheduleEntry& e, const ConvShape& s) {
   switch (e.kind) {
-    case ScheduleKind::kDepthwiseConv2d:
-      return IsDepthwise(s);
+    case ScheduleKind::kDepthwiseConv2d:  // NCHW: adjacent taps only (the row buffers)
+      return IsDepthwise(s) && (!IsNchw(s) || Undilated(s));
     case ScheduleKind::kConv2d1x1:
       return IsNchw(s) && Conv1x1Applies(s, e.conv);
     case ScheduleKind::kConv2dOcVec:
       return !IsNchw(s) || OcVecOcBlock(s, e.conv_ocvec) > 0;
     case ScheduleKind::kConv2dWide:
-      return IsNchw(s);
+      return IsNchw(s) && Undilated(s);
     case ScheduleKind::kDense:
     case ScheduleKind::kConv2dInt8:  // integer convs only (ChooseInt8Conv)
     case ScheduleKind::kDepthwiseConv2dInt8:
@@ -102,7 +102,7 @@ int64_t TableStrategy::ConvLayoutBlock(const Graph& g, const Node& conv) const {
   if (!IsDepthwise(m.s) && m.s.group != 1) return 0;
   // A depthwise conv whose taps do not fit the registers would run blocked in the slow default
   // schedule; in NCHW its own schedule takes it.
-  if (IsDepthwise(m.s) && !DepthwiseNchwcTapsFit(m.s, target_)) return 0;
+  if (IsDepthwise(m.s) && !DepthwiseNchwcApplies(m.s, target_)) return 0;
   // The widest vector (the target's, halved down to 4 floats) the output channels fill.
   for (int64_t block = e->conv_ocvec.lanes; block >= kMinLayoutBlock; block /= 2) {
     if (m.s.oc % block == 0) return block;

@@ -131,6 +131,7 @@ std::string ConvWorkloadKey(const char* family, const ConvShape& s, const Target
   os << family << " f32 n" << s.n << " c" << s.c << " h" << s.h << " w" << s.w << " oc" << s.oc
      << " o" << s.oh << "x" << s.ow << " k" << s.kh << "x" << s.kw << " s" << s.s_h << "x" << s.s_w
      << " p" << s.pad_t << "x" << s.pad_l << " g" << s.group << extra;
+  if (!Undilated(s)) os << " d" << s.d_h << "x" << s.d_w;
   if (!IsNchw(s)) os << " " << LayoutName(s.in_block) << "-" << LayoutName(s.out_block);
   os << WorkloadTarget(t);
   return os.str();
@@ -277,11 +278,11 @@ DenseParams TunedDenseParams(const lower::ScheduleOptions& opts, int64_t m, int6
 int64_t CacheRowChunk(const ConvShape& s, const Target& t) {
   constexpr int64_t kFloat = 4;
   const int64_t budget = TargetCacheSizes(t).l2 / 2;
-  const int64_t pw = (s.ow - 1) * s.s_w + s.kw;
-  const int64_t whole = s.c * ((s.oh - 1) * s.s_h + s.kh) * pw * kFloat;
+  const int64_t pw = (s.ow - 1) * s.s_w + SpanW(s);
+  const int64_t whole = s.c * ((s.oh - 1) * s.s_h + SpanH(s)) * pw * kFloat;
   if (whole <= budget) return s.oh;
   const int64_t per_row = s.c * s.s_h * pw * kFloat;  // input rows one more output row needs
-  const int64_t halo = s.c * std::max<int64_t>(0, s.kh - s.s_h) * pw * kFloat;
+  const int64_t halo = s.c * std::max<int64_t>(0, SpanH(s) - s.s_h) * pw * kFloat;
   int64_t rows = std::max<int64_t>(1, std::min(s.oh, (budget - halo) / per_row));
   while (s.oh % rows != 0) --rows;
   return rows;

@@ -14,8 +14,8 @@
 #      same aarch64 artifacts run through tests/minimal/minimal_run.c (C ABI only) under qemu must
 #      match x86-64, and what the build leaves out must fail with a message naming the option;
 #   3c. exporter-shaped models with control flow (tests/models/gen_exported.py: Ifs on run-time
-#      data, nested; a Loop with a shape-derived trip count) and int8 (ORT's QDQ and QOperator
-#      layouts) compiled for each ARM target must match x86-64 the same way, the int8 ones bit
+#      data, nested; a Loop with a shape-derived trip count), dilated convs (dense and depthwise,
+#      on the blocked NEON kernels) and int8 (ORT's QDQ and QOperator layouts) compiled for each ARM target must match x86-64 the same way, the int8 ones bit
 #      for bit;
 #   3d. for aarch64, the int8 kernels (tests/models/gen_int8_convs.py: 7 conv and 7 depthwise
 #      QLinearConvs) compiled with -mattr=+dotprod (sdot) and +dotprod,+i8mm (usdot): each planned on
@@ -222,7 +222,7 @@ model_check() {
 }
 
 # --- 3c. exporter-shaped models with control flow: If on data (one kernel), unrolled Loop ------
-EXPORTED=(if_data_nested if_data_taken loop_shape qdq_uint8 qoperator_uint8)
+EXPORTED=(if_data_nested if_data_taken loop_shape qdq_uint8 qoperator_uint8 dilated_segmentation)
 # --input NAME=FILE for every seeded input of model $1, and its emberc arguments.
 exported_inputs() {
   local f

@@ -40,6 +40,10 @@ Kinds:
   blocked_se_*    what PP-OCR's backbone and neck do between convs, which should all stay in
                   the blocked layout: per-channel Mul/Add constants, a squeeze-excite Mul by a
                   computed [1,C,1,1], nearest Resize, channel Concat, HardSigmoid, HardSwish
+  dilated_*       dilated convs as segmentation networks write them: IS-Net's RSU-4F (3x3
+                  dilated 2/4/8, pads = dilation), DeepLab's dilated depthwise convs and ASPP
+                  (a window wider than the plane), a strided dilated conv, and the U^2-Net
+                  upsampling (a bilinear Resize given by sizes)
 """
 
 import os
@@ -594,6 +598,39 @@ def blocked_se_resize_concat():
     return m
 
 
+def dilated_segmentation():
+    m = Model("dilated_segmentation", 540, "RSU-4F convs dilated 2/4/8, Concat, dilated "
+              "depthwise 2/4, ASPP dilation 6 on a 10x10 plane, strided dilated conv, bilinear "
+              "Resize by sizes")
+
+    def conv(name, x, c_in, c_out, dilation, stride=1, group=1, relu=True):
+        y = m.node("Conv", [x, m.weight(name + "_w", [c_out, c_in // group, 3, 3], 0.2),
+                            m.weight(name + "_b", [c_out])], [name],
+                   dilations=[dilation, dilation], pads=[dilation] * 4,
+                   strides=[stride, stride], group=group)
+        return m.node("Relu", [y], [name + "_relu"]) if relu else y
+
+    x = m.input("x", [1, 16, 20, 20])
+    h = conv("in", x, 16, 32, 1)
+    d1 = conv("d1", h, 32, 16, 2)
+    d2 = conv("d2", d1, 16, 16, 4)
+    d3 = conv("d3", d2, 16, 16, 8)
+    c = m.node("Concat", [d3, d2], ["cat"], axis=1)
+    c = conv("d2d", c, 32, 16, 4)
+    dw = conv("dw2", c, 16, 16, 2, group=16, relu=False)
+    dw = conv("dw4", dw, 16, 16, 4, group=16)
+    p = m.node("MaxPool", [c], ["pool"], kernel_shape=[2, 2], strides=[2, 2])
+    aspp = conv("aspp", p, 16, 32, 6)
+    up = m.node("Resize", [aspp, "", "", m.ints("sizes", [1, 32, 20, 20])], ["up"],
+                mode="linear", coordinate_transformation_mode="half_pixel")
+    y = m.node("Concat", [up, dw], ["merge"], axis=1)
+    m.node("Conv", [y, m.weight("out_w", [8, 48, 1, 1], 0.2)], ["y"])
+    conv("strided", h, 32, 16, 3, stride=2)
+    m.output("y", rank=4)
+    m.output("strided_relu", rank=4)
+    return m
+
+
 def convt_models():
     k = "kernel_shape"
     return [
@@ -634,7 +671,7 @@ def convt_models():
 def all_models():
     return (edge_pools() + [if_on_shape(), if_on_bound_rate(16000), if_on_bound_rate(8000)] +
             control_flow() + [qoperator(), qdq()] + tf_computed_attributes() + recurrent_models() +
-            newer_opsets() + convt_models() + [blocked_se_resize_concat()])
+            newer_opsets() + convt_models() + [blocked_se_resize_concat(), dilated_segmentation()])
 
 
 def main(argv):

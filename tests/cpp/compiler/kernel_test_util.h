@@ -238,6 +238,7 @@ inline std::unique_ptr<Library> BuildKernelWithLoops(const KernelGraph& kg, int 
 /*! \brief Conv geometry of the reference below (square kernel, symmetric pads). */
 struct ConvDims {
   int64_t c, h, w, oc, k, stride, pad, group;
+  int64_t dilation = 1;
 };
 
 /*! \brief Direct conv of NCHW x with OIHW w at output (n, o, i, j), zero padding, no bias. */
@@ -248,7 +249,8 @@ inline double ReferenceConvAt(HostArray& x, HostArray& w, const ConvDims& d, int
   for (int64_t ic = 0; ic < icg; ++ic)
     for (int64_t kh = 0; kh < d.k; ++kh)
       for (int64_t kw = 0; kw < d.k; ++kw) {
-        const int64_t ih = i * d.stride + kh - d.pad, iw = j * d.stride + kw - d.pad;
+        const int64_t ih = i * d.stride + kh * d.dilation - d.pad;
+        const int64_t iw = j * d.stride + kw * d.dilation - d.pad;
         if (ih < 0 || ih >= d.h || iw < 0 || iw >= d.w) continue;
         acc += double{x.data<float>()[((n * d.c + g * icg + ic) * d.h + ih) * d.w + iw]} *
                w.data<float>()[((o * icg + ic) * d.k + kh) * d.k + kw];

@@ -32,6 +32,7 @@ struct BlockedCase {
   int64_t n, c, h, w, oc, k, stride, pad, group;
   bool bias, relu, residual;
   int64_t in_block, out_block;
+  int64_t dilation = 1;
 };
 
 std::string CaseName(const BlockedCase& c) {
@@ -39,6 +40,7 @@ std::string CaseName(const BlockedCase& c) {
   os << "n" << c.n << "c" << c.c << "h" << c.h << "w" << c.w << "oc" << c.oc << "k" << c.k << "s"
      << c.stride << "p" << c.pad << "g" << c.group << (c.bias ? "b" : "") << (c.relu ? "r" : "")
      << (c.residual ? "a" : "") << " " << LayoutName(c.in_block) << "->" << LayoutName(c.out_block);
+  if (c.dilation > 1) os << " d" << c.dilation;
   return os.str();
 }
 
@@ -101,8 +103,9 @@ void CheckBlockedConv(const char* schedule, const char* marker, const WeightForm
                " winograd " + std::to_string(form.winograd_tile));
   ScopedEnv force("EMBER_SCHEDULE", schedule != nullptr ? schedule : "");
   ScopedEnv disable("EMBER_DISABLE_SCHEDULES", schedule != nullptr ? "0" : "1");
-  const int64_t oh = (bc.h + 2 * bc.pad - bc.k) / bc.stride + 1;
-  const int64_t ow = (bc.w + 2 * bc.pad - bc.k) / bc.stride + 1;
+  const int64_t span = (bc.k - 1) * bc.dilation + 1;
+  const int64_t oh = (bc.h + 2 * bc.pad - span) / bc.stride + 1;
+  const int64_t ow = (bc.w + 2 * bc.pad - span) / bc.stride + 1;
   const int64_t icg = bc.c / bc.group;
   const std::vector<int64_t> xshape{bc.n, bc.c, bc.h, bc.w}, oshape{bc.n, bc.oc, oh, ow};
   const std::vector<int64_t> oblocked = BlockedShape(oshape, bc.out_block);
@@ -118,7 +121,7 @@ void CheckBlockedConv(const char* schedule, const char* marker, const WeightForm
   int r = bc.residual ? kg.Input("r", oblocked) : -1;
   AttrMap attrs{{"kernel_shape", std::vector<int64_t>{bc.k, bc.k}},
                 {"strides", std::vector<int64_t>{bc.stride, bc.stride}},
-                {"dilations", std::vector<int64_t>{1, 1}},
+                {"dilations", std::vector<int64_t>{bc.dilation, bc.dilation}},
                 {"pads", std::vector<int64_t>{bc.pad, bc.pad, bc.pad, bc.pad}},
                 {"group", bc.group},
                 {kDataLayoutAttr, LayoutName(bc.in_block)},
@@ -163,7 +166,8 @@ void CheckBlockedConv(const char* schedule, const char* marker, const WeightForm
   if (bc.residual) args.push_back(&br);
   args.push_back(&out);
   ASSERT_EQ(Call(f, args), 0) << TVMGetLastError();
-  const testing::ConvDims dims{bc.c, bc.h, bc.w, bc.oc, bc.k, bc.stride, bc.pad, bc.group};
+  const testing::ConvDims dims{bc.c,      bc.h,   bc.w,     bc.oc,      bc.k,
+                               bc.stride, bc.pad, bc.group, bc.dilation};
   int bad = 0;
   for (int64_t n = 0; n < bc.n; ++n)
     for (int64_t o = 0; o < bc.oc; ++o)
@@ -204,6 +208,11 @@ TEST(BlockedLayout, ChannelsInLanesKernelMatchesTheReference) {
       {1, 12, 6, 6, 12, 3, 1, 1, 1, true, true, true, 4, 4},       // 4-wide blocks, 3 vectors
       {1, 16, 8, 8, 24, 1, 1, 0, 1, true, false, true, 16, 8},     // 24 in 8s: 3 vectors
       {1, 24, 11, 11, 32, 3, 2, 0, 1, false, true, false, 0, 16},  // NCHW in, no padding
+      // Dilated (IS-Net's RSU-4F blocks: pad = dilation keeps the plane), strided, NCHW in.
+      {1, 32, 16, 16, 32, 3, 1, 4, 1, true, true, true, 16, 16, 4},
+      {1, 16, 13, 11, 48, 3, 2, 2, 1, false, false, false, 16, 16, 2},
+      {1, 3, 15, 15, 32, 3, 1, 2, 1, true, false, false, 0, 16, 2},
+      {1, 24, 12, 12, 24, 3, 1, 2, 1, true, true, false, 8, 8, 2},
   };
   for (const char* name : {"conv2d_nchw_ocvec_avx512", "conv2d_nchw_ocvec_avx2"}) {
     const schedule::ScheduleEntry& e = Entry(name);
@@ -225,13 +234,14 @@ TEST(BlockedLayout, ChannelsInLanesKernelMatchesTheReference) {
 // channels alike. The marker fails when the lanes are not read.
 TEST(BlockedLayout, NeonKernelsMultiplyByLanesOfOneLoad) {
   const std::vector<BlockedCase> cases = {
-      {1, 3, 15, 15, 16, 7, 2, 3, 1, true, true, false, 0, 4},   // stem: NCHW in, stride 2
-      {1, 3, 11, 9, 8, 3, 1, 1, 1, false, false, false, 0, 4},   // NCHW in, stride 1
-      {1, 16, 12, 13, 16, 3, 1, 1, 1, true, true, true, 4, 4},   // residual, tail columns
-      {1, 16, 7, 5, 16, 3, 1, 1, 1, true, true, false, 4, 4},    // narrow: multi-row tiles
-      {1, 256, 7, 7, 32, 3, 1, 1, 1, true, false, true, 4, 4},   // reduction in chunks
-      {2, 16, 9, 9, 24, 3, 2, 1, 1, false, false, false, 4, 4},  // stride 2, 3 vectors
-      {1, 32, 14, 14, 24, 1, 1, 0, 1, true, false, true, 4, 4},  // 1x1
+      {1, 3, 15, 15, 16, 7, 2, 3, 1, true, true, false, 0, 4},     // stem: NCHW in, stride 2
+      {1, 3, 11, 9, 8, 3, 1, 1, 1, false, false, false, 0, 4},     // NCHW in, stride 1
+      {1, 16, 12, 13, 16, 3, 1, 1, 1, true, true, true, 4, 4},     // residual, tail columns
+      {1, 16, 12, 13, 16, 3, 1, 2, 1, true, true, true, 4, 4, 2},  // dilated
+      {1, 16, 7, 5, 16, 3, 1, 1, 1, true, true, false, 4, 4},      // narrow: multi-row tiles
+      {1, 256, 7, 7, 32, 3, 1, 1, 1, true, false, true, 4, 4},     // reduction in chunks
+      {2, 16, 9, 9, 24, 3, 2, 1, 1, false, false, false, 4, 4},    // stride 2, 3 vectors
+      {1, 32, 14, 14, 24, 1, 1, 0, 1, true, false, true, 4, 4},    // 1x1
   };
   const char* name = "conv2d_nchw_ocvec_neon";
   const schedule::ScheduleEntry& e = Entry(name);
@@ -253,11 +263,15 @@ TEST(BlockedLayout, SmallPlanesPrefetchTheNextChunksWeights) {
 
 TEST(BlockedLayout, DepthwiseKernelMatchesTheReference) {
   const std::vector<BlockedCase> cases = {
-      {1, 32, 12, 13, 32, 3, 1, 1, 32, true, true, false, 16, 16},  // odd width
-      {2, 16, 11, 11, 16, 3, 2, 1, 16, true, false, true, 16, 16},  // stride 2, residual
-      {1, 16, 9, 9, 16, 5, 1, 2, 16, false, true, false, 16, 16},   // 5x5
-      {1, 24, 8, 8, 24, 3, 1, 1, 24, true, true, false, 8, 8},      // narrow block
-      {1, 16, 4, 3, 16, 3, 1, 0, 16, true, false, false, 16, 16},   // no interior columns
+      {1, 32, 12, 13, 32, 3, 1, 1, 32, true, true, false, 16, 16},     // odd width
+      {2, 16, 11, 11, 16, 3, 2, 1, 16, true, false, true, 16, 16},     // stride 2, residual
+      {1, 16, 9, 9, 16, 5, 1, 2, 16, false, true, false, 16, 16},      // 5x5
+      {1, 24, 8, 8, 24, 3, 1, 1, 24, true, true, false, 8, 8},         // narrow block
+      {1, 16, 4, 3, 16, 3, 1, 0, 16, true, false, false, 16, 16},      // no interior columns
+      {1, 32, 12, 13, 32, 3, 1, 2, 32, true, true, false, 16, 16, 2},  // dilated, "same"
+      {1, 16, 11, 11, 16, 3, 2, 2, 16, true, false, true, 16, 16, 2},  // dilated, stride 2
+      {1, 24, 9, 9, 24, 3, 1, 3, 24, false, true, false, 8, 8, 3},     // 3 border rows a side
+      {1, 16, 4, 5, 16, 3, 1, 4, 16, true, false, false, 16, 16, 4},   // one tap row inside
   };
   for (const char* name : {"depthwise_conv2d_avx512", "depthwise_conv2d_avx2"}) {
     for (const BlockedCase& c : cases) {
@@ -272,11 +286,12 @@ TEST(BlockedLayout, DepthwiseKernelMatchesTheReference) {
 // first/last task of a channel block running them, a narrower tile for the rest of a row.
 TEST(BlockedLayout, NeonDepthwiseStartsFromTheBiasOverBlocksOfRows) {
   const std::vector<BlockedCase> cases = {
-      {1, 8, 9, 9, 8, 3, 1, 1, 8, true, true, false, 4, 4},    // one task per channel block
-      {1, 8, 30, 20, 8, 3, 1, 1, 8, true, true, true, 4, 4},   // 3-row tasks, a short last
-      {2, 8, 11, 11, 8, 3, 2, 1, 8, true, false, true, 4, 4},  // stride 2
-      {1, 4, 9, 10, 4, 5, 1, 2, 4, true, true, false, 4, 4},   // 5x5: two border rows a side
-      {1, 8, 4, 4, 8, 3, 1, 0, 8, true, false, false, 4, 4},   // no border rows
+      {1, 8, 9, 9, 8, 3, 1, 1, 8, true, true, false, 4, 4},      // one task per channel block
+      {1, 8, 30, 20, 8, 3, 1, 1, 8, true, true, true, 4, 4},     // 3-row tasks, a short last
+      {2, 8, 11, 11, 8, 3, 2, 1, 8, true, false, true, 4, 4},    // stride 2
+      {1, 4, 9, 10, 4, 5, 1, 2, 4, true, true, false, 4, 4},     // 5x5: two border rows a side
+      {1, 8, 4, 4, 8, 3, 1, 0, 8, true, false, false, 4, 4},     // no border rows
+      {1, 8, 10, 9, 8, 3, 1, 2, 8, true, true, false, 4, 4, 2},  // dilated
   };
   for (const BlockedCase& c : cases) {
     CheckBlockedConv("depthwise_conv2d_neon", "[0] = bias[0]", {c.out_block, 0}, c);
@@ -647,6 +662,51 @@ TEST(BlockedLayout, PassBlocksDepthwiseConvsOnlyWhereTheirTapsFitTheRegisters) {
     const Node* conv = NodesOf(d.kg.graph, "Conv").at(0);
     EXPECT_EQ(conv->GetString(kOutLayoutAttr, ""), c.layout);
     EXPECT_EQ(NodesOf(d.kg.graph, "LayoutTransform").empty(), c.layout[0] == '\0');
+  }
+}
+
+// x -> Conv(3x3, dilation d, pad d: the plane kept) -> y, dense or depthwise.
+struct DilatedConv {
+  KernelGraph kg;
+  DilatedConv(int64_t d, int64_t group) {
+    const TensorType t{{1, 32, 16, 16}, kFloat32};
+    int x = kg.Input("x", t.shape);
+    int w = kg.graph.AddConstant(
+        "w", std::make_shared<HostTensor>(TensorType{{32, 32 / group, 3, 3}, kFloat32}));
+    int y = kg.Add("Conv", {x, w}, {t},
+                   {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                    {"strides", std::vector<int64_t>{1, 1}},
+                    {"dilations", std::vector<int64_t>{d, d}},
+                    {"pads", std::vector<int64_t>{d, d, d, d}},
+                    {"group", group}})[0];
+    kg.graph.outputs().push_back(y);
+  }
+};
+
+// Dilated convs run blocked on the channels-in-lanes kernel (never Winograd, whose transform
+// assumes adjacent taps); a depthwise one blocked where its border rows are few, else in NCHW
+// (the NCHW depthwise kernel's row buffers hold adjacent taps).
+TEST(BlockedLayout, PassBlocksDilatedConvsForTheirKernels) {
+  const Target avx512 = Target::Parse("llvm -mcpu=skylake-avx512");
+  schedule::TableStrategy strategy = StrategyFor(avx512);
+  struct Case {
+    int64_t dilation, group;
+    const char* layout;  // "" = left in NCHW
+    const char* kernel;
+  };
+  for (const Case& c : {Case{2, 1, "NCHW16c", "conv2d_nchw_ocvec_avx512"},
+                        Case{8, 1, "NCHW16c", "conv2d_nchw_ocvec_avx512"},
+                        Case{2, 32, "NCHW16c", "depthwise_conv2d_avx512"},
+                        Case{4, 32, "NCHW16c", "depthwise_conv2d_avx512"},
+                        Case{8, 32, "", ""}}) {  // 16 border rows: the default schedule
+    SCOPED_TRACE("dilation " + std::to_string(c.dilation) + " group " + std::to_string(c.group));
+    DilatedConv d(c.dilation, c.group);
+    AlterConvLayout(&d.kg.graph, strategy);
+    const Node* conv = NodesOf(d.kg.graph, "Conv").at(0);
+    EXPECT_EQ(conv->GetString(kOutLayoutAttr, ""), c.layout);
+    const KernelPlan plan = strategy.Choose(d.kg.graph, *conv);
+    EXPECT_EQ(plan.kernel, c.kernel);
+    EXPECT_EQ(plan.winograd_tile, 0);
   }
 }
 

@@ -31,6 +31,7 @@ using testing::Library;
 struct ConvCase {
   int64_t n, c, h, w, oc, k, stride, pad, group;
   bool bias, relu, residual;
+  int64_t dilation = 1;
 };
 
 std::string CaseName(const ConvCase& c) {
@@ -38,6 +39,7 @@ std::string CaseName(const ConvCase& c) {
   os << "n" << c.n << "c" << c.c << "h" << c.h << "w" << c.w << "oc" << c.oc << "k" << c.k << "s"
      << c.stride << "p" << c.pad << "g" << c.group << (c.bias ? "b" : "") << (c.relu ? "r" : "")
      << (c.residual ? "a" : "");
+  if (c.dilation > 1) os << "d" << c.dilation;
   return os.str();
 }
 
@@ -72,8 +74,9 @@ void CheckConv(const Build& build, const ConvCase& cc) {
                std::to_string(build.packed_block));
   ScopedEnv force("EMBER_SCHEDULE", build.schedule != nullptr ? build.schedule : "");
   ScopedEnv disable("EMBER_DISABLE_SCHEDULES", build.schedule != nullptr ? "0" : "1");
-  const int64_t oh = (cc.h + 2 * cc.pad - cc.k) / cc.stride + 1;
-  const int64_t ow = (cc.w + 2 * cc.pad - cc.k) / cc.stride + 1;
+  const int64_t span = (cc.k - 1) * cc.dilation + 1;
+  const int64_t oh = (cc.h + 2 * cc.pad - span) / cc.stride + 1;
+  const int64_t ow = (cc.w + 2 * cc.pad - span) / cc.stride + 1;
   const int64_t icg = cc.c / cc.group;
   std::vector<int64_t> oshape{cc.n, cc.oc, oh, ow};
   KernelGraph kg;
@@ -84,7 +87,7 @@ void CheckConv(const Build& build, const ConvCase& cc) {
   int r = cc.residual ? kg.Input("r", oshape) : -1;
   AttrMap attrs{{"kernel_shape", std::vector<int64_t>{cc.k, cc.k}},
                 {"strides", std::vector<int64_t>{cc.stride, cc.stride}},
-                {"dilations", std::vector<int64_t>{1, 1}},
+                {"dilations", std::vector<int64_t>{cc.dilation, cc.dilation}},
                 {"pads", std::vector<int64_t>{cc.pad, cc.pad, cc.pad, cc.pad}},
                 {"group", cc.group}};
   if (build.packed_block > 1) attrs[kPackedWeightBlockAttr] = build.packed_block;
@@ -113,7 +116,8 @@ void CheckConv(const Build& build, const ConvCase& cc) {
   if (cc.residual) call_args.push_back(&hr);
   call_args.push_back(&out);
   ASSERT_EQ(Call(f, call_args), 0) << TVMGetLastError();
-  const testing::ConvDims dims{cc.c, cc.h, cc.w, cc.oc, cc.k, cc.stride, cc.pad, cc.group};
+  const testing::ConvDims dims{cc.c,      cc.h,   cc.w,     cc.oc,      cc.k,
+                               cc.stride, cc.pad, cc.group, cc.dilation};
   int bad = 0;
   for (int64_t n = 0; n < cc.n; ++n)
     for (int64_t o = 0; o < cc.oc; ++o)
@@ -163,14 +167,16 @@ const std::vector<ConvCase>& Gemm1x1Cases() {
 // with and without a tail tile.
 const std::vector<ConvCase>& OcVecCases() {
   static const std::vector<ConvCase> cases = {
-      {1, 3, 9, 9, 32, 3, 2, 1, 1, true, false, false},     // strided, padded, bias
-      {1, 8, 12, 13, 32, 3, 1, 1, 1, false, true, true},    // residual + relu, tail columns
-      {2, 6, 7, 7, 16, 1, 1, 0, 1, true, true, false},      // 1x1, batch 2, one vector
-      {1, 5, 10, 10, 48, 1, 2, 0, 1, false, false, false},  // 1x1 stride 2, 48 = 3 vectors
-      {1, 3, 15, 15, 32, 7, 2, 3, 1, true, false, false},   // 7x7 stride 2 stem
-      {1, 4, 6, 6, 64, 3, 1, 0, 2, true, false, false},     // grouped, no padding
-      {1, 16, 29, 31, 32, 3, 1, 1, 1, false, true, false},  // wide rows: several tiles + tail
-      {1, 16, 7, 5, 32, 3, 1, 1, 1, true, true, false},     // narrow: multi-row tiles + row tail
+      {1, 3, 9, 9, 32, 3, 2, 1, 1, true, false, false},       // strided, padded, bias
+      {1, 8, 12, 13, 32, 3, 1, 1, 1, false, true, true},      // residual + relu, tail columns
+      {2, 6, 7, 7, 16, 1, 1, 0, 1, true, true, false},        // 1x1, batch 2, one vector
+      {1, 5, 10, 10, 48, 1, 2, 0, 1, false, false, false},    // 1x1 stride 2, 48 = 3 vectors
+      {1, 3, 15, 15, 32, 7, 2, 3, 1, true, false, false},     // 7x7 stride 2 stem
+      {1, 4, 6, 6, 64, 3, 1, 0, 2, true, false, false},       // grouped, no padding
+      {1, 16, 29, 31, 32, 3, 1, 1, 1, false, true, false},    // wide rows: several tiles + tail
+      {1, 16, 7, 5, 32, 3, 1, 1, 1, true, true, false},       // narrow: multi-row tiles + row tail
+      {1, 16, 20, 21, 32, 3, 1, 2, 1, true, true, false, 2},  // dilated, "same" padding
+      {1, 8, 17, 19, 32, 3, 2, 3, 1, false, false, true, 3},  // dilated, strided
   };
   return cases;
 }
@@ -225,6 +231,27 @@ TEST(Schedule, PackedWeightsAreReadRightByEveryPath) {
   CheckConv(Build{"conv2d_nchw_ocvec_avx512", nullptr, 16}, c);  // other block: default path
   CheckConv(Build{"conv2d_nchw_wide_avx512", nullptr, 32}, c);
   CheckConv(Build{nullptr, nullptr, 32}, c);
+}
+
+// Dilated taps: the channels-in-lanes kernel takes them (EveryTableEntryMatchesTheReferenceConv);
+// the wide kernel, whose phase-split copy assumes adjacent taps, must leave them to the default
+// schedule, which stays right.
+TEST(Schedule, KernelsThatNeedAdjacentTapsLeaveDilatedConvs) {
+  const ConvCase c{1, 8, 12, 13, 8, 3, 1, 2, 1, true, true, false, 2};
+  CheckConv(Build{"conv2d_nchw_wide_avx512", nullptr, 0}, c);
+  ScopedEnv force("EMBER_SCHEDULE", "conv2d_nchw_wide_avx512");
+  KernelGraph kg;
+  int x = kg.Input("x", {1, 8, 12, 13});
+  int w = kg.Input("w", {8, 8, 3, 3});
+  int y = kg.Add("Conv", {x, w}, {TensorType{{1, 8, 12, 13}, kFloat32}},
+                 {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                  {"strides", std::vector<int64_t>{1, 1}},
+                  {"dilations", std::vector<int64_t>{2, 2}},
+                  {"pads", std::vector<int64_t>{2, 2, 2, 2}},
+                  {"group", int64_t{1}}})[0];
+  std::string loops;
+  testing::BuildKernelWithLoops(kg, y, &loops);
+  EXPECT_EQ(loops.find("acc0_0["), std::string::npos) << "the wide kernel took a dilated conv";
 }
 
 TEST(Schedule, TheOneByOneKernelReadsPackedWeights) {
