@@ -379,6 +379,9 @@ class Lowerer {
       work *= std::max<int64_t>(rext, 1);
       te::DataType st = src.dtype();
       if (Stmt row = LowerReduceRowwise(t, r, src, cond, out, work)) return row;
+      if (points == 1) {
+        if (Stmt whole = LowerReduceToOne(t, r, src, cond, out, work)) return whole;
+      }
       Buffer acc = NewLocal(t->name + "_acc", st);
       Expr accv = BufferLoad(acc, 0);
       std::vector<Stmt> init, update;
@@ -491,6 +494,65 @@ class Lowerer {
       if (k == 0 && opts_.parallel && work >= opts_.parallel_min_work) kind = ForKind::kParallel;
       s = For(t->axis[d].var, t->axis[d].extent, kind, s);
     }
+    return s;
+  }
+
+  // A reduction of many elements to one value (a tensor's min, max or sum: the range
+  // DynamicQuantizeLinear computes of every activation). The innermost reduction axis becomes a
+  // row of accumulators updated by a vector loop, as in LowerReduceRowwise (one serial
+  // accumulator would chain every element through one register); the outermost axis of more
+  // than one step is split into tasks, each leaving its row's combination in a partials
+  // workspace, combined last. Returns null where that does not apply (arg reductions, an
+  // innermost axis too short or too long for a row, loads that are not contiguous along it).
+  Stmt LowerReduceToOne(const TensorNode* t, const te::ReduceNode* r, const Expr& src,
+                        const Expr& cond, const Buffer& out, int64_t work) {
+    constexpr int64_t kMinRow = 8;
+    constexpr int64_t kMaxRow = 1024;
+    constexpr int64_t kMinElements = 4096;
+    if (r->op == te::ReduceOp::kArgMax || r->op == te::ReduceOp::kArgMin) return nullptr;
+    std::vector<const te::IterVar*> axes;
+    for (const auto& ax : r->axes) {
+      if (ax.extent > 1) axes.push_back(&ax);
+    }
+    if (axes.size() < 2 || work < kMinElements) return nullptr;
+    const te::IterVar& inner = *axes.back();
+    const te::IterVar& split = *axes.front();
+    if (inner.extent < kMinRow || inner.extent > kMaxRow) return nullptr;
+    if (!LoadsVectorFriendly(src, inner.var.get(), 1)) return nullptr;
+    if (cond.defined() && !LoadsVectorFriendly(cond, inner.var.get(), 1)) return nullptr;
+    const te::DataType st = src.dtype();
+    Buffer row = NewLocal(t->name + "_row", st, inner.extent);
+    Buffer acc = NewLocal(t->name + "_acc", st);
+    Buffer parts = NewBuffer(t->name + "_parts_ws", st, split.extent, BufferScope::kWorkspace);
+    func_.workspaces.push_back(parts);
+    Expr init_v, step;
+    ReduceCombiner(r->op, st, BufferLoad(row, inner.var), src, &init_v, &step);
+    if (cond.defined()) step = te::Select(cond, step, BufferLoad(row, inner.var));
+    // One task: its row from the identity over its slice, then the row combined into parts[p].
+    Stmt update = For(inner.var, inner.extent, ForKind::kVectorized, Store(row, inner.var, step));
+    for (size_t i = axes.size() - 1; i-- > 1;) {
+      update = For(axes[i]->var, axes[i]->extent, ForKind::kSerial, update);
+    }
+    Expr row_fold, parts_fold, unused;
+    ReduceCombiner(r->op, st, BufferLoad(acc, 0), BufferLoad(row, inner.var), &unused, &row_fold);
+    ReduceCombiner(r->op, st, BufferLoad(acc, 0), BufferLoad(parts, split.var), &unused,
+                   &parts_fold);
+    Stmt task =
+        Seq({For(inner.var, inner.extent, ForKind::kVectorized, Store(row, inner.var, init_v)),
+             update, Store(acc, 0, init_v),
+             For(inner.var, inner.extent, ForKind::kSerial, Store(acc, 0, row_fold)),
+             Store(parts, split.var, BufferLoad(acc, 0))});
+    const bool par = opts_.parallel && work >= opts_.parallel_min_work;
+    std::vector<Stmt> seq{
+        For(split.var, split.extent, par ? ForKind::kParallel : ForKind::kSerial, task),
+        Store(acc, 0, init_v),
+        For(split.var, split.extent, ForKind::kSerial, Store(acc, 0, parts_fold)),
+        Store(out, 0, te::Cast(out->dtype, BufferLoad(acc, 0)))};
+    Stmt s = Seq(seq);
+    for (const auto& a : r->axes) {
+      if (a.extent == 1) s = SubstituteVar(s, a.var, 0);
+    }
+    for (const auto& a : t->axis) s = SubstituteVar(s, a.var, 0);
     return s;
   }
 

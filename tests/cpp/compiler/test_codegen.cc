@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <string>
 
 #include "kernel_test_util.h"
 
@@ -37,6 +38,46 @@ TEST(Codegen, AddReluBroadcast) {
         EXPECT_FLOAT_EQ(out.data<float>()[idx], ref);
       }
   EXPECT_NE(lib.Symbol("__tvm_module_ctx"), nullptr);
+}
+
+// A reduction of a whole tensor to one value (DynamicQuantizeLinear's min and max of every
+// activation) runs as parallel tasks over rows of vector accumulators, their partials combined
+// last (the marker); a sum may round differently (another order), min and max may not. The fused
+// Sub after it applies to the one result.
+TEST(Codegen, WholeTensorReductionsRunAsParallelRows) {
+  const std::vector<int64_t> shape{3, 40, 72};
+  for (const char* op : {"ReduceMin", "ReduceMax", "ReduceSum"}) {
+    SCOPED_TRACE(op);
+    KernelGraph kg;
+    int x = kg.Input("x", shape);
+    int one = kg.Input("one", {});
+    int r = kg.Add(op, {x}, {TensorType{{}, kFloat32}},
+                   {{"axes", std::vector<int64_t>{0, 1, 2}}, {"keepdims", int64_t{0}}})[0];
+    int y = kg.Add("Sub", {r, one}, {TensorType{{}, kFloat32}})[0];
+    std::string loops;
+    std::unique_ptr<Library> lib = testing::BuildKernelWithLoops(kg, y, &loops);
+    EXPECT_NE(loops.find("_parts_ws["), std::string::npos) << loops;
+    auto f = lib->Get("conv");
+    ASSERT_NE(f, nullptr);
+    HostArray hx(shape, kFloat32), hone({}, kFloat32), out({}, kFloat32);
+    hx.FillRandom(7, -3.f, 3.f);
+    hone.data<float>()[0] = 1.f;
+    ASSERT_EQ(Call(f, {&hx, &hone, &out}), 0) << TVMGetLastError();
+    const float* v = hx.data<float>();
+    double want = v[0];
+    for (int64_t i = 1; i < hx.size(); ++i) {
+      if (std::string(op) == "ReduceMin") want = std::min<double>(want, v[i]);
+      if (std::string(op) == "ReduceMax") want = std::max<double>(want, v[i]);
+      if (std::string(op) == "ReduceSum") want += v[i];
+    }
+    want -= 1.0;
+    const float got = out.data<float>()[0];
+    if (std::string(op) == "ReduceSum") {
+      EXPECT_NEAR(got, want, 1e-3 * std::fabs(want) + 1e-2);
+    } else {
+      EXPECT_EQ(got, static_cast<float>(want));
+    }
+  }
 }
 
 TEST(Codegen, Conv2DPaddedStridedWithBias) {
