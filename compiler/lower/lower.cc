@@ -117,9 +117,15 @@ class Rewriter {
  public:
   std::function<Expr(const te::TensorLoadNode*, std::vector<Expr> idx)> load;
   VarMap vars;
+  // Subexpressions replaced as a whole (by node identity).
+  std::unordered_map<const te::ExprNode*, Expr> nodes;
 
   Expr Visit(const Expr& e) {
     if (!e.defined()) return e;
+    if (!nodes.empty()) {
+      auto it = nodes.find(e.get());
+      if (it != nodes.end()) return it->second;
+    }
     switch (e.kind()) {
       case ExprKind::kIntImm:
       case ExprKind::kFloatImm:
@@ -368,8 +374,9 @@ class Lowerer {
     int64_t work = points;
     bool is_reduce = t->body.kind() == ExprKind::kReduce;
     if (!is_reduce) {
-      Expr v = LowerExpr(t->body);
-      inner = Store(out, flat, v);
+      std::vector<AxisRange> ranges;
+      for (int64_t d : t->shape) ranges.push_back({0, d});
+      return PartitionedNest(t, out, flat, LowerExpr(t->body), ranges, work);
     } else {
       auto* r = t->body.as<te::ReduceNode>();
       Expr src = LowerExpr(r->source);
@@ -423,24 +430,107 @@ class Lowerer {
       seq.push_back(Store(out, flat, te::Cast(out->dtype, result)));
       inner = Seq(seq);
     }
-    // Spatial loops, dropping unit extents.
-    Stmt s = inner;
-    int n = static_cast<int>(t->axis.size());
+    std::vector<AxisRange> ranges;
+    for (int64_t d : t->shape) ranges.push_back({0, d});
+    return SpatialLoops(t, inner, ranges, /*vectorize=*/false, work);
+  }
+
+  // The part [begin, begin + extent) of an output axis a loop covers.
+  struct AxisRange {
+    int64_t begin, extent;
+  };
+
+  // The loops over the stage's output axes around `s`, each axis over its range (unit extents
+  // dropped), the innermost vectorised when asked, the outermost parallel when the work is worth
+  // it.
+  Stmt SpatialLoops(const TensorNode* t, Stmt s, const std::vector<AxisRange>& ranges,
+                    bool vectorize, int64_t work) {
+    const int n = static_cast<int>(t->axis.size());
     std::vector<int> kept;
     for (int d = 0; d < n; ++d) {
-      if (t->axis[d].extent != 1) kept.push_back(d);
-    }
-    for (int d = n - 1; d >= 0; --d) {
-      if (t->axis[d].extent == 1) s = SubstituteVar(s, t->axis[d].var, 0);
+      const Expr& var = t->axis[d].var;
+      if (ranges[d].extent == 1) {
+        s = SubstituteVar(s, var, Expr(ranges[d].begin));
+      } else {
+        if (ranges[d].begin != 0) s = SubstituteVar(s, var, var + ranges[d].begin);
+        kept.push_back(d);
+      }
     }
     for (int k = static_cast<int>(kept.size()) - 1; k >= 0; --k) {
-      int d = kept[k];
+      const int d = kept[k];
       ForKind kind = ForKind::kSerial;
-      if (k == static_cast<int>(kept.size()) - 1 && !is_reduce) kind = ForKind::kVectorized;
+      if (k == static_cast<int>(kept.size()) - 1 && vectorize) kind = ForKind::kVectorized;
       if (k == 0 && opts_.parallel && work >= opts_.parallel_min_work) kind = ForKind::kParallel;
-      s = For(t->axis[d].var, t->axis[d].extent, kind, s);
+      s = For(t->axis[d].var, ranges[d].extent, kind, s);
     }
     return s;
+  }
+
+  // A select in v decided by an output axis against a constant (Concat's `i < offset`): *axis
+  // and *at, the first index along it that takes the false arm.
+  bool FindAxisSelect(const TensorNode* t, const Expr& v, const te::SelectNode** sel, int* axis,
+                      int64_t* at) {
+    if (!v.defined()) return false;
+    switch (v.kind()) {
+      case ExprKind::kSelect: {
+        auto* node = v.as<te::SelectNode>();
+        auto* cmp =
+            node->cond.kind() == ExprKind::kBinary ? node->cond.as<te::BinaryNode>() : nullptr;
+        int64_t bound = 0, offset = 0, coeff = 0;
+        if (cmp != nullptr && cmp->op == te::BinaryOp::kLT && te::GetConstInt(cmp->b, &bound)) {
+          for (size_t d = 0; d < t->axis.size(); ++d) {
+            const Expr& var = t->axis[d].var;
+            if (LinearCoeff(cmp->a, var.get(), &coeff) && coeff == 1 &&
+                te::GetConstInt(Substitute(cmp->a, {{var.get(), Expr(0)}}), &offset)) {
+              *sel = node;
+              *axis = static_cast<int>(d);
+              *at = bound - offset;
+              return true;
+            }
+          }
+        }
+        return FindAxisSelect(t, node->true_value, sel, axis, at) ||
+               FindAxisSelect(t, node->false_value, sel, axis, at);
+      }
+      case ExprKind::kBinary: {
+        auto* b = v.as<te::BinaryNode>();
+        return FindAxisSelect(t, b->a, sel, axis, at) || FindAxisSelect(t, b->b, sel, axis, at);
+      }
+      case ExprKind::kCast:
+        return FindAxisSelect(t, v.as<te::CastNode>()->value, sel, axis, at);
+      case ExprKind::kCall:
+        for (const Expr& a : v.as<te::CallNode>()->args) {
+          if (FindAxisSelect(t, a, sel, axis, at)) return true;
+        }
+        return false;
+      default:
+        return false;
+    }
+  }
+
+  // The stage's nest storing v, split where a select compares an output axis with a constant
+  // (a fused Concat): each part stores only its arm, so no part evaluates the other arm, whose
+  // loads codegen would clamp into gathers.
+  Stmt PartitionedNest(const TensorNode* t, const Buffer& out, const Expr& flat, const Expr& v,
+                       const std::vector<AxisRange>& ranges, int64_t work) {
+    const te::SelectNode* sel = nullptr;
+    int axis = 0;
+    int64_t at = 0;
+    if (!FindAxisSelect(t, v, &sel, &axis, &at)) {
+      return SpatialLoops(t, Store(out, flat, v), ranges, /*vectorize=*/true, work);
+    }
+    const AxisRange r = ranges[axis];
+    auto part = [&](const Expr& arm, AxisRange range) {
+      Rewriter rw;
+      rw.nodes[sel] = arm;
+      std::vector<AxisRange> sub = ranges;
+      sub[axis] = range;
+      return PartitionedNest(t, out, flat, rw.Visit(v), sub, work / r.extent * range.extent);
+    };
+    if (at <= r.begin) return part(sel->false_value, r);
+    if (at >= r.begin + r.extent) return part(sel->true_value, r);
+    return Seq({part(sel->true_value, {r.begin, at - r.begin}),
+                part(sel->false_value, {at, r.begin + r.extent - at})});
   }
 
   // Reduction with the innermost output axis inside the reduction loops: a row of accumulators

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "kernel_test_util.h"
@@ -77,6 +78,62 @@ TEST(Codegen, WholeTensorReductionsRunAsParallelRows) {
     } else {
       EXPECT_EQ(got, static_cast<float>(want));
     }
+  }
+}
+
+// A Concat fused with what reads its inputs and what follows it: its select on the output axis
+// splits the loop nest, one part per input storing only its own (no select left, whose other
+// arm's loads would be clamped into gathers), on an outer axis and on the innermost one.
+TEST(Codegen, FusedConcatSplitsTheNestPerInput) {
+  for (int64_t axis : {1, 3}) {
+    SCOPED_TRACE("axis " + std::to_string(axis));
+    const std::vector<int64_t> widths{3, 5, 2};
+    KernelGraph kg;
+    std::vector<int> ins;
+    std::vector<std::vector<int64_t>> shapes;
+    for (size_t k = 0; k < widths.size(); ++k) {
+      std::vector<int64_t> shape{2, 4, 6, 7};
+      shape[axis] = widths[k];
+      shapes.push_back(shape);
+      int x = kg.Input("x" + std::to_string(k), shape);
+      ins.push_back(kg.Add("Neg", {x}, {TensorType{shape, kFloat32}})[0]);
+    }
+    std::vector<int64_t> oshape{2, 4, 6, 7};
+    oshape[axis] = 10;
+    int cat = kg.Add("Concat", ins, {TensorType{oshape, kFloat32}}, {{"axis", axis}})[0];
+    int y = kg.Add("Relu", {cat}, {TensorType{oshape, kFloat32}})[0];
+    std::string loops;
+    std::unique_ptr<Library> lib = testing::BuildKernelWithLoops(kg, y, &loops);
+    EXPECT_EQ(loops.find("select("), std::string::npos) << loops;
+    auto f = lib->Get("conv");
+    ASSERT_NE(f, nullptr);
+    std::vector<std::unique_ptr<HostArray>> xs;
+    std::vector<HostArray*> args;
+    for (size_t k = 0; k < widths.size(); ++k) {
+      xs.push_back(std::make_unique<HostArray>(shapes[k], kFloat32));
+      xs.back()->FillRandom(static_cast<int>(30 + k));
+      args.push_back(xs.back().get());
+    }
+    HostArray out(oshape, kFloat32);
+    args.push_back(&out);
+    ASSERT_EQ(Call(f, args), 0) << TVMGetLastError();
+    int bad = 0;
+    for (int64_t i = 0; i < out.size(); ++i) {
+      std::vector<int64_t> at(4);
+      for (int64_t d = 3, rest = i; d >= 0; --d) {
+        at[d] = rest % oshape[d];
+        rest /= oshape[d];
+      }
+      size_t k = 0;
+      while (at[axis] >= widths[k]) at[axis] -= widths[k++];
+      const std::vector<int64_t>& s = shapes[k];
+      const int64_t src = ((at[0] * s[1] + at[1]) * s[2] + at[2]) * s[3] + at[3];
+      const float want = std::max(0.f, -xs[k]->data<float>()[src]);
+      if (out.data<float>()[i] != want && ++bad <= 5) {
+        ADD_FAILURE() << "out[" << i << "] = " << out.data<float>()[i] << ", expected " << want;
+      }
+    }
+    EXPECT_EQ(bad, 0);
   }
 }
 
