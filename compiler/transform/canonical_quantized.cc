@@ -41,6 +41,12 @@ class Expander {
     ctx_->Canonicalize(Node{op, node_.name, std::move(attrs), std::move(inputs), {out}});
   }
   int Cast(int x, DLDataType to) { return Op("Cast", {x}, {{"to", int64_t{DTypeToOnnx(to)}}}); }
+  /*! \brief ReduceSum of x over `axes`, kept as unit dims (axes an input from opset 13 on). */
+  int ReduceSum(int x, const std::vector<int64_t>& axes) {
+    if (ctx_->opset() < 13) return Op("ReduceSum", {x}, {{"axes", axes}, {"keepdims", int64_t{1}}});
+    return Op("ReduceSum", {x, ctx_->Constant(node_.name + "_axes", MakeInt64Tensor(axes))},
+              {{"keepdims", int64_t{1}}});
+  }
   int Constant(const std::string& suffix, HostTensorPtr value) {
     return ctx_->Constant(node_.name + suffix, std::move(value));
   }
@@ -336,12 +342,73 @@ int IntegerConvWith(Expander& e, size_t a_index, size_t a_zp, const HostTensorPt
   return e.Op("Conv", std::move(inputs), std::move(attrs));
 }
 
-// The conv of n as integer convs: one on its shifted weight where that fits int8, else two whose
-// weights add up to it, their sums added (the second conv's epilogue); kAbsentValue where the
-// weight splits in no such way or a term gets no int8 kernel.
+// Per output channel o, the offset c[o] = lo + 128 (lo: the channel's smallest shifted weight)
+// that brings the channel's shifted weights into int8: an 8-bit weight minus its zero point
+// spans at most 255 values. *offset_weight receives shifted - c. Null when every offset is 0
+// (the shifted weight fits int8 as it is).
+HostTensorPtr ChannelOffsets(const HostTensor& shifted, HostTensorPtr* offset_weight) {
+  const int64_t channels = shifted.type.shape.at(0);
+  const int64_t per_channel = shifted.NumElements() / channels;
+  const int16_t* v = shifted.Data<int16_t>();
+  auto offsets = std::make_shared<HostTensor>(TensorType{{1, channels, 1, 1}, kInt32});
+  auto weight = std::make_shared<HostTensor>(TensorType{shifted.type.shape, kInt8});
+  bool any = false;
+  for (int64_t o = 0; o < channels; ++o) {
+    const int16_t* row = v + o * per_channel;
+    const auto [lo, hi] = std::minmax_element(row, row + per_channel);
+    const int c = *lo >= -128 && *hi <= 127 ? 0 : *lo + 128;
+    if (*hi - c > 127) return nullptr;
+    offsets->Data<int32_t>()[o] = c;
+    for (int64_t i = 0; i < per_channel; ++i) {
+      weight->Data<int8_t>()[o * per_channel + i] = static_cast<int8_t>(row[i] - c);
+    }
+    any = any || c != 0;
+  }
+  *offset_weight = weight;
+  return any ? offsets : nullptr;
+}
+
+// Per output pixel, the sum of the shifted data x - zp over its window ([N, 1, OH, OW], int32):
+// the channel sum convolved with ones over n's window (padding adds 0, as a padded x - zp is 0).
+// Exact in float32 while IC * KH * KW * |x - zp| stays below 2^24; kAbsentValue otherwise, or for
+// a grouped conv (each group would need its own sums).
+int WindowSums(Expander& e, size_t a_index, size_t a_zp, const TensorType& weight) {
+  const Node& n = e.node();
+  const int a_in = n.inputs.at(a_index);
+  const double taps = static_cast<double>(weight.NumElements() / weight.shape.at(0));
+  if (n.GetInt("group", 1) != 1 ||
+      taps * ShiftedMagnitude(e, a_in, e.Input(a_zp)) > kExactFloatSum) {
+    return kAbsentValue;
+  }
+  const int channel_sum = e.ReduceSum(ShiftedFloat(e, a_in, e.Input(a_zp), 1), {1});
+  auto ones = std::make_shared<HostTensor>(
+      TensorType{{1, 1, weight.shape.at(2), weight.shape.at(3)}, kFloat32});
+  for (int64_t i = 0; i < ones->NumElements(); ++i) ones->Data<float>()[i] = 1.0f;
+  AttrMap attrs = n.attrs;
+  attrs["kernel_shape"] = std::vector<int64_t>{weight.shape.at(2), weight.shape.at(3)};
+  attrs[kExactSumAttr] = int64_t{1};
+  return e.Cast(e.Op("Conv", {channel_sum, e.Constant("_window_ones", ones)}, attrs), kInt32);
+}
+
+// The conv of n as integer convs: one on its shifted weight where that fits int8; else (uint8
+// weights 128 or more from their zero point, as ORT's dynamic quantization writes) one on the
+// shifted weight minus a per-channel offset c, plus c times each pixel's window sum of the
+// shifted data (WindowSums); else two whose weights add up to it, their sums added (the second
+// conv's epilogue). kAbsentValue where the weight splits in no such way or a conv gets no int8
+// kernel.
 int IntegerConv(Expander& e, size_t a_index, size_t a_zp, size_t b_index, size_t b_zp, int bias) {
   const HostTensorPtr shifted = ShiftedWeight(e, e.node().inputs.at(b_index), e.Input(b_zp));
   if (shifted == nullptr) return kAbsentValue;
+  HostTensorPtr offset_weight;
+  const HostTensorPtr offsets = ChannelOffsets(*shifted, &offset_weight);
+  if (offsets != nullptr) {
+    const int sums = WindowSums(e, a_index, a_zp, shifted->type);
+    if (sums != kAbsentValue) {
+      const int conv = IntegerConvWith(e, a_index, a_zp, offset_weight, bias);
+      if (conv == kAbsentValue) return kAbsentValue;
+      return e.Op("Add", {conv, e.Op("Mul", {sums, e.Constant("_w_offsets", offsets)})});
+    }
+  }
   int sum = kAbsentValue;
   for (const HostTensorPtr& w : Int8Terms(*shifted)) {
     const int term =
