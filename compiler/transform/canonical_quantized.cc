@@ -342,30 +342,32 @@ int IntegerConvWith(Expander& e, size_t a_index, size_t a_zp, const HostTensorPt
   return e.Op("Conv", std::move(inputs), std::move(attrs));
 }
 
-// Per output channel o, the offset c[o] = lo + 128 (lo: the channel's smallest shifted weight)
-// that brings the channel's shifted weights into int8: an 8-bit weight minus its zero point
-// spans at most 255 values. *offset_weight receives shifted - c. Null when every offset is 0
-// (the shifted weight fits int8 as it is).
-HostTensorPtr ChannelOffsets(const HostTensor& shifted, HostTensorPtr* offset_weight) {
-  const int64_t channels = shifted.type.shape.at(0);
-  const int64_t per_channel = shifted.NumElements() / channels;
+// The offsets c that bring the shifted weight into int8 (c = lo + 128, lo the smallest shifted
+// weight c covers; an 8-bit weight minus its zero point spans at most 255 values): one for the
+// whole weight ([1]) where its values span at most 255 (always, with a per-tensor zero point:
+// the correction c * S then stays one plane per image), else one per output channel
+// ([1, OC, 1, 1]). *offset_weight receives shifted - c. Null when no offset is needed (the
+// shifted weight fits int8 as it is).
+HostTensorPtr WeightOffsets(const HostTensor& shifted, HostTensorPtr* offset_weight) {
   const int16_t* v = shifted.Data<int16_t>();
-  auto offsets = std::make_shared<HostTensor>(TensorType{{1, channels, 1, 1}, kInt32});
+  const auto [lo, hi] = std::minmax_element(v, v + shifted.NumElements());
+  if (*lo >= -128 && *hi <= 127) return nullptr;
+  const bool one = *hi - *lo <= 255;
+  const int64_t channels = one ? 1 : shifted.type.shape.at(0);
+  const int64_t per_offset = shifted.NumElements() / channels;
+  auto offsets = std::make_shared<HostTensor>(
+      TensorType{one ? std::vector<int64_t>{1} : std::vector<int64_t>{1, channels, 1, 1}, kInt32});
   auto weight = std::make_shared<HostTensor>(TensorType{shifted.type.shape, kInt8});
-  bool any = false;
   for (int64_t o = 0; o < channels; ++o) {
-    const int16_t* row = v + o * per_channel;
-    const auto [lo, hi] = std::minmax_element(row, row + per_channel);
-    const int c = *lo >= -128 && *hi <= 127 ? 0 : *lo + 128;
-    if (*hi - c > 127) return nullptr;
+    const int16_t* row = v + o * per_offset;
+    const int c = *std::min_element(row, row + per_offset) + 128;
     offsets->Data<int32_t>()[o] = c;
-    for (int64_t i = 0; i < per_channel; ++i) {
-      weight->Data<int8_t>()[o * per_channel + i] = static_cast<int8_t>(row[i] - c);
+    for (int64_t i = 0; i < per_offset; ++i) {
+      weight->Data<int8_t>()[o * per_offset + i] = static_cast<int8_t>(row[i] - c);
     }
-    any = any || c != 0;
   }
   *offset_weight = weight;
-  return any ? offsets : nullptr;
+  return offsets;
 }
 
 // Per output pixel, the sum of the shifted data x - zp over its window ([N, 1, OH, OW], int32):
@@ -392,7 +394,7 @@ int WindowSums(Expander& e, size_t a_index, size_t a_zp, const TensorType& weigh
 
 // The conv of n as integer convs: one on its shifted weight where that fits int8; else (uint8
 // weights 128 or more from their zero point, as ORT's dynamic quantization writes) one on the
-// shifted weight minus a per-channel offset c, plus c times each pixel's window sum of the
+// shifted weight minus an offset c (WeightOffsets), plus c times each pixel's window sum of the
 // shifted data (WindowSums); else two whose weights add up to it, their sums added (the second
 // conv's epilogue). kAbsentValue where the weight splits in no such way or a conv gets no int8
 // kernel.
@@ -400,7 +402,7 @@ int IntegerConv(Expander& e, size_t a_index, size_t a_zp, size_t b_index, size_t
   const HostTensorPtr shifted = ShiftedWeight(e, e.node().inputs.at(b_index), e.Input(b_zp));
   if (shifted == nullptr) return kAbsentValue;
   HostTensorPtr offset_weight;
-  const HostTensorPtr offsets = ChannelOffsets(*shifted, &offset_weight);
+  const HostTensorPtr offsets = WeightOffsets(*shifted, &offset_weight);
   if (offsets != nullptr) {
     const int sums = WindowSums(e, a_index, a_zp, shifted->type);
     if (sums != kAbsentValue) {

@@ -396,7 +396,7 @@ def test_int8_kernels_take_a_zero_point_computed_at_run_time(tmp_path, isa, targ
     assert _conv_kernel(isa, case[:7]) in plans
 
 
-@pytest.mark.parametrize("w_zp", [131, 3, 0], ids=["zp131", "zp3", "zp0"])
+@pytest.mark.parametrize("w_zp", [131, 3, 0, -1], ids=["zp131", "zp3", "zp0", "per_channel"])
 def test_uint8_weights_past_int8_run_as_one_int8_conv(tmp_path, w_zp):
     # ORT's dynamic quantization (IS-Net's) writes uint8 weights with a zero point: w - zp spans
     # up to 255 values of [-255, 255]. The int8 conv takes w - zp - c, c per output channel
@@ -409,16 +409,18 @@ def test_uint8_weights_past_int8_run_as_one_int8_conv(tmp_path, w_zp):
     w = rs.randint(0, 256, (24, 16, 3, 3)).astype(np.uint8)
     w[0, 0, 0, 0], w[1, 0, 0, 0] = 0, 255
     zp = np.uint8(rs.randint(0, 256))
+    # Per output channel (-1): zero points far apart, so each channel takes its own offset.
+    w_zps = np.uint8(w_zp) if w_zp >= 0 else rs.randint(0, 256, 24).astype(np.uint8)
     graph = helper.make_graph(
         [helper.make_node("ConvInteger", ["x", "w", "x_zp", "w_zp"], ["y"], pads=[1] * 4)],
         "wzp%d" % w_zp,
         [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape)),
          helper.make_tensor_value_info("x_zp", TensorProto.UINT8, [])],
         [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 24, 9, 10])],
-        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.uint8(w_zp), "w_zp")])
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(w_zps, "w_zp")])
     y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x, x_zp=zp)
-    np.testing.assert_array_equal(
-        y, _conv_integer_reference(x, int(zp), w.astype(np.int64) - w_zp, 1))
+    shifted = w.astype(np.int64) - w_zps.astype(np.int64).reshape(-1, 1, 1, 1)
+    np.testing.assert_array_equal(y, _conv_integer_reference(x, int(zp), shifted, 1))
     assert plans.count('ember_plan_kernel="conv2d_int8_avx512vnni"') == 1
     assert "_window_ones" in plans
 
