@@ -300,6 +300,7 @@ llvm::Function* CodeGenLLVM::AddFunction(const lower::LoweredFunc& f) {
     buffers_[w.get()] = p;
   }
   for (const auto& [view, target] : f.aliases) buffers_[view.get()] = BufferPtr(target.get());
+  BeginAliasScopes(f);
   EmitStmt(f.body);
   b_.CreateBr(cleanup_bb_);
   b_.SetInsertPoint(cleanup_bb_);

@@ -242,7 +242,8 @@ llvm::Value* CodeGenLLVM::Emit(const Expr& e) {
       if (e.dtype().lanes != buf->dtype.lanes) return EmitVectorLoad(l);
       llvm::Value* p = ElementPtr(buf, l->index, clamp_depth_ > 0);
       llvm::Type* st = ElementType(buf);
-      llvm::Value* v = b_.CreateLoad(st, p);
+      llvm::LoadInst* v = b_.CreateLoad(st, p);
+      TagAccess(v, buf);
       if (te::IsBool(buf->dtype)) return b_.CreateICmpNE(v, llvm::ConstantInt::get(st, 0));
       llvm::Type* want = ValueType(buf->dtype);
       if (want == st) return v;
@@ -254,6 +255,41 @@ llvm::Value* CodeGenLLVM::Emit(const Expr& e) {
       throw std::runtime_error("codegen: te node reached codegen unlowered in " + func_name_);
   }
   return nullptr;
+}
+
+void CodeGenLLVM::BeginAliasScopes(const lower::LoweredFunc& f) {
+  alias_scope_.clear();
+  noalias_.clear();
+  llvm::MDBuilder mdb(ctx_);
+  // Unnamed: identical kernels must stay identical for the structural key (kernel_key.cc).
+  llvm::MDNode* domain = mdb.createAnonymousAliasScopeDomain();
+  std::vector<std::pair<const BufferNode*, llvm::MDNode*>> roots;
+  for (const lower::ArgInfo& a : f.args) {
+    roots.emplace_back(a.buffer.get(), mdb.createAnonymousAliasScope(domain));
+  }
+  for (const lower::Buffer& w : f.workspaces) {
+    roots.emplace_back(w.get(), mdb.createAnonymousAliasScope(domain));
+  }
+  for (const auto& [buffer, scope] : roots) {
+    std::vector<llvm::Metadata*> others;
+    for (const auto& other : roots) {
+      if (other.second != scope) others.push_back(other.second);
+    }
+    alias_scope_[buffer] = llvm::MDNode::get(ctx_, {scope});
+    noalias_[buffer] = llvm::MDNode::get(ctx_, others);
+  }
+  for (const auto& [view, target] : f.aliases) {
+    if (alias_scope_.count(target.get()) == 0) continue;
+    alias_scope_[view.get()] = alias_scope_.at(target.get());
+    noalias_[view.get()] = noalias_.at(target.get());
+  }
+}
+
+void CodeGenLLVM::TagAccess(llvm::Instruction* access, const BufferNode* b) {
+  auto it = alias_scope_.find(b);
+  if (it == alias_scope_.end()) return;
+  access->setMetadata(llvm::LLVMContext::MD_alias_scope, it->second);
+  access->setMetadata(llvm::LLVMContext::MD_noalias, noalias_.at(b));
 }
 
 llvm::Value* CodeGenLLVM::EmitVectorLoad(const lower::BufferLoadNode* l) {
@@ -269,7 +305,8 @@ llvm::Value* CodeGenLLVM::EmitVectorLoad(const lower::BufferLoadNode* l) {
       buf->scope != BufferScope::kLocal && te::IsFloat(buf->dtype) && buf->dtype.bits == 16;
   llvm::Type* want = ValueType(l->dtype);
   llvm::Type* stored = half_in_memory ? StorageType(l->dtype) : want;
-  llvm::Value* v = b_.CreateAlignedLoad(stored, p, llvm::Align(te::StorageBytes(buf->dtype)));
+  llvm::LoadInst* v = b_.CreateAlignedLoad(stored, p, llvm::Align(te::StorageBytes(buf->dtype)));
+  TagAccess(v, buf);
   return half_in_memory ? b_.CreateFPExt(v, want) : v;
 }
 
@@ -616,8 +653,9 @@ void CodeGenLLVM::EmitStmt(const Stmt& s) {
         if (buf->scope != BufferScope::kLocal && te::IsFloat(buf->dtype) && buf->dtype.bits == 16) {
           v = b_.CreateFPTrunc(v, StorageType(st->value.dtype()));
         }
-        b_.CreateAlignedStore(v, ElementPtr(buf, st->index, false),
-                              llvm::Align(te::StorageBytes(buf->dtype)));
+        TagAccess(b_.CreateAlignedStore(v, ElementPtr(buf, st->index, false),
+                                        llvm::Align(te::StorageBytes(buf->dtype))),
+                  buf);
         break;
       }
       if (v->getType() != sty) {
@@ -627,7 +665,7 @@ void CodeGenLLVM::EmitStmt(const Stmt& s) {
           v = b_.CreateFPCast(v, sty);
         }
       }
-      b_.CreateStore(v, ElementPtr(buf, st->index, false));
+      TagAccess(b_.CreateStore(v, ElementPtr(buf, st->index, false)), buf);
       break;
     }
     case StmtKind::kPrefetch: {

@@ -69,6 +69,13 @@ class CodeGenLLVM {
   llvm::Value* ElementPtr(const lower::BufferNode* b, const te::Expr& index, bool clamp,
                           int lanes = 1);
   llvm::Value* EmitVectorLoad(const lower::BufferLoadNode* l);
+  // Scoped no-alias metadata for the function's argument and workspace buffers (each its own
+  // memory: the executor never gives a kernel's inputs and outputs the same storage, and a
+  // workspace is a fresh allocation; an alias view shares its target's scope). Without it LLVM
+  // cannot vectorise a loop whose loads are gathers, for which it has no run-time overlap test.
+  void BeginAliasScopes(const lower::LoweredFunc& f);
+  // Tags a load or store of buffer b with b's scope and the others' (locals and constants: none).
+  void TagAccess(llvm::Instruction* access, const lower::BufferNode* b);
   // int32_t f(TVMValue*, int32_t*, int32_t, TVMValue*, int32_t*, void*)
   llvm::FunctionType* PackedFuncType();
   llvm::Function* ErrorHelper();
@@ -104,6 +111,7 @@ class CodeGenLLVM {
   int closure_count_ = 0;
   std::unordered_map<const te::ExprNode*, llvm::Value*> vars_;
   std::unordered_map<const lower::BufferNode*, llvm::Value*> buffers_;
+  std::unordered_map<const lower::BufferNode*, llvm::MDNode*> alias_scope_, noalias_;
   int clamp_depth_ = 0;
   bool index_mode_ = false;
 };
