@@ -374,9 +374,7 @@ class Lowerer {
     int64_t work = points;
     bool is_reduce = t->body.kind() == ExprKind::kReduce;
     if (!is_reduce) {
-      std::vector<AxisRange> ranges;
-      for (int64_t d : t->shape) ranges.push_back({0, d});
-      return PartitionedNest(t, out, flat, LowerExpr(t->body), ranges, work);
+      return PartitionedNest(t, out, flat, LowerExpr(t->body), FullRanges(t), work);
     } else {
       auto* r = t->body.as<te::ReduceNode>();
       Expr src = LowerExpr(r->source);
@@ -430,9 +428,7 @@ class Lowerer {
       seq.push_back(Store(out, flat, te::Cast(out->dtype, result)));
       inner = Seq(seq);
     }
-    std::vector<AxisRange> ranges;
-    for (int64_t d : t->shape) ranges.push_back({0, d});
-    return SpatialLoops(t, inner, ranges, /*vectorize=*/false, work);
+    return SpatialLoops(t, inner, FullRanges(t), /*vectorize=*/false, work);
   }
 
   // The part [begin, begin + extent) of an output axis a loop covers.
@@ -440,12 +436,18 @@ class Lowerer {
     int64_t begin, extent;
   };
 
-  // The loops over the stage's output axes around `s`, each axis over its range (unit extents
-  // dropped), the innermost vectorised when asked, the outermost parallel when the work is worth
-  // it.
+  static std::vector<AxisRange> FullRanges(const TensorNode* t) {
+    std::vector<AxisRange> ranges;
+    for (int64_t d : t->shape) ranges.push_back({0, d});
+    return ranges;
+  }
+
+  // The loops over the stage's first `axes` output axes (all: -1) around `s`, each over its
+  // range (unit extents dropped), the innermost vectorised when asked, the outermost parallel
+  // when the work is worth it.
   Stmt SpatialLoops(const TensorNode* t, Stmt s, const std::vector<AxisRange>& ranges,
-                    bool vectorize, int64_t work) {
-    const int n = static_cast<int>(t->axis.size());
+                    bool vectorize, int64_t work, int axes = -1) {
+    const int n = axes < 0 ? static_cast<int>(t->axis.size()) : axes;
     std::vector<int> kept;
     for (int d = 0; d < n; ++d) {
       const Expr& var = t->axis[d].var;
@@ -570,21 +572,9 @@ class Lowerer {
     }
     Stmt store = For(inner.var, inner.extent, ForKind::kVectorized,
                      Store(out, flat, te::Cast(out->dtype, accv)));
-    Stmt s = Seq({init, red, store});
-    std::vector<int> kept;
-    for (int d = 0; d < n - 1; ++d) {
-      if (t->axis[d].extent != 1) kept.push_back(d);
-    }
-    for (int d = n - 2; d >= 0; --d) {
-      if (t->axis[d].extent == 1) s = SubstituteVar(s, t->axis[d].var, 0);
-    }
-    for (int k = static_cast<int>(kept.size()) - 1; k >= 0; --k) {
-      int d = kept[k];
-      ForKind kind = ForKind::kSerial;
-      if (k == 0 && opts_.parallel && work >= opts_.parallel_min_work) kind = ForKind::kParallel;
-      s = For(t->axis[d].var, t->axis[d].extent, kind, s);
-    }
-    return s;
+    // The innermost output axis is the rows' loop; the others go around them.
+    return SpatialLoops(t, Seq({init, red, store}), FullRanges(t), /*vectorize=*/false, work,
+                        n - 1);
   }
 
   // A reduction of many elements to one value (a tensor's min, max or sum: the range
