@@ -1,11 +1,13 @@
 // MaxPool in NCHW[x]c: one pixel's x channels are one vector, so the window's maximum is a
-// vector max over its taps (taps in the padding skipped), one store per output pixel. One
-// parallel task is (image, channel block, output row).
+// vector max over its taps (taps in the padding skipped), one store per output pixel with the
+// group's elementwise epilogue (a float16 model's casts, an activation) applied in registers.
+// One parallel task is (image, channel block, output row).
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/window_attrs.h>
 
 #include <limits>
 
+#include "epilogue.h"
 #include "loop_builders.h"
 #include "schedule.h"
 
@@ -13,9 +15,7 @@ namespace ember::compiler::schedule {
 
 bool TryMaxPool2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
                        lower::LoweredFunc* out) {
-  if (group.nodes.size() != 1 || group.outputs.size() != 1 || group.inputs.size() != 1) {
-    return false;
-  }
+  if (group.nodes.empty() || group.outputs.size() != 1) return false;
   const Node& pool = *group.nodes[0];
   const Graph& g = *group.graph;
   const int64_t block = LayoutBlock(pool.GetString(kDataLayoutAttr, "NCHW"));
@@ -31,14 +31,16 @@ bool TryMaxPool2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& op
   const int64_t oh = ot.shape[2], ow = ot.shape[3];
   const int lanes = static_cast<int>(block);
 
+  // The pool has no weight: its data stands in for one.
+  const AnchorOperands operands{pool.inputs[0], pool.inputs[0], -1, nullptr};
   lower::LoweredFunc f;
-  f.name = group.func_name;
-  for (int vid : {pool.inputs[0], pool.outputs[0]}) {
-    const Value& v = g.value(vid);
-    f.args.push_back(lower::ArgInfo{v.name, v.type.shape, v.type.dtype, nullptr});
-    f.args.back().buffer = lower::NewArgBuffer(f.args.back(), static_cast<int>(f.args.size()) - 1);
+  lower::Buffer x, unused;
+  EpilogueAt at;
+  if (!BuildEpilogueAt(group, pool, operands, &f, &x, &unused, &at) ||
+      !EpilogueVectorizes(at, lanes)) {
+    return false;
   }
-  const lower::Buffer x = f.args[0].buffer, y = f.args[1].buffer;
+  const lower::Buffer y = f.args.back().buffer;
   lower::Buffer acc = NewVectorAccumulator("acc", block);
   f.locals.push_back(acc);
 
@@ -54,8 +56,11 @@ bool TryMaxPool2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& op
                                 lower::Store(acc, 0, te::Max(lower::BufferLoad(acc, 0), in))));
     }
   }
+  const int64_t blocks = xt.shape[1];
+  te::Expr n = te::FloorDiv(plane, te::Expr(blocks)), cb = te::FloorMod(plane, te::Expr(blocks));
   pixel.push_back(
-      lower::Store(y, ((plane * oh + oy) * ow + ox) * block, lower::BufferLoad(acc, 0)));
+      lower::Store(y, ((plane * oh + oy) * ow + ox) * block,
+                   EpilogueOnBlockVector(at, n, cb, oy, ox, lower::BufferLoad(acc, 0), lanes)));
   lower::Stmt row = lower::KeepScalarFor(ox, ow, lower::Seq(pixel));
   const int64_t tasks = planes * oh;
   const bool par = opts.parallel && tasks > 1 &&

@@ -318,8 +318,9 @@ bool TryPool2d(const FusedGroup& group, const lower::ScheduleOptions& opts,
                lower::LoweredFunc* out);
 
 /*!
- * \brief A MaxPool (2-D, dilation 1, no Indices) in NCHW[x]c alone in its group: a vector max over
- * each window's taps per output pixel (pool2d_nchwc.cc). TryPool2d hands blocked pools to it.
+ * \brief A MaxPool (2-D, dilation 1, no Indices) in NCHW[x]c first in its group, followed by
+ * elementwise nodes: a vector max over each window's taps per output pixel, the epilogue applied
+ * to it in registers (pool2d_nchwc.cc). TryPool2d hands blocked pools to it.
  */
 bool TryMaxPool2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
                        lower::LoweredFunc* out);

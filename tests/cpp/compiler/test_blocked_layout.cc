@@ -350,12 +350,12 @@ struct PoolCase {
 
 // The blocked MaxPool kernel (and, with schedules disabled, the default schedule) against a
 // direct max over each window of the NCHW data.
-void CheckBlockedMaxPool(const PoolCase& pc, bool schedules) {
+void CheckBlockedMaxPool(const PoolCase& pc, bool schedules, bool relu = false) {
   SCOPED_TRACE("maxpool c" + std::to_string(pc.c) + " " + std::to_string(pc.h) + "x" +
                std::to_string(pc.w) + " k" + std::to_string(pc.k) + " s" +
                std::to_string(pc.stride) + " p" + std::to_string(pc.pad) + " block " +
                std::to_string(pc.block) + (pc.ceil_mode ? " ceil" : "") +
-               (schedules ? "" : " default schedule"));
+               (schedules ? "" : " default schedule") + (relu ? " relu" : ""));
   ScopedEnv disable("EMBER_DISABLE_SCHEDULES", schedules ? "0" : "1");
   auto out_dim = [&](int64_t in) {
     const int64_t span = in + 2 * pc.pad - pc.k;
@@ -374,6 +374,7 @@ void CheckBlockedMaxPool(const PoolCase& pc, bool schedules) {
                   {"pads", std::vector<int64_t>{pc.pad, pc.pad, pc.pad, pc.pad}},
                   {"ceil_mode", int64_t{pc.ceil_mode}},
                   {kDataLayoutAttr, LayoutName(pc.block)}})[0];
+  if (relu) y = kg.Add("Relu", {y}, {TensorType{BlockedShape(oshape, pc.block), kFloat32}})[0];
   std::string loops;
   std::unique_ptr<Library> lib = testing::BuildKernelWithLoops(kg, y, &loops);
   if (schedules) {
@@ -398,6 +399,7 @@ void CheckBlockedMaxPool(const PoolCase& pc, bool schedules) {
               if (ih < 0 || ih >= pc.h || iw < 0 || iw >= pc.w) continue;
               want = std::max(want, hx.data<float>()[((n * pc.c + c) * pc.h + ih) * pc.w + iw]);
             }
+          if (relu) want = std::max(want, 0.0f);
           const int64_t b = pc.block;
           const float got =
               out.data<float>()[(((n * (pc.c / b) + c / b) * oh + i) * ow + j) * b + c % b];
@@ -420,6 +422,9 @@ TEST(BlockedLayout, MaxPoolKernelMatchesTheReference) {
     CheckBlockedMaxPool(c, true);
     CheckBlockedMaxPool(c, false);
   }
+  // An elementwise epilogue in the pool's group (a float16 model's casts, an activation).
+  CheckBlockedMaxPool(cases[0], true, true);
+  CheckBlockedMaxPool(cases[1], true, true);
 }
 
 // ---- the pass ----
