@@ -167,6 +167,7 @@ llvm::Function* CodeGenLLVM::AddFunction(const lower::LoweredFunc& f) {
   func_->setVisibility(llvm::GlobalValue::DefaultVisibility);
   func_->setDSOLocal(false);
   b_.setFastMathFlags(f.exact_float ? llvm::FastMathFlags() : FastFloat());
+  exact_float_ = f.exact_float;
   // Generated code never throws; without this ARM objects reference the EHABI personality.
   func_->addFnAttr(llvm::Attribute::NoUnwind);
   func_name_ = f.name;

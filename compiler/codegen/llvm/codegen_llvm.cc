@@ -512,6 +512,8 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   if (c->fn == Intrinsic::kLane) return b_.CreateExtractElement(x, args.at(1));
   bool is_float = te::IsFloat(t);
   auto unary = [&](llvm::Intrinsic::ID id) { return EmitUnaryIntrinsic(id, x); };
+  // exp as arithmetic on float32 values, unless the function asked for exact float operations.
+  const bool fast_exp = !exact_float_ && ty->getScalarType()->isFloatTy();
   auto libm = [&](const char* name) -> llvm::Value* {
     // float16 goes through float; float64 uses the double variant.
     bool dbl = ty->isDoubleTy();
@@ -554,7 +556,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   }
   switch (c->fn) {
     case Intrinsic::kExp:
-      return unary(llvm::Intrinsic::exp);
+      return fast_exp ? EmitExp(x) : unary(llvm::Intrinsic::exp);
     case Intrinsic::kLog:
       return unary(llvm::Intrinsic::log);
     case Intrinsic::kSqrt:
@@ -601,7 +603,9 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
       return libm("atanh");
     case Intrinsic::kSigmoid: {
       llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
-      llvm::Value* e = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(x));
+      llvm::Value* minus = b_.CreateFNeg(x);
+      llvm::Value* e =
+          fast_exp ? EmitExp(minus) : b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, minus);
       return b_.CreateFDiv(one, b_.CreateFAdd(one, e));
     }
     case Intrinsic::kIsNan:

@@ -65,6 +65,9 @@ class CodeGenLLVM {
   // Float Max/Min as the compare+select that propagates a NaN `a`, or its one-instruction twin.
   llvm::Value* EmitFloatMinMax(bool max, llvm::Value* a, llvm::Value* b);
   llvm::Value* RoundToHalf(llvm::Value* v);
+  // exp of a float32 scalar or vector as plain arithmetic, within 2 ulp, so that a loop holding
+  // it vectorises (llvm.exp lowers to a libm call per lane): codegen_exp.cc.
+  llvm::Value* EmitExp(llvm::Value* x);
   // `lanes`: elements the access covers (a clamped index stays `lanes` before the end).
   llvm::Value* ElementPtr(const lower::BufferNode* b, const te::Expr& index, bool clamp,
                           int lanes = 1);
@@ -113,6 +116,7 @@ class CodeGenLLVM {
   std::unordered_map<const lower::BufferNode*, llvm::Value*> buffers_;
   std::unordered_map<const lower::BufferNode*, llvm::MDNode*> alias_scope_, noalias_;
   int clamp_depth_ = 0;
+  bool exact_float_ = false;  // the function's LoweredFunc::exact_float
   bool index_mode_ = false;
 };
 
