@@ -242,6 +242,30 @@ TEST(Codegen, ExpIsArithmeticWithinTwoUlp) {
   EXPECT_LE(worst, 2.0);
 }
 
+// Pow by a constant 2 is a multiply in the loop IR (emberc passes the exponent as a parameter,
+// so LLVM cannot fold pow itself: a libm call per element), equal to pow's result.
+TEST(Codegen, PowByAConstantTwoIsASquare) {
+  KernelGraph kg;
+  int x = kg.Input("x", {64});
+  auto two = std::make_shared<HostTensor>(TensorType{{}, kFloat32});
+  two->Data<float>()[0] = 2.0f;
+  int y = kg.Add("Pow", {x, kg.graph.AddConstant("two", two)}, {TensorType{{64}, kFloat32}})[0];
+  std::string loops;
+  std::unique_ptr<Library> lib = testing::BuildKernelWithLoops(kg, y, &loops);
+  EXPECT_EQ(loops.find("pow("), std::string::npos) << loops;
+  auto f = lib->Get("conv");
+  ASSERT_NE(f, nullptr);
+  HostArray hx({64}, kFloat32), hy({64}, kFloat32);
+  hx.FillRandom(9, -1e20f, 1e20f);
+  hx.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  hx.data<float>()[1] = -std::numeric_limits<float>::infinity();
+  ASSERT_EQ(Call(f, {&hx, &hy}), 0) << TVMGetLastError();
+  EXPECT_TRUE(std::isnan(hy.data<float>()[0]));
+  for (int i = 1; i < 64; ++i) {
+    EXPECT_EQ(hy.data<float>()[i], std::pow(hx.data<float>()[i], 2.0f)) << hx.data<float>()[i];
+  }
+}
+
 TEST(Codegen, Conv2DPaddedStridedWithBias) {
   KernelGraph kg;
   int x = kg.Input("x", {1, 3, 9, 9});
