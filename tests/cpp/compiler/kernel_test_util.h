@@ -221,18 +221,25 @@ inline std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-/*! \brief Compiles one group named "conv" over every node of kg with output y; *loops receives
- * its loop IR (to check which schedule took it). */
-inline std::unique_ptr<Library> BuildKernelWithLoops(const KernelGraph& kg, int y,
-                                                     std::string* loops) {
+/*! \brief Compiles one group named "conv" over every node of kg with output y; *text receives
+ * the build's dump file `file` (kernels.loop.txt: the loop IR, to check which schedule took it;
+ * kernels.opt.ll: the optimised LLVM IR). */
+inline std::unique_ptr<Library> BuildKernelWithDump(const KernelGraph& kg, int y,
+                                                    const std::string& file, std::string* text) {
   char tmpl[] = "/tmp/ember_schedule_test_XXXXXX";
   std::string dump = mkdtemp(tmpl);
   BuildOptions bo;
   bo.dump_dir = dump;
   auto lib = std::make_unique<Library>(std::vector<FusedGroup>{kg.Group("conv", {y})}, bo);
-  *loops = ReadFile(dump + "/kernels.loop.txt");
+  *text = ReadFile(dump + "/" + file);
   std::filesystem::remove_all(dump);
   return lib;
+}
+
+/*! \brief BuildKernelWithDump with the loop IR. */
+inline std::unique_ptr<Library> BuildKernelWithLoops(const KernelGraph& kg, int y,
+                                                     std::string* loops) {
+  return BuildKernelWithDump(kg, y, "kernels.loop.txt", loops);
 }
 
 /*! \brief Conv geometry of the reference below (square kernel, symmetric pads). */
