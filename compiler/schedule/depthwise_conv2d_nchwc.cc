@@ -6,9 +6,10 @@
 // one row, or on small planes as many as make `task_pixels`, so the weights and the bias are
 // loaded once for all of them. A row runs in tiles of up to `columns` output pixels whose
 // accumulators stay in registers (independent FMA chains) and start from the bias; only the few
-// border pixels, whose taps can fall into the padding, test their columns, and the few border
-// rows have copies of the row that leave out the tap rows in the padding. The rest of the
-// epilogue is applied to each finished vector before its one store.
+// border pixels, whose taps can fall into the padding, test their columns, and the border rows
+// have copies of the row that leave out the tap rows in the padding (one per run of rows that
+// leave out the same ones). The rest of the epilogue is applied to each finished vector before
+// its one store.
 #include <ember/compiler/ir/weight_layout.h>
 
 #include <algorithm>
@@ -122,8 +123,9 @@ Stmt Row(const RowContext& c, const std::string& tag, const Expr& oh, const TapR
 // vector and a temporary.
 constexpr int64_t kWorkingRegisters = 3;
 
-// Border rows each get their own copy of the row code; more (huge paddings) go to another kernel.
-constexpr int64_t kMaxBorderRows = 8;
+// Border rows that read the same tap rows share one copy of the row code (a loop over them);
+// more distinct sets than this (huge paddings) go to another kernel.
+constexpr int64_t kMaxBorderRowCopies = 8;
 
 bool TapsFit(const ConvShape& s, int64_t registers) {
   return s.kh * s.kw + kWorkingRegisters <= registers;
@@ -139,17 +141,41 @@ InteriorRows InteriorOf(const ConvShape& s) {
   return {begin, std::clamp((s.h - SpanH(s) + s.pad_t) / s.s_h + 1, begin, s.oh)};
 }
 
-bool BorderRowsFit(const ConvShape& s) {
-  const InteriorRows inner = InteriorOf(s);
-  return inner.begin + s.oh - inner.end <= kMaxBorderRows;
-}
-
-// The taps of an output row whose window starts at input row `top` that fall inside the image.
-TapRows TapRowsInside(const ConvShape& s, int64_t top) {
+// The taps of output row oh that fall inside the image.
+TapRows TapRowsInside(const ConvShape& s, int64_t oh) {
+  const int64_t top = oh * s.s_h - s.pad_t;   // the input row of tap 0
   auto first_at_or_past = [&](int64_t row) {  // the first tap kh with top + kh * d_h >= row
     return std::clamp<int64_t>(row > top ? (row - top + s.d_h - 1) / s.d_h : 0, 0, s.kh);
   };
   return TapRows{first_at_or_past(0), first_at_or_past(s.h)};
+}
+
+// Output rows [begin, end) that read the same tap rows.
+struct BorderRows {
+  int64_t begin, end;
+  TapRows taps;
+};
+
+// Rows [begin, end) split where the tap rows they read change (a dilated conv's border rows
+// come in a few such runs: dilation 8 and padding 8 make 8 rows a side that skip the same tap).
+std::vector<BorderRows> BorderRunsOf(const ConvShape& s, int64_t begin, int64_t end) {
+  std::vector<BorderRows> runs;
+  for (int64_t oh = begin; oh < end; ++oh) {
+    const TapRows taps = TapRowsInside(s, oh);
+    if (!runs.empty() && runs.back().taps.begin == taps.begin && runs.back().taps.end == taps.end) {
+      runs.back().end = oh + 1;
+    } else {
+      runs.push_back({oh, oh + 1, taps});
+    }
+  }
+  return runs;
+}
+
+bool BorderRowsFit(const ConvShape& s) {
+  const InteriorRows inner = InteriorOf(s);
+  const size_t copies =
+      BorderRunsOf(s, 0, inner.begin).size() + BorderRunsOf(s, inner.end, s.oh).size();
+  return copies <= kMaxBorderRowCopies;
 }
 
 }  // namespace
@@ -183,9 +209,9 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
   const int lanes = static_cast<int>(block);
   if (!EpilogueVectorizes(at, lanes)) return false;
 
-  // Rows whose taps all fall inside the image's rows read every tap row; each of the few border
-  // rows above and below them has its own copy that reads only the tap rows inside the image (no
-  // row checks anywhere), run by the first or the last task of its channel block.
+  // Rows whose taps all fall inside the image's rows read every tap row; each run of border rows
+  // above and below them has its own copy that reads only the tap rows inside the image (no row
+  // checks anywhere), run by the first or the last task of its channel block.
   if (!BorderRowsFit(s)) return false;
   const InteriorRows inner = InteriorOf(s);
   const int64_t row_lo = inner.begin, row_hi = inner.end;
@@ -223,9 +249,10 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
   RowContext ctx{s, lanes, xb, f.args.back().buffer, weights, bias, at, n, cb, &f};
   auto border_rows = [&](int64_t begin, int64_t end) {
     std::vector<Stmt> v;
-    for (int64_t b = begin; b < end; ++b) {
-      const int64_t top = b * s.s_h - s.pad_t;
-      v.push_back(Row(ctx, "b" + std::to_string(b), Expr(b), TapRowsInside(s, top), columns));
+    for (const BorderRows& run : BorderRunsOf(s, begin, end)) {
+      const std::string tag = "b" + std::to_string(run.begin);
+      v.push_back(Range(tag, run.begin, run.end, lower::ForKind::kSerial,
+                        [&](const Expr& oh) { return Row(ctx, tag, oh, run.taps, columns); }));
     }
     Stmt rows_stmt = SeqOf(v);
     if (!rows_stmt || row_blocks == 1) return rows_stmt;

@@ -600,7 +600,7 @@ def blocked_se_resize_concat():
 
 def dilated_segmentation():
     m = Model("dilated_segmentation", 540, "RSU-4F convs dilated 2/4/8, Concat, dilated "
-              "depthwise 2/4, ASPP dilation 6 on a 10x10 plane, strided dilated conv, bilinear "
+              "depthwise 2/4/8, ASPP dilation 6 on a 10x10 plane, strided dilated conv, bilinear "
               "Resize by sizes")
 
     def conv(name, x, c_in, c_out, dilation, stride=1, group=1, relu=True):
@@ -619,6 +619,7 @@ def dilated_segmentation():
     c = conv("d2d", c, 32, 16, 4)
     dw = conv("dw2", c, 16, 16, 2, group=16, relu=False)
     dw = conv("dw4", dw, 16, 16, 4, group=16)
+    dw = conv("dw8", dw, 16, 16, 8, group=16)  # 16 of its 20 rows are border rows
     p = m.node("MaxPool", [c], ["pool"], kernel_shape=[2, 2], strides=[2, 2])
     aspp = conv("aspp", p, 16, 32, 6)
     up = m.node("Resize", [aspp, "", "", m.ints("sizes", [1, 32, 20, 20])], ["up"],

@@ -263,15 +263,18 @@ TEST(BlockedLayout, SmallPlanesPrefetchTheNextChunksWeights) {
 
 TEST(BlockedLayout, DepthwiseKernelMatchesTheReference) {
   const std::vector<BlockedCase> cases = {
-      {1, 32, 12, 13, 32, 3, 1, 1, 32, true, true, false, 16, 16},     // odd width
-      {2, 16, 11, 11, 16, 3, 2, 1, 16, true, false, true, 16, 16},     // stride 2, residual
-      {1, 16, 9, 9, 16, 5, 1, 2, 16, false, true, false, 16, 16},      // 5x5
-      {1, 24, 8, 8, 24, 3, 1, 1, 24, true, true, false, 8, 8},         // narrow block
-      {1, 16, 4, 3, 16, 3, 1, 0, 16, true, false, false, 16, 16},      // no interior columns
-      {1, 32, 12, 13, 32, 3, 1, 2, 32, true, true, false, 16, 16, 2},  // dilated, "same"
-      {1, 16, 11, 11, 16, 3, 2, 2, 16, true, false, true, 16, 16, 2},  // dilated, stride 2
-      {1, 24, 9, 9, 24, 3, 1, 3, 24, false, true, false, 8, 8, 3},     // 3 border rows a side
-      {1, 16, 4, 5, 16, 3, 1, 4, 16, true, false, false, 16, 16, 4},   // one tap row inside
+      {1, 32, 12, 13, 32, 3, 1, 1, 32, true, true, false, 16, 16},      // odd width
+      {2, 16, 11, 11, 16, 3, 2, 1, 16, true, false, true, 16, 16},      // stride 2, residual
+      {1, 16, 9, 9, 16, 5, 1, 2, 16, false, true, false, 16, 16},       // 5x5
+      {1, 24, 8, 8, 24, 3, 1, 1, 24, true, true, false, 8, 8},          // narrow block
+      {1, 16, 4, 3, 16, 3, 1, 0, 16, true, false, false, 16, 16},       // no interior columns
+      {1, 32, 12, 13, 32, 3, 1, 2, 32, true, true, false, 16, 16, 2},   // dilated, "same"
+      {1, 16, 11, 11, 16, 3, 2, 2, 16, true, false, true, 16, 16, 2},   // dilated, stride 2
+      {1, 24, 9, 9, 24, 3, 1, 3, 24, false, true, false, 8, 8, 3},      // 3 border rows a side
+      {1, 16, 4, 5, 16, 3, 1, 4, 16, true, false, false, 16, 16, 4},    // one tap row inside
+      {1, 16, 20, 19, 16, 3, 1, 8, 16, true, true, false, 16, 16, 8},   // 8 border rows a side
+      {1, 8, 16, 16, 8, 3, 1, 8, 8, true, false, true, 8, 8, 8},        // border rows only
+      {1, 16, 23, 21, 16, 3, 2, 6, 16, false, true, false, 16, 16, 6},  // stride 2, 3 a side
   };
   for (const char* name : {"depthwise_conv2d_avx512", "depthwise_conv2d_avx2"}) {
     for (const BlockedCase& c : cases) {
@@ -286,12 +289,13 @@ TEST(BlockedLayout, DepthwiseKernelMatchesTheReference) {
 // first/last task of a channel block running them, a narrower tile for the rest of a row.
 TEST(BlockedLayout, NeonDepthwiseStartsFromTheBiasOverBlocksOfRows) {
   const std::vector<BlockedCase> cases = {
-      {1, 8, 9, 9, 8, 3, 1, 1, 8, true, true, false, 4, 4},      // one task per channel block
-      {1, 8, 30, 20, 8, 3, 1, 1, 8, true, true, true, 4, 4},     // 3-row tasks, a short last
-      {2, 8, 11, 11, 8, 3, 2, 1, 8, true, false, true, 4, 4},    // stride 2
-      {1, 4, 9, 10, 4, 5, 1, 2, 4, true, true, false, 4, 4},     // 5x5: two border rows a side
-      {1, 8, 4, 4, 8, 3, 1, 0, 8, true, false, false, 4, 4},     // no border rows
-      {1, 8, 10, 9, 8, 3, 1, 2, 8, true, true, false, 4, 4, 2},  // dilated
+      {1, 8, 9, 9, 8, 3, 1, 1, 8, true, true, false, 4, 4},       // one task per channel block
+      {1, 8, 30, 20, 8, 3, 1, 1, 8, true, true, true, 4, 4},      // 3-row tasks, a short last
+      {2, 8, 11, 11, 8, 3, 2, 1, 8, true, false, true, 4, 4},     // stride 2
+      {1, 4, 9, 10, 4, 5, 1, 2, 4, true, true, false, 4, 4},      // 5x5: two border rows a side
+      {1, 8, 4, 4, 8, 3, 1, 0, 8, true, false, false, 4, 4},      // no border rows
+      {1, 8, 10, 9, 8, 3, 1, 2, 8, true, true, false, 4, 4, 2},   // dilated
+      {1, 8, 18, 17, 8, 3, 1, 8, 8, true, true, false, 4, 4, 8},  // 8 border rows a side
   };
   for (const BlockedCase& c : cases) {
     CheckBlockedConv("depthwise_conv2d_neon", "[0] = bias[0]", {c.out_block, 0}, c);
@@ -689,8 +693,8 @@ struct DilatedConv {
 };
 
 // Dilated convs run blocked on the channels-in-lanes kernel (never Winograd, whose transform
-// assumes adjacent taps); a depthwise one blocked where its border rows are few, else in NCHW
-// (the NCHW depthwise kernel's row buffers hold adjacent taps).
+// assumes adjacent taps) and depthwise ones on the blocked depthwise kernel, dilation 8 included
+// (16 border rows of 16, in two runs that each skip one tap row).
 TEST(BlockedLayout, PassBlocksDilatedConvsForTheirKernels) {
   const Target avx512 = Target::Parse("llvm -mcpu=skylake-avx512");
   schedule::TableStrategy strategy = StrategyFor(avx512);
@@ -703,7 +707,7 @@ TEST(BlockedLayout, PassBlocksDilatedConvsForTheirKernels) {
                         Case{8, 1, "NCHW16c", "conv2d_nchw_ocvec_avx512"},
                         Case{2, 32, "NCHW16c", "depthwise_conv2d_avx512"},
                         Case{4, 32, "NCHW16c", "depthwise_conv2d_avx512"},
-                        Case{8, 32, "", ""}}) {  // 16 border rows: the default schedule
+                        Case{8, 32, "NCHW16c", "depthwise_conv2d_avx512"}}) {
     SCOPED_TRACE("dilation " + std::to_string(c.dilation) + " group " + std::to_string(c.group));
     DilatedConv d(c.dilation, c.group);
     AlterConvLayout(&d.kg.graph, strategy);
