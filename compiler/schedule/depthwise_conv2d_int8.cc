@@ -2,10 +2,11 @@
 // quantized models (kDataZeroPointAttr) between int8 convs: without it they run exactly on the
 // float kernels, cast to float and blocked before, cast back and unblocked after.
 //
-// One task per (image, channel) plane: the plane is copied once, shifted by the zero point, into
-// a padded int32 buffer on the stack (zero outside the image: the padding after the shift) whose
-// rows are split by the horizontal stride's phase (phase p of a row holds padded columns j * S +
-// p), then each output row sums the taps, the int8 weights broadcast, in int32 lanes along the
+// One task per (image, channel) plane, in bands of output rows: a band first copies the input
+// rows it reads, shifted by the zero point, into a padded int32 buffer on the stack (zero outside
+// the image: the padding after the shift; small enough to stay in L1) whose rows are split by the
+// horizontal stride's phase (phase p of a row holds padded columns j * S + p), then each of its
+// output rows sums the taps, the int8 weights broadcast, in int32 lanes along the
 // output width, every tap a contiguous read (no gathers, no bounds checks), adds the int32 bias
 // and applies the group's epilogue (the requantization) in registers before its one store.
 // The sums are exact: at most 255 * 128 per tap, and DepthwiseConv2dInt8Applies bounds the taps.
@@ -41,12 +42,18 @@ constexpr int64_t kMaxTaps = 4096;
 // Largest |(x - zero point) * w|, and the integers float32 holds exactly.
 constexpr int64_t kMaxProduct = 255 * 128;
 constexpr int64_t kExactFloat = int64_t{1} << 24;
-// int32 elements of the padded plane (on the stack, per task).
+// Elements of the padded rows on the stack, per task, at most.
 constexpr int64_t kMaxPlane = int64_t{1} << 15;
+// Bytes of padded rows a band copies: a third of a 48 KB L1, so the rows a band stores are still
+// there when its output rows read them.
+constexpr int64_t kBandBytes = 16 << 10;
 
 struct DwInt8 {
-  int64_t n, c, h, w, kh, kw, s_h, s_w, pad_t, pad_l, oh, ow, ow_pad, ph;
-  int64_t pw;  // columns per stride phase of a padded row
+  int64_t n, c, h, w, kh, kw, s_h, s_w, pad_t, pad_l, oh, ow, ow_pad;
+  int64_t pw;          // columns per stride phase of a padded row
+  int64_t j_lo, j_hi;  // columns whose phases all lie inside the image
+  int64_t band;        // output rows computed from one copy of the rows they read
+  int64_t band_rows;   // padded rows they read
   int64_t zp;
 };
 
@@ -85,12 +92,20 @@ bool ReadDwInt8(const Graph& g, const Node& conv, bool weight_int8, int64_t lane
   m->oh = (m->h + m->pad_t + win.pads[2] - m->kh) / m->s_h + 1;
   m->ow = (m->w + m->pad_l + win.pads[3] - m->kw) / m->s_w + 1;
   if (m->oh <= 0 || m->ow <= 0) return false;
-  m->ph = std::max(m->h + m->pad_t, (m->oh - 1) * m->s_h + m->kh);
   // Output rows are computed in whole vectors (ow_pad columns), so each phase is wide enough for
   // the columns past ow too: tap kx of column ox reads phase kx % S at ox + kx / S.
   m->ow_pad = (m->ow + lanes - 1) / lanes * lanes;
   m->pw = m->ow_pad + (m->kw - 1) / m->s_w;
-  return m->kh * m->kw <= kMaxTaps && m->ph * m->s_w * m->pw <= kMaxPlane;
+  const int64_t sw = m->s_w;
+  m->j_lo = std::min(m->pw, (m->pad_l + sw - 1) / sw);
+  const int64_t last = m->pad_l + m->w - sw;  // j * S <= last
+  m->j_hi = last < 0 ? m->j_lo : std::max(m->j_lo, std::min(m->pw, last / sw + 1));
+  const int64_t fit = kBandBytes / (sw * m->pw * 4);  // padded rows in the budget
+  const int64_t most = std::clamp<int64_t>((fit - m->kh) / m->s_h + 1, 1, m->oh);
+  const int64_t bands = (m->oh + most - 1) / most;
+  m->band = (m->oh + bands - 1) / bands;  // as even as they come
+  m->band_rows = (m->band - 1) * m->s_h + m->kh;
+  return m->kh * m->kw <= kMaxTaps && m->band_rows * sw * m->pw <= kMaxPlane;
 }
 
 }  // namespace
@@ -129,19 +144,22 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
   }
   const te::DataType tap_type =
       m.kh * m.kw * kMaxProduct < kExactFloat ? te::Float(32) : te::Int(32);
-  Buffer plane = lower::NewBuffer(conv->name + "_plane", tap_type, m.ph * m.s_w * m.pw,
+  // A band of output rows first copies the padded rows it reads (band_rows; kh - S_h of them
+  // again for the next band) into the plane on the stack, which stays in L1.
+  const int64_t sw = m.s_w;
+  Buffer plane = lower::NewBuffer(conv->name + "_plane", tap_type, m.band_rows * sw * m.pw,
                                   lower::BufferScope::kLocal);
   f.locals.push_back(plane);
+  auto plane_at = [&](const Expr& slot, int64_t phase, const Expr& j) {
+    return (slot * sw + phase) * m.pw + j;
+  };
 
   Expr task = te::MakeVar("nc");
   Expr n = te::FloorDiv(task, Expr(m.c)), c = te::FloorMod(task, Expr(m.c));
-  // The padded, shifted plane, rows split by stride phase: padded column j * S + p of row y at
-  // (y * S + p) * pw + j. Columns j whose phases all lie inside the image copy with plain loads
-  // (an interleave group of factor S); the few border ones test each phase.
-  const int64_t sw = m.s_w;
-  const int64_t j_lo = std::min(m.pw, (m.pad_l + sw - 1) / sw);
-  const int64_t last = m.pad_l + m.w - sw;  // j * S <= last
-  const int64_t j_hi = last < 0 ? j_lo : std::max(j_lo, std::min(m.pw, last / sw + 1));
+  // Padded row y into row `slot` of the plane, shifted, split by stride phase: padded column
+  // j * S + p at plane_at(slot, p, j). Columns j whose phases all lie inside the image copy with
+  // plain loads (an interleave group of factor S); the few border ones test each phase. Rows in the
+  // padding are zeros.
   const Expr zero = te::Const(tap_type, 0);
   auto shifted = [&](const Expr& y, const Expr& col) {
     Expr v = BufferLoad(xb, (task * m.h + y - m.pad_t) * m.w + col);
@@ -150,38 +168,63 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
   };
   // Interior columns in exact-width vector steps (a row of 56 would otherwise be fully unrolled
   // into scalar conversions), the border ones one by one.
-  auto columns = [&](const Expr& y, int64_t begin, int64_t end, bool guarded) {
+  auto columns = [&](const Expr& y, const Expr& slot, int64_t begin, int64_t end, bool guarded) {
     auto body = [&](const Expr& j) {
       std::vector<Stmt> phases;
       for (int64_t ph = 0; ph < sw; ++ph) {
         Expr col = j * sw + (ph - m.pad_l);
         Expr v = shifted(y, col);
         if (guarded) v = te::Select((col >= 0) && (col < m.w), v, zero);
-        phases.push_back(lower::Store(plane, (y * sw + ph) * m.pw + j, v));
+        phases.push_back(lower::Store(plane, plane_at(slot, ph, j), v));
       }
       return lower::Seq(phases);
     };
     return guarded ? Range("jb", begin, end, ForKind::kSerial, body)
                    : VectorSteps("j", begin, end - begin, p.lanes, body);
   };
-  auto zero_rows = [&](const std::string& name, int64_t begin, int64_t end) {
-    return VectorSteps(name, begin * sw * m.pw, (end - begin) * sw * m.pw, p.lanes,
-                       [&](const Expr& i) { return lower::Store(plane, i, zero); });
+  auto image_row = [&](const Expr& y, const Expr& slot) {
+    return SeqOf({columns(y, slot, 0, m.j_lo, true), columns(y, slot, m.j_lo, m.j_hi, false),
+                  columns(y, slot, m.j_hi, m.pw, true)});
   };
-  Stmt inside = Range("y", m.pad_t, m.pad_t + m.h, ForKind::kSerial, [&](const Expr& y) {
-    return SeqOf(
-        {columns(y, 0, j_lo, true), columns(y, j_lo, j_hi, false), columns(y, j_hi, m.pw, true)});
-  });
-  Stmt pad = SeqOf({zero_rows("yt", 0, m.pad_t), inside, zero_rows("yb", m.pad_t + m.h, m.ph)});
+  auto zero_rows = [&](const std::string& name, const Expr& slot, int64_t rows) {
+    return VectorSteps(name, 0, rows * sw * m.pw, p.lanes, [&](const Expr& i) {
+      return lower::Store(plane, i + slot * sw * m.pw, zero);
+    });
+  };
+  // The last band ends at the last row, overlapping the one before when the bands do not divide
+  // the rows (a few rows computed twice, rather than a test in every row).
+  const int64_t bands = (m.oh + m.band - 1) / m.band;
+  Expr band = te::MakeVar("band");
+  Expr band_oy =
+      bands * m.band > m.oh ? te::Min(band * m.band, Expr(m.oh - m.band)) : band * m.band;
+  if (bands == 1) band_oy = Expr(0);
+  Expr first_row = band_oy * m.s_h;  // the band's padded row 0
+  Stmt copy;
+  if (bands == 1) {  // the padding rows known: no test per row
+    const int64_t image_end = std::min(m.pad_t + m.h, m.band_rows);
+    copy = SeqOf({zero_rows("zt", Expr(0), std::min(m.pad_t, m.band_rows)),
+                  Range("y", m.pad_t, image_end, ForKind::kSerial,
+                        [&](const Expr& y) { return image_row(y, y); }),
+                  zero_rows("zb", Expr(image_end), m.band_rows - image_end)});
+  } else {
+    copy = Range("r", 0, m.band_rows, ForKind::kSerial, [&](const Expr& r) {
+      Expr y = first_row + r;
+      return lower::If((y >= m.pad_t) && (y < m.pad_t + m.h), image_row(y, r),
+                       zero_rows("z", r, 1));
+    });
+  }
 
   // Output rows: the taps in int32 lanes along the width, bias and epilogue in registers, over
   // whole vectors of columns (a row of 14 or 7 would otherwise run scalar); the columns past ow
   // land in a row buffer (the epilogue reads at most column ow - 1) and are dropped.
-  Expr oy = te::MakeVar("oy"), ox = te::MakeVar("ox");
+  Expr oyb = te::MakeVar("oyb"), ox = te::MakeVar("ox");  // oyb: the row in its band
+  Expr oy = bands > 1 ? band_oy + oyb : oyb;
   Expr taps;
   for (int64_t ky = 0; ky < m.kh; ++ky) {
     for (int64_t kx = 0; kx < m.kw; ++kx) {
-      Expr xv = BufferLoad(plane, ((oy * m.s_h + ky) * sw + kx % sw) * m.pw + ox + kx / sw);
+      // The tap's column offset added last: as ox + k, LLVM's load PRE carries each load to the
+      // next column as a shuffle of two (a permute per tap instead of a load).
+      Expr xv = BufferLoad(plane, plane_at(oyb * m.s_h + ky, kx % sw, ox) + kx / sw);
       Expr wv = te::Cast(tap_type, BufferLoad(wb, (c * m.kh + ky) * m.kw + kx));
       // Integers below 2^24 in float: one FMA per tap changes nothing (exact either way).
       if (!taps.defined()) {
@@ -208,13 +251,13 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
     });
     row = lower::Seq({lower::For(ox, m.ow_pad, ForKind::kVectorized, wide), copy});
   }
-  row = lower::For(oy, m.oh, ForKind::kSerial, row);
+  Stmt band_body = lower::Seq({copy, lower::For(oyb, m.band, ForKind::kSerial, row)});
+  Stmt planes = bands > 1 ? lower::For(band, bands, ForKind::kSerial, band_body) : band_body;
 
   const int64_t tasks = m.n * m.c;
   const bool par =
       opts.parallel && tasks > 1 && tasks * m.oh * m.ow * m.kh * m.kw >= opts.parallel_min_work;
-  f.body =
-      lower::For(task, tasks, par ? ForKind::kParallel : ForKind::kSerial, lower::Seq({pad, row}));
+  f.body = lower::For(task, tasks, par ? ForKind::kParallel : ForKind::kSerial, planes);
   f.prefer_vector_bits = static_cast<int>(p.lanes * 32);
   *out = std::move(f);
   return true;

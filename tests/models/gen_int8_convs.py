@@ -42,6 +42,8 @@ DW_CASES = [
     (34, 48, (35, 37), 3, 1, 1, np.uint8, np.uint8, True),     # rows past one vector
     (35, 16, (19, 40), 5, 3, 2, np.int8, np.int8, True),       # stride 3: three phases per row
     (36, 8, (24, 26), 23, 1, 0, np.uint8, np.uint8, True),     # 529 taps: int32, not float
+    (37, 16, (70, 130), 3, 1, 1, np.uint8, np.uint8, True),    # bands of rows, the last overlaps
+    (38, 8, (61, 112), 3, 2, 1, np.int8, np.uint8, True),      # stride 2 in bands
 ]
 
 
