@@ -37,6 +37,15 @@ bool CanFuse(const Building& g, OpPattern p) {
   return p <= OpPattern::kCommReduce;
 }
 
+// A one-element number the kernel's code can hold as an immediate rather than read from an
+// argument: LLVM then folds it (a clamp to [0, 255] becomes min/max instructions, a zero point an
+// add of a constant). Anchors (convs, matrix products, pools) keep reading theirs as operands.
+bool IsScalarConstant(const Value& v) {
+  if (!v.is_constant() || v.constant->NumElements() != 1) return false;
+  const DLDataType t = v.type.dtype;
+  return t.lanes == 1 && (t.code == kDLFloat || t.code == kDLInt || t.code == kDLUInt);
+}
+
 std::string SanitizeOp(const std::string& op) {
   std::string s;
   for (char c : op) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -118,8 +127,9 @@ std::vector<FusedGroup> FuseOps(Graph* graph, int opt_level) {
         fg.anchor = static_cast<int>(fg.nodes.size() - 1);
       }
       if (name.size() < 48) name += "_" + SanitizeOp(n.op);
+      const bool anchor = fg.anchor == static_cast<int>(fg.nodes.size()) - 1;
       for (int in : n.inputs) {
-        if (in == kAbsentValue) continue;
+        if (in == kAbsentValue || (!anchor && IsScalarConstant(graph->value(in)))) continue;
         int prod = producer[static_cast<size_t>(in)];
         bool inside = prod >= 0 && group_of[static_cast<size_t>(prod)] == static_cast<int>(gi);
         if (!inside && std::find(fg.inputs.begin(), fg.inputs.end(), in) == fg.inputs.end()) {
