@@ -232,7 +232,10 @@ llvm::Value* CodeGenLLVM::Emit(const Expr& e) {
     }
     case ExprKind::kCast: {
       auto* c = e.as<te::CastNode>();
-      return EmitCast(e.dtype(), c->value.dtype(), Emit(c->value));
+      const bool to_integer = !te::IsFloat(e.dtype()) && !te::IsBool(e.dtype());
+      llvm::Value* v = to_integer && te::IsFloat(c->value.dtype()) ? EmitClampToInteger(c->value)
+                                                                   : Emit(c->value);
+      return EmitCast(e.dtype(), c->value.dtype(), v);
     }
     case ExprKind::kCall:
       return EmitCall(e.as<te::CallNode>());
@@ -401,6 +404,25 @@ llvm::Value* CodeGenLLVM::EmitFloatMinMax(bool max, llvm::Value* a, llvm::Value*
   }
   llvm::Value* pick_a = max ? b_.CreateFCmpUGT(a, b) : b_.CreateFCmpULT(a, b);
   return b_.CreateSelect(pick_a, a, b);
+}
+
+llvm::Value* CodeGenLLVM::EmitClampToInteger(const Expr& e) {
+  // What the clamp does with a NaN or with -0 against +0 cannot reach the integer: converting a
+  // NaN is poison whatever the clamp returns, and -0 and +0 convert alike. So each Min/Max may be
+  // minnum/maxnum with no-NaNs and no-signed-zeros: one vminps/vmaxps on x86 where the
+  // NaN-propagating compare and select take two (a requantization's clamp to [0, 255]).
+  auto* bn = e.as<te::BinaryNode>();
+  if (bn == nullptr || (bn->op != BinaryOp::kMin && bn->op != BinaryOp::kMax)) return Emit(e);
+  llvm::Value* a = EmitClampToInteger(bn->a);
+  llvm::Value* b = Emit(bn->b);
+  if (a->getType() != b->getType()) return EmitFloatMinMax(bn->op == BinaryOp::kMax, a, b);
+  auto* bound = llvm::cast<llvm::CallInst>(b_.CreateBinaryIntrinsic(
+      bn->op == BinaryOp::kMax ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, a, b));
+  llvm::FastMathFlags flags;
+  flags.setNoNaNs();
+  flags.setNoSignedZeros();
+  bound->setFastMathFlags(flags);
+  return bound;
 }
 
 llvm::Value* CodeGenLLVM::EmitUnaryIntrinsic(llvm::Intrinsic::ID id, llvm::Value* x) {

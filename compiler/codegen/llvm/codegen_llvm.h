@@ -64,6 +64,8 @@ class CodeGenLLVM {
   llvm::Value* EmitUnaryIntrinsic(llvm::Intrinsic::ID id, llvm::Value* x);
   // Float Max/Min as the compare+select that propagates a NaN `a`, or its one-instruction twin.
   llvm::Value* EmitFloatMinMax(bool max, llvm::Value* a, llvm::Value* b);
+  // e, a float converted to an integer type next; a chain of Min/Max (a clamp) as minnum/maxnum.
+  llvm::Value* EmitClampToInteger(const te::Expr& e);
   llvm::Value* RoundToHalf(llvm::Value* v);
   // exp of a float32 scalar or vector as plain arithmetic, within 2 ulp, so that a loop holding
   // it vectorises (llvm.exp lowers to a libm call per lane): codegen_exp.cc.

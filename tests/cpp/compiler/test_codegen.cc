@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -252,6 +253,50 @@ TEST(Codegen, PowByAConstantTwoIsASquare) {
   EXPECT_TRUE(std::isnan(hy.data<float>()[0]));
   for (int i = 1; i < 64; ++i) {
     EXPECT_EQ(hy.data<float>()[i], std::pow(hx.data<float>()[i], 2.0f)) << hx.data<float>()[i];
+  }
+}
+
+// A requantization's clamp: its result only reaches an integer, so NaN and -0 cannot show and
+// the bounds are minnum/maxnum (one vminps/vmaxps each on x86, not a compare and a blend).
+TEST(Codegen, ClampBeforeAnIntegerCastIsMinMaxNum) {
+  KernelGraph kg;
+  const TensorType f{{64}, kFloat32};
+  int x = kg.Input("x", f.shape);
+  auto scalar = [&](const char* name, float v) {
+    auto t = std::make_shared<HostTensor>(TensorType{{}, kFloat32});
+    t->Data<float>()[0] = v;
+    return kg.graph.AddConstant(name, t);
+  };
+  int lo = kg.Add("Max", {x, scalar("lo", 0.0f)}, {f})[0];
+  int hi = kg.Add("Min", {lo, scalar("hi", 255.0f)}, {f})[0];
+  int y = kg.Add("Cast", {hi}, {TensorType{{64}, kUInt8}},
+                 {{"to", int64_t{2}}, {"__dtype", std::string("uint8")}})[0];
+  std::string ir;
+  std::unique_ptr<Library> lib = testing::BuildKernelWithDump(kg, y, "kernels.ll", &ir);
+  auto called_without_nans = [&](const std::string& fn) {  // a call line with nnan nsz
+    std::istringstream lines(ir);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("call") != std::string::npos && line.find("nnan nsz") != std::string::npos &&
+          line.find(fn + "(") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  EXPECT_TRUE(called_without_nans("@llvm.maxnum.f32")) << ir;
+  EXPECT_TRUE(called_without_nans("@llvm.minnum.f32")) << ir;
+  auto fn = lib->Get("conv");
+  ASSERT_NE(fn, nullptr);
+  HostArray hx({64}, kFloat32), hy({64}, kUInt8);
+  hx.FillRandom(5, -400.0f, 400.0f);
+  hx.data<float>()[0] = -0.0f;
+  hx.data<float>()[1] = 255.5f;
+  hx.data<float>()[2] = 17.9f;
+  ASSERT_EQ(Call(fn, {&hx, &hy}), 0) << TVMGetLastError();
+  for (int i = 0; i < 64; ++i) {
+    const float v = hx.data<float>()[i];
+    EXPECT_EQ(hy.data<uint8_t>()[i], static_cast<uint8_t>(std::min(std::max(v, 0.0f), 255.0f)))
+        << v;
   }
 }
 
