@@ -48,6 +48,12 @@ constexpr int64_t kMaxPlane = int64_t{1} << 15;
 // there when its output rows read them.
 constexpr int64_t kBandBytes = 16 << 10;
 
+int64_t LargestMagnitude(const HostTensor& t) {
+  int64_t most = 0;
+  for (int64_t i = 0; i < t.NumElements(); ++i) most = std::max(most, std::abs(t.GetAsInt(i)));
+  return most;
+}
+
 struct DwInt8 {
   int64_t n, c, h, w, kh, kw, s_h, s_w, pad_t, pad_l, oh, ow, ow_pad;
   int64_t pw;          // columns per stride phase of a padded row
@@ -219,7 +225,15 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
   // land in a row buffer (the epilogue reads at most column ow - 1) and are dropped.
   Expr oyb = te::MakeVar("oyb"), ox = te::MakeVar("ox");  // oyb: the row in its band
   Expr oy = bands > 1 ? band_oy + oyb : oyb;
+  // In float, the sums start from the bias where every partial sum stays an integer below 2^24:
+  // the int32 sum the epilogue converts back to float is then the float sum itself (te::Cast of a
+  // MulAddExact chain), with no conversion and integer add per vector.
+  const bool bias_in_float =
+      bias && tap_type == te::Float(32) &&
+      LargestMagnitude(*g.value(conv->inputs[2]).constant) + m.kh * m.kw * kMaxProduct <
+          kExactFloat;
   Expr taps;
+  if (bias_in_float) taps = te::Cast(tap_type, BufferLoad(bias, c));
   for (int64_t ky = 0; ky < m.kh; ++ky) {
     for (int64_t kx = 0; kx < m.kw; ++kx) {
       // The tap's column offset added last: as ox + k, LLVM's load PRE carries each load to the
@@ -235,7 +249,7 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
     }
   }
   Expr sum = tap_type == te::Int(32) ? taps : te::Cast(te::Int(32), taps);
-  if (bias) sum = sum + BufferLoad(bias, c);
+  if (bias && !bias_in_float) sum = sum + BufferLoad(bias, c);
   const Buffer& ob = f.args.back().buffer;
   Stmt row;
   if (m.ow_pad == m.ow) {

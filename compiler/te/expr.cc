@@ -204,9 +204,18 @@ Expr Select(Expr cond, Expr t, Expr f) {
   return Expr(std::make_shared<SelectNode>(std::move(cond), std::move(t), std::move(f)));
 }
 
+// Whether v is Cast(int32, x) of an integer-valued float x (a MulAddExact chain) of type t.
+bool IsIntegerRoundTrip(DataType t, const Expr& v) {
+  auto* to_int = v.as<CastNode>();
+  if (to_int == nullptr || v.dtype() != WithLanes(Int(32), t.lanes)) return false;
+  auto* exact = to_int->value.as<CallNode>();
+  return exact != nullptr && exact->fn == Intrinsic::kMulAddExact && exact->dtype == t;
+}
+
 Expr Cast(DataType t, Expr v) {
   if (v.dtype() == t) return v;
   if (IsImm(v) && !IsBool(t)) return Const(t, ImmValue(v));
+  if (IsIntegerRoundTrip(t, v)) return v.as<CastNode>()->value;
   return Expr(std::make_shared<CastNode>(t, std::move(v)));
 }
 

@@ -44,13 +44,15 @@ DW_CASES = [
     (36, 8, (24, 26), 23, 1, 0, np.uint8, np.uint8, True),     # 529 taps: int32, not float
     (37, 16, (70, 130), 3, 1, 1, np.uint8, np.uint8, True),    # bands of rows, the last overlaps
     (38, 8, (61, 112), 3, 2, 1, np.int8, np.uint8, True),      # stride 2 in bands
+    (39, 16, (12, 12), 3, 1, 1, np.uint8, np.uint8, 1 << 24),  # a bias past float's integers
 ]
 
 
 def qlinear_conv_case(seed, c, oc, hw, k, stride, pad, data=np.uint8, out=np.uint8, bias=True,
                       depthwise=False, w_range=(-128, 127)):
     """(graph, x, expected): one QLinearConv with seeded operands (weights in w_range, full-range
-    by default), and its output by the integer definition in int64 and ONNX's requantization."""
+    by default; bias True, False or channel 0's bias), and its output by the integer definition
+    in int64 and ONNX's requantization."""
     rs = np.random.RandomState(seed)
     info = np.iinfo(data)
     x = rs.randint(info.min, info.max + 1, (1, c) + hw).astype(data)
@@ -63,6 +65,8 @@ def qlinear_conv_case(seed, c, oc, hw, k, stride, pad, data=np.uint8, out=np.uin
     inputs = list(params)
     if bias:
         params["b"] = rs.randint(-5000, 5000, oc).astype(np.int32)
+        if bias is not True:  # a number: channel 0's bias, the others as usual
+            params["b"][0] = bias
         inputs.append("b")
     oh = (hw[0] + 2 * pad - k) // stride + 1
     ow = (hw[1] + 2 * pad - k) // stride + 1

@@ -292,7 +292,8 @@ Expr DotU8S8(Expr acc, Expr a, Expr b);
 Expr DotS8S8(Expr acc, Expr a, Expr b);
 /*! \brief kDotU8S8Pairs: as DotU8S8 with each pair of products saturated to int16 first. */
 Expr DotU8S8Pairs(Expr acc, Expr a, Expr b);
-/*! \brief kMulAddExact: a * b + c of exactly representable terms (llvm.fmuladd). */
+/*! \brief kMulAddExact: a * b + c of integers held exactly in floats, the result too
+ * (llvm.fmuladd); a float Cast of its int32 Cast is itself. */
 Expr MulAddExact(Expr a, Expr b, Expr c);
 /*! \brief kLane: element `lane` of `vector`. Broadcast against a vector operand it becomes one
  * multiply by element on AArch64 (fmla v.4s, v.4s, v.s[lane]): one vector load serves `lanes`
