@@ -162,7 +162,10 @@ Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, const Expr& zero_point_byt
     return Range("f", begin * kDotDepth, end * kDotDepth, ForKind::kVectorized,
                  [&](const Expr& i) { return lower::Store(xq, at(c4, y, 0, 0) + i, zu); });
   };
-  auto whole_quad = [&](const Expr& c4) {
+  // Quad c4 holding `channels` of the data's channels (4, or the rest in the last quad: the
+  // bytes past them are zu, which the zero weights there ignore): padding rows and columns
+  // filled, the image's columns copied in vector steps.
+  auto quad = [&](const Expr& c4, int64_t channels) {
     auto fill_rows = [&](const std::string& name, int64_t begin, int64_t end) {
       return Range(name, begin, end, ForKind::kSerial,
                    [&](const Expr& y) { return fill(c4, y, 0, pw); });
@@ -171,8 +174,8 @@ Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, const Expr& zero_point_byt
       Stmt copy = Range("x", m.pad_l, m.pad_l + m.w, ForKind::kVectorized, [&](const Expr& xx) {
         std::vector<Stmt> bytes;
         for (int64_t j = 0; j < kDotDepth; ++j) {
-          bytes.push_back(lower::Store(xq, at(c4, y, xx, j),
-                                       byte(c4 * kDotDepth + j, y - m.pad_t, xx - m.pad_l)));
+          Expr v = j < channels ? byte(c4 * kDotDepth + j, y - m.pad_t, xx - m.pad_l) : zu;
+          bytes.push_back(lower::Store(xq, at(c4, y, xx, j), v));
         }
         return lower::Seq(bytes);
       });
@@ -180,22 +183,12 @@ Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, const Expr& zero_point_byt
     });
     return SeqOf({fill_rows("yt", 0, m.pad_t), inside, fill_rows("yb", m.pad_t + m.h, ph)});
   };
-  auto partial_quad = [&](const Expr& c4) {
-    Expr y = te::MakeVar("y"), xx = te::MakeVar("x");
-    Expr sy = y - m.pad_t, sx = xx - m.pad_l;
-    std::vector<Stmt> bytes;
-    for (int64_t j = 0; j < kDotDepth; ++j) {
-      Expr c = c4 * kDotDepth + j;
-      Expr inside = (c < m.c) && (sy >= 0) && (sy < m.h) && (sx >= 0) && (sx < m.w);
-      bytes.push_back(lower::Store(xq, at(c4, y, xx, j), te::Select(inside, byte(c, sy, sx), zu)));
-    }
-    Stmt st = lower::For(xx, pw, ForKind::kSerial, lower::Seq(bytes));
-    return lower::For(y, ph, ForKind::kSerial, st);
-  };
   const bool par =
       opts.parallel && full > 1 && full * ph * pw * kDotDepth >= opts.parallel_min_work;
-  return SeqOf({Range("c4", 0, full, par ? ForKind::kParallel : ForKind::kSerial, whole_quad),
-                Range("c4t", full, quads, ForKind::kSerial, partial_quad)});
+  return SeqOf({Range("c4", 0, full, par ? ForKind::kParallel : ForKind::kSerial,
+                      [&](const Expr& c4) { return quad(c4, kDotDepth); }),
+                Range("c4t", full, quads, ForKind::kSerial,
+                      [&](const Expr& c4) { return quad(c4, m.c - full * kDotDepth); })});
 }
 
 Expr Int8ConvDot(const Conv2dInt8Params& p, const Expr& acc, const Expr& data,
