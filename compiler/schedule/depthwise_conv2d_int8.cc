@@ -201,9 +201,10 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
   // the rows (a few rows computed twice, rather than a test in every row).
   const int64_t bands = (m.oh + m.band - 1) / m.band;
   Expr band = te::MakeVar("band");
-  Expr band_oy =
-      bands * m.band > m.oh ? te::Min(band * m.band, Expr(m.oh - m.band)) : band * m.band;
-  if (bands == 1) band_oy = Expr(0);
+  Expr band_oy = 0;  // the band's first output row
+  if (bands > 1) {
+    band_oy = bands * m.band > m.oh ? te::Min(band * m.band, Expr(m.oh - m.band)) : band * m.band;
+  }
   Expr first_row = band_oy * m.s_h;  // the band's padded row 0
   Stmt copy;
   if (bands == 1) {  // the padding rows known: no test per row

@@ -415,7 +415,6 @@ llvm::Value* CodeGenLLVM::EmitClampToInteger(const Expr& e) {
   if (bn == nullptr || (bn->op != BinaryOp::kMin && bn->op != BinaryOp::kMax)) return Emit(e);
   llvm::Value* a = EmitClampToInteger(bn->a);
   llvm::Value* b = Emit(bn->b);
-  if (a->getType() != b->getType()) return EmitFloatMinMax(bn->op == BinaryOp::kMax, a, b);
   auto* bound = llvm::cast<llvm::CallInst>(b_.CreateBinaryIntrinsic(
       bn->op == BinaryOp::kMax ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, a, b));
   llvm::FastMathFlags flags;
