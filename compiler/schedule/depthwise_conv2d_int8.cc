@@ -6,13 +6,13 @@
 // rows it reads, shifted by the zero point, into a padded int32 buffer on the stack (zero outside
 // the image: the padding after the shift; small enough to stay in L1) whose rows are split by the
 // horizontal stride's phase (phase p of a row holds padded columns j * S + p), then each of its
-// output rows sums the taps, the int8 weights broadcast, in int32 lanes along the
-// output width, every tap a contiguous read (no gathers, no bounds checks), adds the int32 bias
-// and applies the group's epilogue (the requantization) in registers before its one store.
-// The sums are exact: at most 255 * 128 per tap, and DepthwiseConv2dInt8Applies bounds the taps.
-// While the taps' sum stays below 2^24 (3x3, 5x5) the plane and the taps are float32, every
-// partial sum an exact integer: a float multiply and add issue on two ports where vpmulld takes
-// one for two uops; the bias is added in int32 after.
+// output rows sums the taps, the int8 weights broadcast, in int32 lanes along the output width,
+// every tap a contiguous read (no gathers, no bounds checks), adds the int32 bias and applies the
+// group's epilogue (the requantization) in registers before its one store. The sums are exact:
+// at most 255 * 128 per tap, and DepthwiseConv2dInt8Applies bounds the taps. While the taps' sum
+// stays below 2^24 (3x3, 5x5) the plane and the taps are float32, every partial sum an exact
+// integer: a float multiply and add issue on two ports where vpmulld takes one for two uops; the
+// sums then start from the bias where it leaves them below 2^24 too, else it is added in int32.
 #include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/weight_layout.h>
