@@ -58,6 +58,7 @@ struct DwInt8 {
   int64_t n, c, h, w, kh, kw, s_h, s_w, pad_t, pad_l, oh, ow, ow_pad;
   int64_t pw;          // columns per stride phase of a padded row
   int64_t j_lo, j_hi;  // columns whose phases all lie inside the image
+  int64_t j_out;       // columns from here on lie right of the image in every phase
   int64_t band;        // output rows computed from one copy of the rows they read
   int64_t band_rows;   // padded rows they read
   int64_t zp;
@@ -106,6 +107,7 @@ bool ReadDwInt8(const Graph& g, const Node& conv, bool weight_int8, int64_t lane
   m->j_lo = std::min(m->pw, (m->pad_l + sw - 1) / sw);
   const int64_t last = m->pad_l + m->w - sw;  // j * S <= last
   m->j_hi = last < 0 ? m->j_lo : std::max(m->j_lo, std::min(m->pw, last / sw + 1));
+  m->j_out = std::clamp((m->w + m->pad_l + sw - 1) / sw, m->j_hi, m->pw);
   const int64_t fit = kBandBytes / (sw * m->pw * 4);  // padded rows in the budget
   const int64_t most = std::clamp<int64_t>((fit - m->kh) / m->s_h + 1, 1, m->oh);
   const int64_t bands = (m->oh + most - 1) / most;
@@ -188,9 +190,20 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
     return guarded ? Range("jb", begin, end, ForKind::kSerial, body)
                    : VectorSteps("j", begin, end - begin, p.lanes, body);
   };
+  // Columns right of the image in every phase (the vector tail past ow, most of a small
+  // plane's row) are zeros in vector steps, not tested one by one.
+  auto zero_columns = [&](const Expr& slot, int64_t begin, int64_t end) {
+    std::vector<Stmt> phases;
+    for (int64_t ph = 0; ph < sw; ++ph) {
+      phases.push_back(VectorSteps("jz", begin, end - begin, p.lanes, [&](const Expr& j) {
+        return lower::Store(plane, plane_at(slot, ph, j), zero);
+      }));
+    }
+    return SeqOf(phases);
+  };
   auto image_row = [&](const Expr& y, const Expr& slot) {
     return SeqOf({columns(y, slot, 0, m.j_lo, true), columns(y, slot, m.j_lo, m.j_hi, false),
-                  columns(y, slot, m.j_hi, m.pw, true)});
+                  columns(y, slot, m.j_hi, m.j_out, true), zero_columns(slot, m.j_out, m.pw)});
   };
   auto zero_rows = [&](const std::string& name, const Expr& slot, int64_t rows) {
     return VectorSteps(name, 0, rows * sw * m.pw, p.lanes, [&](const Expr& i) {
