@@ -16,6 +16,7 @@
 #include <fstream>
 #include <iomanip>
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "autotune/remote_timer.h"
@@ -60,20 +61,47 @@ std::string GroupsText(const Graph& g, const std::vector<FusedGroup>& groups) {
   return os.str();
 }
 
-// A model that rounds values computed at run time (a quantizer's round(x / scale), ONNX Round)
-// needs its float arithmetic exactly as written: one ulp before a rounding moves the quantized
-// value by a whole step, and dynamically quantized models compound it layer after layer.
-bool RoundsAtRunTime(const std::vector<Node>& nodes) {
-  for (const Node& n : nodes) {
-    if (n.op == "Round") return true;
-    for (const auto& [key, attr] : n.attrs) {
-      const SubgraphPtr* branch = std::get_if<SubgraphPtr>(&attr);
-      if (branch != nullptr && *branch != nullptr && RoundsAtRunTime((*branch)->nodes)) {
-        return true;
-      }
-    }
+// Values a model rounds at run time (a quantizer's round(x / scale), ONNX Round) need the float
+// arithmetic before them exactly as written: one ulp before a rounding moves the quantized value
+// by a whole step, and dynamically quantized models compound it layer after layer.
+bool Rounds(const Node& n) {
+  if (n.op == "Round") return true;
+  for (const auto& [key, attr] : n.attrs) {
+    const SubgraphPtr* branch = std::get_if<SubgraphPtr>(&attr);
+    if (branch == nullptr || *branch == nullptr) continue;
+    const std::vector<Node>& body = (*branch)->nodes;
+    if (std::any_of(body.begin(), body.end(), Rounds)) return true;
   }
   return false;
+}
+
+// The groups with a rounding inside or after them: a node rounds (or a subgraph of it does), or
+// one of its outputs reaches such a node. Groups whose results only reach the model's outputs
+// (a segmentation head's Sigmoid after the last quantization) keep fast float arithmetic.
+std::set<std::string> GroupsBeforeARounding(const Graph& graph,
+                                            const std::vector<FusedGroup>& groups) {
+  std::vector<bool> reaches(graph.values().size(), false);
+  const std::vector<Node>& nodes = graph.nodes();
+  auto rounds_or_reaches = [&](const Node& n) {
+    if (Rounds(n)) return true;
+    for (int out : n.outputs) {
+      if (reaches[static_cast<size_t>(out)]) return true;
+    }
+    return false;
+  };
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {  // nodes are in topological order
+    if (!rounds_or_reaches(*it)) continue;
+    for (int in : it->inputs) {
+      if (in != kAbsentValue) reaches[static_cast<size_t>(in)] = true;
+    }
+  }
+  std::set<std::string> exact;
+  for (const FusedGroup& g : groups) {
+    for (const Node* n : g.nodes) {
+      if (rounds_or_reaches(*n)) exact.insert(g.func_name);
+    }
+  }
+  return exact;
 }
 
 }  // namespace
@@ -243,7 +271,7 @@ CompileStats Compile(const CompileOptions& opt) {
   bo.jobs = opt.jobs;
   bo.scheduler = &scheduler;
   bo.linker = LinkerFromEnvironment();
-  bo.exact_float = RoundsAtRunTime(graph.nodes());
+  bo.exact_float_groups = GroupsBeforeARounding(graph, groups);
   BuildKernelLibrary(groups, target,
                      (fs::path(opt.out_dir) / LibraryFileName(opt.system_lib)).string(), bo);
   report("codegen", MsSince(t0), graph);

@@ -474,3 +474,43 @@ def test_maxpool_between_dequantize_and_quantize_matches_onnx(tmp_path):
             pooled = np.maximum(pooled, xp[:, :, i:i + 23:2, j:j + 21:2])
     expected = np.clip(np.round(pooled / s) + np.float32(z), 0, 255).astype(np.uint8)
     np.testing.assert_array_equal(y, expected)
+
+
+def _functions(ir_text):
+    """{function name: its text} of an LLVM IR module."""
+    parts = ir_text.split("\ndefine ")[1:]
+    return {p[p.index("@") + 1:p.index("(")]: p for p in parts}
+
+
+def test_only_the_arithmetic_before_a_rounding_is_exact(tmp_path):
+    # Exact float arithmetic (libm's exp, no contraction) where a rounding follows: the Exp that
+    # QuantizeLinear rounds. A head after the last quantization (Sigmoid -> output) keeps fast
+    # arithmetic: its exp is written out and vectorises instead of calling expf per element.
+    graph = helper.make_graph(
+        [helper.make_node("Exp", ["x"], ["e"]),
+         helper.make_node("QuantizeLinear", ["e", "scale", "zp"], ["q"]),
+         helper.make_node("Sigmoid", ["x"], ["s"])], "rounding_and_head",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+        [helper.make_tensor_value_info("q", TensorProto.UINT8, [1, 64]),
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, 64])],
+        [numpy_helper.from_array(np.float32(0.02), "scale"),
+         numpy_helper.from_array(np.uint8(3), "zp")])
+    from ember import compiler
+    path = tmp_path / "head.onnx"
+    path.write_bytes(model(graph).SerializeToString())
+    emberc = compiler.find_emberc()
+    if emberc is None:
+        pytest.skip("emberc not built")
+    subprocess.run([emberc, "compile", str(path), "-o", str(tmp_path / "a"), "--dump-ir",
+                    str(tmp_path / "ir")], check=True, stdout=subprocess.DEVNULL)
+    functions = _functions((tmp_path / "ir" / "kernels.opt.ll").read_text())
+    rounding = [t for n, t in functions.items() if "round" in n]
+    head = [t for n, t in functions.items() if "sigmoid" in n]
+    assert rounding and head, sorted(functions)
+    assert any("@llvm.exp." in t for t in rounding)
+    assert not any("@llvm.exp." in t or "@expf" in t for t in head)
+    x = np.random.RandomState(8).uniform(-4, 1.5, (1, 64)).astype(np.float32)
+    q, s = _run_graph(tmp_path, graph, x=x)
+    expected_q = np.clip(np.round(np.exp(x) / np.float32(0.02)) + 3, 0, 255).astype(np.uint8)
+    np.testing.assert_array_equal(q, expected_q)
+    np.testing.assert_allclose(s, 1 / (1 + np.exp(-x.astype(np.float64))), rtol=1e-6)

@@ -168,7 +168,7 @@ void BuildKernelLibrary(const std::vector<FusedGroup>& groups, const Target& tar
   double key_ms = 0;
   for (const FusedGroup& g : groups) {
     lower::LoweredFunc f = lower::LowerGroup(g, sched);
-    f.exact_float = opts.exact_float;
+    f.exact_float = opts.exact_float_groups.count(g.func_name) != 0;
     if (!opts.dump_dir.empty()) loop_text += lower::ToText(f) + "\n";
     func_names.push_back(f.name);
     auto tk = Clock::now();

@@ -5,6 +5,7 @@
 #ifndef EMBER_COMPILER_CODEGEN_H_
 #define EMBER_COMPILER_CODEGEN_H_
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,10 +39,11 @@ struct BuildOptions {
   /*! \brief The ld.lld that links the kernels (the driver takes $EMBER_LLD); empty: the one
    * CMake found when the compiler was built. */
   std::string linker;
-  /*! \brief Float arithmetic exactly as written, each operation rounded (no reassociation, no
-   * fused multiply-add): for models that round at run time, where one ulp moves a quantized
-   * value by a whole step (the driver decides; see Compile). */
-  bool exact_float = false;
+  /*! \brief The groups (by func_name) whose float arithmetic runs exactly as written, each
+   * operation rounded (no reassociation, no fused multiply-add, libm's exp): those whose values
+   * reach a rounding at run time, where one ulp moves a quantized value by a whole step (the
+   * driver decides; see Compile). */
+  std::set<std::string> exact_float_groups;
 };
 
 /*!

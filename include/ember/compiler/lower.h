@@ -185,7 +185,7 @@ struct LoweredFunc {
   /*! \brief > 0: SIMD width in bits LLVM should prefer (a schedule's register block assumes it;
    * x86 otherwise prefers 256 bits on AVX-512 CPUs). */
   int prefer_vector_bits = 0;
-  /*! \brief Float operations in written order and rounding (BuildOptions::exact_float). */
+  /*! \brief Float operations in written order and rounding (BuildOptions::exact_float_groups). */
   bool exact_float = false;
 };
 
