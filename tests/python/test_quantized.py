@@ -144,7 +144,8 @@ def _qdq_conv_graph(bias_scale_factor):
 _INTEGER_CONV_MARKERS = ("ember_data_zero_point", "ember_exact_sum")
 
 
-def _imported_graph(tmp_path, graph):
+def _compile_with_dumps(tmp_path, graph):
+    """Compiles graph with emberc --dump-ir; returns the dump directory."""
     from ember import compiler
     path = tmp_path / "qdq.onnx"
     path.write_bytes(model(graph).SerializeToString())
@@ -153,7 +154,11 @@ def _imported_graph(tmp_path, graph):
         pytest.skip("emberc not built")
     subprocess.run([emberc, "compile", str(path), "-o", str(tmp_path / "a"), "--dump-ir",
                     str(tmp_path / "ir")], check=True, stdout=subprocess.DEVNULL)
-    return (tmp_path / "ir" / "00_import.txt").read_text()
+    return tmp_path / "ir"
+
+
+def _imported_graph(tmp_path, graph):
+    return (_compile_with_dumps(tmp_path, graph) / "00_import.txt").read_text()
 
 
 def test_qdq_conv_becomes_an_integer_conv_as_onnx_runtime_runs_it(tmp_path):
@@ -495,15 +500,7 @@ def test_only_the_arithmetic_before_a_rounding_is_exact(tmp_path):
          helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, 64])],
         [numpy_helper.from_array(np.float32(0.02), "scale"),
          numpy_helper.from_array(np.uint8(3), "zp")])
-    from ember import compiler
-    path = tmp_path / "head.onnx"
-    path.write_bytes(model(graph).SerializeToString())
-    emberc = compiler.find_emberc()
-    if emberc is None:
-        pytest.skip("emberc not built")
-    subprocess.run([emberc, "compile", str(path), "-o", str(tmp_path / "a"), "--dump-ir",
-                    str(tmp_path / "ir")], check=True, stdout=subprocess.DEVNULL)
-    functions = _functions((tmp_path / "ir" / "kernels.opt.ll").read_text())
+    functions = _functions((_compile_with_dumps(tmp_path, graph) / "kernels.opt.ll").read_text())
     rounding = [t for n, t in functions.items() if "round" in n]
     head = [t for n, t in functions.items() if "sigmoid" in n]
     assert rounding and head, sorted(functions)
