@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "conv2d_int8_1x1.h"
+#include "conv2d_int8_pixels.h"
 #include "conv_group.h"
 #include "epilogue.h"
 #include "int8_conv_data.h"
@@ -127,10 +127,15 @@ bool Conv2dInt8Applies(const Graph& g, const Node& conv, const Conv2dInt8Params&
     const Value& b = g.value(conv.inputs[2]);
     if (!b.is_constant() || b.type.dtype != kInt32 || b.type.NumElements() != m.oc) return false;
   }
-  if (p.pixel_vectors > 0 && !Conv2dInt8PixelsTakes(m)) return false;
   const int64_t ph = m.h + 2 * m.pad_t + (m.kh - 1) * m.d_h + 1;
   const int64_t pw = m.w + 2 * m.pad_l + (m.kw - 1) * m.d_w + 1;
   return RoundUp(m.c, kDotDepth) * ph * pw <= kMaxPaddedBytes;
+}
+
+bool Conv2dInt8Pays(const Graph& g, const Node& conv, const Conv2dInt8Params& p) {
+  Int8Conv m;
+  if (p.pixel_vectors <= 0 || !ReadInt8Conv(g, conv, false, &m)) return true;
+  return Conv2dInt8PixelsPays(m, OutputRows(m), OutputCols(m), p);
 }
 
 bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
@@ -155,8 +160,8 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
          v.w32, ig.bias, acc,     ig.zp, ig.wsum, oh, ow, &f};
 
   Expr n = te::MakeVar("n");
-  std::vector<Stmt> image{
-      PackInt8Data(m, ig.x, ZeroPointByte(m, ig.zp), Int8DataOffset(p), v.xq, n, ph, pw, opts)};
+  std::vector<Stmt> image{PackInt8Data(m, ig.x, ZeroPointByte(m, ig.zp), Int8DataOffset(p), v.xq, n,
+                                       Int8DataLayout{ph, pw}, opts)};
   const int64_t work_per_tile = owb * p.lanes * vectors * quads * kDotDepth * m.kh * m.kw;
   auto grid = [&](const std::string& tag, int64_t per_row, int64_t width, int64_t ow0) {
     const int64_t tiles = blocks * oh * per_row;

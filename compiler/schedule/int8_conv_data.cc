@@ -139,9 +139,10 @@ Expr KernelBias(const Int8Conv& m, const Buffer& bias, const Buffer& zp, const B
 }
 
 Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, const Expr& zero_point_byte, int64_t offset,
-                  const Buffer& xq, const Expr& n, int64_t ph, int64_t pw,
+                  const Buffer& xq, const Expr& n, const Int8DataLayout& layout,
                   const lower::ScheduleOptions& opts) {
   const int64_t quads = RoundUp(m.c, kDotDepth) / kDotDepth, full = m.c / kDotDepth;
+  const int64_t s_h = layout.s_h, s_w = layout.s_w, cols = layout.cols;
   const bool signed_data = m.signed_data;
   const Expr zu = offset == 0
                       ? zero_point_byte
@@ -154,37 +155,54 @@ Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, const Expr& zero_point_byt
     if (shift == 0) return signed_data ? te::Cast(te::UInt(8), v) : v;
     return te::Cast(te::UInt(8), te::Cast(te::Int(32), v) + te::Const(te::Int(32), shift));
   };
-  auto at = [&](const Expr& c4, const Expr& y, const Expr& xx, int64_t j) {
-    return ((c4 * ph + y) * pw + xx) * kDotDepth + j;
+  // Byte j of column xs of column phase rx in padded row y of quad c4 (y is row y / s_h of row
+  // phase y % s_h).
+  auto at = [&](const Expr& c4, const Expr& y, int64_t rx, const Expr& xs, int64_t j) {
+    Expr ry = te::FloorMod(y, Expr(s_h)), ys = te::FloorDiv(y, Expr(s_h));
+    return (((((c4 * s_h + ry) * s_w + rx) * layout.rows + ys) * cols + xs) * kDotDepth) + j;
   };
-  // Bytes [begin, end) of row y of quad c4 set to zu.
-  auto fill = [&](const Expr& c4, const Expr& y, int64_t begin, int64_t end) {
+  // Columns [begin, end) of column phase rx in row y of quad c4 set to zu.
+  auto fill = [&](const Expr& c4, const Expr& y, int64_t rx, int64_t begin, int64_t end) {
     return Range("f", begin * kDotDepth, end * kDotDepth, ForKind::kVectorized,
-                 [&](const Expr& i) { return lower::Store(xq, at(c4, y, 0, 0) + i, zu); });
+                 [&](const Expr& i) { return lower::Store(xq, at(c4, y, rx, 0, 0) + i, zu); });
+  };
+  auto fill_row = [&](const Expr& c4, const Expr& y) {
+    std::vector<Stmt> phases;
+    for (int64_t rx = 0; rx < s_w; ++rx) phases.push_back(fill(c4, y, rx, 0, cols));
+    return SeqOf(phases);
   };
   // Quad c4 holding `channels` of the data's channels (4, or the rest in the last quad: the
   // bytes past them are zu, which the zero weights there ignore): padding rows and columns
-  // filled, the image's columns copied in vector steps.
+  // filled, the image's columns of each column phase copied in vector steps.
   auto quad = [&](const Expr& c4, int64_t channels) {
     auto fill_rows = [&](const std::string& name, int64_t begin, int64_t end) {
       return Range(name, begin, end, ForKind::kSerial,
-                   [&](const Expr& y) { return fill(c4, y, 0, pw); });
+                   [&](const Expr& y) { return fill_row(c4, y); });
     };
     Stmt inside = Range("y", m.pad_t, m.pad_t + m.h, ForKind::kSerial, [&](const Expr& y) {
-      Stmt copy = Range("x", m.pad_l, m.pad_l + m.w, ForKind::kVectorized, [&](const Expr& xx) {
-        std::vector<Stmt> bytes;
-        for (int64_t j = 0; j < kDotDepth; ++j) {
-          Expr v = j < channels ? byte(c4 * kDotDepth + j, y - m.pad_t, xx - m.pad_l) : zu;
-          bytes.push_back(lower::Store(xq, at(c4, y, xx, j), v));
-        }
-        return lower::Seq(bytes);
-      });
-      return SeqOf({fill(c4, y, 0, m.pad_l), copy, fill(c4, y, m.pad_l + m.w, pw)});
+      std::vector<Stmt> phases;
+      for (int64_t rx = 0; rx < s_w; ++rx) {
+        // Columns xs of this phase whose padded column xs * s_w + rx is in the image.
+        const int64_t lo = std::max<int64_t>(0, (m.pad_l - rx + s_w - 1) / s_w);
+        const int64_t hi = std::min(cols, (m.pad_l + m.w - rx + s_w - 1) / s_w);
+        Stmt copy = Range("x", lo, hi, ForKind::kVectorized, [&](const Expr& xs) {
+          std::vector<Stmt> bytes;
+          for (int64_t j = 0; j < kDotDepth; ++j) {
+            Expr v = j < channels ? byte(c4 * kDotDepth + j, y - m.pad_t, xs * s_w + (rx - m.pad_l))
+                                  : zu;
+            bytes.push_back(lower::Store(xq, at(c4, y, rx, xs, j), v));
+          }
+          return lower::Seq(bytes);
+        });
+        phases.push_back(SeqOf({fill(c4, y, rx, 0, lo), copy, fill(c4, y, rx, hi, cols)}));
+      }
+      return SeqOf(phases);
     });
-    return SeqOf({fill_rows("yt", 0, m.pad_t), inside, fill_rows("yb", m.pad_t + m.h, ph)});
+    return SeqOf(
+        {fill_rows("yt", 0, m.pad_t), inside, fill_rows("yb", m.pad_t + m.h, layout.rows * s_h)});
   };
   const bool par =
-      opts.parallel && full > 1 && full * ph * pw * kDotDepth >= opts.parallel_min_work;
+      opts.parallel && full > 1 && full * layout.QuadWords() * kDotDepth >= opts.parallel_min_work;
   return SeqOf({Range("c4", 0, full, par ? ForKind::kParallel : ForKind::kSerial,
                       [&](const Expr& c4) { return quad(c4, kDotDepth); }),
                 Range("c4t", full, quads, ForKind::kSerial,

@@ -1,5 +1,6 @@
-// The dense int8 conv kernels' shared view of an integer conv (conv2d_int8.cc, conv2d_int8_1x1.cc):
-// its geometry and the copy of its data into the byte layout their dot products read.
+// The dense int8 conv kernels' shared view of an integer conv (conv2d_int8.cc,
+// conv2d_int8_pixels.cc): its geometry and the copy of its data into the byte layout their dot
+// products read.
 #ifndef EMBER_COMPILER_SCHEDULE_INT8_CONV_DATA_H_
 #define EMBER_COMPILER_SCHEDULE_INT8_CONV_DATA_H_
 
@@ -31,6 +32,14 @@ struct Int8Conv {
  * type and whose sums cannot overflow int32; `packed`: the weight is PackConvWeights' int8 layout.
  */
 bool ReadInt8Conv(const Graph& g, const Node& conv, bool packed, Int8Conv* m);
+
+/*! \brief The conv's output rows and columns. */
+inline int64_t OutputRows(const Int8Conv& m) {
+  return (m.h + m.pad_t + m.pad_b - m.d_h * (m.kh - 1) - 1) / m.s_h + 1;
+}
+inline int64_t OutputCols(const Int8Conv& m) {
+  return (m.w + m.pad_l + m.pad_r - m.d_w * (m.kw - 1) - 1) / m.s_w + 1;
+}
 
 /*! \brief The padded data's rows and columns a conv of `oh` x `ow` outputs reads. */
 inline int64_t PaddedRows(const Int8Conv& m, int64_t oh) {
@@ -80,13 +89,24 @@ Int8ConvViews AddInt8ConvViews(Int8ConvGroup* c, int64_t words);
 bool RunTimeZeroPointBuffers(const FusedGroup& group, const Node& conv, const Int8Conv& m,
                              const lower::LoweredFunc& f, lower::Buffer* zp, lower::Buffer* wsum);
 
-/*! \brief Image n of x copied into xq as [ICp/4][ph][pw][4] bytes (int8 data + 128), `zu` (the
- * zero point byte, ZeroPointByte) outside the image and past its channels, so that one int32 is
- * one pixel's four channels; every byte less `offset` (Int8DataOffset: 128 flips it to signed for
- * an s8 x s8 dot, once per byte here rather than per dot). */
+/*! \brief Where PackInt8Data puts the padded data: [ICp/4][s_h][s_w][rows][cols][4] bytes, the
+ * padded plane split by stride phase (padded row y is row y / s_h of phase row y % s_h, and
+ * likewise for columns), so that a strided conv's tap reads consecutive words for consecutive
+ * outputs. One phase (s_h = s_w = 1) is the padded plane itself. */
+struct Int8DataLayout {
+  int64_t rows = 0, cols = 0;  // of one phase
+  int64_t s_h = 1, s_w = 1;
+  /*! \brief int32 words (pixels' channel quads) per quad of channels. */
+  int64_t QuadWords() const { return s_h * s_w * rows * cols; }
+};
+
+/*! \brief Image n of x copied into xq as `layout` says (int8 data + 128), `zu` (the zero point
+ * byte, ZeroPointByte) outside the image and past its channels, so that one int32 is one pixel's
+ * four channels; every byte less `offset` (Int8DataOffset: 128 flips it to signed for an s8 x s8
+ * dot, once per byte here rather than per dot). */
 lower::Stmt PackInt8Data(const Int8Conv& m, const lower::Buffer& x, const te::Expr& zu,
-                         int64_t offset, const lower::Buffer& xq, const te::Expr& n, int64_t ph,
-                         int64_t pw, const lower::ScheduleOptions& opts);
+                         int64_t offset, const lower::Buffer& xq, const te::Expr& n,
+                         const Int8DataLayout& layout, const lower::ScheduleOptions& opts);
 
 /*! \brief One dot-product step of the kernel of `p` on the bytes PackInt8Data wrote (`data`) and
  * the packed weights: te::DotS8S8 where p reads the data signed (SignedDot), te::DotU8S8Pairs

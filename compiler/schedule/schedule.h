@@ -170,9 +170,9 @@ struct Conv2dInt8Params {
   int64_t oc_vectors = 2;
   int64_t ow_block = 14;
   bool saturating_pairs = false;
-  /*! \brief > 0: the lanes hold output pixels instead (1x1 stride-1 convs only; see
-   * conv2d_int8_1x1.cc): tiles of `pixel_vectors` vectors of pixels times up to `channel_rows`
-   * output channels, the weights packed one channel at a time. */
+  /*! \brief > 0: the lanes hold output pixels instead (see conv2d_int8_pixels.cc): tiles of
+   * `pixel_vectors` vectors of pixels times up to `channel_rows` output channels, the weights
+   * packed one channel at a time. */
   int64_t pixel_vectors = 0;
   int64_t channel_rows = 0;
   bool signed_dot = false;
@@ -372,6 +372,12 @@ int64_t ChooseOwBlock(int64_t ow, int64_t most);
  * overflow int32; with p.saturating_pairs, also weights whose pairs of products (input channels
  * 2k and 2k + 1 at one tap) stay within int16 for any data byte. */
 bool Conv2dInt8Applies(const Graph& g, const Node& conv, const Conv2dInt8Params& p);
+
+/*! \brief Whether the entry of `p` is the better of the int8 conv forms for this conv (one
+ * Conv2dInt8Applies takes): always for the channels-in-lanes form, which the table lists after the
+ * pixels-in-lanes one; for that, Conv2dInt8PixelsPays. A forced entry (EMBER_SCHEDULE) takes
+ * every conv it applies to. */
+bool Conv2dInt8Pays(const Graph& g, const Node& conv, const Conv2dInt8Params& p);
 
 /*!
  * \brief An integer conv with weights PackConvWeights packed for it (kPackedInt8WeightAttr),

@@ -85,21 +85,23 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
       // of 16 int32 sums, as the float kernel's block (6 x 2 of 8 in AVX-VNNI's 16 registers).
       // Without it, vpmaddubsw + vpmaddwd, for weights whose pairs of products fit int16 (the
       // quantizer's 7-bit weights), with one register for the ones and one for the pairs. Each
-      // first in its pixels-in-lanes form, which takes the 1x1 convs: 3 vectors of pixels x 8
-      // channels (2 x 4 in 16 registers), the data vectors loaded once per step.
-      ConvInt8("conv2d_int8_1x1_avx512vnni", T::kAvx512,
+      // first in its pixels-in-lanes form, which takes the convs it runs faster
+      // (Conv2dInt8Pays: those with shallow reductions or planes its vectors fill, such as
+      // MobileNet's 1x1 convs and 3-channel stems): 3 vectors of pixels x 8 channels (2 x 4 in
+      // 16 registers), the data vectors loaded once per step.
+      ConvInt8("conv2d_int8_pixels_avx512vnni", T::kAvx512,
                Conv2dInt8Params().Lanes(16).PixelsInLanes(3, 8)),
       ConvInt8("conv2d_int8_avx512vnni", T::kAvx512,
                Conv2dInt8Params().Lanes(16).OcVectors(2).OwBlock(14)),
-      ConvInt8("conv2d_int8_1x1_avx512bw", T::kAvx512,
+      ConvInt8("conv2d_int8_pixels_avx512bw", T::kAvx512,
                Conv2dInt8Params().Lanes(16).PixelsInLanes(3, 8).SaturatingPairs()),
       ConvInt8("conv2d_int8_avx512bw", T::kAvx512,
                Conv2dInt8Params().Lanes(16).OcVectors(2).OwBlock(12).SaturatingPairs()),
-      ConvInt8("conv2d_int8_1x1_avxvnni", T::kAvx2,
+      ConvInt8("conv2d_int8_pixels_avxvnni", T::kAvx2,
                Conv2dInt8Params().Lanes(8).PixelsInLanes(2, 4)),
       ConvInt8("conv2d_int8_avxvnni", T::kAvx2,
                Conv2dInt8Params().Lanes(8).OcVectors(2).OwBlock(6)),
-      ConvInt8("conv2d_int8_1x1_avx2", T::kAvx2,
+      ConvInt8("conv2d_int8_pixels_avx2", T::kAvx2,
                Conv2dInt8Params().Lanes(8).PixelsInLanes(2, 4).SaturatingPairs()),
       ConvInt8("conv2d_int8_avx2", T::kAvx2,
                Conv2dInt8Params().Lanes(8).OcVectors(2).OwBlock(5).SaturatingPairs()),
@@ -107,13 +109,13 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
       DwInt8("depthwise_conv2d_int8_avx2", T::kAvx2, DepthwiseInt8Params().Lanes(8)),
       // aarch64: with i8mm, usdot takes the unsigned data as it is; with dotprod alone, sdot
       // takes it flipped to signed. 6 columns x 4 vectors of 4 sums: 24 accumulators, 4 weight
-      // vectors and a broadcast of the 32 registers; the 1x1 form 4 vectors of pixels x 6
+      // vectors and a broadcast of the 32 registers; the pixels form 4 vectors of pixels x 6
       // channels, the same count.
-      ConvInt8("conv2d_int8_1x1_neon_i8mm", T::kNeon64,
+      ConvInt8("conv2d_int8_pixels_neon_i8mm", T::kNeon64,
                Conv2dInt8Params().Lanes(4).PixelsInLanes(4, 6)),
       ConvInt8("conv2d_int8_neon_i8mm", T::kNeon64,
                Conv2dInt8Params().Lanes(4).OcVectors(4).OwBlock(6)),
-      ConvInt8("conv2d_int8_1x1_neon_dotprod", T::kNeon64,
+      ConvInt8("conv2d_int8_pixels_neon_dotprod", T::kNeon64,
                Conv2dInt8Params().Lanes(4).PixelsInLanes(4, 6).SignedDot()),
       ConvInt8("conv2d_int8_neon_dotprod", T::kNeon64,
                Conv2dInt8Params().Lanes(4).OcVectors(4).OwBlock(6).SignedDot()),

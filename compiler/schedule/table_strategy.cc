@@ -126,7 +126,8 @@ KernelPlan TableStrategy::ChooseInt8Conv(const Graph& g, const Node& conv) const
       plan.int8_dot = true;
       return plan;
     }
-    if (e->kind != ScheduleKind::kConv2dInt8 || !Conv2dInt8Applies(g, conv, e->conv_int8)) {
+    if (e->kind != ScheduleKind::kConv2dInt8 || !Conv2dInt8Applies(g, conv, e->conv_int8) ||
+        (options_.forced_schedule.empty() && !Conv2dInt8Pays(g, conv, e->conv_int8))) {
       continue;
     }
     plan.kernel = e->name;

@@ -17,10 +17,11 @@
 #      data, nested; a Loop with a shape-derived trip count), dilated convs (dense and depthwise,
 #      on the blocked NEON kernels) and int8 (ORT's QDQ and QOperator layouts) compiled for each ARM target must match x86-64 the same way, the int8 ones bit
 #      for bit;
-#   3d. for aarch64, the int8 kernels (tests/models/gen_int8_convs.py: 7 conv and 7 depthwise
-#      QLinearConvs) compiled with -mattr=+dotprod (sdot) and +dotprod,+i8mm (usdot): each planned on
-#      the kernel, its lib.so holding the dot instruction, and under qemu (QEMU_CPU=max) equal bit
-#      for bit to x86-64 and to the integer definition; the int8 models of 3c the same way;
+#   3d. for aarch64, the int8 kernels (tests/models/gen_int8_convs.py: QLinearConvs, each conv case
+#      on both forms of the int8 conv and each depthwise case on its kernel, forced) compiled with
+#      -mattr=+dotprod (sdot) and +dotprod,+i8mm (usdot): each planned on the kernel, its lib.so
+#      holding the dot instruction, and under qemu (QEMU_CPU=max) equal bit for bit to x86-64 and
+#      to the integer definition; the int8 models of 3c the same way;
 #   4. the `core` ONNX conformance tier (tests/onnx/run_conformance.py) with the ARM artifacts under
 #      qemu against the same cases on x86-64: every case that passes on x86-64 must pass on ARM.
 #      Default: one case per operator, aarch64 only. --full: the whole tier, aarch64 and armv7.
@@ -284,14 +285,16 @@ declare -A INT8_TARGET=([dotprod]="llvm -mtriple=aarch64-linux-gnu -mattr=+dotpr
                         [i8mm]="llvm -mtriple=aarch64-linux-gnu -mattr=+dotprod,+i8mm")
 declare -A INT8_DOT=([dotprod]=sdot [i8mm]=usdot)
 int8_cases() { [ -f "$INT8_DIR/cases.tsv" ] && cut -f1 "$INT8_DIR/cases.tsv"; }
-# int8_kernel CASE VARIANT: the aarch64 kernel the case must be planned on (cases.tsv's family).
-int8_kernel() {
+# int8_kernels CASE VARIANT: the aarch64 kernels the case runs on, each forced in turn (cases.tsv's
+# families: both forms of the int8 conv, or the depthwise one).
+int8_kernels() {
   local family
-  family=$(awk -F'\t' -v m="$1" '$1 == m { print $2 }' "$INT8_DIR/cases.tsv")
-  case $family in
-    depthwise_*) echo "${family}_neon" ;;
-    *) echo "${family}_neon_$2" ;;
-  esac
+  for family in $(awk -F'\t' -v m="$1" '$1 == m { print $2 }' "$INT8_DIR/cases.tsv"); do
+    case $family in
+      depthwise_*) echo "${family}_neon" ;;
+      *) echo "${family}_neon_$2" ;;
+    esac
+  done
 }
 prepare_int8_kernels() {
   "$PY" "$ROOT/tests/models/gen_int8_convs.py" "$INT8_DIR" || return 1
@@ -313,24 +316,26 @@ int8_kernel_check() {
   cases=$(int8_cases)
   [ -n "$cases" ] || { echo "no int8 cases in $INT8_DIR (their generate step failed)"; return 1; }
   for m in $cases; do
-    art=$WORK/aarch64-$variant/int8_$m
-    rm -rf "$art" && mkdir -p "$art/out" || return 1
-    "$HOST_BUILD/bin/emberc" compile "$INT8_DIR/$m.onnx" -o "$art" --dump-ir "$art/ir" \
-      --target "${INT8_TARGET[$variant]}" >/dev/null || return 1
-    kernel=$(int8_kernel "$m" "$variant")
-    grep -q "\"$kernel\"" "$art"/ir/*_plan_kernels.txt ||
-      { echo "int8 $m: not planned on $kernel"; ok=1; continue; }
-    if [[ $kernel != depthwise_* ]]; then
-      # Counted, not grep -q: with pipefail, a grep ending the pipe early fails the writer.
-      dots=$(llvm-objdump-19 -d "$art/lib.so" | grep -cw "${INT8_DOT[$variant]}")
-      [ "$dots" -gt 0 ] || { echo "int8 $m: $kernel emitted no ${INT8_DOT[$variant]}"; ok=1; continue; }
-      echo "int8 $m: $dots ${INT8_DOT[$variant]} in lib.so"
-    fi
-    # shellcheck disable=SC2046
-    QEMU_CPU=max $(emulator aarch64) "${BUILD[aarch64]}/bin/ember-run" "$art" \
-      --input "x=$INT8_DIR/${m}_x.npy" --output-dir "$art/out" >/dev/null || { ok=1; continue; }
-    "$PY" "$ROOT/tests/cross/compare_outputs.py" "$WORK/x86_64/int8_$m/out" "$art/out" \
-      --rtol 0 --atol 0 --label "int8 $m aarch64 $variant vs x86-64" || ok=1
+    for kernel in $(int8_kernels "$m" "$variant"); do
+      art=$WORK/aarch64-$variant/int8_${m}_$kernel
+      rm -rf "$art" && mkdir -p "$art/out" || return 1
+      EMBER_SCHEDULE=$kernel "$HOST_BUILD/bin/emberc" compile "$INT8_DIR/$m.onnx" -o "$art" \
+        --dump-ir "$art/ir" --target "${INT8_TARGET[$variant]}" >/dev/null || return 1
+      grep -q "\"$kernel\"" "$art"/ir/*_plan_kernels.txt ||
+        { echo "int8 $m: not planned on $kernel"; ok=1; continue; }
+      if [[ $kernel != depthwise_* ]]; then
+        # Counted, not grep -q: with pipefail, a grep ending the pipe early fails the writer.
+        dots=$(llvm-objdump-19 -d "$art/lib.so" | grep -cw "${INT8_DOT[$variant]}")
+        [ "$dots" -gt 0 ] ||
+          { echo "int8 $m: $kernel emitted no ${INT8_DOT[$variant]}"; ok=1; continue; }
+        echo "int8 $m $kernel: $dots ${INT8_DOT[$variant]} in lib.so"
+      fi
+      # shellcheck disable=SC2046
+      QEMU_CPU=max $(emulator aarch64) "${BUILD[aarch64]}/bin/ember-run" "$art" \
+        --input "x=$INT8_DIR/${m}_x.npy" --output-dir "$art/out" >/dev/null || { ok=1; continue; }
+      "$PY" "$ROOT/tests/cross/compare_outputs.py" "$WORK/x86_64/int8_$m/out" "$art/out" \
+        --rtol 0 --atol 0 --label "int8 $m aarch64 $kernel vs x86-64" || ok=1
+    done
   done
   return "$ok"
 }

@@ -4,12 +4,13 @@
 Usage:  gen_int8_convs.py OUTDIR
 
 The conv and depthwise cases the int8 kernels are checked on (tests/python/test_quantized.py on
-this machine; tests/cross/run_cross.sh on ARM under qemu): strides 1 to 3, pads, 1x1 to 5x5
-(1x1 ones for the pixels-in-lanes form and ones it leaves), channels that fill no vector, int8 and uint8 data and outputs, full-range int8 weights. The
+this machine; tests/cross/run_cross.sh on ARM under qemu): strides 1 to 3, pads, 1x1 to 7x7,
+channels that fill no vector, planes that fill no tile, int8 and uint8 data and outputs,
+full-range int8 weights; each conv case runs on both forms of the int8 conv (CONV_FORMS). The
 expected output comes from an int64 numpy reference (the integer definition, then ONNX's
 requantization). OUTDIR gets NAME.onnx, NAME_x.npy (the input) and NAME_expected/output_0.npy
-per case, NAME conv_seedN or dw_seedN, and cases.tsv: NAME and the kernel family that takes it
-(conv2d_int8_1x1, conv2d_int8 or depthwise_conv2d_int8; a target's kernel adds its ISA).
+per case, NAME conv_seedN or dw_seedN, and cases.tsv: NAME and the kernel families to run it on,
+space-separated (a target's kernel adds its ISA).
 """
 import os
 import sys
@@ -29,9 +30,15 @@ CONV_CASES = [
     (17, 64, 33, (7, 7), 1, 1, 0, np.int8, np.int8, True),       # 1x1: 49 pixels, 3 x 11 rows
     (18, 8, 16, (3, 3), 1, 1, 0, np.uint8, np.uint8, True),      # 1x1: a partial tile only
     (19, 96, 24, (12, 16), 1, 1, 0, np.uint8, np.int8, True),    # 1x1: whole tiles only
-    (20, 16, 32, (9, 9), 1, 2, 0, np.uint8, np.uint8, True),     # 1x1 stride 2: channels form
-    (21, 16, 32, (6, 6), 1, 1, 1, np.uint8, np.uint8, True),     # 1x1 padded: channels form
+    (20, 16, 32, (9, 9), 1, 2, 0, np.uint8, np.uint8, True),     # 1x1 stride 2
+    (21, 16, 32, (6, 6), 1, 1, 1, np.uint8, np.uint8, True),     # 1x1 padded
+    (22, 3, 24, (23, 23), 7, 2, 3, np.uint8, np.uint8, True),    # a 7x7 stride-2 stem
+    (23, 8, 16, (11, 13), 3, 3, 1, np.int8, np.uint8, True),     # stride 3
 ]
+
+# The two forms of the int8 conv: output pixels in the vector lanes (conv2d_int8_pixels.cc) and
+# output channels (conv2d_int8.cc). The strategy picks one per conv by cost; the tests force each.
+CONV_FORMS = ("conv2d_int8_pixels", "conv2d_int8")
 
 DW_CASES = [
     # seed, c, (h, w), k, stride, pad, data, out, bias
@@ -108,19 +115,12 @@ def model(graph):
     return m
 
 
-def conv_family(case):
-    """The int8 kernel family of a CONV_CASES row: 1x1 stride-1 unpadded convs take the
-    pixels-in-lanes form."""
-    k, stride, pad = case[4:7]
-    return "conv2d_int8_1x1" if (k, stride, pad) == (1, 1, 0) else "conv2d_int8"
-
-
 def all_cases():
-    """(name, kernel family, (graph, x, expected)) of every case."""
+    """(name, kernel families, (graph, x, expected)) of every case."""
     for case in CONV_CASES:
-        yield "conv_seed%d" % case[0], conv_family(case), qlinear_conv_case(*case)
+        yield "conv_seed%d" % case[0], CONV_FORMS, qlinear_conv_case(*case)
     for case in DW_CASES:
-        yield "dw_seed%d" % case[0], "depthwise_conv2d_int8", depthwise_case(case)
+        yield "dw_seed%d" % case[0], ("depthwise_conv2d_int8",), depthwise_case(case)
 
 
 def main(argv):
@@ -130,8 +130,8 @@ def main(argv):
     out = argv[1]
     os.makedirs(out, exist_ok=True)
     rows = []
-    for name, family, (graph, x, expected) in all_cases():
-        rows.append("%s\t%s\n" % (name, family))
+    for name, families, (graph, x, expected) in all_cases():
+        rows.append("%s\t%s\n" % (name, " ".join(families)))
         with open(os.path.join(out, name + ".onnx"), "wb") as f:
             f.write(model(graph).SerializeToString())
         np.save(os.path.join(out, name + "_x.npy"), x)

@@ -3,6 +3,7 @@ Runtime's integer kernels are. emberc runs them on the float32 kernels when the 
 bound every partial sum below 2^24 (float32 is then exact) and in int32 otherwise; both cases
 are compared here with an int64 reference, bit for bit."""
 import os
+import re
 import subprocess
 import sys
 
@@ -14,7 +15,7 @@ from conftest import REPO
 from test_compile import _run_graph
 
 sys.path.insert(0, os.path.join(REPO, "tests", "models"))
-from gen_int8_convs import (CONV_CASES, DW_CASES, conv_family, depthwise_case,  # noqa: E402
+from gen_int8_convs import (CONV_CASES, CONV_FORMS, DW_CASES, depthwise_case,  # noqa: E402
                             model, qlinear_conv_case)
 
 
@@ -204,17 +205,17 @@ def test_qdq_matmul_becomes_an_integer_matmul(tmp_path):
     np.testing.assert_array_equal(y, expected.astype(np.uint8))
 
 
-# The int8 kernels (conv2d_int8_avx512vnni: u8 x s8 dot products into int32, the requantization
-# in its epilogue; conv2d_int8_1x1_avx512vnni, its pixels-in-lanes form for 1x1 stride-1 convs)
-# against the exact float path of the same machine without VNNI and the integer definition, bit
-# for bit: strides, pads, 1x1 to 5x5, channels that fill no vector, int8 data and outputs, planes
-# that fill no tile, ConvInteger's int32 result.
-_INT8_KERNEL = "conv2d_int8_avx512vnni"
+# The int8 kernels (conv2d_int8_avx512vnni: u8 x s8 dot products into int32 with output channels
+# in the lanes, the requantization in its epilogue; conv2d_int8_pixels_avx512vnni, with output
+# pixels in the lanes; the strategy picks one per conv) against the exact float path of the same
+# machine without VNNI and the integer definition, bit for bit: strides 1 to 3, pads, 1x1 to 7x7,
+# channels that fill no vector, int8 data and outputs, planes that fill no tile, ConvInteger's
+# int32 result.
 
 
-def _conv_kernel(isa, case):
-    """The int8 conv kernel of `isa` the strategy picks for a CONV_CASES row."""
-    return "%s_%s" % (conv_family(case), isa)
+def _int8_conv_planned(plans, isa):
+    """Whether an int8 conv kernel of `isa` (either form) was planned."""
+    return any('ember_plan_kernel="%s_%s"' % (form, isa) in plans for form in CONV_FORMS)
 
 
 # This machine's ISA without VNNI: its strategy keeps the exact float path for convs whose weights
@@ -266,11 +267,23 @@ def test_int8_kernel_is_bit_identical_to_the_exact_float_path(tmp_path, case):
     graph, x, expected = qlinear_conv_case(*case)
     y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x)
     y_float, plans_float = _compile_and_run(tmp_path, graph, _WITHOUT_VNNI, x=x)
-    kernel = _conv_kernel("avx512vnni", case)
-    assert kernel in plans and "conv2d_int8" not in plans_float
+    assert _int8_conv_planned(plans, "avx512vnni") and "conv2d_int8" not in plans_float
     assert "ember_exact_sum" in plans_float
     np.testing.assert_array_equal(y, expected)
     np.testing.assert_array_equal(y_float, expected)
+
+
+# Each form forced on every case, whichever the strategy would pick.
+@pytest.mark.parametrize("form", CONV_FORMS)
+@pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "seed%d" % c[0])
+def test_both_int8_conv_forms_are_exact_on_every_case(tmp_path, form, case):
+    if not _host_has_vnni():
+        pytest.skip("this machine has no AVX-512 VNNI")
+    graph, x, expected = qlinear_conv_case(*case)
+    kernel = form + "_avx512vnni"
+    y, plans = _compile_and_run(tmp_path, graph, "llvm", schedule=kernel, x=x)
+    assert 'ember_plan_kernel="%s"' % kernel in plans
+    np.testing.assert_array_equal(y, expected)
 
 
 # The int8 depthwise kernel (MobileNet's 3x3 depthwise convs between int8 convs), the same way:
@@ -311,19 +324,20 @@ def test_x86_int8_kernels_without_avx512_vnni_are_exact(tmp_path, isa, target, f
         pytest.skip("this machine has no " + flag)
     graph, x, expected = qlinear_conv_case(*case, w_range=w_range)
     y, plans = _compile_and_run(tmp_path, graph, target, x=x)
-    assert _conv_kernel(isa, case) in plans
+    assert _int8_conv_planned(plans, isa)
     np.testing.assert_array_equal(y, expected)
 
 
 # The aarch64 kernels forced on this machine (their dots by definition here; tests/cross/run_cross.sh
 # runs them as sdot / usdot under qemu): the dotprod ones read the data less 128, whose
 # 128 * sum(w) the bias carries; all exact. Forced entries still need a dot on the target.
+@pytest.mark.parametrize("form", CONV_FORMS)
 @pytest.mark.parametrize("isa", ["neon_dotprod", "neon_i8mm"])
 @pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: "seed%d" % c[0])
-def test_aarch64_int8_kernels_forced_on_the_host_are_exact(tmp_path, isa, case):
+def test_aarch64_int8_kernels_forced_on_the_host_are_exact(tmp_path, form, isa, case):
     if not (_host_has_vnni() or _host_has("avx_vnni")):
         pytest.skip("this machine has no 8-bit dot product (AVX-512 VNNI, AVX-VNNI)")
-    kernel = _conv_kernel(isa, case)
+    kernel = "%s_%s" % (form, isa)
     graph, x, expected = qlinear_conv_case(*case)
     y, plans = _compile_and_run(tmp_path, graph, "llvm", schedule=kernel, x=x)
     assert kernel in plans
@@ -356,7 +370,7 @@ def test_saturating_pair_kernel_only_where_no_pair_leaves_int16(tmp_path, pair, 
     graph = _conv_integer_graph("pairs", x, w, np.uint8(0), 1)
     y, plans = _compile_and_run(tmp_path, graph, "llvm -mcpu=haswell", x=x)
     np.testing.assert_array_equal(y, _conv_integer_reference(x, 0, w, 1))
-    assert ("conv2d_int8_avx2" in plans) == taken
+    assert _int8_conv_planned(plans, "avx2") == taken
 
 
 # Dynamically quantized models (ORT's quantize_dynamic: DynamicQuantizeLinear + ConvInteger) give
@@ -374,9 +388,10 @@ _RUN_TIME_ZP_CASES = [
 
 @pytest.mark.parametrize("isa,target,flag,w_range", _X86_INT8_KERNELS[1:2] + [
     ("avx512vnni", "llvm", "avx512_vnni", (-128, 127))], ids=["avx2", "host"])
+@pytest.mark.parametrize("form", CONV_FORMS)
 @pytest.mark.parametrize("case", _RUN_TIME_ZP_CASES, ids=lambda c: "seed%d" % c[0])
 def test_int8_kernels_take_a_zero_point_computed_at_run_time(tmp_path, isa, target, flag, w_range,
-                                                             case):
+                                                             form, case):
     if not _host_has(flag):
         pytest.skip("this machine has no " + flag)
     seed, c, oc, hw, k, stride, pad, dilation, data = case
@@ -395,10 +410,11 @@ def test_int8_kernels_take_a_zero_point_computed_at_run_time(tmp_path, isa, targ
          helper.make_tensor_value_info("x_zp", elem, [])],
         [helper.make_tensor_value_info("y", TensorProto.INT32, [1, oc, oh, ow])],
         [numpy_helper.from_array(w, "w")])
-    y, plans = _compile_and_run(tmp_path, graph, target, x=x, x_zp=zp)
+    kernel = "%s_%s" % (form, isa)
+    y, plans = _compile_and_run(tmp_path, graph, target, schedule=kernel, x=x, x_zp=zp)
     np.testing.assert_array_equal(
         y, _conv_integer_reference(x, int(zp), w, pad, stride=stride, dilation=dilation))
-    assert _conv_kernel(isa, case[:7]) in plans
+    assert kernel in plans
 
 
 @pytest.mark.parametrize("w_zp", [131, 3, 0, -1], ids=["zp131", "zp3", "zp0", "per_channel"])
@@ -426,7 +442,7 @@ def test_uint8_weights_past_int8_run_as_one_int8_conv(tmp_path, w_zp):
     y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x, x_zp=zp)
     shifted = w.astype(np.int64) - w_zps.astype(np.int64).reshape(-1, 1, 1, 1)
     np.testing.assert_array_equal(y, _conv_integer_reference(x, int(zp), shifted, 1))
-    assert plans.count('ember_plan_kernel="conv2d_int8_avx512vnni"') == 1
+    assert len(re.findall(r'ember_plan_kernel="conv2d_int8_(pixels_)?avx512vnni"', plans)) == 1
     assert "_window_ones" in plans
 
 
@@ -438,7 +454,7 @@ def test_int8_kernel_runs_conv_integer_to_int32(tmp_path):
     w = rs.randint(-128, 128, (32, 64, 3, 3)).astype(np.int8)
     graph = _conv_integer_graph("convint8", x, w, np.uint8(131), 1)
     y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x)
-    assert _INT8_KERNEL in plans
+    assert _int8_conv_planned(plans, "avx512vnni")
     np.testing.assert_array_equal(y, _conv_integer_reference(x, 131, w, 1))
 
 

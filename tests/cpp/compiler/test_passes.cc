@@ -515,7 +515,10 @@ TEST(PlanKernels, NamesEachConvsKernelAndWeightLayout) {
 // has one and the operands qualify: vpdpbusd (AVX-512 VNNI, AVX-VNNI) and Arm sdot / usdot
 // (dotprod, i8mm) for any int8 weights, vpmaddubsw (AVX-512BW, AVX2) only for weights whose pairs
 // of products fit int16. PackConvWeights then stores the weights as the kernel streams them and
-// folds the data's zero point (less the kernel's data offset) into the bias.
+// folds the data's zero point (less the kernel's data offset) into the bias. Of the two forms,
+// this 8x8 plane of 32 channels takes the channels-in-lanes one at 16 lanes (the pixels form's
+// vectors would fill 80% of their lanes, for 36 dot steps) and the pixels-in-lanes one at 8 and 4
+// (rows of 8 fill them).
 TEST(PlanKernels, Int8KernelOnlyWhereTheTargetHasOneAndOperandsQualify) {
   static constexpr int64_t kZeroPoint = 7;
   auto integer_conv = [](Graph& g, int64_t group, bool constant_bias, bool wide_weights) {
@@ -545,8 +548,8 @@ TEST(PlanKernels, Int8KernelOnlyWhereTheTargetHasOneAndOperandsQualify) {
     bool constant_bias;
     bool wide_weights;
     const char* kernel;  // "" for the float path
-    int64_t lanes;
-    int64_t offset;  // subtracted from the unsigned data (128: Arm sdot's signed data)
+    int64_t block;       // output channels per packed weight block (1: pixels form), 0: float
+    int64_t offset;      // subtracted from the unsigned data (128: Arm sdot's signed data)
   };
   constexpr const char* kAarch64 = "llvm -mtriple=aarch64-linux-gnu";
   const std::string dotprod = std::string(kAarch64) + " -mattr=+dotprod";
@@ -560,15 +563,15 @@ TEST(PlanKernels, Int8KernelOnlyWhereTheTargetHasOneAndOperandsQualify) {
                 "conv2d_int8_avx512vnni", 16, 0},
            Case{"llvm -mcpu=skylake-avx512", 1, true, false, "conv2d_int8_avx512bw", 16, 0},
            Case{"llvm -mcpu=skylake-avx512", 1, true, true, "", 0, 0},
-           Case{"llvm -mcpu=alderlake", 1, true, true, "conv2d_int8_avxvnni", 8, 0},
-           Case{"llvm -mcpu=haswell", 1, true, false, "conv2d_int8_avx2", 8, 0},
+           Case{"llvm -mcpu=alderlake", 1, true, true, "conv2d_int8_pixels_avxvnni", 1, 0},
+           Case{"llvm -mcpu=haswell", 1, true, false, "conv2d_int8_pixels_avx2", 1, 0},
            Case{"llvm -mcpu=haswell", 1, true, true, "", 0, 0},
            Case{"llvm -mcpu=x86-64-v2", 1, true, false, "", 0, 0},
            Case{kAarch64, 1, true, false, "", 0, 0},
            Case{a72.c_str(), 1, true, false, "", 0, 0},
-           Case{dotprod.c_str(), 1, true, true, "conv2d_int8_neon_dotprod", 4, 128},
-           Case{a76.c_str(), 1, true, false, "conv2d_int8_neon_dotprod", 4, 128},
-           Case{i8mm.c_str(), 1, true, true, "conv2d_int8_neon_i8mm", 4, 0},
+           Case{dotprod.c_str(), 1, true, true, "conv2d_int8_pixels_neon_dotprod", 1, 128},
+           Case{a76.c_str(), 1, true, false, "conv2d_int8_pixels_neon_dotprod", 1, 128},
+           Case{i8mm.c_str(), 1, true, true, "conv2d_int8_pixels_neon_i8mm", 1, 0},
            Case{a76_off.c_str(), 1, true, false, "", 0, 0},
            Case{dotprod.c_str(), 2, true, false, "", 0, 0},
            Case{"llvm -mcpu=cascadelake", 2, true, false, "", 0, 0},
@@ -583,26 +586,60 @@ TEST(PlanKernels, Int8KernelOnlyWhereTheTargetHasOneAndOperandsQualify) {
     EXPECT_EQ(strategy.ConvLayoutBlock(g, g.nodes()[0]), 0);  // NCHW bytes in and out
     PlanKernels(&g, strategy);
     const KernelPlan plan = KernelPlan::Of(g.nodes()[0]);
-    EXPECT_EQ(plan.int8_dot, c.lanes > 0);
+    EXPECT_EQ(plan.int8_dot, c.block > 0);
     EXPECT_EQ(plan.kernel, c.kernel);
-    if (c.lanes == 0) continue;
-    const int64_t lanes = c.lanes;
-    EXPECT_EQ(plan.weight_block, lanes);
+    if (c.block == 0) continue;
+    const int64_t block = c.block;
+    EXPECT_EQ(plan.weight_block, block);
     EXPECT_EQ(plan.int8_data_offset, c.offset);
     PackConvWeights(&g);
     const Node& conv = g.nodes()[0];
-    EXPECT_EQ(conv.GetInt(kPackedInt8WeightAttr, 0), lanes);
+    EXPECT_EQ(conv.GetInt(kPackedInt8WeightAttr, 0), block);
     EXPECT_EQ(conv.GetInt(kPackedInt8DataOffsetAttr, 0), c.offset);
     const Value& packed = g.value(conv.inputs[1]);
-    ASSERT_EQ(packed.type.shape, (std::vector<int64_t>{32 / lanes, 4, 3, 3, lanes, kInt8DotDepth}));
-    // Weight (o, i, kh, kw) = (21, 6, 2, 1) at [o / lanes][i / 4][kh][kw][o % lanes][i % 4].
-    const int64_t at = ((((21 / lanes * 4 + 1) * 3 + 2) * 3 + 1) * lanes + 21 % lanes) * 4 + 2;
+    ASSERT_EQ(packed.type.shape, (std::vector<int64_t>{32 / block, 4, 3, 3, block, kInt8DotDepth}));
+    // Weight (o, i, kh, kw) = (21, 6, 2, 1) at [o / block][i / 4][kh][kw][o % block][i % 4].
+    const int64_t at = ((((21 / block * 4 + 1) * 3 + 2) * 3 + 1) * block + 21 % block) * 4 + 2;
     EXPECT_EQ(packed.constant->GetAsDouble(at), w->GetAsDouble(((21 * 16 + 6) * 3 + 2) * 3 + 1));
     // The bias carries -(zero_point - offset) * sum(w) of its channel.
     double sum = 0;
     for (int64_t i = 0; i < 16 * 9; ++i) sum += w->GetAsDouble(21 * 16 * 9 + i);
     EXPECT_EQ(g.value(conv.inputs[2]).constant->GetAsDouble(21),
               2100 - (kZeroPoint - c.offset) * sum);
+  }
+}
+
+// Of the two int8 conv forms the strategy picks the one that costs less (Conv2dInt8Pays): output
+// pixels in the lanes for a 3-channel stem (few dot steps per output, where the channels form's
+// strided epilogue weighs most) and 1x1 convs whose planes fill the vectors; output channels for
+// deep 3x3 convs on planes the pixel tiles fill to 7/8 and 1x1 convs of 960 channels at 7x7.
+TEST(PlanKernels, Int8ConvFormByCost) {
+  struct Case {
+    int64_t c, oc, hw, k, stride;
+    const char* kernel;
+  };
+  for (const Case& c : {Case{3, 64, 224, 7, 2, "conv2d_int8_pixels_avx512vnni"},
+                        Case{3, 32, 224, 3, 2, "conv2d_int8_pixels_avx512vnni"},
+                        Case{16, 96, 112, 1, 1, "conv2d_int8_pixels_avx512vnni"},
+                        Case{64, 64, 56, 3, 1, "conv2d_int8_avx512vnni"},
+                        Case{512, 512, 7, 3, 1, "conv2d_int8_avx512vnni"},
+                        Case{960, 320, 7, 1, 1, "conv2d_int8_avx512vnni"}}) {
+    SCOPED_TRACE(std::to_string(c.c) + " channels " + std::to_string(c.k) + "x" +
+                 std::to_string(c.k) + " at " + std::to_string(c.hw));
+    Graph g;
+    const int x = g.AddValue("x", TensorType{{1, c.c, c.hw, c.hw}, kUInt8});
+    g.inputs().push_back(x);
+    auto w = std::make_shared<HostTensor>(TensorType{{c.oc, c.c, c.k, c.k}, kInt8});
+    for (int64_t i = 0; i < w->NumElements(); ++i) w->SetFromDouble(i, i % 7 - 3);
+    const int64_t pad = c.k / 2;
+    const AttrMap attrs{{"kernel_shape", std::vector<int64_t>{c.k, c.k}},
+                        {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+                        {"strides", std::vector<int64_t>{c.stride, c.stride}},
+                        {kDataZeroPointAttr, int64_t{7}}};
+    g.outputs().push_back(Add(g, "Conv", {x, g.AddConstant("w", w)}, attrs));
+    PlanKernels(
+        &g, schedule::TableStrategy(Target::Parse("llvm -mcpu=cascadelake"), StrategyOptions{}));
+    EXPECT_EQ(KernelPlan::Of(g.nodes()[0]).kernel, c.kernel);
   }
 }
 
