@@ -16,10 +16,9 @@
 // `pixel_vectors` vectors of positions (whole rows of a narrow plane, a piece of a row of a wide
 // one) times `rows` output channels of accumulators, started at the packed bias (which carries
 // the zero point's compensation); each step is one te::DotU8S8 (or te::DotU8S8Pairs, or
-// te::DotS8S8 over the data less 128: Int8ConvDot) per accumulator, the taps unrolled within a
-// quad of input channels. The tile's sums go to a small buffer on the stack, from which the
-// group's epilogue (the requantization) writes each channel's rows with contiguous loads and
-// stores.
+// te::DotS8S8 over the data less 128: Int8ConvDot) per accumulator. The tile's sums go to a small
+// buffer on the stack, from which the group's epilogue (the requantization) writes each channel's
+// rows with contiguous loads and stores.
 #include "conv2d_int8_pixels.h"
 
 #include <ember/compiler/ir/kernel_plan.h>
@@ -122,12 +121,12 @@ struct PixelTile {
 };
 
 // The word of a quad's data that tap (kh, kw) reads for output position 0: its phase plane, then
-// its rows and columns within that phase.
-int64_t TapWord(const PixelTile& t, int64_t kh, int64_t kw) {
+// its rows and columns within that phase (a tap's row and column with one phase).
+Expr TapWord(const PixelTile& t, const Expr& kh, const Expr& kw) {
   const Int8Conv& m = t.m;
-  const int64_t y = kh * m.d_h, x = kw * m.d_w, s_h = t.layout.s_h, s_w = t.layout.s_w;
-  const int64_t phase = (y % s_h) * s_w + x % s_w;
-  return (phase * t.layout.rows + y / s_h) * t.layout.cols + x / s_w;
+  const Expr y = kh * m.d_h, x = kw * m.d_w, s_h = t.layout.s_h, s_w = t.layout.s_w;
+  const Expr phase = te::FloorMod(y, s_h) * s_w + te::FloorMod(x, s_w);
+  return (phase * t.layout.rows + te::FloorDiv(y, s_h)) * t.layout.cols + te::FloorDiv(x, s_w);
 }
 
 // Output channels cb * rows ... + rows - 1 at rows y0 .. y0 + height - 1, positions x0 .. x0 +
@@ -157,21 +156,19 @@ Stmt MakePixelTile(const PixelTile& t, const std::string& tag, const Expr& n, co
       spill.push_back(lower::Store(sums, (r * vectors + v) * lanes, BufferLoad(acc.back(), 0)));
     }
   }
-  for (int64_t kh = 0; kh < m.kh; ++kh) {
-    for (int64_t kw = 0; kw < m.kw; ++kw) {
-      std::vector<Expr> x;
-      for (int64_t v = 0; v < vectors; ++v) {
-        x.push_back(lower::VectorLoad(t.xq32, first + TapWord(t, kh, kw) + v * lanes, lanes));
-      }
-      for (int64_t r = 0; r < t.rows; ++r) {
-        Expr oc = cb * t.rows + r;
-        Expr w =
-            te::Broadcast(BufferLoad(t.w32, ((oc * t.quads + c4) * m.kh + kh) * m.kw + kw), lanes);
-        for (int64_t v = 0; v < vectors; ++v) {
-          const Buffer& a = acc[r * vectors + v];
-          update.push_back(lower::Store(a, 0, Int8ConvDot(t.p, BufferLoad(a, 0), x[v], w)));
-        }
-      }
+  Expr kh = te::MakeVar("kh"), kw = te::MakeVar("kw");
+  Expr khe = m.kh > 1 ? kh : Expr(0), kwe = m.kw > 1 ? kw : Expr(0);
+  std::vector<Expr> x;
+  for (int64_t v = 0; v < vectors; ++v) {
+    x.push_back(lower::VectorLoad(t.xq32, first + TapWord(t, khe, kwe) + v * lanes, lanes));
+  }
+  for (int64_t r = 0; r < t.rows; ++r) {
+    Expr oc = cb * t.rows + r;
+    Expr w =
+        te::Broadcast(BufferLoad(t.w32, ((oc * t.quads + c4) * m.kh + khe) * m.kw + kwe), lanes);
+    for (int64_t v = 0; v < vectors; ++v) {
+      const Buffer& a = acc[r * vectors + v];
+      update.push_back(lower::Store(a, 0, Int8ConvDot(t.p, BufferLoad(a, 0), x[v], w)));
     }
   }
   // Each channel's rows: contiguous sums in, contiguous outputs out, vectors of exactly `lanes`
@@ -195,7 +192,10 @@ Stmt MakePixelTile(const PixelTile& t, const std::string& tag, const Expr& n, co
     }
   }
   std::vector<Stmt> tile = init;
-  tile.push_back(lower::KeepScalarFor(c4, t.quads, lower::Seq(update)));
+  Stmt reduction = lower::Seq(update);
+  reduction = lower::KeepScalarFor(kw, m.kw, reduction);
+  reduction = lower::KeepScalarFor(kh, m.kh, reduction);
+  tile.push_back(lower::KeepScalarFor(c4, t.quads, reduction));
   tile.insert(tile.end(), spill.begin(), spill.end());
   tile.insert(tile.end(), epilogue.begin(), epilogue.end());
   return lower::Seq(tile);
