@@ -152,5 +152,18 @@ HostTensorPtr MakeScalarTensor(DLDataType dtype, double v) {
   return t;
 }
 
+std::shared_ptr<HostTensor> Transpose2d(const HostTensor& t) {
+  const int64_t rows = t.type.shape.at(0), cols = t.type.shape.at(1);
+  const size_t bytes = static_cast<size_t>(DTypeBytes(t.type.dtype));
+  auto out = std::make_shared<HostTensor>(TensorType{{cols, rows}, t.type.dtype});
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      std::memcpy(&out->data[static_cast<size_t>(j * rows + i) * bytes],
+                  &t.data[static_cast<size_t>(i * cols + j) * bytes], bytes);
+    }
+  }
+  return out;
+}
+
 }  // namespace compiler
 }  // namespace ember

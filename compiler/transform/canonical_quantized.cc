@@ -302,33 +302,43 @@ std::vector<HostTensorPtr> Int8Terms(const HostTensor& shifted) {
   return {first, rest};
 }
 
-// The conv of n with the int8 weight w as an integer conv (kDataZeroPointAttr) with `bias` (int32
+// An integer conv's operands (value ids; zero points kAbsentValue where absent) and attributes:
+// those of the node being canonicalized, or of a product recast as a conv (IntegerMatMul).
+struct IntegerConvOperands {
+  int x, x_zp, w, w_zp;
+  AttrMap attrs;
+};
+
+IntegerConvOperands ConvOperandsOf(Expander& e, size_t a_index, size_t a_zp, size_t b_index,
+                                   size_t b_zp) {
+  return {e.node().inputs.at(a_index), e.Input(a_zp), e.node().inputs.at(b_index), e.Input(b_zp),
+          e.node().attrs};
+}
+
+// The conv of c with the int8 weight w as an integer conv (kDataZeroPointAttr) with `bias` (int32
 // per output channel, or absent) added, when the strategy plans an int8 kernel for it on the
 // target: 8-bit data with a per-tensor zero point (constant, or computed at run time:
 // kDataZeroPointInput). kAbsentValue otherwise.
-int IntegerConvWith(Expander& e, size_t a_index, size_t a_zp, const HostTensorPtr& w, int bias) {
+int IntegerConvWith(Expander& e, const IntegerConvOperands& c, const HostTensorPtr& w, int bias) {
   const KernelStrategy* strategy = e.strategy();
-  const Node& n = e.node();
-  const int a_in = n.inputs.at(a_index);
-  const DLDataType at = e.TypeOf(a_in).dtype;
+  const DLDataType at = e.TypeOf(c.x).dtype;
   if (strategy == nullptr || (at != kUInt8 && at != kInt8)) return kAbsentValue;
   int64_t zero_point = 0;
   int run_time_zero_point = kAbsentValue;
-  if (e.Input(a_zp) != kAbsentValue) {
-    const int zp_id = e.Input(a_zp);
-    const HostTensorPtr zp = e.ConstantOf(zp_id);
-    if (e.TypeOf(zp_id).NumElements() != 1 || e.TypeOf(zp_id).dtype != at) return kAbsentValue;
+  if (c.x_zp != kAbsentValue) {
+    const HostTensorPtr zp = e.ConstantOf(c.x_zp);
+    if (e.TypeOf(c.x_zp).NumElements() != 1 || e.TypeOf(c.x_zp).dtype != at) return kAbsentValue;
     if (zp == nullptr) {
-      run_time_zero_point = zp_id;
+      run_time_zero_point = c.x_zp;
     } else {
       zero_point = static_cast<int64_t>(zp->GetAsDouble(0));
     }
   }
-  AttrMap attrs = n.attrs;
+  AttrMap attrs = c.attrs;
   attrs[kDataZeroPointAttr] = zero_point;
   // The strategy sees the weight the kernel would multiply (a kernel may depend on its values);
   // left unread when none takes it.
-  std::vector<int> inputs = {a_in, e.Constant("_w_int8", w)};
+  std::vector<int> inputs = {c.x, e.Constant("_w_int8", w)};
   if (bias != kAbsentValue) {
     inputs.push_back(bias);
   } else if (run_time_zero_point != kAbsentValue) {
@@ -336,7 +346,7 @@ int IntegerConvWith(Expander& e, size_t a_index, size_t a_zp, const HostTensorPt
         e.Constant("_b0", std::make_shared<HostTensor>(TensorType{{w->type.shape[0]}, kInt32})));
   }
   if (run_time_zero_point != kAbsentValue) inputs.push_back(run_time_zero_point);
-  if (!strategy->Choose(e.graph(), Node{"Conv", n.name, attrs, inputs, {}}).int8_dot) {
+  if (!strategy->Choose(e.graph(), Node{"Conv", e.node().name, attrs, inputs, {}}).int8_dot) {
     return kAbsentValue;
   }
   return e.Op("Conv", std::move(inputs), std::move(attrs));
@@ -374,19 +384,18 @@ HostTensorPtr WeightOffsets(const HostTensor& shifted, HostTensorPtr* offset_wei
 // the channel sum convolved with ones over n's window (padding adds 0, as a padded x - zp is 0).
 // Exact in float32 while IC * KH * KW * |x - zp| stays below 2^24; kAbsentValue otherwise, or for
 // a grouped conv (each group would need its own sums).
-int WindowSums(Expander& e, size_t a_index, size_t a_zp, const TensorType& weight) {
-  const Node& n = e.node();
-  const int a_in = n.inputs.at(a_index);
+int WindowSums(Expander& e, const IntegerConvOperands& c, const TensorType& weight) {
   const double taps = static_cast<double>(weight.NumElements() / weight.shape.at(0));
-  if (n.GetInt("group", 1) != 1 ||
-      taps * ShiftedMagnitude(e, a_in, e.Input(a_zp)) > kExactFloatSum) {
+  const auto group = c.attrs.find("group");
+  if ((group != c.attrs.end() && std::get<int64_t>(group->second) != 1) ||
+      taps * ShiftedMagnitude(e, c.x, c.x_zp) > kExactFloatSum) {
     return kAbsentValue;
   }
-  const int channel_sum = e.ReduceSum(ShiftedFloat(e, a_in, e.Input(a_zp), 1), {1});
+  const int channel_sum = e.ReduceSum(ShiftedFloat(e, c.x, c.x_zp, 1), {1});
   auto ones = std::make_shared<HostTensor>(
       TensorType{{1, 1, weight.shape.at(2), weight.shape.at(3)}, kFloat32});
   for (int64_t i = 0; i < ones->NumElements(); ++i) ones->Data<float>()[i] = 1.0f;
-  AttrMap attrs = n.attrs;
+  AttrMap attrs = c.attrs;
   attrs["kernel_shape"] = std::vector<int64_t>{weight.shape.at(2), weight.shape.at(3)};
   attrs[kExactSumAttr] = int64_t{1};
   return e.Cast(e.Op("Conv", {channel_sum, e.Constant("_window_ones", ones)}, attrs), kInt32);
@@ -398,27 +407,66 @@ int WindowSums(Expander& e, size_t a_index, size_t a_zp, const TensorType& weigh
 // shifted data (WindowSums); else two whose weights add up to it, their sums added (the second
 // conv's epilogue). kAbsentValue where the weight splits in no such way or a conv gets no int8
 // kernel.
-int IntegerConv(Expander& e, size_t a_index, size_t a_zp, size_t b_index, size_t b_zp, int bias) {
-  const HostTensorPtr shifted = ShiftedWeight(e, e.node().inputs.at(b_index), e.Input(b_zp));
+int IntegerConv(Expander& e, const IntegerConvOperands& c, int bias) {
+  const HostTensorPtr shifted = ShiftedWeight(e, c.w, c.w_zp);
   if (shifted == nullptr) return kAbsentValue;
   HostTensorPtr offset_weight;
   const HostTensorPtr offsets = WeightOffsets(*shifted, &offset_weight);
   if (offsets != nullptr) {
-    const int sums = WindowSums(e, a_index, a_zp, shifted->type);
+    const int sums = WindowSums(e, c, shifted->type);
     if (sums != kAbsentValue) {
-      const int conv = IntegerConvWith(e, a_index, a_zp, offset_weight, bias);
+      const int conv = IntegerConvWith(e, c, offset_weight, bias);
       if (conv == kAbsentValue) return kAbsentValue;
       return e.Op("Add", {conv, e.Op("Mul", {sums, e.Constant("_w_offsets", offsets)})});
     }
   }
   int sum = kAbsentValue;
   for (const HostTensorPtr& w : Int8Terms(*shifted)) {
-    const int term =
-        IntegerConvWith(e, a_index, a_zp, w, sum == kAbsentValue ? bias : kAbsentValue);
+    const int term = IntegerConvWith(e, c, w, sum == kAbsentValue ? bias : kAbsentValue);
     if (term == kAbsentValue) return kAbsentValue;  // the first term's conv is dead code then
     sum = sum == kAbsentValue ? term : e.Op("Add", {sum, term});
   }
   return sum;
+}
+
+int Reshape(Expander& e, int x, const std::vector<int64_t>& shape) {
+  return e.Op("Reshape", {x, e.Constant("_shape", MakeInt64Tensor(shape))});
+}
+
+int Transpose2d(Expander& e, int x) {
+  return e.Op("Transpose", {x}, {{"perm", std::vector<int64_t>{1, 0}}});
+}
+
+// A MatMul of 8-bit A [.., K] by a constant 8-bit B [K, N] as a 1x1 integer conv (IntegerConv)
+// whose plane is A's rows: data [1, K, R, 1] (A's R rows transposed), weight [N, K, 1, 1] (B
+// transposed), so that the int8 conv kernels take it (a GEMV is a conv of one pixel, its weights
+// kept 8-bit); the [1, N, R, 1] sums transposed back. kAbsentValue where A's zero point is per
+// row, B is not such a constant, or no int8 kernel takes the conv.
+int IntegerMatMul(Expander& e, size_t a_index, size_t a_zp, size_t b_index, size_t b_zp) {
+  const Node& n = e.node();
+  const int a = n.inputs.at(a_index), a_zero = e.Input(a_zp);
+  const HostTensorPtr b = e.ConstantOf(n.inputs.at(b_index));
+  const TensorType at = e.TypeOf(a);
+  if (b == nullptr || b->type.ndim() != 2 || b->type.dtype.bits != 8 || at.dtype.bits != 8 ||
+      at.ndim() < 1 || at.shape.back() != b->type.shape[0] ||
+      (a_zero != kAbsentValue && e.TypeOf(a_zero).NumElements() != 1)) {
+    return kAbsentValue;
+  }
+  const int64_t k = b->type.shape[0], cols = b->type.shape[1], rows = at.NumElements() / k;
+  const std::shared_ptr<HostTensor> weight = Transpose2d(*b);
+  weight->type.shape = {cols, k, 1, 1};
+  const int x = rows == 1 ? Reshape(e, a, {1, k, 1, 1})
+                          : Reshape(e, Transpose2d(e, Reshape(e, a, {rows, k})), {1, k, rows, 1});
+  const IntegerConvOperands c{x,
+                              a_zero,
+                              e.Constant("_b_transposed", weight),
+                              e.Input(b_zp),
+                              {{"kernel_shape", std::vector<int64_t>{1, 1}}}};
+  const int sums = IntegerConv(e, c, kAbsentValue);
+  if (sums == kAbsentValue) return kAbsentValue;
+  std::vector<int64_t> shape(at.shape.begin(), at.shape.end() - 1);
+  shape.push_back(cols);
+  return Reshape(e, rows == 1 ? sums : Transpose2d(e, Reshape(e, sums, {cols, rows})), shape);
 }
 
 int FloatOrInt32Product(Expander& e, bool conv, size_t a_index, size_t a_zp, size_t b_index,
@@ -443,16 +491,16 @@ int FloatOrInt32Product(Expander& e, bool conv, size_t a_index, size_t a_zp, siz
 // The int32 product of the zero-point-shifted operands: a is n's input a_index (zero point at
 // a_zp, per row of a MatMul's A), b at b_index (zero point at b_zp, per output channel: axis 0
 // of a conv weight, the last axis of a MatMul's B), plus `bias` (int32 per output channel of a
-// conv, or absent). A conv an int8 kernel takes stays an integer conv (IntegerConv). Otherwise,
+// conv, or absent). A conv an int8 kernel takes stays an integer conv (IntegerConv), and so does
+// a MatMul by a constant B as one (IntegerMatMul). Otherwise,
 // when the operands bound the sums below 2^24 (a constant weight shows its sums; 8-bit
 // activations are at most 255 from their zero point), whole or in chunks of the reduction, it
 // runs in float32 on the fast conv and dense kernels, exactly; else in int32.
 int IntegerProduct(Expander& e, bool conv, size_t a_index, size_t a_zp, size_t b_index, size_t b_zp,
                    int bias = kAbsentValue) {
-  if (conv) {
-    const int integer = IntegerConv(e, a_index, a_zp, b_index, b_zp, bias);
-    if (integer != kAbsentValue) return integer;
-  }
+  const int integer = conv ? IntegerConv(e, ConvOperandsOf(e, a_index, a_zp, b_index, b_zp), bias)
+                           : IntegerMatMul(e, a_index, a_zp, b_index, b_zp);
+  if (integer != kAbsentValue) return integer;
   const int product = FloatOrInt32Product(e, conv, a_index, a_zp, b_index, b_zp);
   if (bias == kAbsentValue) return product;
   return e.Op("Add", {product, e.AlongAxis(bias, 1, e.TypeOf(product).ndim())});

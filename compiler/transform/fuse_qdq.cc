@@ -10,6 +10,12 @@
 // Only where the integer op means the same: constant scales and zero points, activations per
 // tensor, constant weights per tensor or per output channel, an int32 bias at scale
 // x_scale * w_scale with zero point 0, and intermediate float values nothing else reads.
+// A product whose float result is not quantized again (a classifier's last Gemm, a detection
+// head's conv) is still an integer product, dequantized once, as ORT's QGemm and
+// MatMulIntegerToFloat run it; its weight stays 8-bit:
+//   Conv(DQ(x), DQ(w), DQ(b))  ->  Cast(ConvInteger(x, w, x_zp, w_zp) + b) * (x_scale * w_scale)
+//   Gemm(DQ(a), DQ(b), c)      ->  Cast(MatMulInteger(a, b', a_zp, b_zp)) * (..) + c  (and MatMul)
+// b' being b, or b transposed for transB; c an int32 bias at that scale is added before the Cast.
 #include <ember/compiler/transform.h>
 
 #include <cmath>
@@ -34,6 +40,11 @@ class QdqFuser {
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (nodes[i].op != "QuantizeLinear" || removed_.count(i) != 0) continue;
       TryFuse(i);
+    }
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const std::string& op = nodes[i].op;
+      if ((op != "Conv" && op != "MatMul" && op != "Gemm") || removed_.count(i) != 0) continue;
+      TryFuseFloatResult(i);
     }
     std::vector<Node> kept;
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -159,6 +170,96 @@ class QdqFuser {
     removed_.insert(op_index);
     replacement_[q_index] = std::move(out);
     ++(conv ? stats_.qlinear_conv : stats_.qlinear_matmul);
+  }
+
+  // A constant float tensor of `shape` holding x_scale * w_scale (per output channel when w_scale
+  // is), in float32 as ORT multiplies them.
+  int ScaleProduct(const HostTensor& x_scale, const HostTensor& w_scale,
+                   const std::vector<int64_t>& per_channel_shape, const std::string& name) {
+    const int64_t n = w_scale.NumElements();
+    auto t = std::make_shared<HostTensor>(
+        TensorType{n == 1 ? std::vector<int64_t>{} : per_channel_shape, kFloat32});
+    for (int64_t i = 0; i < n; ++i) {
+      t->Data<float>()[i] =
+          static_cast<float>(x_scale.GetAsDouble(0)) * static_cast<float>(w_scale.GetAsDouble(i));
+    }
+    return g_->AddConstant(g_->UniqueName(name), t);
+  }
+
+  int NewValue(const std::string& name) { return g_->AddValue(g_->UniqueName(name), TensorType{}); }
+
+  void TryFuseFloatResult(size_t op_index) {
+    const Node& op = g_->nodes()[op_index];
+    const bool conv = op.op == "Conv", gemm = op.op == "Gemm";
+    if (op.inputs.size() < 2 || op.outputs.size() != 1) return;
+    if (gemm && (op.GetFloat("alpha", 1.0f) != 1.0f || op.GetInt("transA", 0) != 0 ||
+                 op.GetFloat("beta", 1.0f) != 1.0f)) {
+      return;
+    }
+    size_t dx_index = 0, dw_index = 0, db_index = 0;
+    const Node* dx = Producer(op.inputs[0], "DequantizeLinear", &dx_index);
+    const Node* dw = Producer(op.inputs[1], "DequantizeLinear", &dw_index);
+    if (dx == nullptr || dw == nullptr || dw->inputs.size() < 3 || !QuantParams(*dx, 0, 0, 0)) {
+      return;
+    }
+    const HostTensor* w = Constant(dw->inputs.at(0));
+    if (w == nullptr || w->type.dtype.bits != 8 || w->type.ndim() != (conv ? 4 : 2)) return;
+    const bool trans_b = gemm && op.GetInt("transB", 0) != 0;
+    const int64_t out_axis = conv || trans_b ? 0 : 1;
+    const int64_t channels = w->type.shape[static_cast<size_t>(out_axis)];
+    if (!QuantParams(*dw, out_axis, channels, w->type.ndim())) return;
+    const HostTensor &x_scale = *Constant(dx->inputs[1]), &w_scale = *Constant(dw->inputs[1]);
+    // The bias: an int32 one at x_scale * w_scale joins the integer sums; a float one (a Gemm's
+    // C) is added after the scaling; a conv's float bias is left to the float path.
+    int int_bias = kAbsentValue, float_bias = kAbsentValue;
+    if (op.HasInput(2)) {
+      const Node* db = Producer(op.inputs[2], "DequantizeLinear", &db_index);
+      if (db != nullptr && BiasFits(*db, x_scale, w_scale, channels)) {
+        int_bias = db->inputs[0];
+      } else if (!conv) {
+        float_bias = op.inputs[2];
+      } else {
+        return;
+      }
+    }
+    const std::string& name = op.name;
+    std::vector<Node> out;
+    const int sums = NewValue(name + "_int32");
+    const int weight =
+        trans_b ? g_->AddConstant(g_->UniqueName(name + "_b_transposed"), Transpose2d(*w))
+                : dw->inputs[0];
+    out.push_back(Node{conv ? "ConvInteger" : "MatMulInteger",
+                       name,
+                       conv ? op.attrs : AttrMap{},
+                       {dx->inputs[0], weight, dx->inputs[2], dw->inputs[2]},
+                       {sums}});
+    int acc = sums;
+    if (int_bias != kAbsentValue) {
+      int bias = int_bias;
+      if (conv) bias = Reshaped(int_bias, {1, channels, 1, 1}, name + "_bias");
+      acc = NewValue(name + "_biased");
+      out.push_back(Node{"Add", name + "_bias", {}, {sums, bias}, {acc}});
+    }
+    const int wide = NewValue(name + "_float");
+    out.push_back(Node{"Cast", name + "_float", {{"to", int64_t{1}}}, {acc}, {wide}});
+    const std::vector<int64_t> per_channel =
+        conv ? std::vector<int64_t>{1, channels, 1, 1} : std::vector<int64_t>{channels};
+    const int scale = ScaleProduct(x_scale, w_scale, per_channel, name + "_scale");
+    const int y = op.outputs[0];
+    const int scaled = float_bias == kAbsentValue ? y : NewValue(name + "_scaled");
+    out.push_back(Node{"Mul", name + "_scale", {}, {wide, scale}, {scaled}});
+    if (float_bias != kAbsentValue) {
+      out.push_back(Node{"Add", name + "_c", {}, {scaled, float_bias}, {y}});
+    }
+    replacement_[op_index] = std::move(out);
+    ++stats_.float_result;
+  }
+
+  // The constant int32 value v reshaped, as a new constant.
+  int Reshaped(int v, const std::vector<int64_t>& shape, const std::string& name) {
+    auto t = std::make_shared<HostTensor>(*Constant(v));
+    t->type.shape = shape;
+    return g_->AddConstant(g_->UniqueName(name), t);
   }
 
   Graph* g_;

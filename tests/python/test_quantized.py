@@ -205,6 +205,94 @@ def test_qdq_matmul_becomes_an_integer_matmul(tmp_path):
     np.testing.assert_array_equal(y, expected.astype(np.uint8))
 
 
+# A product whose float result is not quantized again (a classifier's Gemm, a head's conv) still
+# multiplies integers: float(sums + int32 bias) * float32(x_scale * w_scale) [+ a float bias], as
+# ORT's QGemm runs it (bit for bit up to the float C's add); its weight stays 8-bit (the MatMul
+# as a 1x1 conv of the int8 kernels where the target has one). transB, per-channel weights, a
+# float C, several rows.
+@pytest.mark.parametrize("trans_b,int_bias,rows", [(1, True, 1), (0, False, 1), (1, False, 5)],
+                         ids=["transB_int_bias", "float_c", "rows5"])
+def test_qdq_gemm_with_a_float_result_multiplies_integers(tmp_path, trans_b, int_bias, rows):
+    rs = np.random.RandomState(8)
+    k, n = 300, 70
+    w = rs.randint(-127, 128, (n, k) if trans_b else (k, n)).astype(np.int8)
+    w_s = (rs.rand(n) * 0.01 + 0.001).astype(np.float32)
+    a_s, a_z = np.float32(0.03), np.uint8(120)
+    params = {"a_s": a_s, "a_z": a_z, "w": w, "w_s": w_s, "w_z": np.zeros(n, np.int8)}
+    nodes = [helper.make_node("DequantizeLinear", ["a", "a_s", "a_z"], ["da"]),
+             helper.make_node("DequantizeLinear", ["w", "w_s", "w_z"], ["dw"],
+                              axis=0 if trans_b else 1)]
+    if int_bias:
+        params.update(b=rs.randint(-9000, 9000, n).astype(np.int32), b_s=a_s * w_s,
+                      b_z=np.zeros(n, np.int32))
+        nodes.append(helper.make_node("DequantizeLinear", ["b", "b_s", "b_z"], ["c"], axis=0))
+    else:
+        params["c"] = rs.randn(n).astype(np.float32)
+    nodes.append(helper.make_node("Gemm", ["da", "dw", "c"], ["y"], transB=trans_b))
+    graph = helper.make_graph(
+        nodes, "qdqgemm", [helper.make_tensor_value_info("a", TensorProto.UINT8, [rows, k])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, n])],
+        [numpy_helper.from_array(v, name) for name, v in params.items()])
+    text = _imported_graph(tmp_path, graph)
+    assert "= MatMulInteger(" not in text and "ember_data_zero_point" in text
+    a = rs.randint(0, 256, (rows, k)).astype(np.uint8)
+    y = _run_graph(tmp_path, graph, a=a)[0]
+    acc = (a.astype(np.int64) - 120) @ (w.T if trans_b else w).astype(np.int64)
+    scale = a_s * w_s  # float32 products, as the compiler forms them
+    if int_bias:
+        np.testing.assert_array_equal(y, (acc + params["b"]).astype(np.float32) * scale)
+    else:  # the multiply and the add may fuse into one rounding
+        np.testing.assert_allclose(y, acc.astype(np.float32) * scale + params["c"], rtol=1e-6,
+                                   atol=1e-6)
+
+
+def test_qdq_conv_with_a_float_result_multiplies_integers(tmp_path):
+    rs = np.random.RandomState(9)
+    w = rs.randint(-127, 128, (12, 8, 3, 3)).astype(np.int8)
+    w_s = (rs.rand(12) * 0.01 + 0.001).astype(np.float32)
+    x_s = np.float32(0.02)
+    params = {"x_s": x_s, "x_z": np.uint8(128), "w": w, "w_s": w_s, "w_z": np.zeros(12, np.int8),
+              "b": rs.randint(-5000, 5000, 12).astype(np.int32), "b_s": x_s * w_s,
+              "b_z": np.zeros(12, np.int32)}
+    graph = helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["x", "x_s", "x_z"], ["dx"]),
+         helper.make_node("DequantizeLinear", ["w", "w_s", "w_z"], ["dw"], axis=0),
+         helper.make_node("DequantizeLinear", ["b", "b_s", "b_z"], ["db"], axis=0),
+         helper.make_node("Conv", ["dx", "dw", "db"], ["y"], pads=[1] * 4)], "qdqhead",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 8, 7, 9])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 12, 7, 9])],
+        [numpy_helper.from_array(v, name) for name, v in params.items()])
+    x = rs.randint(0, 256, (1, 8, 7, 9)).astype(np.uint8)
+    y = _run_graph(tmp_path, graph, x=x)[0]
+    acc = _conv_integer_reference(x, 128, w, 1) + params["b"].reshape(1, -1, 1, 1)
+    expected = acc.astype(np.float32) * (x_s * w_s).reshape(1, -1, 1, 1)
+    np.testing.assert_array_equal(y, expected)
+
+
+# ORT's quantize_dynamic on a transformer: DynamicQuantizeLinear + MatMulInteger by a constant
+# weight; the zero point comes at run time. The MatMul runs as an int8 conv, exactly.
+def test_dynamically_quantized_matmul_runs_on_the_int8_kernels(tmp_path):
+    if not _host_has_vnni():
+        pytest.skip("this machine has no AVX-512 VNNI")
+    rs = np.random.RandomState(10)
+    w = rs.randint(0, 256, (64, 48)).astype(np.uint8)
+    graph = helper.make_graph(
+        [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+         helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["y"])], "dynmm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [2, 6, 48])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.uint8(131), "wz")])
+    x = rs.randn(2, 6, 64).astype(np.float32)
+    y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x)
+    assert _int8_conv_planned(plans, "avx512vnni")
+    lo, hi = min(x.min(), 0), max(x.max(), 0)
+    scale = np.float32((hi - lo) / 255)
+    zp = np.clip(np.round(-lo / scale), 0, 255)
+    xq = np.clip(np.round(x / scale) + zp, 0, 255)
+    expected = (xq.astype(np.int64) - int(zp)) @ (w.astype(np.int64) - 131)
+    np.testing.assert_array_equal(y, expected)
+
+
 # The int8 kernels (conv2d_int8_avx512vnni: u8 x s8 dot products into int32 with output channels
 # in the lanes, the requantization in its epilogue; conv2d_int8_pixels_avx512vnni, with output
 # pixels in the lanes; the strategy picks one per conv) against the exact float path of the same

@@ -327,9 +327,11 @@ Graph ImportModel(onnx::ModelProto model, const std::string& source, const Impor
   reader.ReadMain(gp);
   try {
     const FuseQdqStats fused = FuseQdq(&g);
-    if (options.log != nullptr && fused.qlinear_conv + fused.qlinear_matmul > 0) {
+    if (options.log != nullptr &&
+        fused.qlinear_conv + fused.qlinear_matmul + fused.float_result > 0) {
       *options.log << "emberc: fuse_qdq: " << fused.qlinear_conv << " QLinearConv, "
-                   << fused.qlinear_matmul << " QLinearMatMul (integer products)\n";
+                   << fused.qlinear_matmul << " QLinearMatMul, " << fused.float_result
+                   << " with a float result (integer products)\n";
     }
     Canonicalize(&g, opset, options.strategy);
   } catch (const UnsupportedError& e) {

@@ -29,11 +29,14 @@ void Canonicalize(Graph* graph, int64_t opset, const KernelStrategy* strategy = 
 struct FuseQdqStats {
   int qlinear_conv = 0;
   int qlinear_matmul = 0;
+  int float_result = 0;  // integer products whose float results are not quantized again
 };
 
 /*! \brief ONNX's QDQ layout as integer ops, before Canonicalize: QuantizeLinear of a Conv (or
  *  Conv + Relu, or MatMul) of DequantizeLinear operands becomes QLinearConv / QLinearMatMul, as
- *  ONNX Runtime runs it (see compiler/transform/fuse_qdq.cc for when it applies). */
+ *  ONNX Runtime runs it; a Conv, MatMul or Gemm of DequantizeLinear operands whose float result
+ *  is not quantized again becomes ConvInteger / MatMulInteger scaled once (see
+ *  compiler/transform/fuse_qdq.cc for when each applies). */
 FuseQdqStats FuseQdq(Graph* graph);
 /*! \brief Evaluates on the host every node whose inputs are all constants (if it can). */
 void FoldConstants(Graph* graph);

@@ -106,6 +106,8 @@ using HostTensorPtr = std::shared_ptr<const HostTensor>;
 HostTensorPtr MakeInt64Tensor(const std::vector<int64_t>& values);
 /*! \brief 0-d scalar constant of the dtype holding v. */
 HostTensorPtr MakeScalarTensor(DLDataType dtype, double v);
+/*! \brief The 2-D tensor t ([R, C], any dtype) transposed: [C, R]. */
+std::shared_ptr<HostTensor> Transpose2d(const HostTensor& t);
 
 }  // namespace compiler
 }  // namespace ember
