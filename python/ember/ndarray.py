@@ -121,7 +121,7 @@ class NDArray:
         """A NumPy copy of the array."""
         dl = self._dl
         if dl.strides and not _is_compact(dl):  # e.g. a strided view from a DLPack producer
-            return np.array(np.from_dlpack(self), copy=True)
+            return _strided_copy(dl, self.shape, self.dtype.numpy_dtype())
         out = np.empty(self.shape, dtype=self.dtype.numpy_dtype())
         check_call(_LIB.TVMArrayCopyToBytes(self.handle, out.ctypes.data, out.nbytes))
         return out
@@ -165,6 +165,11 @@ class NDArray:
         frees it)."""
         if stream is not None and stream != -1:
             raise ValueError("__dlpack__: CPU arrays take no stream, got %r" % (stream,))
+        if self.is_view:
+            # A caller's DLTensor lent to a callback, which the runtime does not own: it cannot
+            # hand out a managed tensor for it.
+            raise BufferError("__dlpack__: this array is a view of a caller's DLTensor (a callback "
+                              "argument); .numpy() copies it, or pass the caller's array itself")
         managed = ctypes.c_void_p()
         check_call(_LIB.TVMArrayToDLPack(self.handle, ctypes.byref(managed)))
         return _PyCapsule_New(managed, _DLTENSOR_NAME, _CAPSULE_DESTRUCTOR)
@@ -181,6 +186,20 @@ class NDArray:
 
     def __str__(self):
         return str(self.numpy())
+
+
+def _strided_copy(dl, shape, dtype):
+    """A compact NumPy copy of the elements a strided DLTensor addresses, read in place. Not
+    through __dlpack__: a view (a callback's DLTensor argument) is no runtime NDArray, so
+    TVMArrayToDLPack cannot take it."""
+    if 0 in shape:
+        return np.empty(shape, dtype=dtype)
+    strides = [dl.strides[i] * dtype.itemsize for i in range(dl.ndim)]
+    low = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+    span = (ctypes.c_char * (high - low + dtype.itemsize)).from_address(
+        (dl.data or 0) + dl.byte_offset + low)
+    return np.ndarray(shape, dtype=dtype, buffer=span, offset=-low, strides=strides).copy()
 
 
 def _is_compact(dl):

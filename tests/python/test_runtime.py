@@ -183,6 +183,22 @@ def test_read_only_and_non_contiguous_numpy_arguments(kernel_lib):
     ember.get_global_func("pytest.strided_view")(strided)
     assert seen[0][0] == (3, 2)
     np.testing.assert_array_equal(seen[0][1], strided)
+    # A view is the caller's DLTensor, no runtime NDArray: no DLPack export of it (reading it as
+    # one crashed now and then), while .numpy() reads it in place, reversed strides too.
+    errors = []
+
+    def export(v):
+        try:
+            v.__dlpack__()
+        except BufferError as e:
+            errors.append(str(e))
+        seen.append(v.numpy())
+
+    ember.register_func("pytest.export_view", export, override=True)
+    reversed_rows = np.arange(12, dtype="float32").reshape(3, 4)[::-1, ::2]
+    ember.get_global_func("pytest.export_view")(reversed_rows)
+    assert errors and "view" in errors[0]
+    np.testing.assert_array_equal(seen[-1], reversed_rows)
 
 
 def test_single_file_artifact_runs_like_the_directory(add_relu_artifact, kernel_lib, tmp_path):
