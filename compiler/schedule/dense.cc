@@ -84,8 +84,12 @@ bool MatchDenseGroup(const FusedGroup& group, DenseGroup* d) {
     d->bias_id = gemm.inputs[2];
     d->bias_is_row = row;
   }
+  // The epilogue computes in float32 and may end in a cast: an exact product's int32, or the
+  // requantized bytes of a QLinearMatMul on the float path.
   const TensorType& out = g.value(group.outputs[0]).type;
-  return out.dtype == kFloat32 && out.shape == std::vector<int64_t>{d->m, d->n};
+  const bool stores = out.dtype == kFloat32 || out.dtype == kInt32 || out.dtype == kUInt8 ||
+                      out.dtype == kInt8;
+  return stores && out.shape == std::vector<int64_t>{d->m, d->n};
 }
 
 // Where a tile reads weight (k, j), j counted from the tile's first column: buf[base + k * stride

@@ -226,9 +226,10 @@ bool BuildEpilogueAt(const FusedGroup& group, const Node& anchor, const AnchorOp
   }
   auto out = env.find(group.outputs[0]);
   // float32, or what the group stores (see MatchAnyConvGroup): a float16 result rounded as memory
-  // holds it, an int32 one cast from the exact float sum; after int32 sums, 8-bit integers too.
+  // holds it, an int32 one cast from the exact float sum, 8-bit integers (a requantization)
+  // after int32 sums or an exact float product (a QLinearMatMul on the float path).
   const te::DataType dt = out == env.end() ? te::Float(32) : out->second.dtype();
-  const bool narrowed = te::IsInt(m.result) && (dt == te::UInt(8) || dt == te::Int(8));
+  const bool narrowed = dt == te::UInt(8) || dt == te::Int(8);
   if (out == env.end() || out->second.shape() != oshape ||
       (dt != te::Float(32) && dt != te::Float(16) && dt != te::Int(32) && !narrowed)) {
     return false;

@@ -269,6 +269,33 @@ def test_qdq_conv_with_a_float_result_multiplies_integers(tmp_path):
     np.testing.assert_array_equal(y, expected)
 
 
+# Without an int8 kernel (AVX-512 without VNNI, full-range weights) a QLinearMatMul runs exactly on
+# the float dense kernel, its requantization in the kernel's epilogue: the dense schedule stores
+# the bytes itself (it took only float32 results, so such a product fell to the default lowering,
+# 100x slower). Exact either way.
+def test_qlinear_matmul_on_the_float_path_keeps_the_dense_kernel(tmp_path):
+    rs = np.random.RandomState(11)
+    b_s = (rs.rand(96) * 0.01 + 0.001).astype(np.float32)
+    params = {"a_s": np.float32(0.03), "a_z": np.uint8(100),
+              "b": rs.randint(-128, 128, (128, 96)).astype(np.int8), "b_s": b_s,
+              "b_z": np.zeros(96, np.int8), "y_s": np.float32(0.2), "y_z": np.uint8(90)}
+    graph = helper.make_graph(
+        [helper.make_node("QLinearMatMul", ["a", "a_s", "a_z", "b", "b_s", "b_z", "y_s", "y_z"],
+                          ["y"])], "qmmfloat",
+        [helper.make_tensor_value_info("a", TensorProto.UINT8, [40, 128])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, [40, 96])],
+        [numpy_helper.from_array(v, k) for k, v in params.items()])
+    a = rs.randint(0, 256, (40, 128)).astype(np.uint8)
+    y, plans = _compile_and_run(tmp_path, graph, _WITHOUT_VNNI, a=a)
+    loops = (tmp_path / ("ir" + _WITHOUT_VNNI.replace(" ", "_").replace("=", "_")) /
+             "kernels.loop.txt").read_text()
+    assert 'ember_plan_kernel="dense_avx512"' in plans and "accdm0_0" in loops
+    acc = (a.astype(np.int64) - 100) @ params["b"].astype(np.int64)
+    multiplier = (params["a_s"] * b_s / params["y_s"]).astype(np.float32)
+    expected = np.clip(np.round(acc.astype(np.float32) * multiplier) + 90, 0, 255)
+    np.testing.assert_array_equal(y, expected.astype(np.uint8))
+
+
 # ORT's quantize_dynamic on a transformer: DynamicQuantizeLinear + MatMulInteger by a constant
 # weight; the zero point comes at run time. The MatMul runs as an int8 conv, exactly.
 def test_dynamically_quantized_matmul_runs_on_the_int8_kernels(tmp_path):
