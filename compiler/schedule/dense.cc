@@ -87,8 +87,8 @@ bool MatchDenseGroup(const FusedGroup& group, DenseGroup* d) {
   // The epilogue computes in float32 and may end in a cast: an exact product's int32, or the
   // requantized bytes of a QLinearMatMul on the float path.
   const TensorType& out = g.value(group.outputs[0]).type;
-  const bool stores = out.dtype == kFloat32 || out.dtype == kInt32 || out.dtype == kUInt8 ||
-                      out.dtype == kInt8;
+  const bool stores =
+      out.dtype == kFloat32 || out.dtype == kInt32 || out.dtype == kUInt8 || out.dtype == kInt8;
   return stores && out.shape == std::vector<int64_t>{d->m, d->n};
 }
 
