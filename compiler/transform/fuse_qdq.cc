@@ -7,6 +7,8 @@
 //   Q(Conv(DQ(x), DQ(w), DQ(b)))  ->  QLinearConv(x, x_scale, x_zp, w, .., y_scale, y_zp, b)
 //   Q(Relu(Conv(..)))             ->  Max(QLinearConv(..), y_zp)  (Q is monotone and Q(0) = y_zp)
 //   Q(MatMul(DQ(a), DQ(b)))       ->  QLinearMatMul(a, .., b, .., y_scale, y_zp)
+//   Q(Gemm(DQ(a), DQ(b), DQ(c)))  ->  Q(Cast(MatMulInteger(a, b', a_zp, b_zp) + c) * multiplier,
+//                                       1, y_zp)  (requantized as QLinearMatMul is; b' below)
 // Only where the integer op means the same: constant scales and zero points, activations per
 // tensor, constant weights per tensor or per output channel, an int32 bias at scale
 // x_scale * w_scale with zero point 0, and intermediate float values nothing else reads.
@@ -118,6 +120,58 @@ class QdqFuser {
     return true;
   }
 
+  // A Conv, MatMul or Gemm of DequantizeLinear'd operands as an integer product: the activation
+  // per tensor, the constant 8-bit weight per tensor or per output channel (transposed for a
+  // Gemm's transB), and its bias: an int32 one at x_scale * w_scale that joins the integer sums,
+  // or a float one (a Gemm's C) added after the scaling.
+  struct Product {
+    const Node* op = nullptr;
+    const Node *dx = nullptr, *dw = nullptr;
+    bool conv = false, trans_b = false;
+    int64_t channels = 0;
+    int int_bias = kAbsentValue, float_bias = kAbsentValue;
+  };
+
+  bool MatchProduct(const Node& op, Product* p) const {
+    p->op = &op;
+    p->conv = op.op == "Conv";
+    const bool gemm = op.op == "Gemm";
+    if ((!p->conv && !gemm && op.op != "MatMul") || op.inputs.size() < 2 ||
+        op.outputs.size() != 1) {
+      return false;
+    }
+    if (gemm && (op.GetFloat("alpha", 1.0) != 1.0 || op.GetInt("transA", 0) != 0 ||
+                 op.GetFloat("beta", 1.0) != 1.0)) {
+      return false;
+    }
+    size_t dx_index = 0, dw_index = 0, db_index = 0;
+    p->dx = Producer(op.inputs[0], "DequantizeLinear", &dx_index);
+    p->dw = Producer(op.inputs[1], "DequantizeLinear", &dw_index);
+    if (p->dx == nullptr || p->dw == nullptr || p->dw->inputs.size() < 3 ||
+        !QuantParams(*p->dx, 0, 0, 0)) {
+      return false;
+    }
+    const HostTensor* w = Constant(p->dw->inputs.at(0));
+    if (w == nullptr || w->type.dtype.bits != 8 || w->type.ndim() != (p->conv ? 4 : 2)) {
+      return false;
+    }
+    p->trans_b = gemm && op.GetInt("transB", 0) != 0;
+    const int64_t out_axis = p->conv || p->trans_b ? 0 : 1;
+    p->channels = w->type.shape[static_cast<size_t>(out_axis)];
+    if (!QuantParams(*p->dw, out_axis, p->channels, w->type.ndim())) return false;
+    if (!op.HasInput(2)) return true;
+    const Node* db = Producer(op.inputs[2], "DequantizeLinear", &db_index);
+    if (db != nullptr &&
+        BiasFits(*db, *Constant(p->dx->inputs[1]), *Constant(p->dw->inputs[1]), p->channels)) {
+      p->int_bias = db->inputs[0];
+    } else if (!p->conv) {
+      p->float_bias = op.inputs[2];
+    } else {
+      return false;  // a conv's float bias: the float path
+    }
+    return true;
+  }
+
   void TryFuse(size_t q_index) {
     const Node& q = g_->nodes()[q_index];
     if (q.inputs.size() < 3 || q.inputs[2] == kAbsentValue || !Constant(q.inputs[1]) ||
@@ -128,128 +182,100 @@ class QdqFuser {
     const Node* relu = SoleProducer(q.inputs[0], "Relu", &relu_index);
     const int product = relu != nullptr ? relu->inputs.at(0) : q.inputs[0];
     const Node* op = SoleProducer(product, "Conv", &op_index);
-    const bool conv = op != nullptr;
-    if (!conv) op = SoleProducer(product, "MatMul", &op_index);
-    if (op == nullptr || op->inputs.size() < 2) return;
-    size_t dx_index = 0, dw_index = 0, db_index = 0;
-    const Node* dx = Producer(op->inputs[0], "DequantizeLinear", &dx_index);
-    const Node* dw = Producer(op->inputs[1], "DequantizeLinear", &dw_index);
-    if (dx == nullptr || dw == nullptr || dw->inputs.size() < 3 || !QuantParams(*dx, 0, 0, 0)) {
-      return;
-    }
-    const HostTensor* w = Constant(dw->inputs.at(0));
-    if (w == nullptr || w->type.ndim() != (conv ? 4 : 2)) return;
-    const int64_t channels = conv ? w->type.shape[0] : w->type.shape[1];
-    if (!QuantParams(*dw, conv ? 0 : 1, channels, w->type.ndim())) return;
-    std::vector<int> inputs = {dx->inputs[0], dx->inputs[1], dx->inputs[2], dw->inputs[0],
-                               dw->inputs[1], dw->inputs[2], q.inputs[1],   q.inputs[2]};
-    if (op->HasInput(2)) {
-      const Node* db = Producer(op->inputs[2], "DequantizeLinear", &db_index);
-      if (!conv || db == nullptr ||
-          !BiasFits(*db, *Constant(dx->inputs[1]), *Constant(dw->inputs[1]), channels)) {
-        return;
-      }
-      inputs.push_back(db->inputs[0]);
-    }
-    Node fused{conv ? "QLinearConv" : "QLinearMatMul",
-               op->name,
-               conv ? op->attrs : AttrMap{},
-               std::move(inputs),
-               {q.outputs.at(0)}};
+    if (op == nullptr) op = SoleProducer(product, "MatMul", &op_index);
+    if (op == nullptr) op = SoleProducer(product, "Gemm", &op_index);
+    Product p;
+    if (op == nullptr || !MatchProduct(*op, &p) || p.float_bias != kAbsentValue) return;
+    const Value& y = g_->value(q.outputs[0]);
+    const int quantized = relu != nullptr
+                              ? g_->AddValue(g_->UniqueName(y.name + "_before_relu"), TensorType{})
+                              : q.outputs[0];
     std::vector<Node> out;
-    if (relu != nullptr) {
-      const Value& y = g_->value(q.outputs[0]);
-      fused.outputs[0] = g_->AddValue(g_->UniqueName(y.name + "_before_relu"), TensorType{});
-      out.push_back(std::move(fused));
-      out.push_back(
-          Node{"Max", relu->name, {}, {out.back().outputs[0], q.inputs[2]}, {q.outputs[0]}});
-      removed_.insert(relu_index);
+    if (op->op == "Gemm") {
+      // No QLinear op takes a Gemm's bias or transB: the integer product requantized as
+      // QLinearMatMul is (by x_scale * w_scale / y_scale, then rounded and offset by y_zp).
+      const int scaled = ScaledProduct(p, Constant(q.inputs[1]), &out);
+      const int one =
+          g_->AddConstant(g_->UniqueName(op->name + "_one"), MakeScalarTensor(kFloat32, 1.0));
+      out.push_back(Node{"QuantizeLinear", q.name, {}, {scaled, one, q.inputs[2]}, {quantized}});
     } else {
-      out.push_back(std::move(fused));
+      std::vector<int> inputs = {p.dx->inputs[0], p.dx->inputs[1], p.dx->inputs[2], p.dw->inputs[0],
+                                 p.dw->inputs[1], p.dw->inputs[2], q.inputs[1],     q.inputs[2]};
+      if (p.int_bias != kAbsentValue) inputs.push_back(p.int_bias);
+      out.push_back(Node{p.conv ? "QLinearConv" : "QLinearMatMul",
+                         op->name,
+                         p.conv ? op->attrs : AttrMap{},
+                         std::move(inputs),
+                         {quantized}});
+    }
+    if (relu != nullptr) {
+      out.push_back(Node{"Max", relu->name, {}, {quantized, q.inputs[2]}, {q.outputs[0]}});
+      removed_.insert(relu_index);
     }
     removed_.insert(op_index);
     replacement_[q_index] = std::move(out);
-    ++(conv ? stats_.qlinear_conv : stats_.qlinear_matmul);
+    ++(p.conv ? stats_.qlinear_conv : stats_.qlinear_matmul);
   }
 
-  // A constant float tensor of `shape` holding x_scale * w_scale (per output channel when w_scale
-  // is), in float32 as ORT multiplies them.
-  int ScaleProduct(const HostTensor& x_scale, const HostTensor& w_scale,
-                   const std::vector<int64_t>& per_channel_shape, const std::string& name) {
+  // A constant float32 tensor holding x_scale * w_scale, divided by y_scale when given (per output
+  // channel when w_scale is, shaped to broadcast along the output's channel axis), rounded as
+  // ORT and the QLinear ops compute it: in float32 at each step.
+  int Multiplier(const Product& p, const HostTensor* y_scale) {
+    const HostTensor &x_scale = *Constant(p.dx->inputs[1]), &w_scale = *Constant(p.dw->inputs[1]);
     const int64_t n = w_scale.NumElements();
-    auto t = std::make_shared<HostTensor>(
-        TensorType{n == 1 ? std::vector<int64_t>{} : per_channel_shape, kFloat32});
+    std::vector<int64_t> shape;
+    if (n != 1) shape = p.conv ? std::vector<int64_t>{1, n, 1, 1} : std::vector<int64_t>{n};
+    auto t = std::make_shared<HostTensor>(TensorType{shape, kFloat32});
     for (int64_t i = 0; i < n; ++i) {
-      t->Data<float>()[i] =
+      float v =
           static_cast<float>(x_scale.GetAsDouble(0)) * static_cast<float>(w_scale.GetAsDouble(i));
+      if (y_scale != nullptr) v /= static_cast<float>(y_scale->GetAsDouble(0));
+      t->Data<float>()[i] = v;
     }
-    return g_->AddConstant(g_->UniqueName(name), t);
+    return g_->AddConstant(g_->UniqueName(p.op->name + "_scale"), t);
   }
 
   int NewValue(const std::string& name) { return g_->AddValue(g_->UniqueName(name), TensorType{}); }
 
-  void TryFuseFloatResult(size_t op_index) {
-    const Node& op = g_->nodes()[op_index];
-    const bool conv = op.op == "Conv", gemm = op.op == "Gemm";
-    if (op.inputs.size() < 2 || op.outputs.size() != 1) return;
-    if (gemm && (op.GetFloat("alpha", 1.0f) != 1.0f || op.GetInt("transA", 0) != 0 ||
-                 op.GetFloat("beta", 1.0f) != 1.0f)) {
-      return;
-    }
-    size_t dx_index = 0, dw_index = 0, db_index = 0;
-    const Node* dx = Producer(op.inputs[0], "DequantizeLinear", &dx_index);
-    const Node* dw = Producer(op.inputs[1], "DequantizeLinear", &dw_index);
-    if (dx == nullptr || dw == nullptr || dw->inputs.size() < 3 || !QuantParams(*dx, 0, 0, 0)) {
-      return;
-    }
-    const HostTensor* w = Constant(dw->inputs.at(0));
-    if (w == nullptr || w->type.dtype.bits != 8 || w->type.ndim() != (conv ? 4 : 2)) return;
-    const bool trans_b = gemm && op.GetInt("transB", 0) != 0;
-    const int64_t out_axis = conv || trans_b ? 0 : 1;
-    const int64_t channels = w->type.shape[static_cast<size_t>(out_axis)];
-    if (!QuantParams(*dw, out_axis, channels, w->type.ndim())) return;
-    const HostTensor &x_scale = *Constant(dx->inputs[1]), &w_scale = *Constant(dw->inputs[1]);
-    // The bias: an int32 one at x_scale * w_scale joins the integer sums; a float one (a Gemm's
-    // C) is added after the scaling; a conv's float bias is left to the float path.
-    int int_bias = kAbsentValue, float_bias = kAbsentValue;
-    if (op.HasInput(2)) {
-      const Node* db = Producer(op.inputs[2], "DequantizeLinear", &db_index);
-      if (db != nullptr && BiasFits(*db, x_scale, w_scale, channels)) {
-        int_bias = db->inputs[0];
-      } else if (!conv) {
-        float_bias = op.inputs[2];
-      } else {
-        return;
-      }
-    }
+  // Appends to *out the integer product of p (ConvInteger / MatMulInteger, plus its int32 bias)
+  // cast to float and scaled by Multiplier(p, y_scale); returns the scaled value.
+  int ScaledProduct(const Product& p, const HostTensor* y_scale, std::vector<Node>* out) {
+    const Node& op = *p.op;
     const std::string& name = op.name;
-    std::vector<Node> out;
     const int sums = NewValue(name + "_int32");
-    const int weight =
-        trans_b ? g_->AddConstant(g_->UniqueName(name + "_b_transposed"), Transpose2d(*w))
-                : dw->inputs[0];
-    out.push_back(Node{conv ? "ConvInteger" : "MatMulInteger",
-                       name,
-                       conv ? op.attrs : AttrMap{},
-                       {dx->inputs[0], weight, dx->inputs[2], dw->inputs[2]},
-                       {sums}});
+    const HostTensor& w = *Constant(p.dw->inputs[0]);
+    const int weight = p.trans_b
+                           ? g_->AddConstant(g_->UniqueName(name + "_b_transposed"), Transpose2d(w))
+                           : p.dw->inputs[0];
+    out->push_back(Node{p.conv ? "ConvInteger" : "MatMulInteger",
+                        name,
+                        p.conv ? op.attrs : AttrMap{},
+                        {p.dx->inputs[0], weight, p.dx->inputs[2], p.dw->inputs[2]},
+                        {sums}});
     int acc = sums;
-    if (int_bias != kAbsentValue) {
-      int bias = int_bias;
-      if (conv) bias = Reshaped(int_bias, {1, channels, 1, 1}, name + "_bias");
+    if (p.int_bias != kAbsentValue) {
+      int bias = p.int_bias;
+      if (p.conv) bias = Reshaped(p.int_bias, {1, p.channels, 1, 1}, name + "_bias");
       acc = NewValue(name + "_biased");
-      out.push_back(Node{"Add", name + "_bias", {}, {sums, bias}, {acc}});
+      out->push_back(Node{"Add", name + "_bias", {}, {sums, bias}, {acc}});
     }
     const int wide = NewValue(name + "_float");
-    out.push_back(Node{"Cast", name + "_float", {{"to", int64_t{1}}}, {acc}, {wide}});
-    const std::vector<int64_t> per_channel =
-        conv ? std::vector<int64_t>{1, channels, 1, 1} : std::vector<int64_t>{channels};
-    const int scale = ScaleProduct(x_scale, w_scale, per_channel, name + "_scale");
-    const int y = op.outputs[0];
-    const int scaled = float_bias == kAbsentValue ? y : NewValue(name + "_scaled");
-    out.push_back(Node{"Mul", name + "_scale", {}, {wide, scale}, {scaled}});
-    if (float_bias != kAbsentValue) {
-      out.push_back(Node{"Add", name + "_c", {}, {scaled, float_bias}, {y}});
+    out->push_back(Node{"Cast", name + "_float", {{"to", int64_t{1}}}, {acc}, {wide}});
+    const int scaled = NewValue(name + "_scaled");
+    out->push_back(Node{"Mul", name + "_scale", {}, {wide, Multiplier(p, y_scale)}, {scaled}});
+    return scaled;
+  }
+
+  void TryFuseFloatResult(size_t op_index) {
+    Product p;
+    if (!MatchProduct(g_->nodes()[op_index], &p)) return;
+    const Node& op = *p.op;
+    std::vector<Node> out;
+    const int scaled = ScaledProduct(p, nullptr, &out);
+    if (p.float_bias != kAbsentValue) {
+      out.push_back(Node{"Add", op.name + "_c", {}, {scaled, p.float_bias}, {op.outputs[0]}});
+    } else {
+      out.back().outputs[0] = op.outputs[0];
     }
     replacement_[op_index] = std::move(out);
     ++stats_.float_result;

@@ -246,6 +246,43 @@ def test_qdq_gemm_with_a_float_result_multiplies_integers(tmp_path, trans_b, int
                                    atol=1e-6)
 
 
+# A QDQ Gemm whose result is quantized (ORT's quantize_static writes its Gemms so): the integer
+# product requantized once, by float32(float32(a_scale * w_scale) / y_scale), as QLinearMatMul and
+# ORT's QGemm do, bit for bit; a Relu before the QuantizeLinear is a max with the zero point.
+# Scales 0.1, 1 and 0.2 make the multiplier exactly 0.5, so odd sums are ties, which scaling by
+# 0.1 and then dividing by 0.2 (two roundings) would move for some of them.
+@pytest.mark.parametrize("trans_b,relu", [(1, False), (0, True)], ids=["transB", "relu"])
+def test_qdq_gemm_requantizes_once(tmp_path, trans_b, relu):
+    rs = np.random.RandomState(12)
+    k, n, rows = 24, 64, 32
+    w = rs.randint(-1, 2, (n, k) if trans_b else (k, n)).astype(np.int8)
+    a_s, y_s = np.float32(0.1), np.float32(0.2)
+    params = {"a_s": a_s, "a_z": np.uint8(120), "w": w, "w_s": np.ones(n, np.float32),
+              "w_z": np.zeros(n, np.int8), "b": rs.randint(-30, 30, n).astype(np.int32),
+              "b_s": np.full(n, a_s, np.float32), "b_z": np.zeros(n, np.int32), "y_s": y_s,
+              "y_z": np.uint8(128)}
+    nodes = [helper.make_node("DequantizeLinear", ["a", "a_s", "a_z"], ["da"]),
+             helper.make_node("DequantizeLinear", ["w", "w_s", "w_z"], ["dw"],
+                              axis=0 if trans_b else 1),
+             helper.make_node("DequantizeLinear", ["b", "b_s", "b_z"], ["db"], axis=0),
+             helper.make_node("Gemm", ["da", "dw", "db"], ["g"], transB=trans_b)]
+    if relu:
+        nodes.append(helper.make_node("Relu", ["g"], ["r"]))
+    nodes.append(helper.make_node("QuantizeLinear", ["r" if relu else "g", "y_s", "y_z"], ["y"]))
+    graph = helper.make_graph(
+        nodes, "qdqgemmq", [helper.make_tensor_value_info("a", TensorProto.UINT8, [rows, k])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, [rows, n])],
+        [numpy_helper.from_array(v, name) for name, v in params.items()])
+    text = _imported_graph(tmp_path, graph)
+    assert "ember_data_zero_point" in text and "= Gemm(" not in text
+    a = rs.randint(110, 131, (rows, k)).astype(np.uint8)
+    y = _run_graph(tmp_path, graph, a=a)[0]
+    acc = (a.astype(np.int64) - 120) @ (w.T if trans_b else w).astype(np.int64) + params["b"]
+    q = np.round(acc.astype(np.float32) * np.float32(0.5)) + 128
+    assert np.sum(acc % 2 == 1) > 100  # ties to even
+    np.testing.assert_array_equal(y, np.clip(q, 128 if relu else 0, 255).astype(np.uint8))
+
+
 def test_qdq_conv_with_a_float_result_multiplies_integers(tmp_path):
     rs = np.random.RandomState(9)
     w = rs.randint(-127, 128, (12, 8, 3, 3)).astype(np.int8)
