@@ -171,6 +171,14 @@ Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, const Expr& zero_point_byt
     for (int64_t rx = 0; rx < s_w; ++rx) phases.push_back(fill(c4, y, rx, 0, cols));
     return SeqOf(phases);
   };
+  // Tasks over the quads where there are several, else over the image's rows (a 3-channel stem
+  // is one quad).
+  const int64_t bytes = quads * layout.QuadWords() * kDotDepth;
+  const bool par_quads = opts.parallel && full > 1 && bytes >= opts.parallel_min_work;
+  const ForKind rows_kind =
+      opts.parallel && !par_quads && quads == 1 && m.h > 1 && bytes >= opts.parallel_min_work
+          ? ForKind::kParallel
+          : ForKind::kSerial;
   // Quad c4 holding `channels` of the data's channels (4, or the rest in the last quad: the
   // bytes past them are zu, which the zero weights there ignore): padding rows and columns
   // filled, the image's columns of each column phase copied in vector steps.
@@ -179,7 +187,7 @@ Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, const Expr& zero_point_byt
       return Range(name, begin, end, ForKind::kSerial,
                    [&](const Expr& y) { return fill_row(c4, y); });
     };
-    Stmt inside = Range("y", m.pad_t, m.pad_t + m.h, ForKind::kSerial, [&](const Expr& y) {
+    Stmt inside = Range("y", m.pad_t, m.pad_t + m.h, rows_kind, [&](const Expr& y) {
       std::vector<Stmt> phases;
       for (int64_t rx = 0; rx < s_w; ++rx) {
         // Columns xs of this phase whose padded column xs * s_w + rx is in the image.
@@ -201,9 +209,7 @@ Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, const Expr& zero_point_byt
     return SeqOf(
         {fill_rows("yt", 0, m.pad_t), inside, fill_rows("yb", m.pad_t + m.h, layout.rows * s_h)});
   };
-  const bool par =
-      opts.parallel && full > 1 && full * layout.QuadWords() * kDotDepth >= opts.parallel_min_work;
-  return SeqOf({Range("c4", 0, full, par ? ForKind::kParallel : ForKind::kSerial,
+  return SeqOf({Range("c4", 0, full, par_quads ? ForKind::kParallel : ForKind::kSerial,
                       [&](const Expr& c4) { return quad(c4, kDotDepth); }),
                 Range("c4t", full, quads, ForKind::kSerial,
                       [&](const Expr& c4) { return quad(c4, m.c - full * kDotDepth); })});
