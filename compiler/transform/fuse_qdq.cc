@@ -194,7 +194,7 @@ class QdqFuser {
     if (op->op == "Gemm") {
       // No QLinear op takes a Gemm's bias or transB: the integer product requantized as
       // QLinearMatMul is (by x_scale * w_scale / y_scale, then rounded and offset by y_zp).
-      const int scaled = ScaledProduct(p, Constant(q.inputs[1]), &out);
+      const int scaled = ScaledProduct(p, Constant(q.inputs[1]), kAbsentValue, &out);
       const int one =
           g_->AddConstant(g_->UniqueName(op->name + "_one"), MakeScalarTensor(kFloat32, 1.0));
       out.push_back(Node{"QuantizeLinear", q.name, {}, {scaled, one, q.inputs[2]}, {quantized}});
@@ -238,8 +238,10 @@ class QdqFuser {
   int NewValue(const std::string& name) { return g_->AddValue(g_->UniqueName(name), TensorType{}); }
 
   // Appends to *out the integer product of p (ConvInteger / MatMulInteger, plus its int32 bias)
-  // cast to float and scaled by Multiplier(p, y_scale); returns the scaled value.
-  int ScaledProduct(const Product& p, const HostTensor* y_scale, std::vector<Node>* out) {
+  // cast to float and scaled by Multiplier(p, y_scale) into `scaled` (a new value when
+  // kAbsentValue); returns it.
+  int ScaledProduct(const Product& p, const HostTensor* y_scale, int scaled,
+                    std::vector<Node>* out) {
     const Node& op = *p.op;
     const std::string& name = op.name;
     const int sums = NewValue(name + "_int32");
@@ -261,7 +263,7 @@ class QdqFuser {
     }
     const int wide = NewValue(name + "_float");
     out->push_back(Node{"Cast", name + "_float", {{"to", int64_t{1}}}, {acc}, {wide}});
-    const int scaled = NewValue(name + "_scaled");
+    if (scaled == kAbsentValue) scaled = NewValue(name + "_scaled");
     out->push_back(Node{"Mul", name + "_scale", {}, {wide, Multiplier(p, y_scale)}, {scaled}});
     return scaled;
   }
@@ -271,12 +273,10 @@ class QdqFuser {
     if (!MatchProduct(g_->nodes()[op_index], &p)) return;
     const Node& op = *p.op;
     std::vector<Node> out;
-    const int scaled = ScaledProduct(p, nullptr, &out);
-    if (p.float_bias != kAbsentValue) {
+    const bool add_c = p.float_bias != kAbsentValue;
+    const int scaled = ScaledProduct(p, nullptr, add_c ? kAbsentValue : op.outputs[0], &out);
+    if (add_c)
       out.push_back(Node{"Add", op.name + "_c", {}, {scaled, p.float_bias}, {op.outputs[0]}});
-    } else {
-      out.back().outputs[0] = op.outputs[0];
-    }
     replacement_[op_index] = std::move(out);
     ++stats_.float_result;
   }

@@ -183,12 +183,25 @@ def test_qdq_conv_whose_bias_scale_is_not_x_scale_times_w_scale_stays_float(tmp_
     assert all(marker not in text for marker in _INTEGER_CONV_MARKERS)
 
 
+def _qmatmul_params(rs, k, n, w_low, y_s):
+    """QLinearMatMul operands: uint8 A at zero point 100, int8 B [k, n] from w_low with a scale per
+    column, output zero point 90."""
+    return {"a_s": np.float32(0.03), "a_z": np.uint8(100),
+            "b": rs.randint(w_low, 128, (k, n)).astype(np.int8),
+            "b_s": (rs.rand(n) * 0.01 + 0.001).astype(np.float32),
+            "b_z": np.zeros(n, np.int8), "y_s": np.float32(y_s), "y_z": np.uint8(90)}
+
+
+def _requantized_matmul(a, params):
+    """The integer product of A and B requantized once, as QLinearMatMul defines it."""
+    acc = (a.astype(np.int64) - 100) @ params["b"].astype(np.int64)
+    multiplier = (params["a_s"] * params["b_s"] / params["y_s"]).astype(np.float32)
+    return np.clip(np.round(acc.astype(np.float32) * multiplier) + 90, 0, 255).astype(np.uint8)
+
+
 def test_qdq_matmul_becomes_an_integer_matmul(tmp_path):
     rs = np.random.RandomState(7)
-    b_s = (rs.rand(6) * 0.01 + 0.001).astype(np.float32)
-    params = {"a_s": np.float32(0.03), "a_z": np.uint8(100),
-              "b": rs.randint(-127, 128, (40, 6)).astype(np.int8), "b_s": b_s,
-              "b_z": np.zeros(6, np.int8), "y_s": np.float32(0.1), "y_z": np.uint8(90)}
+    params = _qmatmul_params(rs, 40, 6, -127, 0.1)
     graph = helper.make_graph(
         [helper.make_node("DequantizeLinear", ["a", "a_s", "a_z"], ["da"]),
          helper.make_node("DequantizeLinear", ["b", "b_s", "b_z"], ["db"], axis=1),
@@ -199,10 +212,7 @@ def test_qdq_matmul_becomes_an_integer_matmul(tmp_path):
         [numpy_helper.from_array(v, k) for k, v in params.items()])
     a = rs.randint(0, 256, (3, 40)).astype(np.uint8)
     y = _run_graph(tmp_path, graph, a=a)[0]
-    acc = (a.astype(np.int64) - 100) @ params["b"].astype(np.int64)
-    multiplier = (params["a_s"] * b_s / params["y_s"]).astype(np.float32)
-    expected = np.clip(np.round(acc.astype(np.float32) * multiplier) + 90, 0, 255)
-    np.testing.assert_array_equal(y, expected.astype(np.uint8))
+    np.testing.assert_array_equal(y, _requantized_matmul(a, params))
 
 
 # A product whose float result is not quantized again (a classifier's Gemm, a head's conv) still
@@ -312,10 +322,7 @@ def test_qdq_conv_with_a_float_result_multiplies_integers(tmp_path):
 # 100x slower). Exact either way.
 def test_qlinear_matmul_on_the_float_path_keeps_the_dense_kernel(tmp_path):
     rs = np.random.RandomState(11)
-    b_s = (rs.rand(96) * 0.01 + 0.001).astype(np.float32)
-    params = {"a_s": np.float32(0.03), "a_z": np.uint8(100),
-              "b": rs.randint(-128, 128, (128, 96)).astype(np.int8), "b_s": b_s,
-              "b_z": np.zeros(96, np.int8), "y_s": np.float32(0.2), "y_z": np.uint8(90)}
+    params = _qmatmul_params(rs, 128, 96, -128, 0.2)
     graph = helper.make_graph(
         [helper.make_node("QLinearMatMul", ["a", "a_s", "a_z", "b", "b_s", "b_z", "y_s", "y_z"],
                           ["y"])], "qmmfloat",
@@ -327,10 +334,7 @@ def test_qlinear_matmul_on_the_float_path_keeps_the_dense_kernel(tmp_path):
     loops = (tmp_path / ("ir" + _WITHOUT_VNNI.replace(" ", "_").replace("=", "_")) /
              "kernels.loop.txt").read_text()
     assert 'ember_plan_kernel="dense_avx512"' in plans and "accdm0_0" in loops
-    acc = (a.astype(np.int64) - 100) @ params["b"].astype(np.int64)
-    multiplier = (params["a_s"] * b_s / params["y_s"]).astype(np.float32)
-    expected = np.clip(np.round(acc.astype(np.float32) * multiplier) + 90, 0, 255)
-    np.testing.assert_array_equal(y, expected.astype(np.uint8))
+    np.testing.assert_array_equal(y, _requantized_matmul(a, params))
 
 
 # ORT's quantize_dynamic on a transformer: DynamicQuantizeLinear + MatMulInteger by a constant
