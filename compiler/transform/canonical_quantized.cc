@@ -57,18 +57,30 @@ class Expander {
   /*! \brief Value id's constant data; null when it is computed at run time. */
   HostTensorPtr ConstantOf(int id) { return ctx_->graph().value(id).constant; }
 
-  /*! \brief A per-axis parameter (1-D, one entry per index of `axis` of a rank-`rank` tensor)
-   * shaped to broadcast along that axis; a scalar or one-element one as it is. */
-  int AlongAxis(int param, int64_t axis, int64_t rank) {
+  /*! \brief A per-axis parameter (1-D, one entry per index of `axis` of a tensor of shape
+   * `along`) shaped to broadcast along that axis; a scalar or one-element one as it is. */
+  int AlongAxis(int param, int64_t axis, const std::vector<int64_t>& along) {
     const TensorType t = TypeOf(param);
+    const int64_t rank = static_cast<int64_t>(along.size());
     if (t.NumElements() == 1 || rank == 0) return param;
     if (t.ndim() != 1) {
       NodeError(node_, "a per-axis scale or zero point must be 1-D, got " + t.ToString());
     }
     axis = NormalizeAxis(node_, axis, rank, "axis");
+    RequireOnePerIndex(param, along[static_cast<size_t>(axis)],
+                       "axis " + std::to_string(axis) + " of " + ShapeToString(along));
     std::vector<int64_t> shape(static_cast<size_t>(rank), 1);
     shape[static_cast<size_t>(axis)] = t.shape[0];
     return Op("Reshape", {param, ctx_->Constant(node_.name + "_shape", MakeInt64Tensor(shape))});
+  }
+  /*! \brief Refuses a per-axis scale, zero point or bias that is not one value per index of the
+   * axis it runs along (`extent` indices, described by `axis`), before anything indexes it. */
+  void RequireOnePerIndex(int param, int64_t extent, const std::string& axis) {
+    const TensorType& t = TypeOf(param);
+    if (t.ndim() != 1 || t.shape[0] != extent) {
+      NodeError(node_, "'" + ctx_->graph().value(param).name + "' " + t.ToString() + " must hold " +
+                           std::to_string(extent) + " values, one per index of " + axis);
+    }
   }
 
   /*! \brief round_half_even(x / scale) + zero_point, saturated to `to` (float in, float out);
@@ -87,7 +99,7 @@ class Expander {
   int Shifted(int x, int zero_point, int64_t axis) {
     const int wide = Cast(x, kInt32);
     if (zero_point == kAbsentValue) return wide;
-    return Op("Sub", {wide, Cast(AlongAxis(zero_point, axis, TypeOf(x).ndim()), kInt32)});
+    return Op("Sub", {wide, Cast(AlongAxis(zero_point, axis, TypeOf(x).shape), kInt32)});
   }
 
   /*! \brief (x - zero_point) * scale in float, per tensor. */
@@ -98,13 +110,14 @@ class Expander {
   /*! \brief value (float) quantized by the node's inputs scale and zero_point (per tensor, or
    * along `axis` of value) into its output. */
   void QuantizeInto(int value, size_t scale, size_t zero_point, int64_t axis = 1) {
-    const int64_t rank = TypeOf(value).ndim();
+    const std::vector<int64_t> along = TypeOf(value).shape;
     const int zp = Input(zero_point);
     const DLDataType to = zp == kAbsentValue ? kUInt8 : TypeOf(zp).dtype;
     if (to.bits != 8)
       NodeUnsupported(node_, "quantizes to 8-bit integers, got " + DTypeToString(to));
-    const int zp_along = zp == kAbsentValue ? zp : AlongAxis(zp, axis, rank);
-    const int q = QuantizeFloat(value, AlongAxis(node_.inputs.at(scale), axis, rank), zp_along, to);
+    const int zp_along = zp == kAbsentValue ? zp : AlongAxis(zp, axis, along);
+    const int q =
+        QuantizeFloat(value, AlongAxis(node_.inputs.at(scale), axis, along), zp_along, to);
     OpInto(node_.outputs.at(0), "Cast", {q}, {{"to", int64_t{DTypeToOnnx(to)}}});
   }
 
@@ -129,9 +142,9 @@ void QuantizeLinear(Node n, CanonicalizeContext* ctx) {
 void DequantizeLinear(Node n, CanonicalizeContext* ctx) {
   Expander e(n, ctx);
   const int64_t axis = n.GetInt("axis", 1);
-  const int64_t rank = e.TypeOf(n.inputs.at(0)).ndim();
+  const std::vector<int64_t> along = e.TypeOf(n.inputs.at(0)).shape;
   const int x = e.Shifted(n.inputs[0], e.Input(2), axis);
-  e.OpInto(n.outputs[0], "Mul", {e.Cast(x, kFloat32), e.AlongAxis(n.inputs.at(1), axis, rank)});
+  e.OpInto(n.outputs[0], "Mul", {e.Cast(x, kFloat32), e.AlongAxis(n.inputs.at(1), axis, along)});
 }
 
 // y_scale = (max(x, 0) - min(x, 0)) / 255, y_zero_point = saturate(round(-min / y_scale)),
@@ -234,7 +247,7 @@ int ExactChunks(Expander& e, bool conv, int a_in, int a_zp, int b_in, int b_zp, 
 int ShiftedFloat(Expander& e, int x, int zero_point, int64_t axis) {
   const int wide = e.Cast(x, kFloat32);
   if (zero_point == kAbsentValue) return wide;
-  return e.Op("Sub", {wide, e.Cast(e.AlongAxis(zero_point, axis, e.TypeOf(x).ndim()), kFloat32)});
+  return e.Op("Sub", {wide, e.Cast(e.AlongAxis(zero_point, axis, e.TypeOf(x).shape), kFloat32)});
 }
 
 int SliceAxis(Expander& e, int x, int64_t axis, int64_t begin, int64_t end) {
@@ -498,12 +511,24 @@ int FloatOrInt32Product(Expander& e, bool conv, size_t a_index, size_t a_zp, siz
 // runs in float32 on the fast conv and dense kernels, exactly; else in int32.
 int IntegerProduct(Expander& e, bool conv, size_t a_index, size_t a_zp, size_t b_index, size_t b_zp,
                    int bias = kAbsentValue) {
+  // The int8 kernels index the weight's zero point and the bias by output channel.
+  const std::vector<int64_t>& b_shape = e.TypeOf(e.node().inputs.at(b_index)).shape;
+  if (!b_shape.empty()) {
+    const int64_t channels = conv ? b_shape[0] : b_shape.back();
+    const std::string axis =
+        std::string(conv ? "axis 0" : "the last axis") + " of the weight " + ShapeToString(b_shape);
+    const int w_zp = e.Input(b_zp);
+    if (w_zp != kAbsentValue && e.TypeOf(w_zp).NumElements() != 1) {
+      e.RequireOnePerIndex(w_zp, channels, axis);
+    }
+    if (bias != kAbsentValue) e.RequireOnePerIndex(bias, channels, axis);
+  }
   const int integer = conv ? IntegerConv(e, ConvOperandsOf(e, a_index, a_zp, b_index, b_zp), bias)
                            : IntegerMatMul(e, a_index, a_zp, b_index, b_zp);
   if (integer != kAbsentValue) return integer;
   const int product = FloatOrInt32Product(e, conv, a_index, a_zp, b_index, b_zp);
   if (bias == kAbsentValue) return product;
-  return e.Op("Add", {product, e.AlongAxis(bias, 1, e.TypeOf(product).ndim())});
+  return e.Op("Add", {product, e.AlongAxis(bias, 1, e.TypeOf(product).shape)});
 }
 
 void ConvInteger(Node n, CanonicalizeContext* ctx) {
@@ -522,9 +547,9 @@ void MatMulInteger(Node n, CanonicalizeContext* ctx) {
 void QLinear(Node n, CanonicalizeContext* ctx, bool conv) {
   Expander e(n, ctx);
   const int acc = IntegerProduct(e, conv, 0, 2, 3, 5, conv ? e.Input(8) : kAbsentValue);
-  const int64_t rank = e.TypeOf(acc).ndim();
-  const int64_t channel_axis = conv ? 1 : rank - 1;
-  const int w_scale = e.AlongAxis(n.inputs.at(4), channel_axis, rank);
+  const std::vector<int64_t>& along = e.TypeOf(acc).shape;
+  const int64_t channel_axis = conv ? 1 : static_cast<int64_t>(along.size()) - 1;
+  const int w_scale = e.AlongAxis(n.inputs.at(4), channel_axis, along);
   const int multiplier = e.Op("Div", {e.Op("Mul", {n.inputs.at(1), w_scale}), n.inputs.at(6)});
   const int y_zp = n.inputs.at(7);
   const DLDataType to = e.TypeOf(y_zp).dtype;
