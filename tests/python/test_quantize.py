@@ -41,14 +41,15 @@ def _emberc():
 def make_cnn(path, seed=7, dtype=TensorProto.FLOAT, opset=13):
     rs = np.random.RandomState(seed)
     inits = []
+    np_dtype = np.float16 if dtype == TensorProto.FLOAT16 else np.float32
 
     def w(name, *shape, scale=1.0):
-        arr = (rs.standard_normal(shape) * scale).astype(np.float32)
+        arr = (rs.standard_normal(shape) * scale).astype(np_dtype)
         inits.append(numpy_helper.from_array(arr, name))
         return name
 
     def c(name, value):
-        inits.append(numpy_helper.from_array(np.asarray(value, np.float32), name))
+        inits.append(numpy_helper.from_array(np.asarray(value, np_dtype), name))
         return name
 
     nodes = [

@@ -1,12 +1,14 @@
-// Validates what libonnx's shape inference trusts. The walk infers node by node with libonnx's own
-// per-op inference functions, but only after the node's attributes passed the table below, so each
-// node is checked against the real ranks of its inputs and inference never meets a bad attribute.
+// Validates what libonnx's shape inference and emberc's lowering trust. The walk infers node by
+// node with libonnx's own per-op inference functions, but only after the node's attributes passed
+// the table below and its inputs' types their schema's constraints, so each node is checked against
+// the real ranks, shapes and types of its inputs and inference never meets a bad attribute.
 #include "frontend/onnx/onnx_validator.h"
 
 #include <ember/compiler/ir/tensor_type.h>
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 #include <unordered_map>
@@ -41,8 +43,15 @@ enum class Axis { kNone, kInRank, kSplitPoint };
 enum class Ranks {
   kAny,
   kSpatial,            // input 0 is (N, C, spatial...): rank >= 3
-  kSpatialWithWeight,  // and input 1 (the weight) has the same rank as input 0
+  kSpatialWithWeight,  // and the weight (OpRules::weight_input) has the same rank as input 0
   kEqual,              // every input has one rank (Concat)
+};
+// What a sliding window must satisfy, checked where the shapes are static.
+enum class Window {
+  kNone,
+  kWeight,  // 'kernel_shape', when given, is the weight's spatial shape (ConvTranspose)
+  kFits,    // and the dilated kernel fits the padded input (Conv: no empty output)
+  kPool,    // each pad is smaller than 'kernel_shape' (ONNX Runtime refuses others)
 };
 struct OpRules {
   std::vector<const char*> ops;
@@ -50,6 +59,8 @@ struct OpRules {
   std::vector<const char*> positive_ints;  // INT attributes inference divides by
   Axis axis = Axis::kNone;
   Ranks ranks = Ranks::kAny;
+  Window window = Window::kNone;
+  int weight_input = 1;
 };
 
 const std::vector<ListRule> kConvLists = {
@@ -64,14 +75,34 @@ const std::vector<ListRule> kConvLists = {
 // Every op with an attribute libonnx's inference divides by or indexes with.
 const std::vector<OpRules>& RuleTable() {
   static const std::vector<OpRules> table = {
-      {{"Conv", "ConvTranspose", "ConvInteger"},
+      {{"Conv", "ConvInteger"},
        kConvLists,
        {"group"},
        Axis::kNone,
-       Ranks::kSpatialWithWeight},
-      {{"QLinearConv", "MaxPool", "AveragePool", "LpPool"},
+       Ranks::kSpatialWithWeight,
+       Window::kFits},
+      {{"QLinearConv"},
        kConvLists,
        {"group"},
+       Axis::kNone,
+       Ranks::kSpatialWithWeight,
+       Window::kFits,
+       3},
+      {{"ConvTranspose"},
+       kConvLists,
+       {"group"},
+       Axis::kNone,
+       Ranks::kSpatialWithWeight,
+       Window::kWeight},
+      {{"MaxPool", "AveragePool", "LpPool"},
+       kConvLists,
+       {},
+       Axis::kNone,
+       Ranks::kSpatial,
+       Window::kPool},
+      {{"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool", "QLinearGlobalAveragePool"},
+       {},
+       {},
        Axis::kNone,
        Ranks::kSpatial},
       {{"Transpose"}, {{"perm", Range::kPermutation, Count::kRank}}, {}, Axis::kNone, Ranks::kAny},
@@ -97,6 +128,27 @@ const std::vector<OpRules>& RuleTable() {
   return table;
 }
 
+// ONNX Runtime's com.microsoft quantized ops, which libonnx has no schema for: their formal inputs
+// in order, "?" marking an optional one. The 8-bit ones (X, its zero point) share one type, int8
+// or uint8; every scale and zero point is a scalar, each scale float.
+struct ContribQuantizedOp {
+  const char* op;
+  std::vector<const char*> inputs;
+};
+const std::vector<ContribQuantizedOp>& ContribQuantizedOps() {
+  static const std::vector<ContribQuantizedOp> ops = {
+      {"QLinearAdd",
+       {"A", "A_scale", "A_zero_point?", "B", "B_scale", "B_zero_point?", "C_scale",
+        "C_zero_point?"}},
+      {"QLinearMul",
+       {"A", "A_scale", "A_zero_point?", "B", "B_scale", "B_zero_point?", "C_scale",
+        "C_zero_point?"}},
+      {"QLinearSigmoid", {"X", "X_scale", "X_zero_point?", "Y_scale", "Y_zero_point?"}},
+      {"QLinearGlobalAveragePool", {"x", "x_scale", "x_zero_point", "y_scale", "y_zero_point"}},
+  };
+  return ops;
+}
+
 const OpRules* FindRules(const std::string& op) {
   static const auto* by_op = [] {
     auto* m = new std::unordered_map<std::string, const OpRules*>;
@@ -114,6 +166,27 @@ const onnx::AttributeProto* FindAttr(const onnx::NodeProto& n, const std::string
     if (a.name() == name) return &a;
   }
   return nullptr;
+}
+
+// An INTS attribute (already checked to be one), or `fallback` when the node has none.
+std::vector<int64_t> IntsAttr(const onnx::NodeProto& n, const std::string& name,
+                              std::vector<int64_t> fallback) {
+  const onnx::AttributeProto* a = FindAttr(n, name);
+  if (!a) return fallback;
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+// "tensor(int8) or tensor(uint8)": the types a formal parameter allows, sorted for a stable
+// message.
+std::string AllowedTypes(const onnx::OpSchema::FormalParameter& formal) {
+  std::vector<std::string> names;
+  for (onnx::DataType t : formal.GetTypes()) names.push_back(*t);
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  }
+  return out;
 }
 
 // Element size in bytes; the widest ONNX type (complex128) for types emberc does not map.
@@ -152,6 +225,25 @@ class Scope {
     }
     return it->second.tensor_type().shape().dim_size();
   }
+  // Shape of a value whose every dimension is known.
+  std::optional<std::vector<int64_t>> StaticShape(const std::string& name) const {
+    if (!Rank(name)) return std::nullopt;
+    std::vector<int64_t> dims;
+    for (const auto& d : types_.at(name).tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) return std::nullopt;
+      dims.push_back(d.dim_value());
+    }
+    return dims;
+  }
+  // Element type of a tensor value, when known.
+  const onnx::TypeProto* TensorType(const std::string& name) const {
+    auto it = types_.find(name);
+    if (it == types_.end() || !it->second.has_tensor_type() ||
+        it->second.tensor_type().elem_type() == onnx::TensorProto::UNDEFINED) {
+      return nullptr;
+    }
+    return &it->second;
+  }
   const std::unordered_map<std::string, onnx::TypeProto*>& pointers() const { return pointers_; }
   const std::unordered_map<std::string, const onnx::TensorProto*>& constants() const {
     return constants_;
@@ -187,7 +279,11 @@ class Validator {
       std::string where = source_ + ": node " +
                           (n.name().empty() ? "#" + std::to_string(i) : "'" + n.name() + "'") +
                           " (" + n.op_type() + ")";
-      if (const OpRules* rules = FindRules(n.op_type())) CheckNode(n, *rules, *scope, where);
+      if (const OpRules* rules = FindRules(n.op_type())) {
+        CheckNode(n, *rules, *scope, where);
+        CheckWindow(n, *rules, *scope, where);
+      }
+      if (n.domain() == "com.microsoft") CheckContribQuantized(n, *scope, where);
       for (const auto& a : n.attribute()) {
         if (a.has_g()) {
           Scope inner(*scope);
@@ -215,7 +311,7 @@ class Validator {
       first_input = n.input(0);
       rank = scope.Rank(first_input);
     }
-    CheckRanks(n, rules.ranks, scope, rank, where);
+    CheckRanks(n, rules, scope, rank, where);
     for (const ListRule& rule : rules.lists) {
       if (const onnx::AttributeProto* a = FindAttr(n, rule.attr)) {
         CheckList(*a, rule, rank, first_input, where);
@@ -246,8 +342,9 @@ class Validator {
     }
   }
 
-  void CheckRanks(const onnx::NodeProto& n, Ranks ranks, const Scope& scope,
+  void CheckRanks(const onnx::NodeProto& n, const OpRules& rules, const Scope& scope,
                   std::optional<int64_t> rank, const std::string& where) const {
+    const Ranks ranks = rules.ranks;
     if (ranks == Ranks::kAny || !rank) return;
     if (ranks == Ranks::kEqual) {
       for (const auto& in : n.input()) {
@@ -265,11 +362,151 @@ class Validator {
       Fail(where, "input '" + n.input(0) + "' must have rank >= 3 (N, C, spatial axes...), got " +
                       std::to_string(*rank));
     }
-    if (ranks != Ranks::kSpatialWithWeight || n.input_size() < 2) return;
-    std::optional<int64_t> weight_rank = scope.Rank(n.input(1));
+    if (ranks != Ranks::kSpatialWithWeight || n.input_size() <= rules.weight_input) return;
+    const std::string& weight = n.input(rules.weight_input);
+    std::optional<int64_t> weight_rank = scope.Rank(weight);
     if (weight_rank && *weight_rank != *rank) {
-      Fail(where, "weight '" + n.input(1) + "' must have the rank of input '" + n.input(0) + "' (" +
+      Fail(where, "weight '" + weight + "' must have the rank of input '" + n.input(0) + "' (" +
                       std::to_string(*rank) + "), got " + std::to_string(*weight_rank));
+    }
+  }
+
+  // The window against the weight and the input, where their shapes are static (the kernels and
+  // the int8 planners divide by output sizes these keep positive).
+  void CheckWindow(const onnx::NodeProto& n, const OpRules& rules, const Scope& scope,
+                   const std::string& where) const {
+    if (rules.window == Window::kNone) return;
+    const std::vector<int64_t> kernel = IntsAttr(n, "kernel_shape", {});
+    const onnx::AttributeProto* auto_pad = FindAttr(n, "auto_pad");
+    const bool explicit_pads = !auto_pad || auto_pad->s() == "NOTSET";
+    if (rules.window == Window::kPool) {
+      const std::vector<int64_t> pads = IntsAttr(n, "pads", {});
+      for (size_t i = 0; explicit_pads && i < pads.size() && !kernel.empty(); ++i) {
+        if (pads[i] >= kernel[i % kernel.size()]) {
+          Fail(where, "attribute 'pads' " + ShapeToString(pads) +
+                          " must be smaller than 'kernel_shape' " + ShapeToString(kernel) +
+                          " on each axis");
+        }
+      }
+      return;
+    }
+    if (n.input_size() <= rules.weight_input) return;
+    const std::string& weight = n.input(rules.weight_input);
+    const std::optional<std::vector<int64_t>> w = scope.StaticShape(weight);
+    if (!w || w->size() < 3) return;
+    const std::vector<int64_t> spans(w->begin() + 2, w->end());
+    if (!kernel.empty() && kernel != spans) {
+      Fail(where, "attribute 'kernel_shape' " + ShapeToString(kernel) +
+                      " must be the spatial shape of weight '" + weight + "' " + ShapeToString(*w));
+    }
+    const std::optional<std::vector<int64_t>> x = scope.StaticShape(n.input(0));
+    if (rules.window != Window::kFits || !x || x->size() != w->size()) return;
+    if (!explicit_pads && auto_pad->s() != "VALID") return;  // SAME_*: never empty
+    const size_t sp = spans.size();
+    const std::vector<int64_t> pads = explicit_pads
+                                          ? IntsAttr(n, "pads", std::vector<int64_t>(2 * sp, 0))
+                                          : std::vector<int64_t>(2 * sp, 0);
+    const std::vector<int64_t> dilations = IntsAttr(n, "dilations", std::vector<int64_t>(sp, 1));
+    for (size_t i = 0; i < sp; ++i) {
+      const int64_t padded = (*x)[2 + i] + pads[i] + pads[sp + i];
+      if (padded < (spans[i] - 1) * dilations[i] + 1) {
+        Fail(where, "weight '" + weight + "' " + ShapeToString(*w) + " with dilations " +
+                        ShapeToString(dilations) + " spans more than input '" + n.input(0) + "' " +
+                        ShapeToString(*x) + " padded by " + ShapeToString(pads) +
+                        ": the output would be empty");
+      }
+    }
+  }
+
+  // A com.microsoft quantized op's inputs: their count, the 8-bit ones' one type, scalar
+  // parameters (the expansion reads them as one value each).
+  void CheckContribQuantized(const onnx::NodeProto& n, const Scope& scope,
+                             const std::string& where) const {
+    const auto& ops = ContribQuantizedOps();
+    auto op = std::find_if(ops.begin(), ops.end(),
+                           [&](const ContribQuantizedOp& o) { return n.op_type() == o.op; });
+    if (op == ops.end()) return;
+    const int count = static_cast<int>(op->inputs.size());
+    int required = count;
+    while (required > 0 && std::string(op->inputs[required - 1]).back() == '?') --required;
+    std::string formals;
+    for (const char* f : op->inputs) formals += std::string(formals.empty() ? "" : ", ") + f;
+    if (n.input_size() < required || n.input_size() > count || n.output_size() != 1) {
+      Fail(where, std::string(op->op) + " takes " + std::to_string(required) + " to " +
+                      std::to_string(count) + " inputs (" + formals + ") and one output, got " +
+                      std::to_string(n.input_size()) + " and " + std::to_string(n.output_size()));
+    }
+    std::string first_8bit;
+    int32_t bound = onnx::TensorProto::UNDEFINED;
+    for (int i = 0; i < n.input_size(); ++i) {
+      std::string formal = op->inputs[i];
+      if (formal.back() == '?') formal.pop_back();
+      if (n.input(i).empty()) {
+        if (op->inputs[i] == formal) Fail(where, "input " + formal + " is required");
+        continue;
+      }
+      const std::string what = "input '" + n.input(i) + "' (" + formal + ")";
+      const bool scale = formal.size() > 6 && formal.compare(formal.size() - 6, 6, "_scale") == 0;
+      const bool zero_point = formal.find("zero_point") != std::string::npos;
+      if (scale || zero_point) {
+        std::optional<std::vector<int64_t>> shape = scope.StaticShape(n.input(i));
+        int64_t elements = 1;
+        for (int64_t d : shape.value_or(std::vector<int64_t>{})) elements *= d;
+        if (shape && elements != 1) {
+          Fail(where, what + " must be a scalar, got shape " + ShapeToString(*shape));
+        }
+      }
+      const onnx::TypeProto* t = scope.TensorType(n.input(i));
+      if (!t) continue;
+      const int32_t elem = t->tensor_type().elem_type();
+      const std::string got = onnx::Utils::DataTypeUtils::ToDataTypeString(elem);
+      if (scale) {
+        if (elem != onnx::TensorProto::FLOAT) Fail(where, what + " must be float, got " + got);
+        continue;
+      }
+      if (elem != onnx::TensorProto::INT8 && elem != onnx::TensorProto::UINT8) {
+        Fail(where, what + " must be int8 or uint8, got " + got);
+      }
+      if (bound == onnx::TensorProto::UNDEFINED) {
+        bound = elem;
+        first_8bit = n.input(i);
+      } else if (elem != bound) {
+        Fail(where, what + " must have the type of input '" + first_8bit + "', " +
+                        onnx::Utils::DataTypeUtils::ToDataTypeString(bound) + ", got " + got);
+      }
+    }
+  }
+
+  // Each input's type against its formal parameter's constraint at the model's opset, one type per
+  // constraint across the inputs bound to it, as ONNX Runtime checks a model when it loads it:
+  // the lowering takes an operand's type on trust (an int32 QLinearConv weight, a zero point whose
+  // type is not its tensor's).
+  void CheckOperandTypes(const onnx::NodeProto& n, const onnx::OpSchema& schema, const Scope& scope,
+                         bool check_sets, const std::string& where) const {
+    const auto& formals = schema.inputs();
+    std::unordered_map<std::string, std::pair<std::string, onnx::DataType>> bound;
+    for (int i = 0; i < n.input_size() && !formals.empty(); ++i) {
+      const bool past = i >= static_cast<int>(formals.size());
+      const auto& formal = formals[past ? formals.size() - 1 : static_cast<size_t>(i)];
+      if (past && formal.GetOption() != onnx::OpSchema::Variadic) return;
+      const onnx::TypeProto* t = n.input(i).empty() ? nullptr : scope.TensorType(n.input(i));
+      if (!t) continue;
+      onnx::DataType type = nullptr;
+      try {
+        type = onnx::Utils::DataTypeUtils::ToType(*t);
+      } catch (const std::exception&) {
+        continue;  // an element type libonnx does not name: the importer's own check reports it
+      }
+      const std::string what = "input '" + n.input(i) + "' (" + formal.GetName() + ")";
+      if (check_sets && !formal.GetTypes().empty() && !formal.GetTypes().count(type)) {
+        Fail(where, what + " must be " + AllowedTypes(formal) + ", got " + *type);
+      }
+      if (!formal.GetIsHomogeneous()) continue;
+      auto [it, fresh] = bound.emplace(formal.GetTypeStr(), std::make_pair(n.input(i), type));
+      if (!fresh && it->second.second != type) {
+        Fail(where, what + " must have the type of input '" + it->second.first + "', " +
+                        *it->second.second + ", got " + *type);
+      }
     }
   }
 
@@ -371,10 +608,14 @@ class Validator {
   // Failures here are left for the checker and the full inference pass, which explain them.
   void InferNode(const onnx::NodeProto& n, Scope* scope, const std::string& where) const {
     if (!n.domain().empty() && n.domain() != "ai.onnx") return;
-    if (!LibonnxKnowsOp(n.op_type(), opset_)) return;  // its opset-17 schema would misread it
     const onnx::OpSchema* schema =
         onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset_), "");
-    if (!schema || !schema->has_type_and_shape_inference_function()) return;
+    if (!schema) return;
+    // Past libonnx's opsets its schema is an older version's, whose type sets a newer version
+    // widens (float8, int4, ...) but whose inputs bound to one type stay bound.
+    const bool known = LibonnxKnowsOp(n.op_type(), opset_);
+    CheckOperandTypes(n, *schema, *scope, known, where);
+    if (!known || !schema->has_type_and_shape_inference_function()) return;
     onnx::NodeProto copy = n;
     try {
       schema->Verify(copy);

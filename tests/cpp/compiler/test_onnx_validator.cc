@@ -162,6 +162,124 @@ TEST(OnnxValidator, NegativeOrOverflowingSizesNameTheNode) {
                    "byte size does not fit in 64 bits");
 }
 
+// QLinearConv(x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp) of uint8 x and a `w_elem` weight,
+// every operand a graph input.
+OnnxBuilder QLinearConvOf(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                          int32_t w_elem = onnx::TensorProto::INT8) {
+  using onnx::TensorProto;
+  OnnxBuilder b;
+  b.Input("x", x, TensorProto::UINT8).Input("xs", {}).Input("xz", {}, TensorProto::UINT8);
+  b.Input("w", w, w_elem).Input("ws", {}).Input("wz", {}, w_elem);
+  b.Input("ys", {}).Input("yz", {}, TensorProto::UINT8);
+  b.Node("QLinearConv", "q", {"x", "xs", "xz", "w", "ws", "wz", "ys", "yz"}, {"y"});
+  b.Output("y", {}, TensorProto::UINT8);
+  return b;
+}
+
+TEST(OnnxValidator, QLinearConvWeightIsItsFourthInput) {
+  // libonnx's conv inference read past the 1-D input's dims (SIGSEGV) before the rank check
+  // looked at the weight where QLinearConv has it.
+  EXPECT_ERROR_HAS(QLinearConvOf({1, 3, 8}, {4, 3, 3, 3}),
+                   "node 'q' (QLinearConv): weight 'w' must have the rank of input 'x' (3), got 4");
+}
+
+TEST(OnnxValidator, AKernelLargerThanThePaddedInputIsRefused) {
+  // The int8 conv planners divided by the empty output's size (SIGFPE).
+  EXPECT_ERROR_HAS(QLinearConvOf({1, 3, 2, 2}, {4, 3, 3, 3}),
+                   "node 'q' (QLinearConv): weight 'w' [4,3,3,3] with dilations [1,1] spans more "
+                   "than input 'x' [1,3,2,2] padded by [0,0,0,0]: the output would be empty");
+  EXPECT_ERROR_HAS(ConvWith("dilations", {2, 2}), "node 'c' (Conv): weight 'w' [1,1,3,3]");
+  OnnxBuilder padded;
+  padded.Input("x", {1, 1, 2, 2}).FloatInit("w", {1, 1, 3, 3}, std::vector<float>(9, 1.f));
+  OnnxBuilder::IntsAttr(padded.Node("Conv", "c", {"x", "w"}, {"y"}), "pads", {1, 1, 1, 1});
+  padded.Output("y", {1, 1, 2, 2});
+  EXPECT_EQ(ImportError(padded), "");
+}
+
+TEST(OnnxValidator, KernelShapeMustBeTheWeights) {
+  EXPECT_ERROR_HAS(ConvWith("kernel_shape", {5, 5}),
+                   "node 'c' (Conv): attribute 'kernel_shape' [5,5] must be the spatial shape of "
+                   "weight 'w' [1,1,3,3]");
+}
+
+TEST(OnnxValidator, PoolPadsMustBeSmallerThanTheKernel) {
+  // As ONNX Runtime refuses them: a window wholly in the padding has no element to take.
+  OnnxBuilder b;
+  b.Input("x", {1, 1, 4, 4});
+  OnnxBuilder::IntsAttr(b.Node("AveragePool", "a", {"x"}, {"y"}), "kernel_shape", {2, 2});
+  b.Output("y", {1, 1, 3, 3});
+  EXPECT_EQ(ImportError(b), "");
+  OnnxBuilder::IntsAttr(b.model().mutable_graph()->mutable_node(0), "pads", {0, 2, 0, 0});
+  EXPECT_ERROR_HAS(b,
+                   "node 'a' (AveragePool): attribute 'pads' [0,2,0,0] must be smaller than "
+                   "'kernel_shape' [2,2] on each axis");
+}
+
+TEST(OnnxValidator, GlobalPoolsNeedASpatialAxis) {
+  OnnxBuilder b;
+  b.Input("x", {3});
+  b.Node("GlobalMaxPool", "g", {"x"}, {"y"});
+  b.Output("y", {});
+  EXPECT_ERROR_HAS(b, "node 'g' (GlobalMaxPool): input 'x' must have rank >= 3");
+}
+
+TEST(OnnxValidator, OperandTypesFollowTheSchema) {
+  EXPECT_ERROR_HAS(QLinearConvOf({1, 3, 8, 8}, {4, 3, 3, 3}, onnx::TensorProto::INT32),
+                   "node 'q' (QLinearConv): input 'w' (w) must be tensor(int8) or tensor(uint8), "
+                   "got tensor(int32)");
+  // Past libonnx's opsets only the bindings are checked (opset 21 widens the type sets).
+  for (int64_t opset : {13, 21}) {
+    OnnxBuilder b(opset);
+    b.Input("x", {4}, onnx::TensorProto::UINT8)
+        .Input("s", {})
+        .Input("z", {}, onnx::TensorProto::INT8);
+    b.Node("DequantizeLinear", "dq", {"x", "s", "z"}, {"y"});
+    b.Output("y", {});
+    EXPECT_ERROR_HAS(b,
+                     "node 'dq' (DequantizeLinear): input 'z' (x_zero_point) must have the type "
+                     "of input 'x', tensor(uint8), got tensor(int8)");
+  }
+}
+
+TEST(OnnxValidator, OnnxRuntimeQuantizedOpsAreCheckedWithoutASchema) {
+  using onnx::TensorProto;
+  auto sigmoid = [](int32_t x_elem, const std::vector<int64_t>& scale_shape, int inputs) {
+    OnnxBuilder b;
+    auto* ms = b.model().add_opset_import();
+    ms->set_domain("com.microsoft");
+    ms->set_version(1);
+    b.Input("x", {4}, x_elem).Input("xs", scale_shape).Input("xz", {}, TensorProto::UINT8);
+    b.Input("ys", {}).Input("yz", {}, TensorProto::UINT8);
+    std::vector<std::string> in = {"x", "xs", "xz", "ys", "yz"};
+    in.resize(static_cast<size_t>(inputs));
+    b.Node("QLinearSigmoid", "s", in, {"y"})->set_domain("com.microsoft");
+    b.Output("y", {4}, TensorProto::UINT8);
+    return b;
+  };
+  EXPECT_EQ(ImportError(sigmoid(TensorProto::UINT8, {}, 5)), "");
+  EXPECT_ERROR_HAS(sigmoid(TensorProto::UINT8, {}, 3),
+                   "node 's' (QLinearSigmoid): QLinearSigmoid takes 4 to 5 inputs (X, X_scale, "
+                   "X_zero_point?, Y_scale, Y_zero_point?) and one output, got 3 and 1");
+  EXPECT_ERROR_HAS(sigmoid(TensorProto::FLOAT, {}, 5),
+                   "input 'x' (X) must be int8 or uint8, got float");
+  EXPECT_ERROR_HAS(sigmoid(TensorProto::INT8, {}, 5),
+                   "input 'xz' (X_zero_point) must have the type of input 'x', int8, got uint8");
+  EXPECT_ERROR_HAS(sigmoid(TensorProto::UINT8, {4}, 5),
+                   "input 'xs' (X_scale) must be a scalar, got shape [4]");
+}
+
+TEST(OnnxValidator, PerChannelOperandsHoldOneValuePerChannel) {
+  OnnxBuilder b;
+  b.Input("x", {1, 3, 8, 8}, onnx::TensorProto::UINT8);
+  b.Input("w", {4, 3, 3, 3}, onnx::TensorProto::INT8);
+  b.Input("xz", {}, onnx::TensorProto::UINT8).Input("wz", {7}, onnx::TensorProto::INT8);
+  b.Node("ConvInteger", "ci", {"x", "w", "xz", "wz"}, {"y"});
+  b.Output("y", {1, 4, 6, 6}, onnx::TensorProto::INT32);
+  EXPECT_ERROR_HAS(b,
+                   "node 'ci' (ConvInteger): 'wz' int8[7] must hold 4 values, one per index of "
+                   "axis 0 of the weight [4,3,3,3]");
+}
+
 TEST(OnnxValidator, GraphsWithoutNodesOrOutputsAreRefused) {
   OnnxBuilder empty;
   empty.Input("x", {2});
