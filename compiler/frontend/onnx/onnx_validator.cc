@@ -128,6 +128,26 @@ const std::vector<OpRules>& RuleTable() {
   return table;
 }
 
+// STRING attributes whose values ONNX enumerates, where the lowering would read another value as
+// the default or the other branch of a comparison (a BitShift "SIDEWAYS" shifting right). Pad's,
+// Resize's and the recurrent ops' modes are refused where they are read.
+struct StringRule {
+  std::vector<const char*> ops;
+  const char* attr;
+  std::vector<const char*> values;
+};
+const std::vector<StringRule>& StringRules() {
+  static const std::vector<StringRule> rules = {
+      {{"Conv", "ConvInteger", "QLinearConv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool"},
+       "auto_pad",
+       {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"}},
+      {{"BitShift"}, "direction", {"LEFT", "RIGHT"}},
+      {{"DepthToSpace"}, "mode", {"DCR", "CRD"}},
+      {{"Gelu"}, "approximate", {"none", "tanh"}},
+  };
+  return rules;
+}
+
 // ONNX Runtime's com.microsoft quantized ops, which libonnx has no schema for: their formal inputs
 // in order, "?" marking an optional one. The 8-bit ones (X, its zero point) share one type, int8
 // or uint8; every scale and zero point is a scalar, each scale float.
@@ -174,6 +194,15 @@ std::vector<int64_t> IntsAttr(const onnx::NodeProto& n, const std::string& name,
   const onnx::AttributeProto* a = FindAttr(n, name);
   if (!a) return fallback;
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+// The ONNX name of an element type ("uint8"), or its number where libonnx names none.
+std::string ElemTypeName(int32_t elem) {
+  try {
+    return onnx::Utils::DataTypeUtils::ToDataTypeString(elem);
+  } catch (const std::exception&) {
+    return "element type " + std::to_string(elem);
+  }
 }
 
 // "tensor(int8) or tensor(uint8)": the types a formal parameter allows, sorted for a stable
@@ -284,6 +313,7 @@ class Validator {
         CheckWindow(n, *rules, *scope, where);
       }
       if (n.domain() == "com.microsoft") CheckContribQuantized(n, *scope, where);
+      CheckAttributeValues(n, *scope, where);
       for (const auto& a : n.attribute()) {
         if (a.has_g()) {
           Scope inner(*scope);
@@ -418,6 +448,36 @@ class Validator {
     }
   }
 
+  // Enumerated STRING attributes, and Mod's fmod, which ONNX requires for floating-point inputs.
+  void CheckAttributeValues(const onnx::NodeProto& n, const Scope& scope,
+                            const std::string& where) const {
+    for (const StringRule& rule : StringRules()) {
+      if (std::find(rule.ops.begin(), rule.ops.end(), n.op_type()) == rule.ops.end()) continue;
+      const onnx::AttributeProto* a = FindAttr(n, rule.attr);
+      if (!a) continue;
+      std::string allowed;
+      bool found = false;
+      for (const char* v : rule.values) {
+        allowed += std::string(allowed.empty() ? "" : ", ") + v;
+        found = found || a->s() == v;
+      }
+      if (a->type() != onnx::AttributeProto::STRING || !found) {
+        Fail(where, std::string("attribute '") + rule.attr + "' must be one of " + allowed +
+                        ", got '" + a->s() + "'");
+      }
+    }
+    if (n.op_type() != "Mod" || n.input_size() == 0) return;
+    const onnx::AttributeProto* fmod = FindAttr(n, "fmod");
+    const onnx::TypeProto* t = scope.TensorType(n.input(0));
+    const int32_t elem = t ? t->tensor_type().elem_type() : onnx::TensorProto::UNDEFINED;
+    const bool floating = elem == onnx::TensorProto::FLOAT || elem == onnx::TensorProto::DOUBLE ||
+                          elem == onnx::TensorProto::FLOAT16 || elem == onnx::TensorProto::BFLOAT16;
+    if (floating && (!fmod || fmod->i() != 1)) {
+      Fail(where, "attribute 'fmod' must be 1 for " + ElemTypeName(elem) + " inputs, got " +
+                      std::to_string(fmod ? fmod->i() : 0));
+    }
+  }
+
   // A com.microsoft quantized op's inputs: their count, the 8-bit ones' one type, scalar
   // parameters (the expansion reads them as one value each).
   void CheckContribQuantized(const onnx::NodeProto& n, const Scope& scope,
@@ -459,7 +519,7 @@ class Validator {
       const onnx::TypeProto* t = scope.TensorType(n.input(i));
       if (!t) continue;
       const int32_t elem = t->tensor_type().elem_type();
-      const std::string got = onnx::Utils::DataTypeUtils::ToDataTypeString(elem);
+      const std::string got = ElemTypeName(elem);
       if (scale) {
         if (elem != onnx::TensorProto::FLOAT) Fail(where, what + " must be float, got " + got);
         continue;
@@ -472,7 +532,7 @@ class Validator {
         first_8bit = n.input(i);
       } else if (elem != bound) {
         Fail(where, what + " must have the type of input '" + first_8bit + "', " +
-                        onnx::Utils::DataTypeUtils::ToDataTypeString(bound) + ", got " + got);
+                        ElemTypeName(bound) + ", got " + got);
       }
     }
   }

@@ -268,6 +268,21 @@ TEST(OnnxValidator, OnnxRuntimeQuantizedOpsAreCheckedWithoutASchema) {
                    "input 'xs' (X_scale) must be a scalar, got shape [4]");
 }
 
+TEST(OnnxValidator, EnumeratedStringsAndFmodFollowTheSpec) {
+  OnnxBuilder shift;
+  shift.Input("x", {4}, onnx::TensorProto::UINT32).Input("s", {4}, onnx::TensorProto::UINT32);
+  OnnxBuilder::StringAttr(shift.Node("BitShift", "b", {"x", "s"}, {"y"}), "direction", "SIDEWAYS");
+  shift.Output("y", {4}, onnx::TensorProto::UINT32);
+  EXPECT_ERROR_HAS(shift,
+                   "node 'b' (BitShift): attribute 'direction' must be one of LEFT, RIGHT, "
+                   "got 'SIDEWAYS'");
+  OnnxBuilder mod;
+  mod.Input("x", {4}).Input("d", {4});
+  mod.Node("Mod", "m", {"x", "d"}, {"y"});
+  mod.Output("y", {4});
+  EXPECT_ERROR_HAS(mod, "node 'm' (Mod): attribute 'fmod' must be 1 for float inputs, got 0");
+}
+
 TEST(OnnxValidator, PerChannelOperandsHoldOneValuePerChannel) {
   OnnxBuilder b;
   b.Input("x", {1, 3, 8, 8}, onnx::TensorProto::UINT8);
