@@ -62,9 +62,8 @@ void DropoutOp(Node n, CanonicalizeContext* ctx) {
   }
   ctx->DropInputsFrom(n, 1);
   if (n.outputs.size() > 1) {
-    auto mask = std::make_shared<HostTensor>(TensorType{ctx->TypeOf(n.inputs[0]).shape, kBool});
-    for (int64_t i = 0; i < mask->NumElements(); ++i) mask->SetFromInt(i, 1);
-    ctx->SetConstOutput(n.outputs[1], mask);
+    const std::vector<int64_t> shape = ctx->TypeOf(n.inputs[0]).shape;
+    ctx->SetFilledOutput(n, n.outputs[1], shape, *MakeScalarTensor(kBool, 1));
     n.outputs.resize(1);
   }
   n.op = "Identity";

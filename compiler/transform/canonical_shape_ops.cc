@@ -2,9 +2,11 @@
 // (Shape, Size, ConstantOfShape, Range): their outputs become constants and the nodes vanish, so
 // the shape subgraphs of exported models fold away.
 #include <ember/compiler/ir/op_registry.h>
+#include <ember/compiler/transform.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "ir/shape_util.h"
@@ -35,12 +37,7 @@ void SizeOp(Node n, CanonicalizeContext* ctx) {
 void ConstantOfShapeOp(Node n, CanonicalizeContext* ctx) {
   auto shape = ctx->ConstInput(n, 0, "shape")->ToIntVector();
   HostTensorPtr v = n.HasAttr("value") ? n.GetTensor("value") : MakeScalarTensor(kFloat32, 0);
-  auto t = std::make_shared<HostTensor>(TensorType{shape, v->type.dtype});
-  int64_t es = DTypeBytes(v->type.dtype);
-  for (int64_t i = 0; i < t->NumElements(); ++i) {
-    std::memcpy(t->data.data() + i * es, v->data.data(), static_cast<size_t>(es));
-  }
-  ctx->SetConstOutput(n.outputs[0], t);
+  ctx->SetFilledOutput(n, n.outputs[0], shape, *v);
 }
 
 void RangeOp(Node n, CanonicalizeContext* ctx) {
@@ -48,7 +45,15 @@ void RangeOp(Node n, CanonicalizeContext* ctx) {
        d = ctx->ConstInput(n, 2, "delta");
   double a = s->GetAsDouble(0), b = l->GetAsDouble(0), c = d->GetAsDouble(0);
   if (c == 0) NodeError(n, "delta is 0");
-  int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((b - a) / c)));
+  const double steps = std::ceil((b - a) / c);
+  if (!std::isfinite(steps) || steps > static_cast<double>(kMaxFoldElements)) {
+    char what[160];
+    std::snprintf(what, sizeof(what), "start %g, limit %g and delta %g make %.0f elements", a, b, c,
+                  steps);
+    NodeUnsupported(n, std::string(what) + "; emberc computes a Range at compile time, up to " +
+                           std::to_string(kMaxFoldElements) + " elements");
+  }
+  int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(steps));
   auto t = std::make_shared<HostTensor>(TensorType{{cnt}, s->type.dtype});
   for (int64_t i = 0; i < cnt; ++i) {
     if (s->type.dtype.code == kDLFloat) {

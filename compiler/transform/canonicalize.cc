@@ -5,6 +5,8 @@
 #include <ember/compiler/ir/subgraph.h>
 #include <ember/compiler/transform.h>
 
+#include <cstring>
+
 #include "ir/shape_util.h"
 #include "transform/canonicalize_context.h"
 
@@ -127,6 +129,32 @@ void CanonicalizeContext::IntsInputToAttr(Node& n, size_t i, const char* key) {
 
 void CanonicalizeContext::DropInputsFrom(Node& n, size_t keep) {
   if (n.inputs.size() > keep) n.inputs.resize(keep);
+}
+
+void CanonicalizeContext::SetFilledOutput(const Node& n, int id, const std::vector<int64_t>& shape,
+                                          const HostTensor& value) {
+  if (value.NumElements() < 1) NodeError(n, "the fill value is empty");
+  for (int64_t d : shape) {
+    if (d < 0) NodeError(n, "output shape " + ShapeToString(shape) + " has a negative dimension");
+  }
+  const int64_t bytes = DTypeBytes(value.type.dtype);
+  auto element = std::make_shared<HostTensor>(TensorType{{1}, value.type.dtype});
+  std::memcpy(element->data.data(), value.data.data(), static_cast<size_t>(bytes));
+  const TensorType type{shape, value.type.dtype};
+  if (type.NumElements() > kMaxFoldElements) {
+    Canonicalize(Node{
+        "Expand",
+        n.name,
+        {},
+        {Constant(n.name + "_fill", element), Constant(n.name + "_shape", MakeInt64Tensor(shape))},
+        {id}});
+    return;
+  }
+  auto t = std::make_shared<HostTensor>(type);
+  for (int64_t i = 0; i < t->NumElements(); ++i) {
+    std::memcpy(t->data.data() + i * bytes, element->data.data(), static_cast<size_t>(bytes));
+  }
+  SetConstOutput(id, t);
 }
 
 void CanonicalizeContext::SetConstOutput(int id, HostTensorPtr c) {

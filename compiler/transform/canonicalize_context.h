@@ -31,6 +31,11 @@ class CanonicalizeContext : public RewriteContext {
   void DropInputsFrom(Node& n, size_t keep);
   /*! \brief Makes value `id` the constant c (its type too). */
   void SetConstOutput(int id, HostTensorPtr c);
+  /*! \brief Makes value `id` (an output of n) a tensor of `shape` filled with the first element
+   *  of `value`: a constant up to kMaxFoldElements, past it an Expand of that element, so a
+   *  huge ConstantOfShape costs the kernels its memory at run time, not emberc at compile time. */
+  void SetFilledOutput(const Node& n, int id, const std::vector<int64_t>& shape,
+                       const HostTensor& value);
 
   /*! \brief Canonicalizes `node` where it stands, as the pass does every node of the graph
    * (a node of a subgraph being instantiated: an If's taken branch, a Loop's unrolled body). */

@@ -74,7 +74,12 @@ void PackDenseWeights(Graph* graph);
 /*! \brief Drops nodes none of whose outputs is used. */
 void EliminateDeadCode(Graph* graph);
 
-/*! \brief Evaluate one node on the host; false when the op has no host evaluator. */
+/*! \brief The most elements emberc computes into a constant at compile time: past it a value
+ *  is left to the kernels (a tiny model must not make emberc allocate gigabytes). */
+constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
+
+/*! \brief Evaluate one node on the host; false when the op has no host evaluator or an output
+ *  has more than kMaxFoldElements. */
 bool HostEvaluate(const Node& node, const std::vector<HostTensorPtr>& inputs,
                   const std::vector<TensorType>& out_types, std::vector<HostTensorPtr>* outputs);
 

@@ -552,6 +552,42 @@ TEST(Frontend, GatherWithConstantIndicesOutOfRangeIsRefused) {
       << ErrorOf(b.Bytes());
 }
 
+TEST(Frontend, HugeComputedConstantsAreNotMadeAtCompileTime) {
+  // A 2 KB model asked emberc for a 40 GB ConstantOfShape (std::bad_alloc, or the OOM killer).
+  OnnxBuilder fill;
+  fill.Input("x", {1}).IntInit("shape", {2}, {100000, 100000});
+  fill.Node("ConstantOfShape", "c", {"shape"}, {"c_out"});
+  fill.Node("Add", "add", {"c_out", "x"}, {"y"});
+  fill.Output("y", {100000, 100000});
+  Graph g = ImportOnnxBytes(fill.Bytes(), "m.onnx", {});
+  ASSERT_EQ(g.nodes().size(), 2u);
+  EXPECT_EQ(g.nodes()[0].op, "Expand");  // its kernel allocates at run time, or refuses to
+  EXPECT_FALSE(g.value(g.nodes()[0].outputs[0]).is_constant());
+
+  OnnxBuilder small;  // a small one still folds into a constant
+  small.Input("x", {1}).IntInit("shape", {2}, {2, 3});
+  small.Node("ConstantOfShape", "c", {"shape"}, {"c_out"});
+  small.Node("Add", "add", {"c_out", "x"}, {"y"});
+  small.Output("y", {2, 3});
+  Graph s = ImportOnnxBytes(small.Bytes(), "m.onnx", {});
+  ASSERT_EQ(s.nodes().size(), 1u);
+  EXPECT_TRUE(s.value(s.nodes()[0].inputs[0]).is_constant());
+
+  OnnxBuilder range;
+  range.Input("x", {1}).IntInit("start", {}, {0}).IntInit("limit", {}, {10000000000});
+  range.IntInit("delta", {}, {1});
+  range.Node("Range", "r", {"start", "limit", "delta"}, {"r_out"});
+  range.Node("Cast", "cast", {"r_out"}, {"y"});
+  OnnxBuilder::IntAttr(range.model().mutable_graph()->mutable_node(1), "to", 1);
+  range.Output("y", {10000000000});
+  EXPECT_NE(ErrorOf(range.Bytes())
+                .find("node 'r' (Range): start 0, limit 1e+10 and delta 1 make "
+                      "10000000000 elements; emberc computes a Range at compile "
+                      "time, up to 16777216 elements"),
+            std::string::npos)
+      << ErrorOf(range.Bytes());
+}
+
 // The ops a ConvTranspose of `stride` on [1, 2, 4, 4] (kernel 3, weight an initializer or a
 // run-time input, `rank` spatial axes) is imported as.
 std::vector<std::string> ConvTransposeImportedAs(int64_t stride, bool constant_weight,
