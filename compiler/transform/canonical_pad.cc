@@ -2,6 +2,7 @@
 // attributes whatever the opset; a constant value known only at run time becomes a zero Pad and
 // a Where over a constant inside-mask.
 #include <ember/compiler/ir/op_registry.h>
+#include <ember/compiler/transform.h>
 
 #include "ir/shape_util.h"
 #include "transform/canonicalize_context.h"
@@ -41,6 +42,11 @@ void PadWithRunTimeValue(Node n, CanonicalizeContext* ctx) {
   int padded = ctx->Emit("Pad", n.name + "_zero", {n.inputs[0]},
                          {{"pads", pads}, {"mode", std::string("constant")}, {"value", 0.0}});
   const TensorType pt = ctx->TypeOf(padded);
+  if (pt.NumElements() > kMaxFoldElements) {
+    NodeUnsupported(n, "a constant_value computed at run time on an output of " + pt.ToString() +
+                           ": its inside-mask is made at compile time, up to " +
+                           std::to_string(kMaxFoldElements) + " elements");
+  }
   auto mask = std::make_shared<HostTensor>(TensorType{pt.shape, kBool});
   for (int64_t i = 0; i < mask->NumElements(); ++i) {
     int64_t rem = i;
