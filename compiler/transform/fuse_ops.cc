@@ -5,6 +5,10 @@
 //   Add) injective-or-less group + injective-or-less node                           (injective
 //   chains) injective-or-less group + reduce node                                      (inputs into
 //   a reduction) reduce group + elemwise/broadcast node (reduction epilogue)
+// A node that reads both an anchored group (a conv) and a chain of elementwise nodes joins the
+// anchored group and takes the chain with it, as TVM's post-dominator fusion does: the residual
+// Add of a quantized model then dequantizes its other operand in the conv's epilogue instead of
+// a kernel of its own reading the conv's result back in float32.
 #include <ember/compiler/ir/op_registry.h>
 #include <ember/compiler/transform.h>
 
@@ -46,6 +50,23 @@ bool IsScalarConstant(const Value& v) {
   return t.lanes == 1 && (t.code == kDLFloat || t.code == kDLInt || t.code == kDLUInt);
 }
 
+// The anchored group (a conv, a matrix product) among `candidates` when every other candidate
+// is a chain of elementwise or broadcast nodes the anchor's epilogue can compute too; else -1.
+int ChainsJoinAnchor(const std::vector<Building>& groups, const std::vector<int>& candidates) {
+  int anchor = -1;
+  size_t total = 0;
+  for (int c : candidates) {
+    const Building& b = groups[static_cast<size_t>(c)];
+    total += b.nodes.size();
+    if (b.master == OpPattern::kOutEWiseFusable && anchor < 0) {
+      anchor = c;
+    } else if (b.master > OpPattern::kBroadcast) {
+      return -1;
+    }
+  }
+  return candidates.size() > 1 && total < kMaxGroupNodes ? anchor : -1;
+}
+
 std::string SanitizeOp(const std::string& op) {
   std::string s;
   for (char c : op) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -77,7 +98,8 @@ std::vector<FusedGroup> FuseOps(Graph* graph, int opt_level) {
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node& n = nodes[i];
     OpPattern p = PatternOf(n);
-    int target = -1;
+    // The groups n may join: each produces a value whose one reader is n.
+    std::vector<int> candidates;
     if (opt_level > 0) {
       for (int in : n.inputs) {
         if (in == kAbsentValue || graph->value(in).is_constant()) continue;
@@ -85,10 +107,24 @@ std::vector<FusedGroup> FuseOps(Graph* graph, int opt_level) {
         if (prod < 0 || uses[static_cast<size_t>(in)] != 1) continue;
         if (nodes[static_cast<size_t>(prod)].outputs.size() != 1) continue;
         int g = group_of[static_cast<size_t>(prod)];
-        if (CanFuse(groups[static_cast<size_t>(g)], p)) {
-          target = g;
-          break;
+        if (CanFuse(groups[static_cast<size_t>(g)], p) &&
+            std::find(candidates.begin(), candidates.end(), g) == candidates.end()) {
+          candidates.push_back(g);
         }
+      }
+    }
+    int target = candidates.empty() ? -1 : candidates.front();
+    if (const int anchor = ChainsJoinAnchor(groups, candidates); anchor >= 0) {
+      target = anchor;
+      for (int c : candidates) {
+        if (c == anchor) continue;
+        // After the anchor's nodes, before n: still a topological order (a chain reads only
+        // values from outside), and the anchor stays first, where the schedules look for it.
+        Building& chain = groups[static_cast<size_t>(c)];
+        for (size_t ni : chain.nodes) group_of[ni] = anchor;
+        std::vector<size_t>& into = groups[static_cast<size_t>(anchor)].nodes;
+        into.insert(into.end(), chain.nodes.begin(), chain.nodes.end());
+        chain.nodes.clear();
       }
     }
     if (target < 0) {
@@ -113,9 +149,13 @@ std::vector<FusedGroup> FuseOps(Graph* graph, int opt_level) {
   // values), so ordering groups by their last node is a topological order.
   std::vector<size_t> order(groups.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return groups[a].nodes.back() < groups[b].nodes.back(); });
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (groups[a].nodes.empty() || groups[b].nodes.empty())
+      return groups[b].nodes.empty() < groups[a].nodes.empty();
+    return groups[a].nodes.back() < groups[b].nodes.back();
+  });
   for (size_t gi : order) {
+    if (groups[gi].nodes.empty()) continue;  // merged into an anchored group
     FusedGroup fg;
     fg.graph = graph;
     std::string name = "fused";

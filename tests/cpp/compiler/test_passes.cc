@@ -668,6 +668,39 @@ TEST(FuseOps, ConvEpilogueBiasReluResidual) {
   EXPECT_EQ(FuseOps(&g, 0).size(), 5u);  // opt-level 0: one kernel per node
 }
 
+// A quantized residual: Add(dequantized conv result, dequantized other branch). The other
+// branch's elementwise chain joins the conv's group after the conv's own nodes, so one kernel
+// reads the other branch's bytes in its epilogue; an injective producer (Transpose) keeps the
+// first-input rule and its own group.
+TEST(FuseOps, ElementwiseChainsJoinTheAnchorTheirResultMeets) {
+  for (bool injective_branch : {false, true}) {
+    SCOPED_TRACE(injective_branch ? "injective branch" : "elementwise branch");
+    Graph g;
+    int x = g.AddValue("x", F32({1, 2, 4, 4}));
+    int skip = g.AddValue("skip", F32({1, 2, 4, 4}));
+    g.inputs() = {x, skip};
+    int scale = g.AddConstant("scale", Floats({1}, {0.5f}));
+    int branch = injective_branch
+                     ? Add(g, "Transpose", {skip}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}})
+                     : Add(g, "Mul", {Add(g, "Exp", {skip}), scale});
+    int c = Add(g, "Conv", {x, g.AddConstant("w", Floats({2, 2, 1, 1}, {1, 0, 0, 1}))}, Conv1x1());
+    int y = Add(g, "Relu", {Add(g, "Add", {branch, c})});
+    g.outputs().push_back(y);
+    std::vector<FusedGroup> groups = FuseOps(&g, 3);
+    if (injective_branch) {
+      ASSERT_EQ(groups.size(), 2u);  // {Conv}, {Transpose, Add, Relu}
+      EXPECT_EQ(groups[1].nodes[0]->op, "Transpose");
+      continue;
+    }
+    ASSERT_EQ(groups.size(), 1u);
+    std::vector<std::string> ops;
+    for (const Node* n : groups[0].nodes) ops.push_back(n->op);
+    EXPECT_EQ(ops, (std::vector<std::string>{"Conv", "Exp", "Mul", "Add", "Relu"}));
+    EXPECT_EQ(groups[0].anchor, 0);
+    EXPECT_EQ(groups[0].outputs, (std::vector<int>{y}));
+  }
+}
+
 TEST(FuseOps, ValueReadTwiceEndsTheGroup) {
   Graph g;
   int x = g.AddValue("x", F32({8}));
