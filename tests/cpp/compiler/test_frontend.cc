@@ -552,24 +552,23 @@ TEST(Frontend, GatherWithConstantIndicesOutOfRangeIsRefused) {
       << ErrorOf(b.Bytes());
 }
 
+// ConstantOfShape(shape) + x, imported.
+Graph FilledPlusX(const std::vector<int64_t>& shape) {
+  OnnxBuilder b;
+  b.Input("x", {1}).IntInit("shape", {static_cast<int64_t>(shape.size())}, shape);
+  b.Node("ConstantOfShape", "c", {"shape"}, {"c_out"});
+  b.Node("Add", "add", {"c_out", "x"}, {"y"});
+  b.Output("y", shape);
+  return ImportOnnxBytes(b.Bytes(), "m.onnx", {});
+}
+
 TEST(Frontend, HugeComputedConstantsAreNotMadeAtCompileTime) {
   // A 2 KB model asked emberc for a 40 GB ConstantOfShape (std::bad_alloc, or the OOM killer).
-  OnnxBuilder fill;
-  fill.Input("x", {1}).IntInit("shape", {2}, {100000, 100000});
-  fill.Node("ConstantOfShape", "c", {"shape"}, {"c_out"});
-  fill.Node("Add", "add", {"c_out", "x"}, {"y"});
-  fill.Output("y", {100000, 100000});
-  Graph g = ImportOnnxBytes(fill.Bytes(), "m.onnx", {});
+  Graph g = FilledPlusX({100000, 100000});
   ASSERT_EQ(g.nodes().size(), 2u);
   EXPECT_EQ(g.nodes()[0].op, "Expand");  // its kernel allocates at run time, or refuses to
   EXPECT_FALSE(g.value(g.nodes()[0].outputs[0]).is_constant());
-
-  OnnxBuilder small;  // a small one still folds into a constant
-  small.Input("x", {1}).IntInit("shape", {2}, {2, 3});
-  small.Node("ConstantOfShape", "c", {"shape"}, {"c_out"});
-  small.Node("Add", "add", {"c_out", "x"}, {"y"});
-  small.Output("y", {2, 3});
-  Graph s = ImportOnnxBytes(small.Bytes(), "m.onnx", {});
+  Graph s = FilledPlusX({2, 3});  // a small one still folds into a constant
   ASSERT_EQ(s.nodes().size(), 1u);
   EXPECT_TRUE(s.value(s.nodes()[0].inputs[0]).is_constant());
 
