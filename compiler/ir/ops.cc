@@ -295,6 +295,17 @@ Types PadRule(const Node& n, const Types& in) {
   TensorType t = in[0];
   int64_t r = t.ndim();
   if (static_cast<int64_t>(p.size()) != 2 * r) NodeError(n, "pads length != 2 * rank");
+  // As ONNX Runtime: reflect mirrors at most dim - 1 elements, edge needs an element to repeat.
+  const std::string mode = n.GetString("mode", "constant");
+  for (int64_t i = 0; i < r; ++i) {
+    const int64_t dim = t.shape[i], pad = std::max(p[i], p[r + i]);
+    const std::string what = "mode '" + mode + "' pads axis " + std::to_string(i) + " of " +
+                             t.ToString() + " by " + std::to_string(pad);
+    if (mode == "reflect" && pad > 0 && pad > dim - 1) {
+      NodeError(n, what + ", more than its size - 1 (" + std::to_string(dim - 1) + ")");
+    }
+    if (mode == "edge" && pad > 0 && dim == 0) NodeError(n, what + ", which has no element");
+  }
   for (int64_t i = 0; i < r; ++i) t.shape[i] += p[i] + p[r + i];
   return {t};
 }

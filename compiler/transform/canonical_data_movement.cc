@@ -146,8 +146,13 @@ void SliceOp(Node n, CanonicalizeContext* ctx) {
   }
   std::vector<int64_t> fs = Fill(static_cast<size_t>(r), 0), fe = x.shape,
                        fst = Fill(static_cast<size_t>(r), 1), out = x.shape;
+  std::vector<bool> sliced(static_cast<size_t>(r), false);  // ONNX: an axis at most once
   for (size_t i = 0; i < starts.size(); ++i) {
     int64_t a = NormalizeAxis(n, axes[i], r, "axes entry");
+    if (sliced[static_cast<size_t>(a)]) {
+      NodeError(n, "axes " + ShapeToString(axes) + " name axis " + std::to_string(a) + " twice");
+    }
+    sliced[static_cast<size_t>(a)] = true;
     int64_t dim = x.shape[a], st = steps[i];
     if (st == 0) NodeError(n, "slice step 0 on axis " + std::to_string(a));
     int64_t b = starts[i], e = ends[i];

@@ -552,6 +552,35 @@ TEST(Frontend, GatherWithConstantIndicesOutOfRangeIsRefused) {
       << ErrorOf(b.Bytes());
 }
 
+TEST(Frontend, PadsAndSlicesOnnxRuntimeRefusesAreRefused) {
+  // Reflect mirrored past the axis (the kernel read outside it), edge repeated nothing, and an
+  // axis sliced twice took one of the two: ONNX Runtime refuses each.
+  auto pad = [](const std::string& mode, const std::vector<int64_t>& shape, int64_t by) {
+    OnnxBuilder b;
+    b.Input("x", shape).IntInit("pads", {2}, {by, by});
+    OnnxBuilder::StringAttr(b.Node("Pad", "p", {"x", "pads"}, {"y"}), "mode", mode);
+    b.Output("y", {shape[0] + 2 * by});
+    return ErrorOf(b.Bytes());
+  };
+  EXPECT_NE(pad("reflect", {2}, 5)
+                .find("node 'p' (Pad): mode 'reflect' pads axis 0 of float32[2] "
+                      "by 5, more than its size - 1 (1)"),
+            std::string::npos);
+  EXPECT_EQ(pad("reflect", {3}, 2), "");
+  EXPECT_NE(pad("edge", {0}, 1)
+                .find("mode 'edge' pads axis 0 of float32[0] by 1, which has no "
+                      "element"),
+            std::string::npos);
+  OnnxBuilder slice;
+  slice.Input("x", {4, 4}).IntInit("s", {2}, {0, 1}).IntInit("e", {2}, {4, 3});
+  slice.IntInit("a", {2}, {0, -2});
+  slice.Node("Slice", "sl", {"x", "s", "e", "a"}, {"y"});
+  slice.Output("y", {});
+  EXPECT_NE(ErrorOf(slice.Bytes()).find("node 'sl' (Slice): axes [0,-2] name axis 0 twice"),
+            std::string::npos)
+      << ErrorOf(slice.Bytes());
+}
+
 // ConstantOfShape(shape) + x, imported.
 Graph FilledPlusX(const std::vector<int64_t>& shape) {
   OnnxBuilder b;
