@@ -205,17 +205,22 @@ std::string ElemTypeName(int32_t elem) {
   }
 }
 
+// "a, b or c" (last = " or "), or "a, b, c" (last = ", ").
+std::string JoinNames(const std::vector<std::string>& names, const char* last) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? last : ", ") + names[i];
+  }
+  return out;
+}
+
 // "tensor(int8) or tensor(uint8)": the types a formal parameter allows, sorted for a stable
 // message.
 std::string AllowedTypes(const onnx::OpSchema::FormalParameter& formal) {
   std::vector<std::string> names;
   for (onnx::DataType t : formal.GetTypes()) names.push_back(*t);
   std::sort(names.begin(), names.end());
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-  }
-  return out;
+  return JoinNames(names, " or ");
 }
 
 // Element size in bytes; the widest ONNX type (complex128) for types emberc does not map.
@@ -455,15 +460,11 @@ class Validator {
       if (std::find(rule.ops.begin(), rule.ops.end(), n.op_type()) == rule.ops.end()) continue;
       const onnx::AttributeProto* a = FindAttr(n, rule.attr);
       if (!a) continue;
-      std::string allowed;
-      bool found = false;
-      for (const char* v : rule.values) {
-        allowed += std::string(allowed.empty() ? "" : ", ") + v;
-        found = found || a->s() == v;
-      }
-      if (a->type() != onnx::AttributeProto::STRING || !found) {
-        Fail(where, std::string("attribute '") + rule.attr + "' must be one of " + allowed +
-                        ", got '" + a->s() + "'");
+      const std::vector<std::string> allowed(rule.values.begin(), rule.values.end());
+      if (a->type() != onnx::AttributeProto::STRING ||
+          std::find(allowed.begin(), allowed.end(), a->s()) == allowed.end()) {
+        Fail(where, std::string("attribute '") + rule.attr + "' must be one of " +
+                        JoinNames(allowed, ", ") + ", got '" + a->s() + "'");
       }
     }
     if (n.op_type() != "Mod" || n.input_size() == 0) return;
@@ -489,8 +490,8 @@ class Validator {
     const int count = static_cast<int>(op->inputs.size());
     int required = count;
     while (required > 0 && std::string(op->inputs[required - 1]).back() == '?') --required;
-    std::string formals;
-    for (const char* f : op->inputs) formals += std::string(formals.empty() ? "" : ", ") + f;
+    const std::string formals =
+        JoinNames(std::vector<std::string>(op->inputs.begin(), op->inputs.end()), ", ");
     if (n.input_size() < required || n.input_size() > count || n.output_size() != 1) {
       Fail(where, std::string(op->op) + " takes " + std::to_string(required) + " to " +
                       std::to_string(count) + " inputs (" + formals + ") and one output, got " +
