@@ -34,5 +34,11 @@ std::vector<int64_t> UnblockedShape(const std::vector<int64_t>& blocked) {
   return {blocked[0], blocked[1] * blocked[4], blocked[2], blocked[3]};
 }
 
+std::vector<int64_t> NchwShapeOf(const std::vector<int64_t>& stored, int64_t block) {
+  if (block == 0) return stored;
+  if (block < 0 || stored.size() != 5 || stored[4] != block) return {};
+  return UnblockedShape(stored);
+}
+
 }  // namespace compiler
 }  // namespace ember

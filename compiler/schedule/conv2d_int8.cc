@@ -117,68 +117,16 @@ bool PairsFitInt16(const Value& weight) {
   return true;
 }
 
-}  // namespace
-
-bool Conv2dInt8Applies(const Graph& g, const Node& conv, const Conv2dInt8Params& p) {
-  Int8Conv m;
-  if (p.lanes <= 0 || !ReadInt8Conv(g, conv, false, &m)) return false;
-  if (p.saturating_pairs && !PairsFitInt16(g.value(conv.inputs[1]))) return false;
-  if (conv.HasInput(2)) {
-    const Value& b = g.value(conv.inputs[2]);
-    if (!b.is_constant() || b.type.dtype != kInt32 || b.type.NumElements() != m.oc) return false;
-  }
-  const int64_t ph = m.h + 2 * m.pad_t + (m.kh - 1) * m.d_h + 1;
-  const int64_t pw = m.w + 2 * m.pad_l + (m.kw - 1) * m.d_w + 1;
-  return RoundUp(m.c, kDotDepth) * ph * pw <= kMaxPaddedBytes;
+// Pixels in the lanes write NCHW rows; channels in the lanes NCHW or their own block.
+bool WritesLayout(const Int8Conv& m, const Conv2dInt8Params& p) {
+  return m.out_block == 0 || (p.pixel_vectors == 0 && m.out_block == p.lanes);
 }
 
-bool Conv2dInt8Pays(const Graph& g, const Node& conv, const Conv2dInt8Params& p) {
-  Int8Conv m;
-  if (p.pixel_vectors <= 0 || !ReadInt8Conv(g, conv, false, &m)) return true;
-  return Conv2dInt8PixelsPays(m, OutputRows(m), OutputCols(m), p);
-}
-
-bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
-                   const Conv2dInt8Params& p, lower::LoweredFunc* out) {
-  if (p.pixel_vectors > 0) return TryConv2dInt8Pixels(group, opts, p, out);
-  Int8ConvGroup ig;
-  if (!ReadInt8ConvGroup(group, p, &ig)) return false;
-  const Int8Conv& m = ig.m;
-  const int64_t oh = ig.oh, ow = ig.ow, ocp = ig.ocp, quads = ig.quads;
-  lower::LoweredFunc& f = ig.f;
-  const EpilogueAt& at = ig.at;
-  const int64_t ph = PaddedRows(m, oh), pw = PaddedCols(m, ow);
-  const Int8ConvViews v = AddInt8ConvViews(&ig, quads * ph * pw);
-  Buffer acc = lower::NewBuffer(ig.conv->name + "_acc_ws", te::Int(32), ocp * oh * ow,
-                                lower::BufferScope::kWorkspace);
-  f.workspaces.push_back(acc);
-
-  const int64_t vectors = ocp % (p.lanes * p.oc_vectors) == 0 ? p.oc_vectors : 1;
-  const int64_t owb = ChooseOwBlock(ow, p.ow_block * p.oc_vectors / vectors);
-  const int64_t full = ow / owb, tail = ow % owb, blocks = ocp / (p.lanes * vectors);
-  Tile t{m,     p.lanes, vectors, quads, ph,      pw, p,  v.xq32,
-         v.w32, ig.bias, acc,     ig.zp, ig.wsum, oh, ow, &f};
-
-  Expr n = te::MakeVar("n");
-  std::vector<Stmt> image{PackInt8Data(m, ig.x, ZeroPointByte(m, ig.zp), Int8DataOffset(p), v.xq, n,
-                                       Int8DataLayout{ph, pw}, opts)};
-  const int64_t work_per_tile = owb * p.lanes * vectors * quads * kDotDepth * m.kh * m.kw;
-  auto grid = [&](const std::string& tag, int64_t per_row, int64_t width, int64_t ow0) {
-    const int64_t tiles = blocks * oh * per_row;
-    Expr ti = te::MakeVar("t");
-    Expr ob = te::FloorDiv(ti, Expr(oh * per_row));
-    Expr rest = te::FloorMod(ti, Expr(oh * per_row));
-    Expr row = per_row > 1 ? te::FloorDiv(rest, Expr(per_row)) : rest;
-    Expr col = per_row > 1 ? te::FloorMod(rest, Expr(per_row)) * width + ow0 : Expr(ow0);
-    const bool par = opts.parallel && tiles > 1 && tiles * work_per_tile >= opts.parallel_min_work;
-    return lower::For(ti, tiles, par ? ForKind::kParallel : ForKind::kSerial,
-                      MakeTile(t, tag, ob, row, col, width));
-  };
-  image.push_back(grid("m", full, owb, 0));
-  if (tail > 0) image.push_back(grid("t", 1, tail, full * owb));
-
-  // The epilogue, one output channel per task: its rows of the blocked sums in, NCHW out; over
-  // the flat plane when the epilogue allows, so that narrow rows (14, 7) still fill vectors.
+// The epilogue, one output channel per task: its rows of the blocked sums `acc` in, NCHW out;
+// over the flat plane when the epilogue allows, so that narrow rows (14, 7) still fill vectors.
+Stmt NchwEpilogue(const Int8Conv& m, int64_t oh, int64_t ow, const Conv2dInt8Params& p,
+                  const Buffer& acc, const EpilogueAt& at, const lower::LoweredFunc& f,
+                  const Expr& n, const lower::ScheduleOptions& opts) {
   Expr c = te::MakeVar("c"), y = te::MakeVar("y"), x = te::MakeVar("x");
   auto sum_at = [&](const Expr& row, const Expr& col) {
     return BufferLoad(acc, ((te::FloorDiv(c, Expr(p.lanes)) * oh + row) * ow + col) * p.lanes +
@@ -216,12 +164,92 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
         SeqOf({Range("qc", 0, chunks, ForKind::kSerial,
                      [&](const Expr& qc) { return chunk(qc * kEpilogueChunk, kEpilogueChunk); }),
                rest > 0 ? chunk(Expr(chunks * kEpilogueChunk), rest) : Stmt()});
-    image.push_back(
-        lower::For(cb, m.oc / p.lanes, par ? ForKind::kParallel : ForKind::kSerial, body));
-  } else {
-    image.push_back(lower::For(c, m.oc, par ? ForKind::kParallel : ForKind::kSerial, ep));
+    return lower::For(cb, m.oc / p.lanes, par ? ForKind::kParallel : ForKind::kSerial, body);
   }
+  return lower::For(c, m.oc, par ? ForKind::kParallel : ForKind::kSerial, ep);
+}
 
+// The epilogue for a blocked output, one block of channels per task: the sums `acc` are in its
+// layout already (ocp == oc, as the block divides the channels), each pixel's channels one
+// vector in and one out.
+Stmt BlockedEpilogue(const Int8Conv& m, int64_t oh, int64_t ow, int64_t lanes, const Buffer& acc,
+                     const EpilogueAt& at, const lower::LoweredFunc& f, const Expr& n,
+                     const lower::ScheduleOptions& opts) {
+  const int64_t blocks = m.oc / lanes;
+  Expr cb = te::MakeVar("cb"), y = te::MakeVar("y"), x = te::MakeVar("x"), l = te::MakeVar("l");
+  Expr pixel = (cb * oh + y) * ow + x;  // in image n's sums and output alike
+  Stmt ep = lower::Store(f.args.back().buffer, (n * blocks * oh * ow + pixel) * lanes + l,
+                         at({n, cb, y, x, l}, BufferLoad(acc, pixel * lanes + l)));
+  ep = lower::For(l, lanes, ForKind::kVectorized, ep);
+  ep = lower::For(x, ow, ForKind::kSerial, ep);
+  ep = lower::For(y, oh, ForKind::kSerial, ep);
+  const bool par = opts.parallel && blocks > 1 && m.oc * oh * ow >= opts.parallel_min_work;
+  return lower::For(cb, blocks, par ? ForKind::kParallel : ForKind::kSerial, ep);
+}
+
+}  // namespace
+
+bool Conv2dInt8Applies(const Graph& g, const Node& conv, const Conv2dInt8Params& p) {
+  Int8Conv m;
+  if (p.lanes <= 0 || !ReadInt8Conv(g, conv, false, &m) || !WritesLayout(m, p)) return false;
+  if (p.saturating_pairs && !PairsFitInt16(g.value(conv.inputs[1]))) return false;
+  if (conv.HasInput(2)) {
+    const Value& b = g.value(conv.inputs[2]);
+    if (!b.is_constant() || b.type.dtype != kInt32 || b.type.NumElements() != m.oc) return false;
+  }
+  const int64_t ph = m.h + 2 * m.pad_t + (m.kh - 1) * m.d_h + 1;
+  const int64_t pw = m.w + 2 * m.pad_l + (m.kw - 1) * m.d_w + 1;
+  return RoundUp(m.c, kDotDepth) * ph * pw <= kMaxPaddedBytes;
+}
+
+bool Conv2dInt8Pays(const Graph& g, const Node& conv, const Conv2dInt8Params& p,
+                    bool channels_blocked) {
+  Int8Conv m;
+  if (p.pixel_vectors <= 0 || !ReadInt8Conv(g, conv, false, &m)) return true;
+  return Conv2dInt8PixelsPays(m, OutputRows(m), OutputCols(m), p, channels_blocked);
+}
+
+bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                   const Conv2dInt8Params& p, lower::LoweredFunc* out) {
+  if (p.pixel_vectors > 0) return TryConv2dInt8Pixels(group, opts, p, out);
+  Int8ConvGroup ig;
+  if (!ReadInt8ConvGroup(group, p, &ig) || !WritesLayout(ig.m, p)) return false;
+  const Int8Conv& m = ig.m;
+  const int64_t oh = ig.oh, ow = ig.ow, ocp = ig.ocp, quads = ig.quads;
+  lower::LoweredFunc& f = ig.f;
+  const EpilogueAt& at = ig.at;
+  const int64_t ph = PaddedRows(m, oh), pw = PaddedCols(m, ow);
+  const Int8ConvViews v = AddInt8ConvViews(&ig, quads * ph * pw);
+  Buffer acc = lower::NewBuffer(ig.conv->name + "_acc_ws", te::Int(32), ocp * oh * ow,
+                                lower::BufferScope::kWorkspace);
+  f.workspaces.push_back(acc);
+
+  const int64_t vectors = ocp % (p.lanes * p.oc_vectors) == 0 ? p.oc_vectors : 1;
+  const int64_t owb = ChooseOwBlock(ow, p.ow_block * p.oc_vectors / vectors);
+  const int64_t full = ow / owb, tail = ow % owb, blocks = ocp / (p.lanes * vectors);
+  Tile t{m,     p.lanes, vectors, quads, ph,      pw, p,  v.xq32,
+         v.w32, ig.bias, acc,     ig.zp, ig.wsum, oh, ow, &f};
+
+  Expr n = te::MakeVar("n");
+  std::vector<Stmt> image{PackInt8Data(m, ig.x, ZeroPointByte(m, ig.zp), Int8DataOffset(p), v.xq, n,
+                                       Int8DataLayout{ph, pw}, opts)};
+  const int64_t work_per_tile = owb * p.lanes * vectors * quads * kDotDepth * m.kh * m.kw;
+  auto grid = [&](const std::string& tag, int64_t per_row, int64_t width, int64_t ow0) {
+    const int64_t tiles = blocks * oh * per_row;
+    Expr ti = te::MakeVar("t");
+    Expr ob = te::FloorDiv(ti, Expr(oh * per_row));
+    Expr rest = te::FloorMod(ti, Expr(oh * per_row));
+    Expr row = per_row > 1 ? te::FloorDiv(rest, Expr(per_row)) : rest;
+    Expr col = per_row > 1 ? te::FloorMod(rest, Expr(per_row)) * width + ow0 : Expr(ow0);
+    const bool par = opts.parallel && tiles > 1 && tiles * work_per_tile >= opts.parallel_min_work;
+    return lower::For(ti, tiles, par ? ForKind::kParallel : ForKind::kSerial,
+                      MakeTile(t, tag, ob, row, col, width));
+  };
+  image.push_back(grid("m", full, owb, 0));
+  if (tail > 0) image.push_back(grid("t", 1, tail, full * owb));
+
+  image.push_back(m.out_block != 0 ? BlockedEpilogue(m, oh, ow, p.lanes, acc, at, f, n, opts)
+                                   : NchwEpilogue(m, oh, ow, p, acc, at, f, n, opts));
   f.body = lower::For(n, m.n, ForKind::kSerial, lower::Seq(image));
   f.prefer_vector_bits = static_cast<int>(p.lanes * 32);
   *out = std::move(ig.f);

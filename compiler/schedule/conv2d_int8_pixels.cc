@@ -221,18 +221,22 @@ Stmt TileLoop(const PixelTile& t, const std::string& tag, const Expr& n, const T
 
 }  // namespace
 
-bool Conv2dInt8PixelsPays(const Int8Conv& m, int64_t oh, int64_t ow, const Conv2dInt8Params& p) {
+bool Conv2dInt8PixelsPays(const Int8Conv& m, int64_t oh, int64_t ow, const Conv2dInt8Params& p,
+                          bool channels_blocked) {
   const PixelTiling tiling = PlanPixelTiles(m, oh, ow, p);
   const double steps = static_cast<double>(RoundUp(m.c, kDotDepth) / kDotDepth * m.kh * m.kw);
   const double pixels_used = static_cast<double>(oh * ow) / (tiling.vectors * p.lanes);
   const double channels_used = static_cast<double>(m.oc) / RoundUp(m.oc, p.lanes);
-  return steps / pixels_used <= steps / channels_used + kChannelsFormEpilogueSteps;
+  const double epilogue = channels_blocked ? 0 : kChannelsFormEpilogueSteps;
+  return steps / pixels_used <= steps / channels_used + epilogue;
 }
 
 bool TryConv2dInt8Pixels(const FusedGroup& group, const lower::ScheduleOptions& opts,
                          const Conv2dInt8Params& p, lower::LoweredFunc* out) {
   Int8ConvGroup ig;
-  if (p.pixel_vectors <= 0 || p.channel_rows <= 0 || !ReadInt8ConvGroup(group, p, &ig)) {
+  // Its data in NCHW or blocked (PackInt8Data reads either); its output in NCHW rows only.
+  if (p.pixel_vectors <= 0 || p.channel_rows <= 0 || !ReadInt8ConvGroup(group, p, &ig) ||
+      ig.m.out_block != 0) {
     return false;
   }
   const Int8Conv& m = ig.m;

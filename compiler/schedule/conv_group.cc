@@ -41,21 +41,14 @@ const Node* SingleConvOf(const FusedGroup& group) {
 
 namespace {
 
-// The NCHW shape of a value stored in `block` (0: NCHW); empty when it is not stored so.
-std::vector<int64_t> NchwShape(const TensorType& t, int64_t block) {
-  if (block < 0) return {};
-  if (block == 0) return t.shape;
-  if (t.shape.size() != 5 || t.shape[4] != block) return {};
-  return UnblockedShape(t.shape);
-}
-
 bool ReadGeometry(const Node& conv, const Graph& g, ConvShape* s) {
   const int64_t in_block = LayoutBlock(conv.GetString(kDataLayoutAttr, "NCHW"));
   const int64_t out_block = LayoutBlock(conv.GetString(kOutLayoutAttr, "NCHW"));
   const TensorType& x = g.value(conv.inputs[0]).type;
   const TensorType& wt = g.value(conv.inputs[1]).type;
   const TensorType& o = g.value(conv.outputs[0]).type;
-  const TensorType xt{NchwShape(x, in_block), x.dtype}, ot{NchwShape(o, out_block), o.dtype};
+  const TensorType xt{NchwShapeOf(x.shape, in_block), x.dtype};
+  const TensorType ot{NchwShapeOf(o.shape, out_block), o.dtype};
   if (xt.shape.size() != 4 || wt.shape.size() != 4 || ot.shape.size() != 4) return false;
   if (!IsF32(xt.dtype) || !IsF32(wt.dtype) || !IsF32(ot.dtype)) return false;
   // kernel_shape, not W's spatial dims: Winograd weights hold transformed kernels.

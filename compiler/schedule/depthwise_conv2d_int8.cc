@@ -71,10 +71,11 @@ bool ReadDwInt8(const Graph& g, const Node& conv, bool weight_int8, int64_t lane
   // A run-time zero point is the dense kernels' only (dynamically quantized models have no
   // depthwise convs to speak of).
   if (conv.HasAttr(kPackedInt8WeightAttr) || !ReadInt8ConvOperands(g, conv, 4, &ops) ||
-      ops.zero_point_input >= 0 || !ops.window.Undilated()) {
+      ops.zero_point_input >= 0 || !ops.window.Undilated() || ops.in_block != 0 ||
+      ops.out_block != 0) {
     return false;
   }
-  const TensorType& x = *ops.data;
+  const TensorType& x = ops.data;
   const std::vector<int64_t>& ws = ops.weight->type.shape;
   const WindowAttrs& win = ops.window;
   if ((weight_int8 && ops.weight->type.dtype != kInt8) || ws[0] != x.shape[1] || ws[1] != 1 ||
@@ -119,6 +120,10 @@ bool ReadDwInt8(const Graph& g, const Node& conv, bool weight_int8, int64_t lane
 }  // namespace
 
 bool DepthwiseConv2dInt8Applies(const Graph& g, const Node& conv, const DepthwiseInt8Params& p) {
+  if (conv.GetString(kOutLayoutAttr, "NCHW") != "NCHW") {
+    return conv.GetString(kOutLayoutAttr, "") == LayoutName(p.lanes) &&
+           DepthwiseConv2dInt8NchwcApplies(g, conv, p);
+  }
   DwInt8 m;
   return p.lanes > 0 && ReadDwInt8(g, conv, false, p.lanes, &m);
 }
@@ -127,6 +132,9 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
                             const DepthwiseInt8Params& p, lower::LoweredFunc* out) {
   const Graph& g = *group.graph;
   const Node* conv = SingleConvOf(group);
+  if (conv != nullptr && conv->GetString(kOutLayoutAttr, "NCHW") != "NCHW") {
+    return TryDepthwiseConv2dInt8Nchwc(group, opts, p, out);
+  }
   DwInt8 m;
   if (conv == nullptr || group.outputs.size() != 1 || conv->outputs.size() != 1 ||
       !ReadDwInt8(g, *conv, true, p.lanes, &m)) {

@@ -2,6 +2,7 @@
 #include "int8_conv_data.h"
 
 #include <ember/compiler/ir/kernel_plan.h>
+#include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/weight_layout.h>
 
 #include <string>
@@ -30,7 +31,7 @@ constexpr int64_t kDotDepth = kInt8DotDepth;
 bool ReadInt8Conv(const Graph& g, const Node& conv, bool packed, Int8Conv* m) {
   Int8ConvOperands ops;
   if (!ReadInt8ConvOperands(g, conv, packed ? 6 : 4, &ops) || ops.window.group != 1) return false;
-  const TensorType& x = *ops.data;
+  const TensorType& x = ops.data;
   const std::vector<int64_t>& ws = ops.weight->type.shape;
   const WindowAttrs& win = ops.window;
   const bool signed_data = x.dtype == kInt8;
@@ -53,7 +54,9 @@ bool ReadInt8Conv(const Graph& g, const Node& conv, bool packed, Int8Conv* m) {
                 win.dilations[0],
                 win.dilations[1],
                 signed_data,
-                ops.zero_point_input};
+                ops.zero_point_input,
+                ops.in_block,
+                ops.out_block};
   if (!packed && ws[1] != m->c) return false;
   return RoundUp(m->c, kDotDepth) * m->kh * m->kw <= kMaxTaps;
 }
@@ -92,13 +95,14 @@ bool ReadInt8ConvGroup(const FusedGroup& group, const Conv2dInt8Params& p, Int8C
     if (!IsGroupInput(group, v)) return false;
   }
   const TensorType& o = g.value(conv->outputs[0]).type;
-  if (o.ndim() != 4 || o.dtype != kInt32 || o.shape[0] != c.m.n ||
+  const std::vector<int64_t> dims = NchwShapeOf(o.shape, c.m.out_block);
+  if (dims.size() != 4 || o.dtype != kInt32 || dims[0] != c.m.n ||
       g.value(group.outputs[0]).type.shape != o.shape) {
     return false;
   }
-  c.oh = o.shape[2];
-  c.ow = o.shape[3];
-  c.m.oc = o.shape[1];  // the packed weight's first axis counts blocks
+  c.oh = dims[2];
+  c.ow = dims[3];
+  c.m.oc = dims[1];  // the packed weight's first axis counts blocks
   c.ocp = RoundUp(c.m.oc, block);
   c.quads = RoundUp(c.m.c, kDotDepth) / kDotDepth;
   const std::vector<int64_t>& ws = g.value(conv->inputs[1]).type.shape;
@@ -151,7 +155,7 @@ Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, const Expr& zero_point_byt
   // or none).
   const int64_t shift = (signed_data ? 128 : 0) - offset;
   auto byte = [&](const Expr& c, const Expr& sy, const Expr& sx) {
-    Expr v = BufferLoad(x, ((n * m.c + c) * m.h + sy) * m.w + sx);
+    Expr v = BufferLoad(x, NchwOrBlockedIndex(m.in_block, m.c, m.h, m.w, n, c, sy, sx));
     if (shift == 0) return signed_data ? te::Cast(te::UInt(8), v) : v;
     return te::Cast(te::UInt(8), te::Cast(te::Int(32), v) + te::Const(te::Int(32), shift));
   };

@@ -26,6 +26,7 @@ struct Int8Conv {
   int64_t d_h, d_w;      // dilations
   bool signed_data;      // int8 data (read + 128)
   int zero_point_input;  // value id of the run-time zero point, or -1 (zu is then its +128 part)
+  int64_t in_block, out_block;  // the data's and the output's NCHW[x]c block, or 0 (NCHW)
 };
 
 /*! \brief Reads an ungrouped integer conv (int8_conv_operands.h) whose data zero point fits its
@@ -118,6 +119,17 @@ te::Expr Int8ConvDot(const Conv2dInt8Params& p, const te::Expr& acc, const te::E
 constexpr int64_t kMaxPaddedBytes = int64_t{1} << 28;
 
 inline int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+/*! \brief Where element (n, c, y, x) of a `channels` x `rows` x `cols` image lies in NCHW
+ * (block 0) or NCHW[block]c. */
+inline te::Expr NchwOrBlockedIndex(int64_t block, int64_t channels, int64_t rows, int64_t cols,
+                                   const te::Expr& n, const te::Expr& c, const te::Expr& y,
+                                   const te::Expr& x) {
+  if (block == 0) return ((n * channels + c) * rows + y) * cols + x;
+  const te::Expr b(block);
+  return (((n * (channels / block) + te::FloorDiv(c, b)) * rows + y) * cols + x) * block +
+         te::FloorMod(c, b);
+}
 
 }  // namespace ember::compiler::schedule
 

@@ -11,16 +11,20 @@ namespace ember::compiler::schedule {
 
 bool ReadInt8ConvOperands(const Graph& g, const Node& conv, size_t weight_rank,
                           Int8ConvOperands* out) {
-  if (!conv.HasAttr(kDataZeroPointAttr) || !conv.HasInput(0) || !conv.HasInput(1) ||
-      conv.GetString(kDataLayoutAttr, "NCHW") != "NCHW" ||
-      conv.GetString(kOutLayoutAttr, "NCHW") != "NCHW") {
+  if (!conv.HasAttr(kDataZeroPointAttr) || !conv.HasInput(0) || !conv.HasInput(1)) return false;
+  const int64_t in_block = LayoutBlock(conv.GetString(kDataLayoutAttr, "NCHW"));
+  const int64_t out_block = LayoutBlock(conv.GetString(kOutLayoutAttr, "NCHW"));
+  const TensorType x{NchwShapeOf(g.value(conv.inputs[0]).type.shape, in_block),
+                     g.value(conv.inputs[0]).type.dtype};
+  // (Canonicalization asks before the output has a type; only a blocked one is checked.)
+  if (out_block != 0 && (conv.outputs.size() != 1 ||
+                         NchwShapeOf(g.value(conv.outputs[0]).type.shape, out_block).empty())) {
     return false;
   }
-  const TensorType& x = g.value(conv.inputs[0]).type;
   const Value& w = g.value(conv.inputs[1]);
   const std::vector<int64_t>& ws = w.type.shape;
-  if (x.ndim() != 4 || (x.dtype != kUInt8 && x.dtype != kInt8) || !w.is_constant() ||
-      w.type.dtype.bits != 8 || ws.size() != weight_rank || weight_rank < 4) {
+  if (x.ndim() != 4 || out_block < 0 || (x.dtype != kUInt8 && x.dtype != kInt8) ||
+      !w.is_constant() || w.type.dtype.bits != 8 || ws.size() != weight_rank || weight_rank < 4) {
     return false;
   }
   WindowAttrs win;
@@ -35,7 +39,9 @@ bool ReadInt8ConvOperands(const Graph& g, const Node& conv, size_t weight_rank,
   for (int64_t p : win.pads) {
     if (p < 0) return false;
   }
-  out->data = &x;
+  out->data = x;
+  out->in_block = in_block;
+  out->out_block = out_block;
   out->weight = &w;
   out->window = win;
   out->zero_point = conv.GetInt(kDataZeroPointAttr, 0);

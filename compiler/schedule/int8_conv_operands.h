@@ -12,16 +12,18 @@
 namespace ember::compiler::schedule {
 
 struct Int8ConvOperands {
-  const TensorType* data = nullptr;  // 4-D NCHW, uint8 or int8
-  const Value* weight = nullptr;     // constant, 8-bit, weight_rank dims (KH, KW at [2], [3])
-  WindowAttrs window;                // strides 1..4, pads >= 0, dilations >= 1
-  int64_t zero_point = 0;            // the data's, as the model gives it
-  int zero_point_input = -1;         // value id of a run-time zero point (kDataZeroPointInput)
+  TensorType data;                      // NCHW dims (of a blocked value too), uint8 or int8
+  const Value* weight = nullptr;        // constant, 8-bit, weight_rank dims (KH, KW at [2], [3])
+  WindowAttrs window;                   // strides 1..4, pads >= 0, dilations >= 1
+  int64_t zero_point = 0;               // the data's, as the model gives it
+  int zero_point_input = -1;            // value id of a run-time zero point (kDataZeroPointInput)
+  int64_t in_block = 0, out_block = 0;  // the data's and the output's NCHW[x]c block, or 0
 };
 
-/*! \brief Whether `conv` is an integer conv with NCHW data and output, 4-D 8-bit data, a
- *  constant 8-bit weight of `weight_rank` dims, strides 1..4 and no negative pad;
- *  fills `out` when it is. Group and shape rules are each kernel's own. */
+/*! \brief Whether `conv` is an integer conv with 4-D 8-bit data (and output), each NCHW or
+ *  NCHW[x]c as its layout attribute says, a constant 8-bit weight of `weight_rank` dims, strides
+ *  1..4 and no negative pad; fills `out` when it is. Group, layout and shape rules are each
+ *  kernel's own. */
 bool ReadInt8ConvOperands(const Graph& g, const Node& conv, size_t weight_rank,
                           Int8ConvOperands* out);
 

@@ -375,9 +375,11 @@ bool Conv2dInt8Applies(const Graph& g, const Node& conv, const Conv2dInt8Params&
 
 /*! \brief Whether the entry of `p` is the better of the int8 conv forms for this conv (one
  * Conv2dInt8Applies takes): always for the channels-in-lanes form, which the table lists after the
- * pixels-in-lanes one; for that, Conv2dInt8PixelsPays. A forced entry (EMBER_SCHEDULE) takes
- * every conv it applies to. */
-bool Conv2dInt8Pays(const Graph& g, const Node& conv, const Conv2dInt8Params& p);
+ * pixels-in-lanes one; for that, Conv2dInt8PixelsPays (against the channels form writing NCHW, or
+ * with `channels_blocked` NCHW[x]c). A forced entry (EMBER_SCHEDULE) takes every conv it applies
+ * to. */
+bool Conv2dInt8Pays(const Graph& g, const Node& conv, const Conv2dInt8Params& p,
+                    bool channels_blocked = false);
 
 /*!
  * \brief An integer conv with weights PackConvWeights packed for it (kPackedInt8WeightAttr),
@@ -394,9 +396,21 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
 bool DepthwiseConv2dInt8Applies(const Graph& g, const Node& conv, const DepthwiseInt8Params& p);
 
 /*! \brief Such a depthwise integer conv followed by elementwise/broadcast epilogue nodes (the
- * requantization), NCHW in and out, the epilogue in registers; see depthwise_conv2d_int8.cc. */
+ * requantization), the epilogue in registers: NCHW in and out (depthwise_conv2d_int8.cc), or
+ * NCHW[lanes]c (TryDepthwiseConv2dInt8Nchwc). */
 bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
                             const DepthwiseInt8Params& p, lower::LoweredFunc* out);
+
+/*! \brief Whether the blocked kernel takes this depthwise integer conv (NCHW, or already in
+ * NCHW[p.lanes]c): the channels fill the blocks, taps whose float sums stay exact, a band of rows
+ * that fits the stack. The layout pass asks it (TableStrategy::ConvLayoutBlock). */
+bool DepthwiseConv2dInt8NchwcApplies(const Graph& g, const Node& conv,
+                                     const DepthwiseInt8Params& p);
+
+/*! \brief The blocked kernel, data and output in NCHW[p.lanes]c, weights packed [C/x][1][KH][KW]
+ * [x]; see depthwise_conv2d_int8_nchwc.cc. */
+bool TryDepthwiseConv2dInt8Nchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                                 const DepthwiseInt8Params& p, lower::LoweredFunc* out);
 
 /*! \brief Narrowest channel block of the NCHW[x]c layout: one SSE / NEON vector of floats. */
 constexpr int64_t kMinLayoutBlock = 4;

@@ -95,6 +95,7 @@ const ScheduleEntry* TableStrategy::FirstOf(ScheduleKind kind) const {
 }
 
 int64_t TableStrategy::ConvLayoutBlock(const Graph& g, const Node& conv) const {
+  if (conv.HasAttr(kDataZeroPointAttr)) return Int8LayoutBlock(g, conv);
   ConvGroup m;
   if (!options_.blocked_layout || !MatchLoneConv(g, conv, &m) || !IsNchw(m.s)) return 0;
   const ScheduleEntry* e = FirstOf(ScheduleKind::kConv2dOcVec);
@@ -116,26 +117,65 @@ KernelPlan TableStrategy::Choose(const Graph& g, const Node& node) const {
   return KernelPlan{};
 }
 
-KernelPlan TableStrategy::ChooseInt8Conv(const Graph& g, const Node& conv) const {
-  KernelPlan plan;
+const ScheduleEntry* TableStrategy::Int8EntryFor(const Graph& g, const Node& conv) const {
   for (const ScheduleEntry* e : entries_) {
-    // Weights unpacked (weight_block 0): the depthwise kernel reads them as OIHW.
     if (e->kind == ScheduleKind::kDepthwiseConv2dInt8 &&
         DepthwiseConv2dInt8Applies(g, conv, e->dw_int8)) {
-      plan.kernel = e->name;
-      plan.int8_dot = true;
-      return plan;
+      return e;
     }
-    if (e->kind != ScheduleKind::kConv2dInt8 || !Conv2dInt8Applies(g, conv, e->conv_int8) ||
-        (options_.forced_schedule.empty() && !Conv2dInt8Pays(g, conv, e->conv_int8))) {
+    if (e->kind == ScheduleKind::kConv2dInt8 && Conv2dInt8Applies(g, conv, e->conv_int8) &&
+        (!options_.forced_schedule.empty() || Conv2dInt8Pays(g, conv, e->conv_int8))) {
+      return e;
+    }
+  }
+  return nullptr;
+}
+
+int64_t TableStrategy::Int8LayoutBlock(const Graph& g, const Node& conv) const {
+  if (!options_.blocked_layout || !conv.HasInput(1)) return 0;
+  const int64_t channels = g.value(conv.inputs[1]).type.shape.at(0);
+  auto fills = [&](int64_t lanes) { return lanes >= kMinLayoutBlock && channels % lanes == 0; };
+  for (const ScheduleEntry* e : entries_) {
+    if (e->kind == ScheduleKind::kDepthwiseConv2dInt8 &&
+        DepthwiseConv2dInt8Applies(g, conv, e->dw_int8)) {
+      const int64_t lanes = e->dw_int8.lanes;
+      return fills(lanes) && DepthwiseConv2dInt8NchwcApplies(g, conv, e->dw_int8) ? lanes : 0;
+    }
+    if (e->kind != ScheduleKind::kConv2dInt8 || !Conv2dInt8Applies(g, conv, e->conv_int8)) {
       continue;
     }
-    plan.kernel = e->name;
-    plan.weight_block = e->conv_int8.WeightBlock();
-    plan.int8_dot = true;
-    plan.int8_data_offset = Int8DataOffset(e->conv_int8);
+    // Channels in the lanes write their own block; pixels in the lanes write NCHW rows, and are
+    // chosen where they pay against the channels form writing blocked (whose epilogue is then
+    // no transpose), the entry after them.
+    const Conv2dInt8Params& p = e->conv_int8;
+    if (p.pixel_vectors == 0) return fills(p.lanes) ? p.lanes : 0;
+    if (!options_.forced_schedule.empty() || Conv2dInt8Pays(g, conv, p, fills(p.lanes))) return 0;
+  }
+  return 0;
+}
+
+bool TableStrategy::IntegerConvReadsBlock(const Graph& g, const Node& conv, int64_t block) const {
+  const ScheduleEntry* e = block > 0 ? Int8EntryFor(g, conv) : nullptr;
+  if (e == nullptr) return false;
+  // The dense kernels copy the data into their own byte layout from either; a depthwise one
+  // reads the block it writes.
+  if (e->kind == ScheduleKind::kConv2dInt8) return block % kInt8DotDepth == 0;
+  return block == Int8LayoutBlock(g, conv);
+}
+
+KernelPlan TableStrategy::ChooseInt8Conv(const Graph& g, const Node& conv) const {
+  KernelPlan plan;
+  const ScheduleEntry* e = Int8EntryFor(g, conv);
+  if (e == nullptr) return plan;
+  plan.kernel = e->name;
+  plan.int8_dot = true;
+  if (e->kind == ScheduleKind::kDepthwiseConv2dInt8) {
+    // NCHW: OIHW as it is; blocked: [C/x][1][KH][KW][x], a tap's x channels one vector.
+    plan.weight_block = LayoutBlock(conv.GetString(kOutLayoutAttr, "NCHW"));
     return plan;
   }
+  plan.weight_block = e->conv_int8.WeightBlock();
+  plan.int8_data_offset = Int8DataOffset(e->conv_int8);
   return plan;
 }
 

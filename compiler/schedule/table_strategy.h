@@ -18,6 +18,7 @@ class TableStrategy : public KernelStrategy, public lower::GroupScheduler {
   TableStrategy(const Target& target, const StrategyOptions& options);
 
   int64_t ConvLayoutBlock(const Graph& graph, const Node& conv) const override;
+  bool IntegerConvReadsBlock(const Graph& graph, const Node& conv, int64_t block) const override;
   KernelPlan Choose(const Graph& graph, const Node& node) const override;
   /*! \brief Pools first (portable, no entry), then the group's planned kernel, then the other
    * entries in the table's order: a kernel declines a group whose epilogue it cannot fuse. */
@@ -30,6 +31,11 @@ class TableStrategy : public KernelStrategy, public lower::GroupScheduler {
   /*! \brief An integer conv (kDataZeroPointAttr): the first int8 entry that takes it, else the
    * empty plan (canonicalization then keeps the exact float form instead). */
   KernelPlan ChooseInt8Conv(const Graph& graph, const Node& conv) const;
+  /*! \brief The entry ChooseInt8Conv picks, or null. */
+  const ScheduleEntry* Int8EntryFor(const Graph& graph, const Node& conv) const;
+  /*! \brief The block an integer conv's kernel writes (its entry's lanes where that kernel works
+   * blocked and the output channels fill it), else 0. */
+  int64_t Int8LayoutBlock(const Graph& graph, const Node& conv) const;
   KernelPlan ChooseDense(const Graph& graph, const Node& gemm) const;
 
   Target target_;

@@ -8,6 +8,7 @@
 // so readers that need NCHW (and graph outputs, whose names users see) keep reading it. Blocked
 // readers take the blocked value directly, and an NCHW value a blocked node reads is transformed
 // once. Transforms nobody reads are dropped at the end.
+#include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/op_registry.h>
 #include <ember/compiler/ir/window_attrs.h>
@@ -32,6 +33,10 @@ class LayoutRewriter {
     std::vector<Node> nodes = std::move(g_->nodes());
     g_->nodes().clear();
     for (Node& n : nodes) {
+      if (n.op == "Conv" && n.HasAttr(kDataZeroPointAttr)) {
+        RewriteIntegerConv(std::move(n));
+        continue;
+      }
       const int64_t block = BlockOf(n);
       if (block == 0) {
         g_->nodes().push_back(std::move(n));
@@ -49,9 +54,12 @@ class LayoutRewriter {
   }
 
  private:
-  // Values a blocked chain carries: float, and int32 (the integer products of quantized convs
-  // run on the float kernels and are cast to int32 and back between the conv and its epilogue).
-  static bool BlockableType(DLDataType t) { return t.code == kDLFloat || t == kInt32; }
+  // Values a blocked chain carries: float, int32 (the integer products of quantized convs, and
+  // the float kernels' sums cast to int32 and back between such a conv and its epilogue) and the
+  // 8-bit data of quantized models between int8 kernels.
+  static bool BlockableType(DLDataType t) {
+    return t.code == kDLFloat || t == kInt32 || t == kUInt8 || t == kInt8;
+  }
 
   // A constant of one value per channel of the 4-D `out` ([C], [C,1,1], [1,C,1,1]).
   bool IsPerChannelConstant(const Value& v, const TensorType& out) const {
@@ -174,6 +182,27 @@ class LayoutRewriter {
     n.attrs[kDataLayoutAttr] = LayoutName(in_block);
     n.attrs[kOutLayoutAttr] = LayoutName(block);
     EmitBlocked(std::move(n), block);
+  }
+
+  // An integer conv reads its data as its producer wrote it where its kernel can (the dense
+  // int8 kernels copy it into their own byte layout from either), and writes the block its
+  // kernel works in, if any; a depthwise one runs blocked only on data written so (no transform
+  // of its input: the int8 kernels around it mostly write NCHW).
+  void RewriteIntegerConv(Node n) {
+    const int64_t in = NativeBlock(n.inputs[0]);
+    int64_t out = strategy_.ConvLayoutBlock(*g_, n);
+    const bool reads = in != 0 && strategy_.IntegerConvReadsBlock(*g_, n, in);
+    if (WindowAttrs::Of(n, 2).group > 1 && !reads) out = 0;
+    if (reads) {
+      n.inputs[0] = BlockedValue(n.inputs[0], in);
+      n.attrs[kDataLayoutAttr] = LayoutName(in);
+    }
+    if (out == 0) {
+      g_->nodes().push_back(std::move(n));
+      return;
+    }
+    n.attrs[kOutLayoutAttr] = LayoutName(out);
+    EmitBlocked(std::move(n), out);
   }
 
   void RewriteElementwise(Node n, int64_t block) {

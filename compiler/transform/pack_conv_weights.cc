@@ -6,6 +6,7 @@
 #include <ember/compiler/transform.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -14,22 +15,33 @@ namespace compiler {
 namespace {
 
 // OIHW -> [OC/block][IC/ic_block][KH][KW][ic_block][block] (ic_block 1: [OC/block][IC][KH][KW]
-// [block]); the element count and declared shape stay.
+// [block]), float32 or 8-bit; the element count and declared shape stay.
 HostTensorPtr PackOIHW(const HostTensor& w, int64_t block, int64_t ic_block) {
   const std::vector<int64_t>& shape = w.type.shape;
   const int64_t oc = shape[0], ic = shape[1], taps = shape[2] * shape[3];
+  const size_t bytes = (w.type.dtype.bits + 7) / 8;
   auto packed = std::make_shared<HostTensor>(w.type);
-  const float* src = w.Data<float>();
-  float* dst = packed->Data<float>();
+  const uint8_t* src = w.data.data();
+  uint8_t* dst = packed->data.data();
   for (int64_t o = 0; o < oc; ++o) {
     for (int64_t i = 0; i < ic; ++i) {
       for (int64_t t = 0; t < taps; ++t) {
         const int64_t outer = ((o / block) * (ic / ic_block) + i / ic_block) * taps + t;
-        dst[(outer * ic_block + i % ic_block) * block + o % block] = src[(o * ic + i) * taps + t];
+        const int64_t to = (outer * ic_block + i % ic_block) * block + o % block;
+        std::memcpy(dst + to * bytes, src + ((o * ic + i) * taps + t) * bytes, bytes);
       }
     }
   }
   return packed;
+}
+
+// `n`'s constant weight replaced by PackOIHW's layout of it, marked with `block`.
+void PackWeightBlocked(Graph* graph, Node* n, int64_t block, int64_t ic_block) {
+  const Value& w = graph->value(n->inputs[1]);
+  HostTensorPtr packed = PackOIHW(*w.constant, block, std::max<int64_t>(1, ic_block));
+  n->inputs[1] = graph->AddConstant(graph->UniqueName(w.name + "_packed"), packed);
+  n->attrs[kPackedWeightBlockAttr] = block;
+  if (ic_block > 1) n->attrs[kPackedWeightIcBlockAttr] = ic_block;
 }
 
 int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
@@ -90,9 +102,13 @@ void PackInt8Conv(Graph* graph, Node* n, int64_t block, int64_t data_offset) {
 void PackConvWeights(Graph* graph) {
   for (Node& n : graph->nodes()) {
     if (n.op == "Conv" && KernelPlan::Of(n).int8_dot) {
-      // weight_block 0: an int8 kernel that reads the weights as they are (depthwise).
+      // Depthwise: OIHW as it is (weight_block 0), or a tap's channels together for the blocked
+      // kernel; the dense kernels' byte layout otherwise.
       const KernelPlan plan = KernelPlan::Of(n);
-      if (plan.weight_block > 0 && !n.HasAttr(kPackedInt8WeightAttr)) {
+      const bool depthwise = n.GetInt("group", 1) > 1;
+      if (plan.weight_block > 0 && depthwise && !n.HasAttr(kPackedWeightBlockAttr)) {
+        PackWeightBlocked(graph, &n, plan.weight_block, 1);
+      } else if (plan.weight_block > 0 && !depthwise && !n.HasAttr(kPackedInt8WeightAttr)) {
         PackInt8Conv(graph, &n, plan.weight_block, plan.int8_data_offset);
       }
       continue;
@@ -102,11 +118,7 @@ void PackConvWeights(Graph* graph) {
     if (!w.is_constant() || w.type.dtype != kFloat32 || w.type.shape.size() != 4) continue;
     const KernelPlan plan = KernelPlan::Of(n);
     const int64_t block = plan.weight_block, ic_block = plan.weight_ic_block;
-    if (block <= 1) continue;
-    HostTensorPtr packed = PackOIHW(*w.constant, block, std::max<int64_t>(1, ic_block));
-    n.inputs[1] = graph->AddConstant(graph->UniqueName(w.name + "_packed"), packed);
-    n.attrs[kPackedWeightBlockAttr] = block;
-    if (ic_block > 1) n.attrs[kPackedWeightIcBlockAttr] = ic_block;
+    if (block > 1) PackWeightBlocked(graph, &n, block, ic_block);
   }
 }
 

@@ -459,6 +459,42 @@ def test_int8_depthwise_kernel_is_bit_identical_to_the_exact_float_path(tmp_path
     np.testing.assert_array_equal(y_float, expected)
 
 
+def _dense_then_depthwise(seed, channels, hw, k, stride):
+    """A 1x1 QLinearConv into `channels` and a depthwise QLinearConv on its output, one graph."""
+    dense, x, _ = qlinear_conv_case(seed, 16, channels, hw, 1, 1, 0)
+    dw, _, _ = depthwise_case((seed + 1, channels, hw, k, stride, k // 2, np.uint8, np.uint8,
+                               True))
+    renamed = {n: "dw_" + n for n in [t.name for t in dw.initializer] + ["y"]}
+    renamed["x"] = "mid"
+    for t in dw.initializer:
+        t.name = renamed[t.name]
+    node = dw.node[0]
+    node.input[:] = [renamed[n] for n in node.input]
+    node.output[:] = ["y"]
+    dense.node[0].output[:] = ["mid"]
+    dense.node.extend([node])
+    dense.initializer.extend(dw.initializer)
+    dense.output[0].CopyFrom(dw.output[0])
+    dense.name = "dense_dw%d" % seed
+    return dense, x
+
+
+# Between int8 kernels that work channel-blocked, the depthwise conv runs in NCHW16c too (its
+# channels in the lanes: small planes fill them), bit for bit as the exact float path.
+@pytest.mark.parametrize("hw,k,stride", [((7, 7), 3, 1), ((15, 13), 3, 2), ((9, 10), 5, 1)])
+def test_int8_depthwise_between_blocked_int8_convs_runs_blocked_and_exact(tmp_path, hw, k,
+                                                                          stride):
+    if not _host_has_vnni():
+        pytest.skip("this machine has no AVX-512 VNNI")
+    graph, x = _dense_then_depthwise(50 + k + stride, 32, hw, k, stride)
+    y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x)
+    y_float, _ = _compile_and_run(tmp_path, graph, _WITHOUT_INT8_KERNELS, x=x)
+    dw_plan = [line for line in plans.splitlines() if "group=32" in line]
+    assert len(dw_plan) == 1 and _DW_INT8_KERNEL in dw_plan[0]
+    assert 'data_layout="NCHW16c"' in dw_plan[0] and 'out_layout="NCHW16c"' in dw_plan[0]
+    np.testing.assert_array_equal(y, y_float)
+
+
 # The int8 kernels of x86 machines without AVX-512 VNNI, each against the integer definition and
 # the exact float path bit for bit: AVX-VNNI's vpdpbusd at 8 lanes for any int8 weights; vpmaddubsw
 # (pairs of products saturated to int16) at 8 and 16 lanes only for weights whose pairs fit int16,

@@ -36,6 +36,9 @@ class KernelStrategy {
   /*! \brief The NCHW[x]c block the kernel for this NCHW conv reads and writes, or 0 when it runs
    *  in NCHW (always 0 without blocked_layout). AlterConvLayout asks it before rewriting. */
   virtual int64_t ConvLayoutBlock(const Graph& graph, const Node& conv) const = 0;
+  /*! \brief For an NCHW integer conv (kDataZeroPointAttr): whether its kernel reads its data as
+   *  it is stored in `block` (NCHW[block]c), so that AlterConvLayout needs no transform. */
+  virtual bool IntegerConvReadsBlock(const Graph& graph, const Node& conv, int64_t block) const = 0;
   /*! \brief The kernel for `node` in its final layout and the weight layout that kernel reads;
    *  an empty plan for nodes the default schedule runs. */
   virtual KernelPlan Choose(const Graph& graph, const Node& node) const = 0;

@@ -29,6 +29,9 @@ std::string LayoutName(int64_t block);
 std::vector<int64_t> BlockedShape(const std::vector<int64_t>& nchw, int64_t block);
 /*! \brief NCHW shape of a blocked 5-D shape. */
 std::vector<int64_t> UnblockedShape(const std::vector<int64_t>& blocked);
+/*! \brief The NCHW shape of a value whose shape is `stored` in `block` (0: NCHW as is); empty
+ * when `stored` is not such a shape (or block < 0, an unknown layout). */
+std::vector<int64_t> NchwShapeOf(const std::vector<int64_t>& stored, int64_t block);
 
 }  // namespace compiler
 }  // namespace ember
