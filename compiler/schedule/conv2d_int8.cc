@@ -171,16 +171,26 @@ Stmt NchwEpilogue(const Int8Conv& m, int64_t oh, int64_t ow, const Conv2dInt8Par
 
 // The epilogue for a blocked output, one block of channels per task: the sums `acc` are in its
 // layout already (ocp == oc, as the block divides the channels), each pixel's channels one
-// vector in and one out.
+// vector in and one out (a loop over the lanes where the epilogue does not vectorize so).
 Stmt BlockedEpilogue(const Int8Conv& m, int64_t oh, int64_t ow, int64_t lanes, const Buffer& acc,
                      const EpilogueAt& at, const lower::LoweredFunc& f, const Expr& n,
                      const lower::ScheduleOptions& opts) {
   const int64_t blocks = m.oc / lanes;
-  Expr cb = te::MakeVar("cb"), y = te::MakeVar("y"), x = te::MakeVar("x"), l = te::MakeVar("l");
+  const int vl = static_cast<int>(lanes);
+  Expr cb = te::MakeVar("cb"), y = te::MakeVar("y"), x = te::MakeVar("x");
   Expr pixel = (cb * oh + y) * ow + x;  // in image n's sums and output alike
-  Stmt ep = lower::Store(f.args.back().buffer, (n * blocks * oh * ow + pixel) * lanes + l,
-                         at({n, cb, y, x, l}, BufferLoad(acc, pixel * lanes + l)));
-  ep = lower::For(l, lanes, ForKind::kVectorized, ep);
+  Expr out_at = (n * blocks * oh * ow + pixel) * lanes;
+  Expr value =
+      EpilogueOnBlockVector(at, n, cb, y, x, lower::VectorLoad(acc, pixel * lanes, vl), vl);
+  Stmt ep;
+  if (value.defined()) {
+    ep = lower::Store(f.args.back().buffer, out_at, value);
+  } else {
+    Expr l = te::MakeVar("l");
+    ep = lower::Store(f.args.back().buffer, out_at + l,
+                      at({n, cb, y, x, l}, BufferLoad(acc, pixel * lanes + l)));
+    ep = lower::For(l, lanes, ForKind::kVectorized, ep);
+  }
   ep = lower::For(x, ow, ForKind::kSerial, ep);
   ep = lower::For(y, oh, ForKind::kSerial, ep);
   const bool par = opts.parallel && blocks > 1 && m.oc * oh * ow >= opts.parallel_min_work;
@@ -231,7 +241,7 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
          v.w32, ig.bias, acc,     ig.zp, ig.wsum, oh, ow, &f};
 
   Expr n = te::MakeVar("n");
-  std::vector<Stmt> image{PackInt8Data(m, ig.x, ZeroPointByte(m, ig.zp), Int8DataOffset(p), v.xq, n,
+  std::vector<Stmt> image{PackInt8Data(m, ig.x, ZeroPointByte(m, ig.zp), Int8DataOffset(p), v, n,
                                        Int8DataLayout{ph, pw}, opts)};
   const int64_t work_per_tile = owb * p.lanes * vectors * quads * kDotDepth * m.kh * m.kw;
   auto grid = [&](const std::string& tag, int64_t per_row, int64_t width, int64_t ow0) {

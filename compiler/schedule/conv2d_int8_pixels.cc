@@ -252,8 +252,8 @@ bool TryConv2dInt8Pixels(const FusedGroup& group, const lower::ScheduleOptions& 
               &f};
 
   Expr n = te::MakeVar("n");
-  std::vector<Stmt> image{PackInt8Data(m, ig.x, ZeroPointByte(m, ig.zp), Int8DataOffset(p), v.xq, n,
-                                       tiling.layout, opts)};
+  std::vector<Stmt> image{
+      PackInt8Data(m, ig.x, ZeroPointByte(m, ig.zp), Int8DataOffset(p), v, n, tiling.layout, opts)};
   const char* tags[] = {"m", "r"};
   for (size_t i = 0; i < tiling.regions.size(); ++i) {
     image.push_back(TileLoop(t, tags[i], n, tiling.regions[i], opts));

@@ -129,6 +129,12 @@ Int8ConvViews AddInt8ConvViews(Int8ConvGroup* c, int64_t words) {
   c->f.workspaces.push_back(v.xq);
   c->f.aliases.emplace_back(v.xq32, v.xq);
   c->f.aliases.emplace_back(v.w32, c->w);
+  if (c->m.in_block % kDotDepth == 0 && c->m.in_block > 0) {
+    // A blocked pixel's channel quads are whole words too.
+    v.x32 = lower::NewBuffer(name + "_x32", te::Int(32), c->x->size / kDotDepth,
+                             lower::BufferScope::kArg);
+    c->f.aliases.emplace_back(v.x32, c->x);
+  }
   return v;
 }
 
@@ -143,8 +149,9 @@ Expr KernelBias(const Int8Conv& m, const Buffer& bias, const Buffer& zp, const B
 }
 
 Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, const Expr& zero_point_byte, int64_t offset,
-                  const Buffer& xq, const Expr& n, const Int8DataLayout& layout,
+                  const Int8ConvViews& views, const Expr& n, const Int8DataLayout& layout,
                   const lower::ScheduleOptions& opts) {
+  const Buffer& xq = views.xq;
   const int64_t quads = RoundUp(m.c, kDotDepth) / kDotDepth, full = m.c / kDotDepth;
   const int64_t s_h = layout.s_h, s_w = layout.s_w, cols = layout.cols;
   const bool signed_data = m.signed_data;
@@ -161,9 +168,12 @@ Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, const Expr& zero_point_byt
   };
   // Byte j of column xs of column phase rx in padded row y of quad c4 (y is row y / s_h of row
   // phase y % s_h).
-  auto at = [&](const Expr& c4, const Expr& y, int64_t rx, const Expr& xs, int64_t j) {
+  auto word_at = [&](const Expr& c4, const Expr& y, int64_t rx, const Expr& xs) {
     Expr ry = te::FloorMod(y, Expr(s_h)), ys = te::FloorDiv(y, Expr(s_h));
-    return (((((c4 * s_h + ry) * s_w + rx) * layout.rows + ys) * cols + xs) * kDotDepth) + j;
+    return (((c4 * s_h + ry) * s_w + rx) * layout.rows + ys) * cols + xs;
+  };
+  auto at = [&](const Expr& c4, const Expr& y, int64_t rx, const Expr& xs, int64_t j) {
+    return word_at(c4, y, rx, xs) * kDotDepth + j;
   };
   // Columns [begin, end) of column phase rx in row y of quad c4 set to zu.
   auto fill = [&](const Expr& c4, const Expr& y, int64_t rx, int64_t begin, int64_t end) {
@@ -198,6 +208,16 @@ Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, const Expr& zero_point_byt
         const int64_t lo = std::max<int64_t>(0, (m.pad_l - rx + s_w - 1) / s_w);
         const int64_t hi = std::min(cols, (m.pad_l + m.w - rx + s_w - 1) / s_w);
         Stmt copy = Range("x", lo, hi, ForKind::kVectorized, [&](const Expr& xs) {
+          if (views.x32 && channels == kDotDepth && shift == 0) {
+            // Blocked data as it is: the quad's four bytes one word, read as one.
+            const int64_t block = m.in_block, words = block / kDotDepth;
+            Expr word =
+                ((((n * (m.c / block) + te::FloorDiv(c4, Expr(words))) * m.h + y - m.pad_t) * m.w +
+                  xs * s_w + (rx - m.pad_l)) *
+                 words) +
+                te::FloorMod(c4, Expr(words));
+            return lower::Store(views.xq32, word_at(c4, y, rx, xs), BufferLoad(views.x32, word));
+          }
           std::vector<Stmt> bytes;
           for (int64_t j = 0; j < kDotDepth; ++j) {
             Expr v = j < channels ? byte(c4 * kDotDepth + j, y - m.pad_t, xs * s_w + (rx - m.pad_l))

@@ -76,10 +76,10 @@ struct Int8ConvGroup {
  * offset): false when it is not such a group. */
 bool ReadInt8ConvGroup(const FusedGroup& group, const Conv2dInt8Params& p, Int8ConvGroup* out);
 
-/*! \brief The data workspace (bytes), its int32 view (a pixel's channel quad each) and the
- * weights' int32 view. */
+/*! \brief The data workspace (bytes), its int32 view (a pixel's channel quad each), the
+ * weights' int32 view and, for blocked data, the data's int32 view (null otherwise). */
 struct Int8ConvViews {
-  lower::Buffer xq, xq32, w32;
+  lower::Buffer xq, xq32, w32, x32;
 };
 /*! \brief Adds them to c->f, the workspace `words` quads long. */
 Int8ConvViews AddInt8ConvViews(Int8ConvGroup* c, int64_t words);
@@ -106,7 +106,7 @@ struct Int8DataLayout {
  * four channels; every byte less `offset` (Int8DataOffset: 128 flips it to signed for an s8 x s8
  * dot, once per byte here rather than per dot). */
 lower::Stmt PackInt8Data(const Int8Conv& m, const lower::Buffer& x, const te::Expr& zu,
-                         int64_t offset, const lower::Buffer& xq, const te::Expr& n,
+                         int64_t offset, const Int8ConvViews& views, const te::Expr& n,
                          const Int8DataLayout& layout, const lower::ScheduleOptions& opts);
 
 /*! \brief One dot-product step of the kernel of `p` on the bytes PackInt8Data wrote (`data`) and

@@ -479,19 +479,24 @@ def _dense_then_depthwise(seed, channels, hw, k, stride):
     return dense, x
 
 
-# Between int8 kernels that work channel-blocked, the depthwise conv runs in NCHW16c too (its
-# channels in the lanes: small planes fill them), bit for bit as the exact float path.
+# Between int8 kernels that work channel-blocked, the depthwise conv runs blocked too (its
+# channels in the lanes: small planes fill them), bit for bit as the exact float path: AVX-512
+# VNNI in NCHW16c, AVX-VNNI in NCHW8c.
+@pytest.mark.parametrize("target,flag,isa,layout", [("llvm", "avx512_vnni", "avx512", "NCHW16c"),
+                                                    ("llvm -mcpu=alderlake", "avx_vnni", "avx2",
+                                                     "NCHW8c")], ids=["avx512", "avxvnni"])
 @pytest.mark.parametrize("hw,k,stride", [((7, 7), 3, 1), ((15, 13), 3, 2), ((9, 10), 5, 1)])
-def test_int8_depthwise_between_blocked_int8_convs_runs_blocked_and_exact(tmp_path, hw, k,
+def test_int8_depthwise_between_blocked_int8_convs_runs_blocked_and_exact(tmp_path, target, flag,
+                                                                          isa, layout, hw, k,
                                                                           stride):
-    if not _host_has_vnni():
-        pytest.skip("this machine has no AVX-512 VNNI")
+    if not _host_has(flag):
+        pytest.skip("this machine has no " + flag)
     graph, x = _dense_then_depthwise(50 + k + stride, 32, hw, k, stride)
-    y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x)
+    y, plans = _compile_and_run(tmp_path, graph, target, x=x)
     y_float, _ = _compile_and_run(tmp_path, graph, _WITHOUT_INT8_KERNELS, x=x)
     dw_plan = [line for line in plans.splitlines() if "group=32" in line]
-    assert len(dw_plan) == 1 and _DW_INT8_KERNEL in dw_plan[0]
-    assert 'data_layout="NCHW16c"' in dw_plan[0] and 'out_layout="NCHW16c"' in dw_plan[0]
+    assert len(dw_plan) == 1 and "depthwise_conv2d_int8_" + isa in dw_plan[0]
+    assert 'data_layout="%s"' % layout in dw_plan[0] and 'out_layout="%s"' % layout in dw_plan[0]
     np.testing.assert_array_equal(y, y_float)
 
 
