@@ -53,6 +53,10 @@ struct Tile {
   Buffer zp, wsum;              // a run-time zero point and the weight sums, or null
   int64_t oh_total, ow_total;
   lower::LoweredFunc* f;
+  // With a blocked output whose epilogue vectorizes: the epilogue, applied to each finished
+  // vector of sums before its one store into the output (acc then unused), and the image.
+  const EpilogueAt* at_in_registers;
+  Expr n;
 };
 
 // `width` columns from ow0 of output row oh, output channels of vector block ob (vectors of
@@ -80,8 +84,16 @@ Stmt MakeTile(const Tile& t, const std::string& tag, const Expr& ob, const Expr&
       update.push_back(lower::Store(a, 0, Int8ConvDot(t.p, BufferLoad(a, 0), x, w)));
       Expr sum = BufferLoad(a, 0) +
                  KernelBias(m, t.bias, t.zp, t.wsum, block * t.lanes, static_cast<int>(t.lanes));
-      store.push_back(
-          lower::Store(t.acc, ((block * t.oh_total + oh) * t.ow_total + ow0 + r) * t.lanes, sum));
+      Expr pixel = (block * t.oh_total + oh) * t.ow_total + ow0 + r;
+      if (t.at_in_registers != nullptr) {
+        const int64_t image = t.oh_total * t.ow_total * m.oc;  // elements of one image's output
+        store.push_back(
+            lower::Store(t.f->args.back().buffer, t.n * image + pixel * t.lanes,
+                         EpilogueOnBlockVector(*t.at_in_registers, t.n, block, oh, ow0 + r, sum,
+                                               static_cast<int>(t.lanes))));
+      } else {
+        store.push_back(lower::Store(t.acc, pixel * t.lanes, sum));
+      }
     }
   }
   Stmt red = lower::Seq(update);
@@ -169,28 +181,18 @@ Stmt NchwEpilogue(const Int8Conv& m, int64_t oh, int64_t ow, const Conv2dInt8Par
   return lower::For(c, m.oc, par ? ForKind::kParallel : ForKind::kSerial, ep);
 }
 
-// The epilogue for a blocked output, one block of channels per task: the sums `acc` are in its
-// layout already (ocp == oc, as the block divides the channels), each pixel's channels one
-// vector in and one out (a loop over the lanes where the epilogue does not vectorize so).
+// The epilogue for a blocked output that does not vectorize by channel block (where it does, the
+// tiles apply it in registers), one block of channels per task: the sums `acc` are in its layout
+// already (ocp == oc, as the block divides the channels).
 Stmt BlockedEpilogue(const Int8Conv& m, int64_t oh, int64_t ow, int64_t lanes, const Buffer& acc,
                      const EpilogueAt& at, const lower::LoweredFunc& f, const Expr& n,
                      const lower::ScheduleOptions& opts) {
   const int64_t blocks = m.oc / lanes;
-  const int vl = static_cast<int>(lanes);
-  Expr cb = te::MakeVar("cb"), y = te::MakeVar("y"), x = te::MakeVar("x");
+  Expr cb = te::MakeVar("cb"), y = te::MakeVar("y"), x = te::MakeVar("x"), l = te::MakeVar("l");
   Expr pixel = (cb * oh + y) * ow + x;  // in image n's sums and output alike
-  Expr out_at = (n * blocks * oh * ow + pixel) * lanes;
-  Expr value =
-      EpilogueOnBlockVector(at, n, cb, y, x, lower::VectorLoad(acc, pixel * lanes, vl), vl);
-  Stmt ep;
-  if (value.defined()) {
-    ep = lower::Store(f.args.back().buffer, out_at, value);
-  } else {
-    Expr l = te::MakeVar("l");
-    ep = lower::Store(f.args.back().buffer, out_at + l,
-                      at({n, cb, y, x, l}, BufferLoad(acc, pixel * lanes + l)));
-    ep = lower::For(l, lanes, ForKind::kVectorized, ep);
-  }
+  Stmt ep = lower::Store(f.args.back().buffer, (n * blocks * oh * ow + pixel) * lanes + l,
+                         at({n, cb, y, x, l}, BufferLoad(acc, pixel * lanes + l)));
+  ep = lower::For(l, lanes, ForKind::kVectorized, ep);
   ep = lower::For(x, ow, ForKind::kSerial, ep);
   ep = lower::For(y, oh, ForKind::kSerial, ep);
   const bool par = opts.parallel && blocks > 1 && m.oc * oh * ow >= opts.parallel_min_work;
@@ -212,11 +214,10 @@ bool Conv2dInt8Applies(const Graph& g, const Node& conv, const Conv2dInt8Params&
   return RoundUp(m.c, kDotDepth) * ph * pw <= kMaxPaddedBytes;
 }
 
-bool Conv2dInt8Pays(const Graph& g, const Node& conv, const Conv2dInt8Params& p,
-                    bool channels_blocked) {
+bool Conv2dInt8Pays(const Graph& g, const Node& conv, const Conv2dInt8Params& p) {
   Int8Conv m;
   if (p.pixel_vectors <= 0 || !ReadInt8Conv(g, conv, false, &m)) return true;
-  return Conv2dInt8PixelsPays(m, OutputRows(m), OutputCols(m), p, channels_blocked);
+  return Conv2dInt8PixelsPays(m, OutputRows(m), OutputCols(m), p);
 }
 
 bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
@@ -230,17 +231,43 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
   const EpilogueAt& at = ig.at;
   const int64_t ph = PaddedRows(m, oh), pw = PaddedCols(m, ow);
   const Int8ConvViews v = AddInt8ConvViews(&ig, quads * ph * pw);
-  Buffer acc = lower::NewBuffer(ig.conv->name + "_acc_ws", te::Int(32), ocp * oh * ow,
-                                lower::BufferScope::kWorkspace);
-  f.workspaces.push_back(acc);
+  const int vl = static_cast<int>(p.lanes);
+  const bool in_registers =
+      m.out_block != 0 &&
+      EpilogueOnBlockVector(at, te::MakeVar("n"), te::MakeVar("cb"), te::MakeVar("y"),
+                            te::MakeVar("x"), te::MakeVar("acc", te::WithLanes(te::Int(32), vl)),
+                            vl)
+          .defined();
+  Buffer acc;
+  if (!in_registers) {
+    acc = lower::NewBuffer(ig.conv->name + "_acc_ws", te::Int(32), ocp * oh * ow,
+                           lower::BufferScope::kWorkspace);
+    f.workspaces.push_back(acc);
+  }
 
   const int64_t vectors = ocp % (p.lanes * p.oc_vectors) == 0 ? p.oc_vectors : 1;
   const int64_t owb = ChooseOwBlock(ow, p.ow_block * p.oc_vectors / vectors);
   const int64_t full = ow / owb, tail = ow % owb, blocks = ocp / (p.lanes * vectors);
-  Tile t{m,     p.lanes, vectors, quads, ph,      pw, p,  v.xq32,
-         v.w32, ig.bias, acc,     ig.zp, ig.wsum, oh, ow, &f};
-
   Expr n = te::MakeVar("n");
+  Tile t{m,
+         p.lanes,
+         vectors,
+         quads,
+         ph,
+         pw,
+         p,
+         v.xq32,
+         v.w32,
+         ig.bias,
+         acc,
+         ig.zp,
+         ig.wsum,
+         oh,
+         ow,
+         &f,
+         in_registers ? &at : nullptr,
+         n};
+
   std::vector<Stmt> image{PackInt8Data(m, ig.x, ZeroPointByte(m, ig.zp), Int8DataOffset(p), v, n,
                                        Int8DataLayout{ph, pw}, opts)};
   const int64_t work_per_tile = owb * p.lanes * vectors * quads * kDotDepth * m.kh * m.kw;
@@ -258,8 +285,11 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
   image.push_back(grid("m", full, owb, 0));
   if (tail > 0) image.push_back(grid("t", 1, tail, full * owb));
 
-  image.push_back(m.out_block != 0 ? BlockedEpilogue(m, oh, ow, p.lanes, acc, at, f, n, opts)
-                                   : NchwEpilogue(m, oh, ow, p, acc, at, f, n, opts));
+  if (m.out_block == 0) {
+    image.push_back(NchwEpilogue(m, oh, ow, p, acc, at, f, n, opts));
+  } else if (!in_registers) {
+    image.push_back(BlockedEpilogue(m, oh, ow, p.lanes, acc, at, f, n, opts));
+  }
   f.body = lower::For(n, m.n, ForKind::kSerial, lower::Seq(image));
   f.prefer_vector_bits = static_cast<int>(p.lanes * 32);
   *out = std::move(ig.f);

@@ -221,14 +221,12 @@ Stmt TileLoop(const PixelTile& t, const std::string& tag, const Expr& n, const T
 
 }  // namespace
 
-bool Conv2dInt8PixelsPays(const Int8Conv& m, int64_t oh, int64_t ow, const Conv2dInt8Params& p,
-                          bool channels_blocked) {
+bool Conv2dInt8PixelsPays(const Int8Conv& m, int64_t oh, int64_t ow, const Conv2dInt8Params& p) {
   const PixelTiling tiling = PlanPixelTiles(m, oh, ow, p);
   const double steps = static_cast<double>(RoundUp(m.c, kDotDepth) / kDotDepth * m.kh * m.kw);
   const double pixels_used = static_cast<double>(oh * ow) / (tiling.vectors * p.lanes);
   const double channels_used = static_cast<double>(m.oc) / RoundUp(m.oc, p.lanes);
-  const double epilogue = channels_blocked ? 0 : kChannelsFormEpilogueSteps;
-  return steps / pixels_used <= steps / channels_used + epilogue;
+  return steps / pixels_used <= steps / channels_used + kChannelsFormEpilogueSteps;
 }
 
 bool TryConv2dInt8Pixels(const FusedGroup& group, const lower::ScheduleOptions& opts,

@@ -17,14 +17,12 @@ namespace ember::compiler::schedule {
  * 1.27x: about 8 steps. */
 constexpr double kChannelsFormEpilogueSteps = 8;
 
-/*! \brief Whether this form costs less than the channels-in-lanes one for the conv ReadInt8Conv
- * read into `m` with an oh x ow output: its dot steps over the share of its lanes that hold
- * output positions (the tiles' padding columns and partial vectors idle the rest) against the
+/*! \brief Whether this form costs less than the channels-in-lanes one writing NCHW for the conv
+ * ReadInt8Conv read into `m` with an oh x ow output: its dot steps over the share of its lanes that
+ * hold output positions (the tiles' padding columns and partial vectors idle the rest) against the
  * other form's over the share holding output channels, plus that form's epilogue
- * (kChannelsFormEpilogueSteps) unless it writes NCHW[x]c (`channels_blocked`: the sums are in
- * that layout already). */
-bool Conv2dInt8PixelsPays(const Int8Conv& m, int64_t oh, int64_t ow, const Conv2dInt8Params& p,
-                          bool channels_blocked);
+ * (kChannelsFormEpilogueSteps). */
+bool Conv2dInt8PixelsPays(const Int8Conv& m, int64_t oh, int64_t ow, const Conv2dInt8Params& p);
 
 bool TryConv2dInt8Pixels(const FusedGroup& group, const lower::ScheduleOptions& opts,
                          const Conv2dInt8Params& p, lower::LoweredFunc* out);

@@ -374,12 +374,11 @@ int64_t ChooseOwBlock(int64_t ow, int64_t most);
 bool Conv2dInt8Applies(const Graph& g, const Node& conv, const Conv2dInt8Params& p);
 
 /*! \brief Whether the entry of `p` is the better of the int8 conv forms for this conv (one
- * Conv2dInt8Applies takes): always for the channels-in-lanes form, which the table lists after the
- * pixels-in-lanes one; for that, Conv2dInt8PixelsPays (against the channels form writing NCHW, or
- * with `channels_blocked` NCHW[x]c). A forced entry (EMBER_SCHEDULE) takes every conv it applies
- * to. */
-bool Conv2dInt8Pays(const Graph& g, const Node& conv, const Conv2dInt8Params& p,
-                    bool channels_blocked = false);
+ * Conv2dInt8Applies takes) in NCHW: always for the channels-in-lanes form, which the table lists
+ * after the pixels-in-lanes one; for that, Conv2dInt8PixelsPays. A forced entry (EMBER_SCHEDULE)
+ * takes every conv it applies to. (Where the output channels fill the channels form's block, the
+ * layout pass makes the output blocked, which only that form writes.) */
+bool Conv2dInt8Pays(const Graph& g, const Node& conv, const Conv2dInt8Params& p);
 
 /*!
  * \brief An integer conv with weights PackConvWeights packed for it (kPackedInt8WeightAttr),

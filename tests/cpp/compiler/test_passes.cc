@@ -550,6 +550,7 @@ TEST(PlanKernels, Int8KernelOnlyWhereTheTargetHasOneAndOperandsQualify) {
     const char* kernel;  // "" for the float path
     int64_t block;       // output channels per packed weight block (1: pixels form), 0: float
     int64_t offset;      // subtracted from the unsigned data (128: Arm sdot's signed data)
+    int64_t layout;      // the block its output is written in (the channels form's lanes), or 0
   };
   constexpr const char* kAarch64 = "llvm -mtriple=aarch64-linux-gnu";
   const std::string dotprod = std::string(kAarch64) + " -mattr=+dotprod";
@@ -558,24 +559,24 @@ TEST(PlanKernels, Int8KernelOnlyWhereTheTargetHasOneAndOperandsQualify) {
   const std::string a76_off = a76 + " -mattr=-dotprod";
   const std::string a72 = std::string(kAarch64) + " -mcpu=cortex-a72";
   for (const Case& c : {
-           Case{"llvm -mcpu=cascadelake", 1, true, false, "conv2d_int8_avx512vnni", 16, 0},
+           Case{"llvm -mcpu=cascadelake", 1, true, false, "conv2d_int8_avx512vnni", 16, 0, 16},
            Case{"llvm -mcpu=skylake-avx512 -mattr=+avx512vnni", 1, true, true,
-                "conv2d_int8_avx512vnni", 16, 0},
-           Case{"llvm -mcpu=skylake-avx512", 1, true, false, "conv2d_int8_avx512bw", 16, 0},
-           Case{"llvm -mcpu=skylake-avx512", 1, true, true, "", 0, 0},
-           Case{"llvm -mcpu=alderlake", 1, true, true, "conv2d_int8_pixels_avxvnni", 1, 0},
-           Case{"llvm -mcpu=haswell", 1, true, false, "conv2d_int8_pixels_avx2", 1, 0},
-           Case{"llvm -mcpu=haswell", 1, true, true, "", 0, 0},
-           Case{"llvm -mcpu=x86-64-v2", 1, true, false, "", 0, 0},
-           Case{kAarch64, 1, true, false, "", 0, 0},
-           Case{a72.c_str(), 1, true, false, "", 0, 0},
-           Case{dotprod.c_str(), 1, true, true, "conv2d_int8_pixels_neon_dotprod", 1, 128},
-           Case{a76.c_str(), 1, true, false, "conv2d_int8_pixels_neon_dotprod", 1, 128},
-           Case{i8mm.c_str(), 1, true, true, "conv2d_int8_pixels_neon_i8mm", 1, 0},
-           Case{a76_off.c_str(), 1, true, false, "", 0, 0},
-           Case{dotprod.c_str(), 2, true, false, "", 0, 0},
-           Case{"llvm -mcpu=cascadelake", 2, true, false, "", 0, 0},
-           Case{"llvm -mcpu=cascadelake", 1, false, false, "", 0, 0},
+                "conv2d_int8_avx512vnni", 16, 0, 16},
+           Case{"llvm -mcpu=skylake-avx512", 1, true, false, "conv2d_int8_avx512bw", 16, 0, 16},
+           Case{"llvm -mcpu=skylake-avx512", 1, true, true, "", 0, 0, 0},
+           Case{"llvm -mcpu=alderlake", 1, true, true, "conv2d_int8_pixels_avxvnni", 1, 0, 8},
+           Case{"llvm -mcpu=haswell", 1, true, false, "conv2d_int8_pixels_avx2", 1, 0, 8},
+           Case{"llvm -mcpu=haswell", 1, true, true, "", 0, 0, 0},
+           Case{"llvm -mcpu=x86-64-v2", 1, true, false, "", 0, 0, 0},
+           Case{kAarch64, 1, true, false, "", 0, 0, 0},
+           Case{a72.c_str(), 1, true, false, "", 0, 0, 0},
+           Case{dotprod.c_str(), 1, true, true, "conv2d_int8_pixels_neon_dotprod", 1, 128, 4},
+           Case{a76.c_str(), 1, true, false, "conv2d_int8_pixels_neon_dotprod", 1, 128, 4},
+           Case{i8mm.c_str(), 1, true, true, "conv2d_int8_pixels_neon_i8mm", 1, 0, 4},
+           Case{a76_off.c_str(), 1, true, false, "", 0, 0, 0},
+           Case{dotprod.c_str(), 2, true, false, "", 0, 0, 0},
+           Case{"llvm -mcpu=cascadelake", 2, true, false, "", 0, 0, 0},
+           Case{"llvm -mcpu=cascadelake", 1, false, false, "", 0, 0, 0},
        }) {
     SCOPED_TRACE(std::string(c.target) + " group " + std::to_string(c.group) +
                  (c.wide_weights ? " wide weights" : ""));
@@ -583,9 +584,9 @@ TEST(PlanKernels, Int8KernelOnlyWhereTheTargetHasOneAndOperandsQualify) {
     const HostTensorPtr w = integer_conv(g, c.group, c.constant_bias, c.wide_weights);
     EXPECT_TRUE(g.value(g.outputs()[0]).type.dtype == kInt32);  // 8-bit operands sum in int32
     const schedule::TableStrategy strategy(Target::Parse(c.target), StrategyOptions{});
-    // The channels form writes its own block (AlterConvLayout then makes the output NCHW16c); the
-    // pixels form writes NCHW rows.
-    EXPECT_EQ(strategy.ConvLayoutBlock(g, g.nodes()[0]), c.block > 1 ? c.block : 0);
+    // Its 32 output channels fill the channels form's block, so AlterConvLayout makes the output
+    // blocked and the channels form takes it (the pixels form writes NCHW rows only).
+    EXPECT_EQ(strategy.ConvLayoutBlock(g, g.nodes()[0]), c.layout);
     PlanKernels(&g, strategy);
     const KernelPlan plan = KernelPlan::Of(g.nodes()[0]);
     EXPECT_EQ(plan.int8_dot, c.block > 0);
