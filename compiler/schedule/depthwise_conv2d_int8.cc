@@ -39,20 +39,11 @@ using te::Expr;
 
 // |x - zero point| * |w| <= 255 * 128 per tap; this many taps keep int32 sums with a bias exact.
 constexpr int64_t kMaxTaps = 4096;
-// Largest |(x - zero point) * w|, and the integers float32 holds exactly.
-constexpr int64_t kMaxProduct = 255 * 128;
-constexpr int64_t kExactFloat = int64_t{1} << 24;
 // Elements of the padded rows on the stack, per task, at most.
 constexpr int64_t kMaxPlane = int64_t{1} << 15;
 // Bytes of padded rows a band copies: a third of a 48 KB L1, so the rows a band stores are still
 // there when its output rows read them.
 constexpr int64_t kBandBytes = 16 << 10;
-
-int64_t LargestMagnitude(const HostTensor& t) {
-  int64_t most = 0;
-  for (int64_t i = 0; i < t.NumElements(); ++i) most = std::max(most, std::abs(t.GetAsInt(i)));
-  return most;
-}
 
 struct DwInt8 {
   int64_t n, c, h, w, kh, kw, s_h, s_w, pad_t, pad_l, oh, ow, ow_pad;
@@ -159,7 +150,7 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
     if (!bias) return false;
   }
   const te::DataType tap_type =
-      m.kh * m.kw * kMaxProduct < kExactFloat ? te::Float(32) : te::Int(32);
+      m.kh * m.kw * kMaxInt8Product < kExactFloat ? te::Float(32) : te::Int(32);
   // A band of output rows first copies the padded rows it reads (band_rows; kh - S_h of them
   // again for the next band) into the plane on the stack, which stays in L1.
   const int64_t sw = m.s_w;
@@ -252,7 +243,7 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
   // MulAddExact chain), with no conversion and integer add per vector.
   const bool bias_in_float =
       bias && tap_type == te::Float(32) &&
-      LargestMagnitude(*g.value(conv->inputs[2]).constant) + m.kh * m.kw * kMaxProduct <
+      LargestMagnitude(*g.value(conv->inputs[2]).constant) + m.kh * m.kw * kMaxInt8Product <
           kExactFloat;
   Expr taps;
   if (bias_in_float) taps = te::Cast(tap_type, BufferLoad(bias, c));

@@ -36,9 +36,6 @@ using lower::ForKind;
 using lower::Stmt;
 using te::Expr;
 
-// Largest |(x - zero point) * w|, and the integers float32 holds exactly.
-constexpr int64_t kMaxProduct = 255 * 128;
-constexpr int64_t kExactFloat = int64_t{1} << 24;
 // Bytes of the float plane a band copies: half a 48 KB L1.
 constexpr int64_t kBandBytes = 24 << 10;
 // Largest plane per task on the stack (a band of one output row of a very wide image).
@@ -88,7 +85,7 @@ bool ReadDwInt8Blocked(const Graph& g, const Node& conv, int64_t lanes, DwInt8Bl
                      0};
   m->oh = (m->h + m->pad_t + win.pads[2] - m->kh) / m->s_h + 1;
   m->ow = (m->w + m->pad_l + win.pads[3] - m->kw) / m->s_w + 1;
-  if (m->oh <= 0 || m->ow <= 0 || m->kh * m->kw * kMaxProduct >= kExactFloat) return false;
+  if (m->oh <= 0 || m->ow <= 0 || m->kh * m->kw * kMaxInt8Product >= kExactFloat) return false;
   m->pw = (m->ow - 1) * m->s_w + m->kw;
   const int64_t row_bytes = m->pw * lanes * 4;
   const int64_t fit = std::max<int64_t>(1, (kBandBytes / row_bytes - m->kh) / m->s_h + 1);
@@ -96,12 +93,6 @@ bool ReadDwInt8Blocked(const Graph& g, const Node& conv, int64_t lanes, DwInt8Bl
   m->band = (m->oh + bands - 1) / bands;  // as even as they come
   m->band_rows = (m->band - 1) * m->s_h + m->kh;
   return m->band_rows * row_bytes <= kMaxPlaneBytes;
-}
-
-int64_t LargestMagnitude(const HostTensor& t) {
-  int64_t most = 0;
-  for (int64_t i = 0; i < t.NumElements(); ++i) most = std::max(most, std::abs(t.GetAsInt(i)));
-  return most;
 }
 
 }  // namespace
@@ -154,7 +145,7 @@ bool TryDepthwiseConv2dInt8Nchwc(const FusedGroup& group, const lower::ScheduleO
   // The sums start from the bias in float where every partial sum stays an exact integer.
   const bool bias_in_float =
       bias &&
-      LargestMagnitude(*g.value(conv->inputs[2]).constant) + taps * kMaxProduct < kExactFloat;
+      LargestMagnitude(*g.value(conv->inputs[2]).constant) + taps * kMaxInt8Product < kExactFloat;
 
   const int64_t blocks = m.c / lanes;
   const int64_t bands = (m.oh + m.band - 1) / m.band;

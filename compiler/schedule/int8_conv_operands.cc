@@ -1,9 +1,11 @@
-// ReadInt8ConvOperands: see int8_conv_operands.h.
+// ReadInt8ConvOperands and LargestMagnitude: see int8_conv_operands.h.
 #include "int8_conv_operands.h"
 
 #include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/ir/layout.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -52,6 +54,12 @@ bool ReadInt8ConvOperands(const Graph& g, const Node& conv, size_t weight_rank,
     out->zero_point_input = conv.inputs[kDataZeroPointInput];
   }
   return true;
+}
+
+int64_t LargestMagnitude(const HostTensor& t) {
+  int64_t most = 0;
+  for (int64_t i = 0; i < t.NumElements(); ++i) most = std::max(most, std::abs(t.GetAsInt(i)));
+  return most;
 }
 
 }  // namespace ember::compiler::schedule

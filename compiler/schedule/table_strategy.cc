@@ -147,8 +147,9 @@ int64_t TableStrategy::Int8LayoutBlock(const Graph& g, const Node& conv) const {
     // Channels in the lanes write their own block, pixels in the lanes NCHW rows. Where the
     // output channels fill the block, the channels form (the entry after the pixels one) is
     // chosen: blocked, its epilogue runs in registers instead of through a transposing pass, and
-    // the depthwise convs between such convs run blocked too (MobileNetV2 int8 0.79x, ResNet-18
-    // int8 0.92x their time with the pixels form wherever Conv2dInt8Pays picked it, 2026-11-27).
+    // the depthwise convs between such convs run blocked too (whole models 0.94x (MobileNetV2
+    // int8) and 0.97x (ResNet-18 int8) their time with the pixels form kept wherever
+    // Conv2dInt8Pays picked it, 1 thread, AVX-512 VNNI, 2026-11-27).
     const Conv2dInt8Params& p = e->conv_int8;
     if (p.pixel_vectors == 0) return fills(p.lanes) ? p.lanes : 0;
     if (!options_.forced_schedule.empty() || !fills(p.lanes)) return 0;

@@ -7,7 +7,8 @@
 // produce a new, blocked value; the original value is then produced from it by a LayoutTransform,
 // so readers that need NCHW (and graph outputs, whose names users see) keep reading it. Blocked
 // readers take the blocked value directly, and an NCHW value a blocked node reads is transformed
-// once. Transforms nobody reads are dropped at the end.
+// once. Transforms nobody reads are dropped at the end. Integer convs (quantized models) chain
+// their 8-bit data the same way where their int8 kernels work blocked (RewriteIntegerConv).
 #include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/op_registry.h>
@@ -186,8 +187,8 @@ class LayoutRewriter {
 
   // An integer conv reads its data as its producer wrote it where its kernel can (the dense
   // int8 kernels copy it into their own byte layout from either), and writes the block its
-  // kernel works in, if any; a depthwise one runs blocked only on data written so (no transform
-  // of its input: the int8 kernels around it mostly write NCHW).
+  // kernel works in, if any (KernelStrategy::ConvLayoutBlock); a depthwise one runs blocked only
+  // on data written so, never behind a transform of its input.
   void RewriteIntegerConv(Node n) {
     const int64_t in = NativeBlock(n.inputs[0]);
     int64_t out = strategy_.ConvLayoutBlock(*g_, n);

@@ -326,21 +326,28 @@ def qoperator():
     return m
 
 
-def qdq():
+def qdq(depthwise=False):
     """The QDQ layout ONNX Runtime's quantizer writes by default: float ops between
     QuantizeLinear / DequantizeLinear pairs, uint8 activations per tensor, int8 weights per
     output channel (symmetric), int32 biases at scale x_scale * w_scale. ORT runs the convs as
-    integer QLinearConvs; Ember must too, to round the same way."""
-    m = Model("qdq_uint8", 431, "ORT's default QDQ layout (uint8 activations, per-channel int8 "
-              "weights, int32 biases): integer convs, exactly as ORT", tolerance="atol=1e-6")
+    integer QLinearConvs; Ember must too, to round the same way. With `depthwise`, a MobileNet
+    block: a depthwise conv between the two (Ember runs the three channel-blocked)."""
+    if depthwise:
+        m = Model("qdq_uint8_depthwise", 432, "ORT's default QDQ layout around a depthwise conv "
+                  "between two convs (int8 data channel-blocked between them)",
+                  tolerance="atol=1e-6")
+    else:
+        m = Model("qdq_uint8", 431, "ORT's default QDQ layout (uint8 activations, per-channel "
+                  "int8 weights, int32 biases): integer convs, exactly as ORT",
+                  tolerance="atol=1e-6")
 
     def param(name, value, dtype):
         m.inits.append(numpy_helper.from_array(np.array(value, dtype=dtype), name))
         return name
 
-    def conv(x, x_s, x_z, cin, cout, y_s, y_z, relu):
+    def conv(x, x_s, x_z, cin, cout, y_s, y_z, relu, group=1):
         i = len(m.nodes)
-        w = (m.rs.standard_normal((cout, cin, 3, 3)) * 0.2).astype(np.float32)
+        w = (m.rs.standard_normal((cout, cin // group, 3, 3)) * 0.2).astype(np.float32)
         # 7-bit weights, as ORT's quantizer writes with reduce_range: ORT's AVX2 kernel adds
         # pairs of u8 x s8 products in int16 with saturation, exact only for such weights.
         w_s = (np.abs(w).reshape(cout, -1).max(axis=1) / 63).astype(np.float32)
@@ -357,7 +364,7 @@ def qdq():
                                          param("b%d_s" % i, b_s, np.float32),
                                          param("b%d_z" % i, np.zeros(cout), np.int32)],
                     ["db%d" % i], axis=0)
-        y = m.node("Conv", [dq, dw, db], ["conv%d" % i], pads=[1, 1, 1, 1])
+        y = m.node("Conv", [dq, dw, db], ["conv%d" % i], pads=[1, 1, 1, 1], group=group)
         if relu:
             y = m.node("Relu", [y], ["relu%d" % i])
         return m.node("QuantizeLinear", [y, param("y%d_s" % i, y_s, np.float32),
@@ -367,6 +374,8 @@ def qdq():
     q = m.node("QuantizeLinear", [x, param("in_s", 0.02, np.float32),
                                   param("in_z", 128, np.uint8)], ["qx"])
     q = conv(q, 0.02, 128, 16, 32, 0.03, 0, relu=True)
+    if depthwise:
+        q = conv(q, 0.03, 0, 32, 32, 0.03, 0, relu=True, group=32)
     q = conv(q, 0.03, 0, 32, 16, 0.05, 128, relu=False)
     m.node("DequantizeLinear", [q, param("out_s", 0.05, np.float32),
                                 param("out_z", 128, np.uint8)], ["y"])
@@ -671,7 +680,7 @@ def convt_models():
 
 def all_models():
     return (edge_pools() + [if_on_shape(), if_on_bound_rate(16000), if_on_bound_rate(8000)] +
-            control_flow() + [qoperator(), qdq()] + tf_computed_attributes() + recurrent_models() +
+            control_flow() + [qoperator(), qdq(), qdq(depthwise=True)] + tf_computed_attributes() + recurrent_models() +
             newer_opsets() + convt_models() + [blocked_se_resize_concat(), dilated_segmentation()])
 
 
