@@ -1,6 +1,8 @@
 // Depthwise 2-D convolution of 8-bit integers into int32 sums, for the depthwise convs of
 // quantized models (kDataZeroPointAttr) between int8 convs: without it they run exactly on the
-// float kernels, cast to float and blocked before, cast back and unblocked after.
+// float kernels, cast to float and blocked before, cast back and unblocked after. This is its NCHW
+// form, for data written in NCHW; between int8 convs that write NCHW[x]c the layout pass makes it
+// blocked too, and TryDepthwiseConv2dInt8 hands it to depthwise_conv2d_int8_nchwc.cc.
 //
 // One task per (image, channel) plane, in bands of output rows: a band first copies the input
 // rows it reads, shifted by the zero point, into a padded int32 buffer on the stack (zero outside

@@ -132,7 +132,13 @@ const ScheduleEntry* TableStrategy::Int8EntryFor(const Graph& g, const Node& con
 }
 
 int64_t TableStrategy::Int8LayoutBlock(const Graph& g, const Node& conv) const {
-  if (!options_.blocked_layout || !conv.HasInput(1)) return 0;
+  // A dynamically quantized conv (its data's zero point computed at run time) writes NCHW: its
+  // sums meet a zero-point correction broadcast over the channels and then the whole-tensor
+  // min / max of the next DynamicQuantizeLinear, so a blocked output would be transformed back
+  // at once (IS-Net quint8: 125 transforms, 1.4x its NCHW time).
+  if (!options_.blocked_layout || !conv.HasInput(1) || conv.HasInput(kDataZeroPointInput)) {
+    return 0;
+  }
   const int64_t channels = g.value(conv.inputs[1]).type.shape.at(0);
   auto fills = [&](int64_t lanes) { return lanes >= kMinLayoutBlock && channels % lanes == 0; };
   for (const ScheduleEntry* e : entries_) {
