@@ -15,7 +15,10 @@
 // (-zu * sum(w)), is added in registers and the exact int32 sums land in a blocked workspace
 // [OCp/16][OH][OW][16]. The group's epilogue (a QLinearConv's requantization: scale in float,
 // round half to even, zero point, saturation) then writes the NCHW output one output channel per
-// task. Sums stay exact in int32: Conv2dInt8Applies bounds the taps.
+// task. Where the layout pass made the output NCHW16c (the output channels fill the vectors) no
+// workspace is needed: each finished vector of sums is requantized in registers and stored in
+// place. The data may be NCHW or blocked (PackInt8Data reads either). Sums stay exact in int32:
+// Conv2dInt8Applies bounds the taps.
 #include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/weight_layout.h>
