@@ -234,13 +234,8 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
   const EpilogueAt& at = ig.at;
   const int64_t ph = PaddedRows(m, oh), pw = PaddedCols(m, ow);
   const Int8ConvViews v = AddInt8ConvViews(&ig, quads * ph * pw);
-  const int vl = static_cast<int>(p.lanes);
   const bool in_registers =
-      m.out_block != 0 &&
-      EpilogueOnBlockVector(at, te::MakeVar("n"), te::MakeVar("cb"), te::MakeVar("y"),
-                            te::MakeVar("x"), te::MakeVar("acc", te::WithLanes(te::Int(32), vl)),
-                            vl)
-          .defined();
+      m.out_block != 0 && EpilogueVectorizes(at, static_cast<int>(p.lanes), te::Int(32));
   Buffer acc;
   if (!in_registers) {
     acc = lower::NewBuffer(ig.conv->name + "_acc_ws", te::Int(32), ocp * oh * ow,

@@ -114,8 +114,7 @@ bool ReadDwInt8(const Graph& g, const Node& conv, bool weight_int8, int64_t lane
 
 bool DepthwiseConv2dInt8Applies(const Graph& g, const Node& conv, const DepthwiseInt8Params& p) {
   if (conv.GetString(kOutLayoutAttr, "NCHW") != "NCHW") {
-    return conv.GetString(kOutLayoutAttr, "") == LayoutName(p.lanes) &&
-           DepthwiseConv2dInt8NchwcApplies(g, conv, p);
+    return DepthwiseConv2dInt8NchwcApplies(g, conv, p);
   }
   DwInt8 m;
   return p.lanes > 0 && ReadDwInt8(g, conv, false, p.lanes, &m);

@@ -46,9 +46,9 @@ constexpr int64_t kWorkingRegisters = 3;
 
 struct DwInt8Blocked {
   int64_t n, c, h, w, kh, kw, s_h, s_w, pad_t, pad_l, oh, ow, zp;
-  int64_t pw;         // padded columns the output columns read
-  int64_t band;       // output rows per band
-  int64_t band_rows;  // padded rows a band reads
+  int64_t pw = 0;         // padded columns the output columns read
+  int64_t band = 0;       // output rows per band
+  int64_t band_rows = 0;  // padded rows a band reads
 };
 
 // The conv's geometry in blocks of `lanes` channels (the node NCHW or already blocked so).
@@ -67,24 +67,11 @@ bool ReadDwInt8Blocked(const Graph& g, const Node& conv, int64_t lanes, DwInt8Bl
     const Value& b = g.value(conv.inputs[2]);
     if (!b.is_constant() || b.type.dtype != kInt32 || b.type.NumElements() != ws[0]) return false;
   }
-  *m = DwInt8Blocked{x[0],
-                     x[1],
-                     x[2],
-                     x[3],
-                     ws[2],
-                     ws[3],
-                     win.strides[0],
-                     win.strides[1],
-                     win.pads[0],
-                     win.pads[1],
-                     0,
-                     0,
-                     ops.zero_point,
-                     0,
-                     0,
-                     0};
-  m->oh = (m->h + m->pad_t + win.pads[2] - m->kh) / m->s_h + 1;
-  m->ow = (m->w + m->pad_l + win.pads[3] - m->kw) / m->s_w + 1;
+  const int64_t kh = ws[2], kw = ws[3], s_h = win.strides[0], s_w = win.strides[1];
+  const int64_t oh = (x[2] + win.pads[0] + win.pads[2] - kh) / s_h + 1;
+  const int64_t ow = (x[3] + win.pads[1] + win.pads[3] - kw) / s_w + 1;
+  *m = DwInt8Blocked{x[0],        x[1], x[2], x[3],          kh, kw, s_h, s_w, win.pads[0],
+                     win.pads[1], oh,   ow,   ops.zero_point};
   if (m->oh <= 0 || m->ow <= 0 || m->kh * m->kw * kMaxInt8Product >= kExactFloat) return false;
   m->pw = (m->ow - 1) * m->s_w + m->kw;
   const int64_t row_bytes = m->pw * lanes * 4;
@@ -132,11 +119,7 @@ bool TryDepthwiseConv2dInt8Nchwc(const FusedGroup& group, const lower::ScheduleO
   const int vl = static_cast<int>(lanes);
   const te::DataType fvec = te::WithLanes(te::Float(32), vl);
   const te::DataType ivec = te::WithLanes(te::Int(32), vl);
-  if (!EpilogueOnBlockVector(at, te::MakeVar("n"), te::MakeVar("cb"), te::MakeVar("y"),
-                             te::MakeVar("x"), te::MakeVar("acc", ivec), vl)
-           .defined()) {
-    return false;
-  }
+  if (!EpilogueVectorizes(at, vl, te::Int(32))) return false;
   Buffer bias;
   if (conv->HasInput(2)) {
     bias = GroupInputBuffer(group, f, conv->inputs[2]);

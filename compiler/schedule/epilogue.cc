@@ -295,8 +295,8 @@ te::Expr EpilogueOnBlockVector(const EpilogueAt& at, const te::Expr& n, const te
   return lower::VectorizeLanes(at({n, cb, oh, ow, lane}, acc), lane.get(), te::Expr(0), lanes);
 }
 
-bool EpilogueVectorizes(const EpilogueAt& at, int lanes) {
-  te::Expr acc = te::MakeVar("acc", te::WithLanes(te::Float(32), lanes));
+bool EpilogueVectorizes(const EpilogueAt& at, int lanes, te::DataType acc_type) {
+  te::Expr acc = te::MakeVar("acc", te::WithLanes(acc_type, lanes));
   return EpilogueOnBlockVector(at, te::MakeVar("n"), te::MakeVar("cb"), te::MakeVar("h"),
                                te::MakeVar("w"), acc, lanes)
       .defined();

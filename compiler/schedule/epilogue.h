@@ -82,8 +82,9 @@ te::Expr EpilogueOnBlockVector(const EpilogueAt& at, const te::Expr& n, const te
                                const te::Expr& oh, const te::Expr& ow, const te::Expr& acc,
                                int lanes);
 
-/*! \brief True when EpilogueOnBlockVector is defined for this epilogue. */
-bool EpilogueVectorizes(const EpilogueAt& at, int lanes);
+/*! \brief True when EpilogueOnBlockVector is defined for this epilogue on a vector of `acc`
+ * (float32 sums, or an integer conv's int32 ones). */
+bool EpilogueVectorizes(const EpilogueAt& at, int lanes, te::DataType acc = te::Float(32));
 
 }  // namespace ember::compiler::schedule
 

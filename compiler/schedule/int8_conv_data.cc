@@ -209,13 +209,10 @@ Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, const Expr& zero_point_byt
         const int64_t hi = std::min(cols, (m.pad_l + m.w - rx + s_w - 1) / s_w);
         Stmt copy = Range("x", lo, hi, ForKind::kVectorized, [&](const Expr& xs) {
           if (views.x32 && channels == kDotDepth && shift == 0) {
-            // Blocked data as it is: the quad's four bytes one word, read as one.
-            const int64_t block = m.in_block, words = block / kDotDepth;
-            Expr word =
-                ((((n * (m.c / block) + te::FloorDiv(c4, Expr(words))) * m.h + y - m.pad_t) * m.w +
-                  xs * s_w + (rx - m.pad_l)) *
-                 words) +
-                te::FloorMod(c4, Expr(words));
+            // Blocked data as it is: read as words, NCHW[x]c bytes are the channel quads in
+            // NCHW[x/4]c, so a quad is one word.
+            Expr word = NchwOrBlockedIndex(m.in_block / kDotDepth, m.c / kDotDepth, m.h, m.w, n, c4,
+                                           y - m.pad_t, xs * s_w + (rx - m.pad_l));
             return lower::Store(views.xq32, word_at(c4, y, rx, xs), BufferLoad(views.x32, word));
           }
           std::vector<Stmt> bytes;
