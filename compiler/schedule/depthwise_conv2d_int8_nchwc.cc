@@ -106,10 +106,11 @@ bool TryDepthwiseConv2dInt8Nchwc(const FusedGroup& group, const lower::ScheduleO
   for (int v : conv->inputs) {
     if (v != kAbsentValue && !IsGroupInput(group, v)) return false;
   }
+  // Output pixels per tile: the registers the taps' weights leave (more taps than registers,
+  // a 7x7 conv: their weights come from the stack, one pixel at a time).
   const int64_t taps = m.kh * m.kw;
   const int64_t registers = VectorRegisters(ClassifyTarget(*opts.target));
-  if (taps + kWorkingRegisters + 1 > registers) return false;
-  const int64_t columns = std::min<int64_t>(8, registers - taps - kWorkingRegisters);
+  const int64_t columns = std::clamp<int64_t>(registers - taps - kWorkingRegisters, 1, 8);
 
   lower::LoweredFunc f;
   Buffer xb, wb;
@@ -142,8 +143,8 @@ bool TryDepthwiseConv2dInt8Nchwc(const FusedGroup& group, const lower::ScheduleO
                  : bands * m.band > m.oh ? te::Min(band * m.band, Expr(m.oh - m.band))
                                          : band * m.band;
 
-  Buffer plane = lower::NewBuffer(conv->name + "_plane", te::Float(32), m.band_rows * m.pw * lanes,
-                                  lower::BufferScope::kLocal);
+  Buffer plane = lower::NewBuffer(conv->name + "_blocked_plane", te::Float(32),
+                                  m.band_rows * m.pw * lanes, lower::BufferScope::kLocal);
   f.locals.push_back(plane);
   std::vector<Stmt> task;
 

@@ -485,7 +485,8 @@ def _dense_then_depthwise(seed, channels, hw, k, stride):
 @pytest.mark.parametrize("target,flag,isa,layout", [("llvm", "avx512_vnni", "avx512", "NCHW16c"),
                                                     ("llvm -mcpu=alderlake", "avx_vnni", "avx2",
                                                      "NCHW8c")], ids=["avx512", "avxvnni"])
-@pytest.mark.parametrize("hw,k,stride", [((7, 7), 3, 1), ((15, 13), 3, 2), ((9, 10), 5, 1)])
+@pytest.mark.parametrize("hw,k,stride", [((7, 7), 3, 1), ((15, 13), 3, 2), ((9, 10), 5, 1),
+                                         ((12, 12), 7, 1)])
 def test_int8_depthwise_between_blocked_int8_convs_runs_blocked_and_exact(tmp_path, target, flag,
                                                                           isa, layout, hw, k,
                                                                           stride):
@@ -497,6 +498,9 @@ def test_int8_depthwise_between_blocked_int8_convs_runs_blocked_and_exact(tmp_pa
     dw_plan = [line for line in plans.splitlines() if "group=32" in line]
     assert len(dw_plan) == 1 and "depthwise_conv2d_int8_" + isa in dw_plan[0]
     assert 'data_layout="%s"' % layout in dw_plan[0] and 'out_layout="%s"' % layout in dw_plan[0]
+    # ... and the blocked kernel took it (its plane on the stack), 7x7 taps past the registers too.
+    loops = (tmp_path / ("ir" + target.replace(" ", "_").replace("=", "_")) / "kernels.loop.txt")
+    assert "_blocked_plane" in loops.read_text()
     np.testing.assert_array_equal(y, y_float)
 
 
