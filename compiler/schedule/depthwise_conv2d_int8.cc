@@ -117,7 +117,10 @@ bool DepthwiseConv2dInt8Applies(const Graph& g, const Node& conv, const Depthwis
     return DepthwiseConv2dInt8NchwcApplies(g, conv, p);
   }
   DwInt8 m;
-  return p.lanes > 0 && ReadDwInt8(g, conv, false, p.lanes, &m);
+  const bool nchw = p.lanes > 0 && ReadDwInt8(g, conv, false, p.lanes, &m);
+  // An entry whose blocked form sums in dot products takes only the convs that form takes too
+  // (8-bit weights that are not int8 go to the next entry).
+  return nchw && (!p.dot_quads || DepthwiseConv2dInt8NchwcApplies(g, conv, p));
 }
 
 bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,

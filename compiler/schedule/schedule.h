@@ -213,13 +213,26 @@ inline int64_t Int8DataOffset(const Conv2dInt8Params& p) {
 }
 
 /*! \brief The int8 depthwise convolution: int32 lanes along the output width (`lanes` of them
- * per vector). Planned only where the target's int8_dot_bits or int8_pair_bits reach lanes * 32,
- * beside an int8 conv, so the integer chain stays integer. */
+ * per vector), or, blocked, a block's channels. Planned only where the target's int8_dot_bits or
+ * int8_pair_bits reach lanes * 32, beside an int8 conv, so the integer chain stays integer.
+ * `dot_quads`: the blocked form sums four taps of a row per dot product (te::DotU8S8, or
+ * te::DotS8S8 with `signed_dot`) where the target has that dot at lanes * 32 bits, instead of one
+ * tap per float multiply-add. */
 struct DepthwiseInt8Params {
   int64_t lanes = 16;
+  bool dot_quads = false;
+  bool signed_dot = false;
 
   DepthwiseInt8Params& Lanes(int64_t v) {
     lanes = v;
+    return *this;
+  }
+  DepthwiseInt8Params& DotQuads() {
+    dot_quads = true;
+    return *this;
+  }
+  DepthwiseInt8Params& SignedDot() {
+    signed_dot = true;
     return *this;
   }
 };

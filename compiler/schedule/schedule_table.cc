@@ -105,7 +105,12 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
                Conv2dInt8Params().Lanes(8).PixelsInLanes(2, 4).SaturatingPairs()),
       ConvInt8("conv2d_int8_avx2", T::kAvx2,
                Conv2dInt8Params().Lanes(8).OcVectors(2).OwBlock(5).SaturatingPairs()),
+      // Depthwise: blocked, four taps of a row per vpdpbusd where the target has it, else one
+      // tap per float multiply-add; NCHW data in int32 lanes along the width.
+      DwInt8("depthwise_conv2d_int8_avx512vnni", T::kAvx512,
+             DepthwiseInt8Params().Lanes(16).DotQuads()),
       DwInt8("depthwise_conv2d_int8_avx512", T::kAvx512, DepthwiseInt8Params().Lanes(16)),
+      DwInt8("depthwise_conv2d_int8_avxvnni", T::kAvx2, DepthwiseInt8Params().Lanes(8).DotQuads()),
       DwInt8("depthwise_conv2d_int8_avx2", T::kAvx2, DepthwiseInt8Params().Lanes(8)),
       // aarch64: with i8mm, usdot takes the unsigned data as it is; with dotprod alone, sdot
       // takes it flipped to signed. 6 columns x 4 vectors of 4 sums: 24 accumulators, 4 weight
@@ -119,6 +124,10 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
                Conv2dInt8Params().Lanes(4).PixelsInLanes(4, 6).SignedDot()),
       ConvInt8("conv2d_int8_neon_dotprod", T::kNeon64,
                Conv2dInt8Params().Lanes(4).OcVectors(4).OwBlock(6).SignedDot()),
+      DwInt8("depthwise_conv2d_int8_neon_i8mm", T::kNeon64,
+             DepthwiseInt8Params().Lanes(4).DotQuads()),
+      DwInt8("depthwise_conv2d_int8_neon_dotprod", T::kNeon64,
+             DepthwiseInt8Params().Lanes(4).DotQuads().SignedDot()),
       DwInt8("depthwise_conv2d_int8_neon", T::kNeon64, DepthwiseInt8Params().Lanes(4)),
       Depthwise("depthwise_conv2d_avx512", T::kAvx512, DW().Lanes(16).VectorBits(512)),
       Depthwise("depthwise_conv2d_avx2", T::kAvx2, DW().Lanes(8)),
@@ -188,7 +197,11 @@ bool EntryRunsOn(const ScheduleEntry& e, const Target& target) {
     return target.int8_dot_bits >= p.lanes * 32 && (p.signed_dot || target.int8_dot_u8s8);
   }
   if (e.kind == ScheduleKind::kDepthwiseConv2dInt8) {
-    return std::max(target.int8_dot_bits, target.int8_pair_bits) >= e.dw_int8.lanes * 32;
+    const DepthwiseInt8Params& p = e.dw_int8;
+    if (p.dot_quads) {
+      return target.int8_dot_bits >= p.lanes * 32 && (p.signed_dot || target.int8_dot_u8s8);
+    }
+    return std::max(target.int8_dot_bits, target.int8_pair_bits) >= p.lanes * 32;
   }
   return true;
 }

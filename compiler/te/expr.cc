@@ -273,6 +273,13 @@ Expr DotU8S8Pairs(Expr acc, Expr a, Expr b) {
   return Int8Dot(Intrinsic::kDotU8S8Pairs, "DotU8S8Pairs", std::move(acc), std::move(a),
                  std::move(b));
 }
+Expr TransposeByteRows(Expr v) {
+  const DataType t = v.dtype();
+  if (t.code != Int(32).code || t.bits != 32 || t.lanes < 2) {
+    throw std::runtime_error("te: TransposeByteRows takes an int32 vector, got " + DataTypeName(t));
+  }
+  return Call(Intrinsic::kTransposeByteRows, {std::move(v)});
+}
 Expr MulAddExact(Expr a, Expr b, Expr c) {
   if (!IsFloat(a.dtype()) || a.dtype() != b.dtype() || a.dtype() != c.dtype()) {
     throw std::runtime_error("te: MulAddExact takes three floats of one type, got " +
@@ -412,13 +419,40 @@ const char* BinaryOpText(BinaryOp op) {
 }
 
 const char* IntrinsicName(Intrinsic f) {
-  static const char* kNames[] = {
-      "exp",   "log",      "sqrt",           "tanh",         "erf",   "pow",     "floor", "ceil",
-      "round", "fabs",     "sigmoid",        "sin",          "cos",   "tan",     "asin",  "acos",
-      "atan",  "sinh",     "cosh",           "asinh",        "acosh", "atanh",   "isnan", "isinf",
-      "sign",  "dot_u8s8", "dot_u8s8_pairs", "muladd_exact", "lane",  "dot_s8s8"};
-  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kDotS8S8) + 1,
-                "one name per intrinsic");
+  static const char* kNames[] = {"exp",
+                                 "log",
+                                 "sqrt",
+                                 "tanh",
+                                 "erf",
+                                 "pow",
+                                 "floor",
+                                 "ceil",
+                                 "round",
+                                 "fabs",
+                                 "sigmoid",
+                                 "sin",
+                                 "cos",
+                                 "tan",
+                                 "asin",
+                                 "acos",
+                                 "atan",
+                                 "sinh",
+                                 "cosh",
+                                 "asinh",
+                                 "acosh",
+                                 "atanh",
+                                 "isnan",
+                                 "isinf",
+                                 "sign",
+                                 "dot_u8s8",
+                                 "dot_u8s8_pairs",
+                                 "muladd_exact",
+                                 "lane",
+                                 "dot_s8s8",
+                                 "transpose_byte_rows"};
+  static_assert(
+      sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kTransposeByteRows) + 1,
+      "one name per intrinsic");
   return kNames[static_cast<int>(f)];
 }
 

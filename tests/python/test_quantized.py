@@ -459,11 +459,11 @@ def test_int8_depthwise_kernel_is_bit_identical_to_the_exact_float_path(tmp_path
     np.testing.assert_array_equal(y_float, expected)
 
 
-def _dense_then_depthwise(seed, channels, hw, k, stride):
-    """A 1x1 QLinearConv into `channels` and a depthwise QLinearConv on its output, one graph."""
-    dense, x, _ = qlinear_conv_case(seed, 16, channels, hw, 1, 1, 0)
-    dw, _, _ = depthwise_case((seed + 1, channels, hw, k, stride, k // 2, np.uint8, np.uint8,
-                               True))
+def _dense_then_depthwise(seed, channels, hw, k, stride, mid=np.uint8, w_range=(-128, 127)):
+    """A 1x1 QLinearConv into `channels` (weights in w_range, output of type `mid`) and a
+    depthwise QLinearConv on its output, one graph."""
+    dense, x, _ = qlinear_conv_case(seed, 16, channels, hw, 1, 1, 0, out=mid, w_range=w_range)
+    dw, _, _ = depthwise_case((seed + 1, channels, hw, k, stride, k // 2, mid, np.uint8, True))
     renamed = {n: "dw_" + n for n in [t.name for t in dw.initializer] + ["y"]}
     renamed["x"] = "mid"
     for t in dw.initializer:
@@ -480,27 +480,42 @@ def _dense_then_depthwise(seed, channels, hw, k, stride):
 
 
 # Between int8 kernels that work channel-blocked, the depthwise conv runs blocked too (its
-# channels in the lanes: small planes fill them), bit for bit as the exact float path: AVX-512
-# VNNI in NCHW16c, AVX-VNNI in NCHW8c.
-@pytest.mark.parametrize("target,flag,isa,layout", [("llvm", "avx512_vnni", "avx512", "NCHW16c"),
-                                                    ("llvm -mcpu=alderlake", "avx_vnni", "avx2",
-                                                     "NCHW8c")], ids=["avx512", "avxvnni"])
-@pytest.mark.parametrize("hw,k,stride", [((7, 7), 3, 1), ((15, 13), 3, 2), ((9, 10), 5, 1),
-                                         ((12, 12), 7, 1)])
+# channels in the lanes: small planes fill them), bit for bit as the exact float path: with
+# VNNI four taps per vpdpbusd (its bytes on the stack: "_quad_plane"; AVX-512 VNNI in NCHW16c,
+# AVX-VNNI in NCHW8c), without it one tap per float multiply-add ("_blocked_plane"; AVX-512BW,
+# whose 1x1 kernel takes weights whose pairs of products fit int16). Random zero points, uint8
+# and int8 data between the convs (int8 flipped to the dot's unsigned bytes).
+_BLOCKED_DW = [
+    # target, CPU flag, kernel, plane, layout, weights of the 1x1 conv
+    ("llvm", "avx512_vnni", "depthwise_conv2d_int8_avx512vnni", "_quad_plane", "NCHW16c",
+     (-128, 127)),
+    ("llvm -mcpu=alderlake", "avx_vnni", "depthwise_conv2d_int8_avxvnni", "_quad_plane", "NCHW8c",
+     (-128, 127)),
+    ("llvm -mcpu=skylake-avx512", "avx512bw", "depthwise_conv2d_int8_avx512", "_blocked_plane",
+     "NCHW16c", (-64, 64)),
+]
+
+
+@pytest.mark.parametrize("target,flag,kernel,plane,layout,w_range", _BLOCKED_DW,
+                         ids=["avx512vnni", "avxvnni", "avx512bw"])
+@pytest.mark.parametrize("hw,k,stride,mid", [((7, 7), 3, 1, np.uint8), ((15, 13), 3, 2, np.uint8),
+                                             ((9, 10), 5, 1, np.int8), ((12, 12), 7, 1, np.uint8),
+                                             ((11, 20), 3, 2, np.int8)])
 def test_int8_depthwise_between_blocked_int8_convs_runs_blocked_and_exact(tmp_path, target, flag,
-                                                                          isa, layout, hw, k,
-                                                                          stride):
+                                                                          kernel, plane, layout,
+                                                                          w_range, hw, k, stride,
+                                                                          mid):
     if not _host_has(flag):
         pytest.skip("this machine has no " + flag)
-    graph, x = _dense_then_depthwise(50 + k + stride, 32, hw, k, stride)
+    graph, x = _dense_then_depthwise(50 + k + stride, 32, hw, k, stride, mid, w_range)
     y, plans = _compile_and_run(tmp_path, graph, target, x=x)
     y_float, _ = _compile_and_run(tmp_path, graph, _WITHOUT_INT8_KERNELS, x=x)
     dw_plan = [line for line in plans.splitlines() if "group=32" in line]
-    assert len(dw_plan) == 1 and "depthwise_conv2d_int8_" + isa in dw_plan[0]
+    assert len(dw_plan) == 1 and 'ember_plan_kernel="%s"' % kernel in dw_plan[0]
     assert 'data_layout="%s"' % layout in dw_plan[0] and 'out_layout="%s"' % layout in dw_plan[0]
     # ... and the blocked kernel took it (its plane on the stack), 7x7 taps past the registers too.
     loops = (tmp_path / ("ir" + target.replace(" ", "_").replace("=", "_")) / "kernels.loop.txt")
-    assert "_blocked_plane" in loops.read_text()
+    assert plane in loops.read_text()
     np.testing.assert_array_equal(y, y_float)
 
 

@@ -300,7 +300,14 @@ llvm::Function* CodeGenLLVM::AddFunction(const lower::LoweredFunc& f) {
     b_.SetInsertPoint(ok);
     buffers_[w.get()] = p;
   }
-  for (const auto& [view, target] : f.aliases) buffers_[view.get()] = BufferPtr(target.get());
+  local_views_.clear();
+  for (const auto& [view, target] : f.aliases) {
+    if (target->scope == lower::BufferScope::kLocal) {
+      local_views_[view.get()] = target.get();
+    } else {
+      buffers_[view.get()] = BufferPtr(target.get());
+    }
+  }
   BeginAliasScopes(f);
   EmitStmt(f.body);
   b_.CreateBr(cleanup_bb_);

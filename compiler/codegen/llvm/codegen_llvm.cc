@@ -12,6 +12,8 @@
 #include <llvm/TargetParser/Triple.h>
 #include <llvm/Transforms/Utils/ModuleUtils.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <set>
 #include <stdexcept>
@@ -117,6 +119,9 @@ llvm::Value* CodeGenLLVM::BufferPtr(const BufferNode* b) {
   auto it = buffers_.find(b);
   if (it != buffers_.end()) return it->second;
   if (b->scope == BufferScope::kConstant) return ConstantBuffer(b);
+  if (auto view = local_views_.find(b); view != local_views_.end()) {
+    return buffers_[b] = BufferPtr(view->second);
+  }
   if (b->scope != BufferScope::kLocal) {
     throw std::runtime_error("codegen: buffer " + b->name + " used outside its scope");
   }
@@ -233,6 +238,9 @@ llvm::Value* CodeGenLLVM::Emit(const Expr& e) {
     case ExprKind::kCast: {
       auto* c = e.as<te::CastNode>();
       const bool to_integer = !te::IsFloat(e.dtype()) && !te::IsBool(e.dtype());
+      if (to_integer && te::IsFloat(c->value.dtype())) {
+        if (llvm::Value* q = EmitRoundedToInteger(e.dtype(), c->value)) return q;
+      }
       llvm::Value* v = to_integer && te::IsFloat(c->value.dtype()) ? EmitClampToInteger(c->value)
                                                                    : Emit(c->value);
       return EmitCast(e.dtype(), c->value.dtype(), v);
@@ -424,6 +432,86 @@ llvm::Value* CodeGenLLVM::EmitClampToInteger(const Expr& e) {
   return bound;
 }
 
+namespace {
+
+// The value of a float literal, or of a vector of one (a broadcast), that is an integer small
+// enough for float32 sums with another such to stay exact.
+bool SmallIntegerLiteral(const Expr& e, double* v) {
+  const Expr* x = &e;
+  if (auto* c = e.as<te::CastNode>(); c != nullptr && c->value.dtype().lanes == 1) x = &c->value;
+  double value;
+  if (auto* f = x->as<te::FloatImmNode>()) {
+    value = f->value;
+  } else if (auto* i = x->as<te::IntImmNode>()) {
+    value = static_cast<double>(i->value);
+  } else {
+    return false;
+  }
+  if (value != std::nearbyint(value) || std::fabs(value) > (1 << 22)) return false;
+  *v = value;
+  return true;
+}
+
+}  // namespace
+
+llvm::Value* CodeGenLLVM::EmitRoundedToInteger(te::DataType to, const Expr& e) {
+  // integer(clamps(round(x) + c)), clamps by literal integers (a requantization: ONNX
+  // QuantizeLinear's round half to even, zero point and saturation) as
+  // lrint(clamps'(x)) + c, each bound less c: rounding commutes with clamping to integers and
+  // adding an integer, and every value involved is an exact float. On x86, lrint is one
+  // vcvtps2dq in the default rounding mode (round half to even, which generated code and the
+  // runtime never change) where roundeven and a truncating conversion take two instructions and
+  // the float add a third; on AArch64 fcvtns rounds half to even itself.
+  const llvm::Triple triple(target_.triple);
+  if ((!triple.isX86() && !triple.isAArch64()) || to.bits > 32 || e.dtype().bits != 32) {
+    return nullptr;
+  }
+  std::vector<std::pair<BinaryOp, double>> clamps;  // outermost first
+  const Expr* core = &e;
+  double bound;
+  for (auto* bn = core->as<te::BinaryNode>();
+       bn != nullptr && (bn->op == BinaryOp::kMin || bn->op == BinaryOp::kMax) &&
+       SmallIntegerLiteral(bn->b, &bound);
+       bn = core->as<te::BinaryNode>()) {
+    clamps.emplace_back(bn->op, bound);
+    core = &bn->a;
+  }
+  // Bounded on both sides, so that every result fits int32 (a conversion of a larger value to a
+  // wider or unsigned type would be defined where lrint's is not).
+  auto bounded_by = [&](BinaryOp op) {
+    return std::any_of(clamps.begin(), clamps.end(), [&](const auto& c) { return c.first == op; });
+  };
+  if (!bounded_by(BinaryOp::kMin) || !bounded_by(BinaryOp::kMax)) return nullptr;
+  double offset = 0;
+  if (auto* add = core->as<te::BinaryNode>();
+      add != nullptr && add->op == BinaryOp::kAdd && SmallIntegerLiteral(add->b, &offset)) {
+    core = &add->a;
+  }
+  auto* round = core->as<te::CallNode>();
+  if (round == nullptr || round->fn != te::Intrinsic::kRound) return nullptr;
+  llvm::Value* x = Emit(round->args[0]);
+  llvm::FastMathFlags flags;  // as EmitClampToInteger's: a NaN or -0 cannot reach the integer
+  flags.setNoNaNs();
+  flags.setNoSignedZeros();
+  for (auto it = clamps.rbegin(); it != clamps.rend(); ++it) {
+    llvm::Value* b = llvm::ConstantFP::get(x->getType(), it->second - offset);
+    auto* bounded = llvm::cast<llvm::CallInst>(b_.CreateBinaryIntrinsic(
+        it->first == BinaryOp::kMax ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, x, b));
+    bounded->setFastMathFlags(flags);
+    x = bounded;
+  }
+  llvm::Type* words = i32_;
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(x->getType())) {
+    words = llvm::FixedVectorType::get(i32_, vt->getNumElements());
+  }
+  llvm::Value* r =
+      triple.isX86()
+          ? b_.CreateIntrinsic(llvm::Intrinsic::lrint, {words, x->getType()}, {x})
+          : b_.CreateIntrinsic(llvm::Intrinsic::aarch64_neon_fcvtns, {words, x->getType()}, {x});
+  if (offset != 0) r = b_.CreateAdd(r, llvm::ConstantInt::get(words, static_cast<int64_t>(offset)));
+  return EmitCast(to, te::WithLanes(te::Int(32), e.dtype().lanes), r);
+}
+
 llvm::Value* CodeGenLLVM::EmitUnaryIntrinsic(llvm::Intrinsic::ID id, llvm::Value* x) {
   // LLVM 19 cannot select a vector roundeven for 32-bit ARM (NEON has no VRINT before ARMv8),
   // and its vectorisers form one from scalar ones: there each lane calls libm's roundeven,
@@ -516,6 +604,16 @@ llvm::Value* CodeGenLLVM::EmitInt8Dot(te::Intrinsic fn, llvm::Value* acc, llvm::
   return acc;
 }
 
+llvm::Value* CodeGenLLVM::EmitTransposeByteRows(llvm::Value* v) {
+  const unsigned n = llvm::cast<llvm::FixedVectorType>(v->getType())->getNumElements();
+  auto* bytes = llvm::FixedVectorType::get(i8_, n * 4);
+  std::vector<int> mask;
+  for (unsigned i = 0; i < n; ++i) {
+    for (unsigned k = 0; k < 4; ++k) mask.push_back(static_cast<int>(k * n + i));
+  }
+  return b_.CreateBitCast(b_.CreateShuffleVector(b_.CreateBitCast(v, bytes), mask), v->getType());
+}
+
 llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   using te::Intrinsic;
   DataType t = c->args[0].dtype();
@@ -531,6 +629,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
     return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {ty}, {args.at(0), args.at(1), args.at(2)});
   }
   if (c->fn == Intrinsic::kLane) return b_.CreateExtractElement(x, args.at(1));
+  if (c->fn == Intrinsic::kTransposeByteRows) return EmitTransposeByteRows(x);
   bool is_float = te::IsFloat(t);
   auto unary = [&](llvm::Intrinsic::ID id) { return EmitUnaryIntrinsic(id, x); };
   // exp as arithmetic on float32 values, unless the function asked for exact float operations.
@@ -651,6 +750,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
     case Intrinsic::kMulAddExact:
     case Intrinsic::kLane:
     case Intrinsic::kDotS8S8:
+    case Intrinsic::kTransposeByteRows:
       break;
   }
   throw std::runtime_error("codegen: unknown intrinsic");

@@ -45,6 +45,10 @@ class CodeGenLLVM {
   // te::DotS8S8: Arm sdot (dotprod); te::DotU8S8Pairs: vpmaddubsw + vpmaddwd where the target has
   // them (AVX2, AVX-512BW); each else by its definition (`fn` names which).
   llvm::Value* EmitInt8Dot(te::Intrinsic fn, llvm::Value* acc, llvm::Value* a, llvm::Value* b);
+  llvm::Value* EmitTransposeByteRows(llvm::Value* v);
+  // A float-to-integer Cast of a requantization's value: lrint / fcvtns instead of roundeven and
+  // a truncation; null where `e` is not of that form or the target lacks them.
+  llvm::Value* EmitRoundedToInteger(te::DataType to, const te::Expr& e);
   llvm::Value* EmitCast(te::DataType to, te::DataType from, llvm::Value* v);
   llvm::Value* CastInt(llvm::Value* v, llvm::Type* to, bool is_signed);
   void EmitStmt(const lower::Stmt& s);
@@ -116,6 +120,9 @@ class CodeGenLLVM {
   int closure_count_ = 0;
   std::unordered_map<const te::ExprNode*, llvm::Value*> vars_;
   std::unordered_map<const lower::BufferNode*, llvm::Value*> buffers_;
+  // Views of stack buffers (LoweredFunc::aliases whose target is a local): resolved where they
+  // are used, since each parallel closure has its own stack.
+  std::unordered_map<const lower::BufferNode*, const lower::BufferNode*> local_views_;
   std::unordered_map<const lower::BufferNode*, llvm::MDNode*> alias_scope_, noalias_;
   int clamp_depth_ = 0;
   bool exact_float_ = false;  // the function's LoweredFunc::exact_float

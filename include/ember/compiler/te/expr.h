@@ -125,6 +125,9 @@ enum class Intrinsic {
   kLane,
   /*! \brief DotS8S8(acc, a, b): as kDotU8S8 with a's bytes signed too (Arm sdot; DotS8S8()). */
   kDotS8S8,
+  /*! \brief TransposeByteRows(v): v's bytes as 4 rows of `lanes` bytes transposed, so that lane
+   * i holds byte i of each row (TransposeByteRows()). */
+  kTransposeByteRows,
 };
 
 enum class ReduceOp { kSum, kProd, kMax, kMin, kArgMax, kArgMin };
@@ -290,6 +293,11 @@ Expr Round(Expr a);
 Expr DotU8S8(Expr acc, Expr a, Expr b);
 /*! \brief kDotS8S8: acc + the s8 x s8 dot products of the four bytes of each lane of a and b. */
 Expr DotS8S8(Expr acc, Expr a, Expr b);
+/*! \brief kTransposeByteRows: the bytes of `v`, an int32 vector of n lanes, read as 4 rows of n
+ * bytes (row k: bytes k * n .. k * n + n - 1) and transposed, so that byte k of lane i is byte i
+ * of row k: four consecutive pixels of an NCHW[n]c row become each channel's four bytes, the
+ * operand a dot product of a channel's taps reads (one vpermb on AVX-512 VBMI, a tbl on NEON). */
+Expr TransposeByteRows(Expr v);
 /*! \brief kDotU8S8Pairs: as DotU8S8 with each pair of products saturated to int16 first. */
 Expr DotU8S8Pairs(Expr acc, Expr a, Expr b);
 /*! \brief kMulAddExact: a * b + c of integers held exactly in floats, the result too
