@@ -1,7 +1,8 @@
 // MaxPool in NCHW[x]c: one pixel's x channels are one vector, so the window's maximum is a
 // vector max over its taps (taps in the padding skipped), one store per output pixel with the
-// group's elementwise epilogue (a float16 model's casts, an activation) applied in registers.
-// One parallel task is (image, channel block, output row).
+// group's elementwise epilogue (a float16 model's casts, an activation, a quantized model's
+// requantization) applied in registers. Float32 or 8-bit data (a quantized model pools its bytes:
+// fuse_qdq.cc). One parallel task is (image, channel block, output row).
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/window_attrs.h>
 
@@ -22,7 +23,10 @@ bool TryMaxPool2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& op
   if (pool.op != "MaxPool" || block < 1 || pool.outputs.size() != 1) return false;
   const TensorType& xt = g.value(pool.inputs[0]).type;
   const TensorType& ot = g.value(pool.outputs[0]).type;
-  if (xt.shape.size() != 5 || ot.shape.size() != 5 || xt.dtype != kFloat32) return false;
+  if (xt.shape.size() != 5 || ot.shape.size() != 5 ||
+      (xt.dtype != kFloat32 && xt.dtype != kUInt8 && xt.dtype != kInt8)) {
+    return false;
+  }
   WindowAttrs win;
   std::string why;
   if (!WindowAttrs::Read(pool, 2, {}, &win, &why) || !win.Undilated()) return false;
@@ -36,18 +40,21 @@ bool TryMaxPool2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& op
   lower::LoweredFunc f;
   lower::Buffer x, unused;
   EpilogueAt at;
+  const te::DataType vector = te::WithLanes(xt.dtype, lanes);
   if (!BuildEpilogueAt(group, pool, operands, &f, &x, &unused, &at) ||
-      !EpilogueVectorizes(at, lanes)) {
+      !EpilogueVectorizes(at, lanes, te::WithLanes(xt.dtype, 1))) {
     return false;
   }
   const lower::Buffer y = f.args.back().buffer;
-  lower::Buffer acc = NewVectorAccumulator("acc", block);
+  lower::Buffer acc = lower::NewBuffer("acc", vector, 1, lower::BufferScope::kLocal);
   f.locals.push_back(acc);
 
   te::Expr t = te::MakeVar("t"), ox = te::MakeVar("ox");
   te::Expr plane = te::FloorDiv(t, te::Expr(oh)), oy = te::FloorMod(t, te::Expr(oh));
-  std::vector<lower::Stmt> pixel{
-      lower::Store(acc, 0, te::Const(acc->dtype, -std::numeric_limits<float>::infinity()))};
+  std::vector<lower::Stmt> pixel{lower::Store(
+      acc, 0,
+      xt.dtype == kFloat32 ? te::Const(vector, -std::numeric_limits<float>::infinity())
+                           : te::Broadcast(te::MinValue(te::WithLanes(xt.dtype, 1)), lanes))};
   for (int64_t kh = 0; kh < k[0]; ++kh) {
     for (int64_t kw = 0; kw < k[1]; ++kw) {
       te::Expr iy = oy * st[0] + (kh - pads[0]), ix = ox * st[1] + (kw - pads[1]);

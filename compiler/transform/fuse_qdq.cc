@@ -18,6 +18,10 @@
 //   Conv(DQ(x), DQ(w), DQ(b))  ->  Cast(ConvInteger(x, w, x_zp, w_zp) + b) * (x_scale * w_scale)
 //   Gemm(DQ(a), DQ(b), c)      ->  Cast(MatMulInteger(a, b', a_zp, b_zp)) * (..) + c  (and MatMul)
 // b' being b, or b transposed for transB; c an int32 bias at that scale is added before the Cast.
+// A MaxPool of a dequantized 8-bit value pools the bytes instead, as ONNX Runtime's QDQ MaxPool
+// does: a DequantizeLinear with a positive scale never decreases, so it commutes with max
+// exactly, and the dequantization (with the next quantization) runs on the pooled output:
+//   MaxPool(DQ(x))  ->  DQ(MaxPool(x))
 #include <ember/compiler/transform.h>
 
 #include <cmath>
@@ -47,6 +51,9 @@ class QdqFuser {
       const std::string& op = nodes[i].op;
       if ((op != "Conv" && op != "MatMul" && op != "Gemm") || removed_.count(i) != 0) continue;
       TryFuseFloatResult(i);
+    }
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (nodes[i].op == "MaxPool" && removed_.count(i) == 0) TryPoolBytes(i);
     }
     std::vector<Node> kept;
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -279,6 +286,33 @@ class QdqFuser {
       out.push_back(Node{"Add", op.name + "_c", {}, {scaled, p.float_bias}, {op.outputs[0]}});
     replacement_[op_index] = std::move(out);
     ++stats_.float_result;
+  }
+
+  // MaxPool(DQ(x)) -> DQ(MaxPool(x)) for 8-bit x dequantized per tensor by a constant positive
+  // scale (and no Indices output: the positions would be the same, but stay with the float op).
+  void TryPoolBytes(size_t pool_index) {
+    const Node& pool = g_->nodes()[pool_index];
+    size_t dq_index = 0;
+    const Node* dq =
+        pool.inputs.empty() ? nullptr : Producer(pool.inputs[0], "DequantizeLinear", &dq_index);
+    if (dq == nullptr || pool.outputs.size() != 1 || !QuantParams(*dq, 0, 0, 0)) return;
+    // x's type is its zero point's (types are inferred after this pass).
+    const DLDataType x_type = Constant(dq->inputs[2])->type.dtype;
+    const double scale = Constant(dq->inputs[1])->GetAsDouble(0);
+    if ((x_type != kUInt8 && x_type != kInt8) || !(scale > 0) || !std::isfinite(scale)) {
+      return;
+    }
+    const Value& y = g_->value(pool.outputs[0]);
+    const int pooled = g_->AddValue(g_->UniqueName(y.name + "_bytes"), TensorType{});
+    std::vector<Node> out;
+    out.push_back(Node{"MaxPool", pool.name, pool.attrs, {dq->inputs[0]}, {pooled}});
+    out.push_back(Node{"DequantizeLinear",
+                       g_->UniqueName(pool.name + "_dequantize"),
+                       {},
+                       {pooled, dq->inputs[1], dq->inputs[2]},
+                       {pool.outputs[0]}});
+    replacement_[pool_index] = std::move(out);
+    ++stats_.max_pool;
   }
 
   // The constant int32 value v reshaped, as a new constant.

@@ -692,19 +692,32 @@ def test_int8_kernel_leaves_grouped_convs_to_the_float_path(tmp_path):
     np.testing.assert_array_equal(y, _conv_integer_reference(x, 3, w, 0, group=2))
 
 
-def test_maxpool_between_dequantize_and_quantize_matches_onnx(tmp_path):
-    # ResNet's QDQ stem: the pool runs on its own schedule and quantizes in its epilogue.
+# ResNet's QDQ stem: DequantizeLinear -> MaxPool -> QuantizeLinear. With a positive scale the
+# dequantization never decreases, so the pool takes the bytes (fuse_qdq.cc) and the dequantize /
+# requantize pair runs on its output in the pool kernel's epilogue; a negative scale reverses the
+# order, and the pool stays on the floats. Either way, ONNX's result bit for bit.
+@pytest.mark.parametrize("dtype,scale,out_scale", [(np.uint8, 0.05, 0.05), (np.int8, 0.05, 0.07),
+                                                   (np.uint8, -0.05, 0.05)],
+                         ids=["uint8", "int8_requantized", "negative_scale"])
+def test_maxpool_between_dequantize_and_quantize_matches_onnx(tmp_path, dtype, scale, out_scale):
     rs = np.random.RandomState(40)
-    x = rs.randint(0, 256, (1, 16, 23, 22)).astype(np.uint8)
-    s, z = np.float32(0.05), np.uint8(7)
+    info = np.iinfo(dtype)
+    x = rs.randint(info.min, info.max + 1, (1, 16, 23, 22)).astype(dtype)
+    s, z = np.float32(scale), dtype(7)
+    s_out = np.float32(out_scale)
+    elem = TensorProto.UINT8 if dtype == np.uint8 else TensorProto.INT8
     graph = helper.make_graph(
         [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["xf"]),
          helper.make_node("MaxPool", ["xf"], ["p"], kernel_shape=[3, 3], strides=[2, 2],
                           pads=[1, 1, 1, 1]),
-         helper.make_node("QuantizeLinear", ["p", "s", "z"], ["y"])], "qdq_maxpool",
-        [helper.make_tensor_value_info("x", TensorProto.UINT8, list(x.shape))],
-        [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 16, 12, 11])],
-        [numpy_helper.from_array(s, "s"), numpy_helper.from_array(z, "z")])
+         helper.make_node("QuantizeLinear", ["p", "s_out", "z"], ["y"])], "qdq_maxpool",
+        [helper.make_tensor_value_info("x", elem, list(x.shape))],
+        [helper.make_tensor_value_info("y", elem, [1, 16, 12, 11])],
+        [numpy_helper.from_array(s, "s"), numpy_helper.from_array(z, "z"),
+         numpy_helper.from_array(s_out, "s_out")])
+    text = _imported_graph(tmp_path, graph)
+    pools_bytes = "= MaxPool(%x)" in text
+    assert pools_bytes == (scale > 0) and ("= MaxPool(%xf)" in text) == (scale < 0)
     y, _ = _compile_and_run(tmp_path, graph, "llvm", x=x)
     xf = (x.astype(np.float32) - np.float32(z)) * s
     xp = np.pad(xf, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
@@ -712,7 +725,7 @@ def test_maxpool_between_dequantize_and_quantize_matches_onnx(tmp_path):
     for i in range(3):
         for j in range(3):
             pooled = np.maximum(pooled, xp[:, :, i:i + 23:2, j:j + 21:2])
-    expected = np.clip(np.round(pooled / s) + np.float32(z), 0, 255).astype(np.uint8)
+    expected = np.clip(np.round(pooled / s_out) + np.float32(z), info.min, info.max).astype(dtype)
     np.testing.assert_array_equal(y, expected)
 
 

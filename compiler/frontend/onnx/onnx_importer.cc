@@ -328,10 +328,11 @@ Graph ImportModel(onnx::ModelProto model, const std::string& source, const Impor
   try {
     const FuseQdqStats fused = FuseQdq(&g);
     if (options.log != nullptr &&
-        fused.qlinear_conv + fused.qlinear_matmul + fused.float_result > 0) {
+        fused.qlinear_conv + fused.qlinear_matmul + fused.float_result + fused.max_pool > 0) {
       *options.log << "emberc: fuse_qdq: " << fused.qlinear_conv << " QLinearConv, "
                    << fused.qlinear_matmul << " QLinearMatMul, " << fused.float_result
-                   << " with a float result (integer products)\n";
+                   << " with a float result (integer products), " << fused.max_pool
+                   << " MaxPool on bytes\n";
     }
     Canonicalize(&g, opset, options.strategy);
   } catch (const UnsupportedError& e) {

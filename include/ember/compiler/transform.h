@@ -30,6 +30,7 @@ struct FuseQdqStats {
   int qlinear_conv = 0;
   int qlinear_matmul = 0;
   int float_result = 0;  // integer products whose float results are not quantized again
+  int max_pool = 0;      // MaxPools of dequantized bytes that pool the bytes instead
 };
 
 /*! \brief ONNX's QDQ layout as integer ops, before Canonicalize: QuantizeLinear of a Conv (or
