@@ -53,6 +53,7 @@ struct Tile {
   int64_t lanes, vectors, quads, ph, pw;
   const Conv2dInt8Params& p;    // the entry: which dot each step is (Int8ConvDot)
   Buffer xq32, w32, bias, acc;  // acc: [OCp/lanes][OH][OW][lanes] int32
+  Buffer x32;                   // non-null: the data read in place (ReadsDataInPlace), not xq32
   Buffer zp, wsum;              // a run-time zero point and the weight sums, or null
   int64_t oh_total, ow_total;
   lower::LoweredFunc* f;
@@ -69,11 +70,13 @@ Stmt MakeTile(const Tile& t, const std::string& tag, const Expr& ob, const Expr&
   const Int8Conv& m = t.m;
   Expr c4 = te::MakeVar("c4"), kh = te::MakeVar("kh"), kw = te::MakeVar("kw");
   Expr khe = m.kh > 1 ? kh : Expr(0), kwe = m.kw > 1 ? kw : Expr(0);
-  Expr pixel = (c4 * t.ph + oh * m.s_h + khe * m.d_h) * t.pw + kwe * m.d_w;
+  Expr y = oh * m.s_h + khe * m.d_h;
   std::vector<Stmt> init, update, store;
   for (int64_t r = 0; r < width; ++r) {
-    Expr x =
-        te::Broadcast(BufferLoad(t.xq32, pixel + (ow0 + r) * m.s_w), static_cast<int>(t.lanes));
+    Expr col = (ow0 + r) * m.s_w + kwe * m.d_w;
+    Expr word = t.x32 ? BufferLoad(t.x32, InPlaceWord(m, t.n, c4, y, col))
+                      : BufferLoad(t.xq32, (c4 * t.ph + y) * t.pw + col);
+    Expr x = te::Broadcast(word, static_cast<int>(t.lanes));
     for (int64_t v = 0; v < t.vectors; ++v) {
       Buffer a = lower::NewBuffer("acc" + tag + std::to_string(r) + "_" + std::to_string(v),
                                   te::WithLanes(te::Int(32), static_cast<int>(t.lanes)), 1,
@@ -233,7 +236,9 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
   lower::LoweredFunc& f = ig.f;
   const EpilogueAt& at = ig.at;
   const int64_t ph = PaddedRows(m, oh), pw = PaddedCols(m, ow);
-  const Int8ConvViews v = AddInt8ConvViews(&ig, quads * ph * pw);
+  // A blocked, unpadded input (MobileNet's 1x1 convs) is read where it is: no copy, no launch.
+  const bool in_place = ReadsDataInPlace(m, Int8DataOffset(p));
+  const Int8ConvViews v = AddInt8ConvViews(&ig, in_place ? 0 : quads * ph * pw);
   const bool in_registers =
       m.out_block != 0 && EpilogueVectorizes(at, static_cast<int>(p.lanes), te::Int(32));
   Buffer acc;
@@ -247,27 +252,16 @@ bool TryConv2dInt8(const FusedGroup& group, const lower::ScheduleOptions& opts,
   const int64_t owb = ChooseOwBlock(ow, p.ow_block * p.oc_vectors / vectors);
   const int64_t full = ow / owb, tail = ow % owb, blocks = ocp / (p.lanes * vectors);
   Expr n = te::MakeVar("n");
-  Tile t{m,
-         p.lanes,
-         vectors,
-         quads,
-         ph,
-         pw,
-         p,
-         v.xq32,
-         v.w32,
-         ig.bias,
-         acc,
-         ig.zp,
-         ig.wsum,
-         oh,
-         ow,
-         &f,
-         in_registers ? &at : nullptr,
+  Tile t{m,     p.lanes, vectors, quads,   ph,  pw,
+         p,     v.xq32,  v.w32,   ig.bias, acc, in_place ? v.x32 : Buffer(),
+         ig.zp, ig.wsum, oh,      ow,      &f,  in_registers ? &at : nullptr,
          n};
 
-  std::vector<Stmt> image{PackInt8Data(m, ig.x, ZeroPointByte(m, ig.zp), Int8DataOffset(p), v, n,
-                                       Int8DataLayout{ph, pw}, opts)};
+  std::vector<Stmt> image;
+  if (!in_place) {
+    image.push_back(PackInt8Data(m, ig.x, ZeroPointByte(m, ig.zp), Int8DataOffset(p), v, n,
+                                 Int8DataLayout{ph, pw}, opts));
+  }
   const int64_t work_per_tile = owb * p.lanes * vectors * quads * kDotDepth * m.kh * m.kw;
   auto grid = [&](const std::string& tag, int64_t per_row, int64_t width, int64_t ow0) {
     const int64_t tiles = blocks * oh * per_row;

@@ -120,14 +120,16 @@ bool ReadInt8ConvGroup(const FusedGroup& group, const Conv2dInt8Params& p, Int8C
 Int8ConvViews AddInt8ConvViews(Int8ConvGroup* c, int64_t words) {
   const std::string& name = c->conv->name;
   Int8ConvViews v;
-  v.xq = lower::NewBuffer(name + "_u8_ws", te::UInt(8), words * kDotDepth,
-                          lower::BufferScope::kWorkspace);
   // Four bytes read as one int32: the data's channel quads and the weights' per-channel quads.
-  v.xq32 = lower::NewBuffer(name + "_u8x4", te::Int(32), words, lower::BufferScope::kWorkspace);
+  if (words > 0) {
+    v.xq = lower::NewBuffer(name + "_u8_ws", te::UInt(8), words * kDotDepth,
+                            lower::BufferScope::kWorkspace);
+    v.xq32 = lower::NewBuffer(name + "_u8x4", te::Int(32), words, lower::BufferScope::kWorkspace);
+    c->f.workspaces.push_back(v.xq);
+    c->f.aliases.emplace_back(v.xq32, v.xq);
+  }
   v.w32 = lower::NewBuffer(name + "_s8x4", te::Int(32), c->w->size / kDotDepth,
                            lower::BufferScope::kArg);
-  c->f.workspaces.push_back(v.xq);
-  c->f.aliases.emplace_back(v.xq32, v.xq);
   c->f.aliases.emplace_back(v.w32, c->w);
   if (c->m.in_block % kDotDepth == 0 && c->m.in_block > 0) {
     // A blocked pixel's channel quads are whole words too.
@@ -136,6 +138,12 @@ Int8ConvViews AddInt8ConvViews(Int8ConvGroup* c, int64_t words) {
     c->f.aliases.emplace_back(v.x32, c->x);
   }
   return v;
+}
+
+bool ReadsDataInPlace(const Int8Conv& m, int64_t offset) {
+  const bool whole_quads = m.in_block > 0 && m.in_block % kDotDepth == 0 && m.c % m.in_block == 0;
+  const bool unpadded = m.pad_t == 0 && m.pad_l == 0 && m.pad_b == 0 && m.pad_r == 0;
+  return whole_quads && unpadded && (m.signed_data ? 128 : 0) == offset;
 }
 
 Expr KernelBias(const Int8Conv& m, const Buffer& bias, const Buffer& zp, const Buffer& wsum,

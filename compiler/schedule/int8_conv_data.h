@@ -81,7 +81,8 @@ bool ReadInt8ConvGroup(const FusedGroup& group, const Conv2dInt8Params& p, Int8C
 struct Int8ConvViews {
   lower::Buffer xq, xq32, w32, x32;
 };
-/*! \brief Adds them to c->f, the workspace `words` quads long. */
+/*! \brief Adds them to c->f, the workspace `words` quads long (none when 0: the kernel reads the
+ * data in place). */
 Int8ConvViews AddInt8ConvViews(Int8ConvGroup* c, int64_t words);
 
 /*! \brief The buffers of f (the group's inputs) holding a run-time zero point and the weight
@@ -109,6 +110,11 @@ lower::Stmt PackInt8Data(const Int8Conv& m, const lower::Buffer& x, const te::Ex
                          int64_t offset, const Int8ConvViews& views, const te::Expr& n,
                          const Int8DataLayout& layout, const lower::ScheduleOptions& opts);
 
+/*! \brief Whether a kernel can read the data's channel quads where they are, as words of
+ * Int8ConvViews::x32 (InPlaceWord), instead of a PackInt8Data copy: blocked in whole quads,
+ * unpadded, and its bytes already what the dot reads (nothing to add for `offset`). */
+bool ReadsDataInPlace(const Int8Conv& m, int64_t offset);
+
 /*! \brief One dot-product step of the kernel of `p` on the bytes PackInt8Data wrote (`data`) and
  * the packed weights: te::DotS8S8 where p reads the data signed (SignedDot), te::DotU8S8Pairs
  * with SaturatingPairs, else te::DotU8S8. */
@@ -129,6 +135,13 @@ inline te::Expr NchwOrBlockedIndex(int64_t block, int64_t channels, int64_t rows
   const te::Expr b(block);
   return (((n * (channels / block) + te::FloorDiv(c, b)) * rows + y) * cols + x) * block +
          te::FloorMod(c, b);
+}
+
+/*! \brief The word of Int8ConvViews::x32 holding channel quad c4 of pixel (y, x) of image n
+ * (ReadsDataInPlace: NCHW[x]c bytes read as words are NCHW[x/4]c quads). */
+inline te::Expr InPlaceWord(const Int8Conv& m, const te::Expr& n, const te::Expr& c4,
+                            const te::Expr& y, const te::Expr& x) {
+  return NchwOrBlockedIndex(m.in_block / kInt8DotDepth, m.c / kInt8DotDepth, m.h, m.w, n, c4, y, x);
 }
 
 }  // namespace ember::compiler::schedule

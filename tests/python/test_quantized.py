@@ -459,24 +459,53 @@ def test_int8_depthwise_kernel_is_bit_identical_to_the_exact_float_path(tmp_path
     np.testing.assert_array_equal(y_float, expected)
 
 
+def _chained(first, second, name):
+    """One graph: QLinearConv graph `first`, then the conv of graph `second` on its output."""
+    renamed = {n: "second_" + n for n in [t.name for t in second.initializer] + ["y"]}
+    renamed["x"] = "mid"
+    for t in second.initializer:
+        t.name = renamed[t.name]
+    node = second.node[0]
+    node.input[:] = [renamed[n] for n in node.input]
+    node.output[:] = ["y"]
+    first.node[0].output[:] = ["mid"]
+    first.node.extend([node])
+    first.initializer.extend(second.initializer)
+    first.output[0].CopyFrom(second.output[0])
+    first.name = name
+    return first
+
+
 def _dense_then_depthwise(seed, channels, hw, k, stride, mid=np.uint8, w_range=(-128, 127)):
     """A 1x1 QLinearConv into `channels` (weights in w_range, output of type `mid`) and a
     depthwise QLinearConv on its output, one graph."""
     dense, x, _ = qlinear_conv_case(seed, 16, channels, hw, 1, 1, 0, out=mid, w_range=w_range)
     dw, _, _ = depthwise_case((seed + 1, channels, hw, k, stride, k // 2, mid, np.uint8, True))
-    renamed = {n: "dw_" + n for n in [t.name for t in dw.initializer] + ["y"]}
-    renamed["x"] = "mid"
-    for t in dw.initializer:
-        t.name = renamed[t.name]
-    node = dw.node[0]
-    node.input[:] = [renamed[n] for n in node.input]
-    node.output[:] = ["y"]
-    dense.node[0].output[:] = ["mid"]
-    dense.node.extend([node])
-    dense.initializer.extend(dw.initializer)
-    dense.output[0].CopyFrom(dw.output[0])
-    dense.name = "dense_dw%d" % seed
-    return dense, x
+    return _chained(dense, dw, "dense_dw%d" % seed), x
+
+
+# A conv whose data another int8 conv wrote blocked reads it where it is when it needs no padding
+# and no byte flip (uint8 data for vpdpbusd: MobileNet's 1x1 convs), instead of copying it into
+# its own layout first; padded or int8 data is still copied. Bit for bit as the exact float path
+# either way.
+@pytest.mark.parametrize("k,pad,stride,mid,in_place", [(1, 0, 1, np.uint8, True),
+                                                       (3, 0, 2, np.uint8, True),
+                                                       (3, 1, 1, np.uint8, False),
+                                                       (1, 0, 1, np.int8, False)])
+def test_int8_conv_reads_blocked_unpadded_data_in_place(tmp_path, k, pad, stride, mid, in_place):
+    if not _host_has_vnni():
+        pytest.skip("this machine has no AVX-512 VNNI")
+    first, x, _ = qlinear_conv_case(70 + k, 16, 64, (9, 11), 1, 1, 0, out=mid)
+    second, _, _ = qlinear_conv_case(71 + k, 64, 48, (9, 11), k, stride, pad, data=mid)
+    graph = _chained(first, second, "dense_dense%d" % k)
+    y, plans = _compile_and_run(tmp_path, graph, "llvm", x=x)
+    y_float, _ = _compile_and_run(tmp_path, graph, _WITHOUT_INT8_KERNELS, x=x)
+    second_plan = [line for line in plans.splitlines() if "%second_" in line and "= Conv(" in line]
+    assert len(second_plan) == 1 and 'data_layout="NCHW16c"' in second_plan[0]
+    loops = (tmp_path / "irllvm" / "kernels.loop.txt").read_text()
+    second_kernel = [f for f in loops.split("\nfunc ") if "second_b" in f.splitlines()[0]]
+    assert len(second_kernel) == 1 and ("_u8_ws" not in second_kernel[0]) == in_place
+    np.testing.assert_array_equal(y, y_float)
 
 
 # Between int8 kernels that work channel-blocked, the depthwise conv runs blocked too (its
