@@ -414,8 +414,9 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
                             const DepthwiseInt8Params& p, lower::LoweredFunc* out);
 
 /*! \brief Whether the blocked kernel takes this depthwise integer conv (NCHW, or already in
- * NCHW[p.lanes]c): the channels fill the blocks, taps whose float sums stay exact, a band of rows
- * that fits the stack. The layout pass asks it (TableStrategy::ConvLayoutBlock). */
+ * NCHW[p.lanes]c): the channels fill the blocks, a band of rows that fits the stack, and taps
+ * whose float sums stay exact (with p.dot_quads: int8 weights, sums within int32). The layout
+ * pass asks it (TableStrategy::ConvLayoutBlock). */
 bool DepthwiseConv2dInt8NchwcApplies(const Graph& g, const Node& conv,
                                      const DepthwiseInt8Params& p);
 

@@ -419,37 +419,14 @@ const char* BinaryOpText(BinaryOp op) {
 }
 
 const char* IntrinsicName(Intrinsic f) {
-  static const char* kNames[] = {"exp",
-                                 "log",
-                                 "sqrt",
-                                 "tanh",
-                                 "erf",
-                                 "pow",
-                                 "floor",
-                                 "ceil",
-                                 "round",
-                                 "fabs",
-                                 "sigmoid",
-                                 "sin",
-                                 "cos",
-                                 "tan",
-                                 "asin",
-                                 "acos",
-                                 "atan",
-                                 "sinh",
-                                 "cosh",
-                                 "asinh",
-                                 "acosh",
-                                 "atanh",
-                                 "isnan",
-                                 "isinf",
-                                 "sign",
-                                 "dot_u8s8",
-                                 "dot_u8s8_pairs",
-                                 "muladd_exact",
-                                 "lane",
-                                 "dot_s8s8",
-                                 "transpose_byte_rows"};
+  // clang-format off
+  static const char* kNames[] = {
+      "exp",   "log",      "sqrt",           "tanh",         "erf",   "pow",     "floor", "ceil",
+      "round", "fabs",     "sigmoid",        "sin",          "cos",   "tan",     "asin",  "acos",
+      "atan",  "sinh",     "cosh",           "asinh",        "acosh", "atanh",   "isnan", "isinf",
+      "sign",  "dot_u8s8", "dot_u8s8_pairs", "muladd_exact", "lane",  "dot_s8s8",
+      "transpose_byte_rows"};
+  // clang-format on
   static_assert(
       sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kTransposeByteRows) + 1,
       "one name per intrinsic");
