@@ -223,8 +223,8 @@ model_check() {
 }
 
 # --- 3c. exporter-shaped models with control flow: If on data (one kernel), unrolled Loop ------
-EXPORTED=(if_data_nested if_data_taken loop_shape qdq_uint8 qdq_uint8_depthwise qoperator_uint8
-  dilated_segmentation)
+EXPORTED=(if_data_nested if_data_taken loop_shape qdq_uint8 qdq_uint8_depthwise qdq_uint8_maxpool
+  qoperator_uint8 dilated_segmentation)
 # --input NAME=FILE for every seeded input of model $1, and its emberc arguments.
 exported_inputs() {
   local f
@@ -440,7 +440,7 @@ if [[ " ${ARCHES[*]} " == *" aarch64 "* ]]; then
   for variant in dotprod i8mm; do
     step "aarch64 +$variant: int8 conv and depthwise kernels match x86-64 bit for bit" \
       int8_kernel_check "$variant"
-    for m in qdq_uint8 qdq_uint8_depthwise qoperator_uint8; do
+    for m in qdq_uint8 qdq_uint8_depthwise qdq_uint8_maxpool qoperator_uint8; do
       step "aarch64 +$variant: $m matches x86-64 bit for bit" exported_check aarch64 "$m" "$variant"
     done
   done

@@ -326,16 +326,21 @@ def qoperator():
     return m
 
 
-def qdq(depthwise=False):
+def qdq(depthwise=False, pool=False):
     """The QDQ layout ONNX Runtime's quantizer writes by default: float ops between
     QuantizeLinear / DequantizeLinear pairs, uint8 activations per tensor, int8 weights per
     output channel (symmetric), int32 biases at scale x_scale * w_scale. ORT runs the convs as
     integer QLinearConvs; Ember must too, to round the same way. With `depthwise`, a MobileNet
-    block: a depthwise conv between the two (Ember runs the three channel-blocked)."""
+    block: a depthwise conv between the two (Ember runs the three channel-blocked). With `pool`,
+    ResNet's stem: a MaxPool between the two, its pair at the scale and zero point of the one
+    before it (as the quantizer writes it; Ember pools the bytes)."""
     if depthwise:
         m = Model("qdq_uint8_depthwise", 432, "ORT's default QDQ layout around a depthwise conv "
                   "between two convs (int8 data channel-blocked between them)",
                   tolerance="atol=1e-6")
+    elif pool:
+        m = Model("qdq_uint8_maxpool", 433, "ORT's default QDQ layout around a MaxPool between "
+                  "two convs (the pool takes the bytes)", tolerance="atol=1e-6")
     else:
         m = Model("qdq_uint8", 431, "ORT's default QDQ layout (uint8 activations, per-channel "
                   "int8 weights, int32 biases): integer convs, exactly as ORT",
@@ -376,6 +381,13 @@ def qdq(depthwise=False):
     q = conv(q, 0.02, 128, 16, 32, 0.03, 0, relu=True)
     if depthwise:
         q = conv(q, 0.03, 0, 32, 32, 0.03, 0, relu=True, group=32)
+    if pool:
+        d = m.node("DequantizeLinear", [q, param("pool_in_s", 0.03, np.float32),
+                                        param("pool_in_z", 0, np.uint8)], ["pool_in"])
+        p = m.node("MaxPool", [d], ["pooled"], kernel_shape=[3, 3], strides=[2, 2],
+                   pads=[1, 1, 1, 1])
+        q = m.node("QuantizeLinear", [p, param("pool_s", 0.03, np.float32),
+                                      param("pool_z", 0, np.uint8)], ["qpool"])
     q = conv(q, 0.03, 0, 32, 16, 0.05, 128, relu=False)
     m.node("DequantizeLinear", [q, param("out_s", 0.05, np.float32),
                                 param("out_z", 128, np.uint8)], ["y"])
@@ -680,8 +692,9 @@ def convt_models():
 
 def all_models():
     return (edge_pools() + [if_on_shape(), if_on_bound_rate(16000), if_on_bound_rate(8000)] +
-            control_flow() + [qoperator(), qdq(), qdq(depthwise=True)] + tf_computed_attributes() + recurrent_models() +
-            newer_opsets() + convt_models() + [blocked_se_resize_concat(), dilated_segmentation()])
+            control_flow() + [qoperator(), qdq(), qdq(depthwise=True), qdq(pool=True)] +
+            tf_computed_attributes() + recurrent_models() + newer_opsets() + convt_models() +
+            [blocked_se_resize_concat(), dilated_segmentation()])
 
 
 def main(argv):
