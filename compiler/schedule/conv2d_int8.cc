@@ -86,10 +86,12 @@ Stmt MakeTile(const Tile& t, const std::string& tag, const Expr& ob, const Expr&
       Expr w =
           lower::VectorLoad(t.w32, (((block * t.quads + c4) * m.kh + khe) * m.kw + kwe) * t.lanes,
                             static_cast<int>(t.lanes));
-      init.push_back(lower::Store(a, 0, te::Const(a->dtype, 0)));
+      // The sums start from the bias (int32: the order of the additions cannot change them),
+      // one add fewer per vector in the epilogue.
+      init.push_back(lower::Store(
+          a, 0, KernelBias(m, t.bias, t.zp, t.wsum, block * t.lanes, static_cast<int>(t.lanes))));
       update.push_back(lower::Store(a, 0, Int8ConvDot(t.p, BufferLoad(a, 0), x, w)));
-      Expr sum = BufferLoad(a, 0) +
-                 KernelBias(m, t.bias, t.zp, t.wsum, block * t.lanes, static_cast<int>(t.lanes));
+      Expr sum = BufferLoad(a, 0);
       Expr pixel = (block * t.oh_total + oh) * t.ow_total + ow0 + r;
       if (t.at_in_registers != nullptr) {
         const int64_t image = t.oh_total * t.ow_total * m.oc;  // elements of one image's output
