@@ -482,6 +482,14 @@ std::vector<Tensor> MaxPoolInLayout(const Node& n, const std::vector<Tensor>& in
   return {BlockedView(Pool(n, {x}, nchw_out, true), block, n.name + "_blocked")};
 }
 
+// A global pool in NCHW, or in NCHW[x]c (data_layout): the NCHW rule over views.
+Tensor GlobalPoolInLayout(const Node& n, const std::vector<Tensor>& in, bool is_max) {
+  const int64_t block = LayoutBlock(n.GetString(kDataLayoutAttr, "NCHW"));
+  if (block == 0) return GlobalPool(n, in, is_max);
+  Tensor x = UnblockedView(In(n, in, 0), block, n.name + "_nchw_in");
+  return BlockedView(GlobalPool(n, {x}, is_max), block, n.name + "_blocked");
+}
+
 const bool kRegistered = [] {
   auto reg = [](const char* op, FCompute fn) { OpRegistry::Global()->Mutable(op).set_compute(fn); };
   reg("Conv", [](const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& o) {
@@ -499,11 +507,11 @@ const bool kRegistered = [] {
       });
   reg("GlobalMaxPool",
       [](const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>&) {
-        return std::vector<Tensor>{GlobalPool(n, in, true)};
+        return std::vector<Tensor>{GlobalPoolInLayout(n, in, true)};
       });
   reg("GlobalAveragePool",
       [](const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>&) {
-        return std::vector<Tensor>{GlobalPool(n, in, false)};
+        return std::vector<Tensor>{GlobalPoolInLayout(n, in, false)};
       });
   reg("Gemm", [](const Node& n, const std::vector<Tensor>& in, const std::vector<TensorType>& o) {
     return std::vector<Tensor>{Gemm(n, in, o)};

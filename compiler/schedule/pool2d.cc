@@ -260,7 +260,7 @@ Stmt GlobalPool(const PoolShape& s, const Buffer& xb, const Buffer& ob, const Bu
 bool TryPool2d(const FusedGroup& group, const lower::ScheduleOptions& opts,
                lower::LoweredFunc* out) {
   const Graph& g = *group.graph;
-  if (TryMaxPool2dNchwc(group, opts, out)) return true;
+  if (TryMaxPool2dNchwc(group, opts, out) || TryGlobalPoolNchwc(group, opts, out)) return true;
   // ---- does the group fit? one pool, then elementwise/broadcast nodes, one output ----
   const Node* pool = nullptr;
   for (const Node* n : group.nodes) {

@@ -2,7 +2,9 @@
 // vector max over its taps (taps in the padding skipped), one store per output pixel with the
 // group's elementwise epilogue (a float16 model's casts, an activation, a quantized model's
 // requantization) applied in registers. Float32 or 8-bit data (a quantized model pools its bytes:
-// fuse_qdq.cc). One parallel task is (image, channel block, output row).
+// fuse_qdq.cc). One parallel task is (image, channel block, output row). A global pool in
+// NCHW[x]c (GlobalAveragePool / GlobalMaxPool) likewise sums or maxes a block's pixels as vectors,
+// one task per (image, channel block).
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/window_attrs.h>
 
@@ -73,6 +75,51 @@ bool TryMaxPool2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& op
   const bool par = opts.parallel && tasks > 1 &&
                    planes * oh * ow * block * k[0] * k[1] >= opts.parallel_min_work;
   f.body = lower::For(t, tasks, par ? lower::ForKind::kParallel : lower::ForKind::kSerial, row);
+  *out = std::move(f);
+  return true;
+}
+
+bool TryGlobalPoolNchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                        lower::LoweredFunc* out) {
+  if (group.nodes.empty() || group.outputs.size() != 1) return false;
+  const Node& pool = *group.nodes[0];
+  const Graph& g = *group.graph;
+  const bool is_max = pool.op == "GlobalMaxPool";
+  const int64_t block = LayoutBlock(pool.GetString(kDataLayoutAttr, "NCHW"));
+  if ((!is_max && pool.op != "GlobalAveragePool") || block < 1 || pool.outputs.size() != 1) {
+    return false;
+  }
+  const TensorType& xt = g.value(pool.inputs[0]).type;
+  if (xt.shape.size() != 5 || xt.dtype != kFloat32) return false;
+  const int64_t planes = xt.shape[0] * xt.shape[1], pixels = xt.shape[2] * xt.shape[3];
+  const int lanes = static_cast<int>(block);
+  const AnchorOperands operands{pool.inputs[0], pool.inputs[0], -1, nullptr};
+  lower::LoweredFunc f;
+  lower::Buffer x, unused;
+  EpilogueAt at;
+  if (!BuildEpilogueAt(group, pool, operands, &f, &x, &unused, &at) ||
+      !EpilogueVectorizes(at, lanes) || pixels < 1) {
+    return false;
+  }
+  // One task per (image, channel block): the block's pixels summed (or maxed) as vectors.
+  lower::Buffer acc = NewVectorAccumulator("acc", block);
+  f.locals.push_back(acc);
+  te::Expr t = te::MakeVar("t");
+  const te::Expr init = te::Const(acc->dtype, is_max ? -std::numeric_limits<float>::infinity() : 0);
+  lower::Stmt sum = Range("p", 0, pixels, lower::ForKind::kSerial, [&](const te::Expr& p) {
+    te::Expr in = lower::VectorLoad(x, (t * pixels + p) * block, lanes);
+    te::Expr a = lower::BufferLoad(acc, 0);
+    return lower::Store(acc, 0, is_max ? te::Max(a, in) : a + in);
+  });
+  te::Expr value = lower::BufferLoad(acc, 0);
+  if (!is_max) value = value * F32(1.0 / static_cast<double>(pixels));
+  const int64_t blocks = xt.shape[1];
+  te::Expr n = te::FloorDiv(t, te::Expr(blocks)), cb = te::FloorMod(t, te::Expr(blocks));
+  lower::Stmt store = lower::Store(f.args.back().buffer, t * block,
+                                   EpilogueOnBlockVector(at, n, cb, 0, 0, value, lanes));
+  const bool par = opts.parallel && planes > 1 && planes * pixels * block >= opts.parallel_min_work;
+  f.body = lower::For(t, planes, par ? lower::ForKind::kParallel : lower::ForKind::kSerial,
+                      lower::Seq({lower::Store(acc, 0, init), sum, store}));
   *out = std::move(f);
   return true;
 }

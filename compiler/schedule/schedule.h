@@ -338,6 +338,12 @@ bool TryPool2d(const FusedGroup& group, const lower::ScheduleOptions& opts,
 bool TryMaxPool2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
                        lower::LoweredFunc* out);
 
+/*! \brief A GlobalAveragePool / GlobalMaxPool of float32 data in NCHW[x]c first in its group,
+ * followed by elementwise nodes: a block's pixels summed (maxed) as vectors, the epilogue in
+ * registers (pool2d_nchwc.cc). TryPool2d hands blocked global pools to it. */
+bool TryGlobalPoolNchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                        lower::LoweredFunc* out);
+
 /*! \brief True when conv2d_1x1.cc takes a conv of this shape: 1x1, stride 1, no padding, and
  * a plane of at least 4 * p.lanes positions. */
 bool Conv1x1Applies(const ConvShape& s, const Conv2dParams& p);

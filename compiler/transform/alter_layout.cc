@@ -3,12 +3,13 @@
 //
 // Walking the nodes in order, a conv whose kernel works blocked (KernelStrategy::ConvLayoutBlock),
 // and an elementwise node (its other operands scalars, per-channel vectors or of its shape), a
-// MaxPool, Resize, channel Concat or PhaseInterleave reading a blocked value, are rewritten to
-// produce a new, blocked value; the original value is then produced from it by a LayoutTransform,
-// so readers that need NCHW (and graph outputs, whose names users see) keep reading it. Blocked
-// readers take the blocked value directly, and an NCHW value a blocked node reads is transformed
-// once. Transforms nobody reads are dropped at the end. Integer convs (quantized models) chain
-// their 8-bit data the same way where their int8 kernels work blocked (RewriteIntegerConv).
+// MaxPool, global pool, Resize, channel Concat or PhaseInterleave reading a blocked value, are
+// rewritten to produce a new, blocked value; the original value is then produced from it by a
+// LayoutTransform, so readers that need NCHW (and graph outputs, whose names users see) keep
+// reading it. Blocked readers take the blocked value directly, and an NCHW value a blocked node
+// reads is transformed once. Transforms nobody reads are dropped at the end. Integer convs
+// (quantized models) chain their 8-bit data the same way where their int8 kernels work blocked
+// (RewriteIntegerConv).
 #include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/op_registry.h>
@@ -43,7 +44,7 @@ class LayoutRewriter {
         g_->nodes().push_back(std::move(n));
       } else if (n.op == "Conv") {
         RewriteConv(std::move(n), block);
-      } else if (n.op == "MaxPool" || n.op == "PhaseInterleave") {
+      } else if (n.op == "MaxPool" || n.op == "PhaseInterleave" || IsGlobalPool(n)) {
         RewriteDataLayout(std::move(n), block);
       } else if (n.op == "Resize") {
         RewriteResize(std::move(n), block);
@@ -82,6 +83,7 @@ class LayoutRewriter {
   int64_t BlockOf(const Node& n) const {
     if (n.op == "Conv") return strategy_.ConvLayoutBlock(*g_, n);
     if (n.op == "MaxPool") return MaxPoolBlock(n);
+    if (IsGlobalPool(n)) return GlobalPoolBlock(n);
     if (n.op == "Resize") return ResizeBlock(n);
     if (n.op == "Concat") return ConcatBlock(n);
     if (n.op == "PhaseInterleave") return InterleaveBlock(n);
@@ -169,6 +171,17 @@ class LayoutRewriter {
     WindowAttrs win;
     std::string why;
     if (!WindowAttrs::Read(n, 2, {}, &win, &why) || !win.Undilated()) return 0;
+    return NativeBlock(n.inputs[0]);
+  }
+
+  static bool IsGlobalPool(const Node& n) {
+    return n.op == "GlobalAveragePool" || n.op == "GlobalMaxPool";
+  }
+
+  // A global pool of a 4-D value runs in the block its input was written in: its blocked output
+  // [N, C/x, 1, 1, x] is NCHW's bytes, so the transform after it copies C values, not a plane.
+  int64_t GlobalPoolBlock(const Node& n) const {
+    if (n.outputs.size() != 1 || g_->value(n.inputs[0]).type.ndim() != 4) return 0;
     return NativeBlock(n.inputs[0]);
   }
 

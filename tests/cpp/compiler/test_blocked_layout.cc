@@ -431,6 +431,61 @@ TEST(BlockedLayout, MaxPoolKernelMatchesTheReference) {
   CheckBlockedMaxPool(cases[1], true, true);
 }
 
+// The blocked global pools (GlobalAveragePool, GlobalMaxPool; with schedules disabled, the
+// default schedule) against a direct mean / max over each channel's plane of the NCHW data.
+void CheckBlockedGlobalPool(const std::string& op, const std::vector<int64_t>& xshape,
+                            int64_t block, bool schedules, bool relu) {
+  SCOPED_TRACE(op + " c" + std::to_string(xshape[1]) + " " + std::to_string(xshape[2]) + "x" +
+               std::to_string(xshape[3]) + " block " + std::to_string(block) +
+               (schedules ? "" : " default schedule") + (relu ? " relu" : ""));
+  ScopedEnv disable("EMBER_DISABLE_SCHEDULES", schedules ? "0" : "1");
+  const bool is_max = op == "GlobalMaxPool";
+  const std::vector<int64_t> oshape{xshape[0], xshape[1], 1, 1};
+  const TensorType ot{BlockedShape(oshape, block), kFloat32};
+  KernelGraph kg;
+  int x = kg.Input("x", BlockedShape(xshape, block));
+  int y = kg.Add(op, {x}, {ot}, {{kDataLayoutAttr, LayoutName(block)}})[0];
+  if (relu) y = kg.Add("Relu", {y}, {ot})[0];
+  std::string loops;
+  std::unique_ptr<Library> lib = testing::BuildKernelWithLoops(kg, y, &loops);
+  if (schedules) {
+    EXPECT_NE(loops.find(is_max ? "acc[0] = max(" : "acc[0] = (<buffer load> +"), std::string::npos)
+        << "the blocked global pool schedule did not run:\n"
+        << loops;
+  }
+  auto f = lib->Get("conv");
+  ASSERT_NE(f, nullptr);
+  HostArray hx(xshape, kFloat32), bx(BlockedShape(xshape, block), kFloat32),
+      out(BlockedShape(oshape, block), kFloat32);
+  hx.FillRandom(37);
+  ToBlocked(hx, block, &bx);
+  ASSERT_EQ(Call(f, {&bx, &out}), 0) << TVMGetLastError();
+  const int64_t pixels = xshape[2] * xshape[3];
+  for (int64_t n = 0; n < xshape[0]; ++n) {
+    for (int64_t c = 0; c < xshape[1]; ++c) {
+      const float* plane = hx.data<float>() + (n * xshape[1] + c) * pixels;
+      double want = is_max ? -std::numeric_limits<double>::infinity() : 0;
+      for (int64_t i = 0; i < pixels; ++i)
+        want = is_max ? std::max<double>(want, plane[i]) : want + plane[i];
+      if (!is_max) want /= static_cast<double>(pixels);
+      if (relu) want = std::max(want, 0.0);
+      const float got =
+          out.data<float>()[(n * (xshape[1] / block) + c / block) * block + c % block];
+      EXPECT_NEAR(got, want, 1e-5) << "out[" << n << "," << c << "]";
+    }
+  }
+}
+
+TEST(BlockedLayout, GlobalPoolKernelMatchesTheReference) {
+  for (const std::string op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    for (bool schedules : {true, false}) {
+      CheckBlockedGlobalPool(op, {1, 64, 7, 7}, 16, schedules, false);  // ResNet's last plane
+      CheckBlockedGlobalPool(op, {2, 24, 5, 3}, 8, schedules, false);   // batch 2, narrow block
+    }
+    CheckBlockedGlobalPool(op, {1, 32, 4, 4}, 16, true, true);  // an epilogue in the group
+  }
+}
+
 // ---- the pass ----
 
 // x -> Conv(16->32) -> Relu -> Conv(32->32) -> Add(relu) -> MaxPool -> y, on a host target.
@@ -493,6 +548,34 @@ TEST(BlockedLayout, PassBlocksTheConvChainWithTransformsAtItsEdges) {
   // Users see the same output: its value, name and NCHW shape are unchanged.
   EXPECT_EQ(g.outputs(), std::vector<int>{c.y});
   EXPECT_EQ(g.value(c.y).type.shape, (std::vector<int64_t>{1, 32, 4, 4}));
+}
+
+// x -> Conv -> GlobalAveragePool -> Flatten-like Reshape -> y: the pool runs in the conv's block,
+// so the one transform back to NCHW is of its [1, 32, 1, 1] result, not of the conv's plane.
+TEST(BlockedLayout, PassRunsAGlobalPoolInItsInputsBlock) {
+  ScopedEnv force("EMBER_SCHEDULE", "conv2d_nchw_ocvec_avx512");
+  KernelGraph kg;
+  int x = kg.Input("x", {1, 16, 8, 8});
+  int w =
+      kg.graph.AddConstant("w", std::make_shared<HostTensor>(TensorType{{32, 16, 3, 3}, kFloat32}));
+  int c = kg.Add("Conv", {x, w}, {TensorType{{1, 32, 8, 8}, kFloat32}},
+                 {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                  {"strides", std::vector<int64_t>{1, 1}},
+                  {"dilations", std::vector<int64_t>{1, 1}},
+                  {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                  {"group", int64_t{1}}})[0];
+  int y = kg.Add("GlobalAveragePool", {c}, {TensorType{{1, 32, 1, 1}, kFloat32}})[0];
+  kg.graph.outputs().push_back(y);
+  AlterConvLayout(&kg.graph, StrategyFor(Target::Host()));
+  const Graph& g = kg.graph;
+  const std::vector<const Node*> pools = NodesOf(g, "GlobalAveragePool");
+  ASSERT_EQ(pools.size(), 1u);
+  EXPECT_EQ(pools[0]->GetString(kDataLayoutAttr), "NCHW16c");
+  EXPECT_EQ(g.value(pools[0]->outputs[0]).type.shape, (std::vector<int64_t>{1, 2, 1, 1, 16}));
+  const std::vector<const Node*> transforms = NodesOf(g, "LayoutTransform");
+  ASSERT_EQ(transforms.size(), 2u);  // the input in, the pooled channels out
+  EXPECT_EQ(g.value(transforms[1]->inputs[0]).type.shape, (std::vector<int64_t>{1, 2, 1, 1, 16}));
+  EXPECT_EQ(g.outputs(), std::vector<int>{y});
 }
 
 // x -> Conv -> Mul [32,1,1] -> Mul [1,32,1,1] (computed) -> Resize x2 -> Concat(itself) -> y.
