@@ -15,14 +15,37 @@
 #include "schedule.h"
 
 namespace ember::compiler::schedule {
+namespace {
+
+// The group's first node when it is a one-output pool reading a blocked value (its block in
+// *block), else null.
+const Node* BlockedPoolOf(const FusedGroup& group, int64_t* block) {
+  if (group.nodes.empty() || group.outputs.size() != 1) return nullptr;
+  const Node& pool = *group.nodes[0];
+  *block = LayoutBlock(pool.GetString(kDataLayoutAttr, "NCHW"));
+  return *block >= 1 && pool.outputs.size() == 1 ? &pool : nullptr;
+}
+
+// The lowered function with the group's epilogue after the pool, on vectors of `lanes` values
+// of `scalar` type; false when the epilogue does not vectorize so.
+bool PoolEpilogue(const FusedGroup& group, const Node& pool, int lanes, te::DataType scalar,
+                  lower::LoweredFunc* f, lower::Buffer* x, EpilogueAt* at) {
+  // The pool has no weight: its data stands in for one.
+  const AnchorOperands operands{pool.inputs[0], pool.inputs[0], -1, nullptr};
+  lower::Buffer unused;
+  return BuildEpilogueAt(group, pool, operands, f, x, &unused, at) &&
+         EpilogueVectorizes(*at, lanes, scalar);
+}
+
+}  // namespace
 
 bool TryMaxPool2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
                        lower::LoweredFunc* out) {
-  if (group.nodes.empty() || group.outputs.size() != 1) return false;
-  const Node& pool = *group.nodes[0];
+  int64_t block = 0;
+  const Node* found = BlockedPoolOf(group, &block);
+  if (found == nullptr || found->op != "MaxPool") return false;
+  const Node& pool = *found;
   const Graph& g = *group.graph;
-  const int64_t block = LayoutBlock(pool.GetString(kDataLayoutAttr, "NCHW"));
-  if (pool.op != "MaxPool" || block < 1 || pool.outputs.size() != 1) return false;
   const TensorType& xt = g.value(pool.inputs[0]).type;
   const TensorType& ot = g.value(pool.outputs[0]).type;
   if (xt.shape.size() != 5 || ot.shape.size() != 5 ||
@@ -37,16 +60,11 @@ bool TryMaxPool2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& op
   const int64_t oh = ot.shape[2], ow = ot.shape[3];
   const int lanes = static_cast<int>(block);
 
-  // The pool has no weight: its data stands in for one.
-  const AnchorOperands operands{pool.inputs[0], pool.inputs[0], -1, nullptr};
   lower::LoweredFunc f;
-  lower::Buffer x, unused;
+  lower::Buffer x;
   EpilogueAt at;
   const te::DataType vector = te::WithLanes(xt.dtype, lanes);
-  if (!BuildEpilogueAt(group, pool, operands, &f, &x, &unused, &at) ||
-      !EpilogueVectorizes(at, lanes, te::WithLanes(xt.dtype, 1))) {
-    return false;
-  }
+  if (!PoolEpilogue(group, pool, lanes, te::WithLanes(xt.dtype, 1), &f, &x, &at)) return false;
   const lower::Buffer y = f.args.back().buffer;
   lower::Buffer acc = lower::NewBuffer("acc", vector, 1, lower::BufferScope::kLocal);
   f.locals.push_back(acc);
@@ -81,26 +99,19 @@ bool TryMaxPool2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& op
 
 bool TryGlobalPoolNchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
                         lower::LoweredFunc* out) {
-  if (group.nodes.empty() || group.outputs.size() != 1) return false;
-  const Node& pool = *group.nodes[0];
-  const Graph& g = *group.graph;
-  const bool is_max = pool.op == "GlobalMaxPool";
-  const int64_t block = LayoutBlock(pool.GetString(kDataLayoutAttr, "NCHW"));
-  if ((!is_max && pool.op != "GlobalAveragePool") || block < 1 || pool.outputs.size() != 1) {
-    return false;
-  }
-  const TensorType& xt = g.value(pool.inputs[0]).type;
+  int64_t block = 0;
+  const Node* found = BlockedPoolOf(group, &block);
+  const bool is_max = found != nullptr && found->op == "GlobalMaxPool";
+  if (found == nullptr || (!is_max && found->op != "GlobalAveragePool")) return false;
+  const Node& pool = *found;
+  const TensorType& xt = group.graph->value(pool.inputs[0]).type;
   if (xt.shape.size() != 5 || xt.dtype != kFloat32) return false;
   const int64_t planes = xt.shape[0] * xt.shape[1], pixels = xt.shape[2] * xt.shape[3];
   const int lanes = static_cast<int>(block);
-  const AnchorOperands operands{pool.inputs[0], pool.inputs[0], -1, nullptr};
   lower::LoweredFunc f;
-  lower::Buffer x, unused;
+  lower::Buffer x;
   EpilogueAt at;
-  if (!BuildEpilogueAt(group, pool, operands, &f, &x, &unused, &at) ||
-      !EpilogueVectorizes(at, lanes) || pixels < 1) {
-    return false;
-  }
+  if (pixels < 1 || !PoolEpilogue(group, pool, lanes, te::Float(32), &f, &x, &at)) return false;
   // One task per (image, channel block): the block's pixels summed (or maxed) as vectors.
   lower::Buffer acc = NewVectorAccumulator("acc", block);
   f.locals.push_back(acc);

@@ -422,9 +422,12 @@ llvm::Value* CodeGenLLVM::EmitClampToInteger(const Expr& e) {
   auto* bn = e.as<te::BinaryNode>();
   if (bn == nullptr || (bn->op != BinaryOp::kMin && bn->op != BinaryOp::kMax)) return Emit(e);
   llvm::Value* a = EmitClampToInteger(bn->a);
-  llvm::Value* b = Emit(bn->b);
+  return EmitIntegerBound(bn->op, a, Emit(bn->b));
+}
+
+llvm::Value* CodeGenLLVM::EmitIntegerBound(BinaryOp op, llvm::Value* a, llvm::Value* b) {
   auto* bound = llvm::cast<llvm::CallInst>(b_.CreateBinaryIntrinsic(
-      bn->op == BinaryOp::kMax ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, a, b));
+      op == BinaryOp::kMax ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, a, b));
   llvm::FastMathFlags flags;
   flags.setNoNaNs();
   flags.setNoSignedZeros();
@@ -490,15 +493,8 @@ llvm::Value* CodeGenLLVM::EmitRoundedToInteger(te::DataType to, const Expr& e) {
   auto* round = core->as<te::CallNode>();
   if (round == nullptr || round->fn != te::Intrinsic::kRound) return nullptr;
   llvm::Value* x = Emit(round->args[0]);
-  llvm::FastMathFlags flags;  // as EmitClampToInteger's: a NaN or -0 cannot reach the integer
-  flags.setNoNaNs();
-  flags.setNoSignedZeros();
   for (auto it = clamps.rbegin(); it != clamps.rend(); ++it) {
-    llvm::Value* b = llvm::ConstantFP::get(x->getType(), it->second - offset);
-    auto* bounded = llvm::cast<llvm::CallInst>(b_.CreateBinaryIntrinsic(
-        it->first == BinaryOp::kMax ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, x, b));
-    bounded->setFastMathFlags(flags);
-    x = bounded;
+    x = EmitIntegerBound(it->first, x, llvm::ConstantFP::get(x->getType(), it->second - offset));
   }
   llvm::Type* words = i32_;
   if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(x->getType())) {

@@ -46,6 +46,9 @@ class CodeGenLLVM {
   // them (AVX2, AVX-512BW); each else by its definition (`fn` names which).
   llvm::Value* EmitInt8Dot(te::Intrinsic fn, llvm::Value* acc, llvm::Value* a, llvm::Value* b);
   llvm::Value* EmitTransposeByteRows(llvm::Value* v);
+  // min / max(a, b) where the result goes to an integer (EmitClampToInteger): minnum / maxnum
+  // with no-NaNs and no-signed-zeros.
+  llvm::Value* EmitIntegerBound(te::BinaryOp op, llvm::Value* a, llvm::Value* b);
   // A float-to-integer Cast of a requantization's value: lrint / fcvtns instead of roundeven and
   // a truncation; null where `e` is not of that form or the target lacks them.
   llvm::Value* EmitRoundedToInteger(te::DataType to, const te::Expr& e);

@@ -488,6 +488,15 @@ TEST(BlockedLayout, GlobalPoolKernelMatchesTheReference) {
 
 // ---- the pass ----
 
+// A k x k stride-1 ungrouped conv's attributes, `pad` on every side.
+AttrMap ConvAttrs(int64_t k, int64_t pad) {
+  return {{"kernel_shape", std::vector<int64_t>{k, k}},
+          {"strides", std::vector<int64_t>{1, 1}},
+          {"dilations", std::vector<int64_t>{1, 1}},
+          {"pads", std::vector<int64_t>{pad, pad, pad, pad}},
+          {"group", int64_t{1}}};
+}
+
 // x -> Conv(16->32) -> Relu -> Conv(32->32) -> Add(relu) -> MaxPool -> y, on a host target.
 struct Chain {
   KernelGraph kg;
@@ -495,11 +504,7 @@ struct Chain {
   Chain() {
     const TensorType t{{1, 32, 8, 8}, kFloat32};
     int x = kg.Input("x", {1, 16, 8, 8});
-    AttrMap conv{{"kernel_shape", std::vector<int64_t>{3, 3}},
-                 {"strides", std::vector<int64_t>{1, 1}},
-                 {"dilations", std::vector<int64_t>{1, 1}},
-                 {"pads", std::vector<int64_t>{1, 1, 1, 1}},
-                 {"group", int64_t{1}}};
+    const AttrMap conv = ConvAttrs(3, 1);
     int w1 = kg.graph.AddConstant(
         "w1", std::make_shared<HostTensor>(TensorType{{32, 16, 3, 3}, kFloat32}));
     int w2 = kg.graph.AddConstant(
@@ -558,12 +563,7 @@ TEST(BlockedLayout, PassRunsAGlobalPoolInItsInputsBlock) {
   int x = kg.Input("x", {1, 16, 8, 8});
   int w =
       kg.graph.AddConstant("w", std::make_shared<HostTensor>(TensorType{{32, 16, 3, 3}, kFloat32}));
-  int c = kg.Add("Conv", {x, w}, {TensorType{{1, 32, 8, 8}, kFloat32}},
-                 {{"kernel_shape", std::vector<int64_t>{3, 3}},
-                  {"strides", std::vector<int64_t>{1, 1}},
-                  {"dilations", std::vector<int64_t>{1, 1}},
-                  {"pads", std::vector<int64_t>{1, 1, 1, 1}},
-                  {"group", int64_t{1}}})[0];
+  int c = kg.Add("Conv", {x, w}, {TensorType{{1, 32, 8, 8}, kFloat32}}, ConvAttrs(3, 1))[0];
   int y = kg.Add("GlobalAveragePool", {c}, {TensorType{{1, 32, 1, 1}, kFloat32}})[0];
   kg.graph.outputs().push_back(y);
   AlterConvLayout(&kg.graph, StrategyFor(Target::Host()));
@@ -628,12 +628,7 @@ TEST(BlockedLayout, PassRunsAPhaseInterleaveInItsConvsBlock) {
   int x = kg.Input("x", {1, 16, 8, 8});
   int w =
       kg.graph.AddConstant("w", std::make_shared<HostTensor>(TensorType{{64, 16, 1, 1}, kFloat32}));
-  int c = kg.Add("Conv", {x, w}, {TensorType{{1, 64, 8, 8}, kFloat32}},
-                 {{"kernel_shape", std::vector<int64_t>{1, 1}},
-                  {"strides", std::vector<int64_t>{1, 1}},
-                  {"dilations", std::vector<int64_t>{1, 1}},
-                  {"pads", std::vector<int64_t>{0, 0, 0, 0}},
-                  {"group", int64_t{1}}})[0];
+  int c = kg.Add("Conv", {x, w}, {TensorType{{1, 64, 8, 8}, kFloat32}}, ConvAttrs(1, 0))[0];
   int y = kg.Add("PhaseInterleave", {c}, {TensorType{{1, 16, 15, 16}, kFloat32}},
                  {{"strides", std::vector<int64_t>{2, 2}},
                   {"crop", std::vector<int64_t>{1, 0}},
