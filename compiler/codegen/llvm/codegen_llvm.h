@@ -60,6 +60,8 @@ class CodeGenLLVM {
   void EmitLoop(const te::Expr& var, llvm::Value* begin, llvm::Value* end, int vectorize,
                 const lower::Stmt& body);
   void EmitParallelFor(const lower::ForNode* f);
+  // The claim counters of the current function's parallel loops (see codegen_parallel.cc).
+  llvm::Value* ParallelCounters();
   llvm::Value* BufferPtr(const lower::BufferNode* b);
   llvm::Value* ConstantBuffer(const lower::BufferNode* b);
   // The flags of every float operation unless a function asks for exact_float.
@@ -121,6 +123,8 @@ class CodeGenLLVM {
   llvm::Value* status_ = nullptr;
   std::string func_name_;
   int closure_count_ = 0;
+  // One stack array per function (its parallel loops launch one after another).
+  std::unordered_map<llvm::Function*, llvm::Value*> parallel_counters_;
   std::unordered_map<const te::ExprNode*, llvm::Value*> vars_;
   std::unordered_map<const lower::BufferNode*, llvm::Value*> buffers_;
   // Views of stack buffers (LoweredFunc::aliases whose target is a local): resolved where they
