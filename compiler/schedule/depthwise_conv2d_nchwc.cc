@@ -2,7 +2,7 @@
 //
 // In the blocked layout the x channels of one pixel are one SIMD vector, and a depthwise conv
 // multiplies each pixel's vector by the tap's weight vector (weights packed [C/x][KH][KW][x]):
-// no shuffles, no row copies. One parallel task is (image, channel block, block of output rows):
+// no shuffles, no row copies. One parallel task is (image, block of output rows, channel block):
 // one row, or on small planes as many as make `task_pixels`, so the weights and the bias are
 // loaded once for all of them. A row runs in tiles of up to `columns` output pixels whose
 // accumulators stay in registers (independent FMA chains) and start from the bias; only the few
@@ -216,17 +216,19 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
   const InteriorRows inner = InteriorOf(s);
   const int64_t row_lo = inner.begin, row_hi = inner.end;
 
-  // One task per (image, channel block, block of `rows` interior output rows).
+  // One task per (image, block of `rows` interior output rows, channel block).
   const int64_t blocks = s.c / block;
   const int64_t interior = row_hi - row_lo;
   const int64_t want_rows =
       std::clamp<int64_t>(p.task_pixels / s.ow, 1, std::max<int64_t>(interior, 1));
   const int64_t row_blocks = std::max<int64_t>(1, (interior + want_rows - 1) / want_rows);
   const int64_t rows = (interior + row_blocks - 1) / row_blocks;
+  // Row blocks outside channel blocks: a thread's share of the tasks is a band of rows, as in
+  // the convs before and after it, so it reads rows its own core wrote.
   Expr t = te::MakeVar("t");
-  Expr rb = te::FloorMod(t, Expr(row_blocks));
+  Expr cb = te::FloorMod(t, Expr(blocks));
+  Expr rb = te::FloorMod(te::FloorDiv(t, Expr(blocks)), Expr(row_blocks));
   Expr oh0 = rb * rows + row_lo;
-  Expr cb = te::FloorMod(te::FloorDiv(t, Expr(row_blocks)), Expr(blocks));
   Expr n = te::FloorDiv(t, Expr(row_blocks * blocks));
   std::vector<Stmt> task;
   std::vector<Buffer> weights;
