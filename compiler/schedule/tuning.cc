@@ -275,17 +275,23 @@ DenseParams TunedDenseParams(const lower::ScheduleOptions& opts, int64_t m, int6
 
 // ---- conv2d_nchw_ocvec: ow_block columns x oc_vectors vectors of accumulators ----
 
+// The largest divisor of n that is at most `most` (1 when most < 1).
+int64_t LargestDivisorAtMost(int64_t n, int64_t most) {
+  int64_t d = std::max<int64_t>(1, std::min(n, most));
+  while (n % d != 0) --d;
+  return d;
+}
+
 int64_t CacheRowChunk(const ConvShape& s, const Target& t) {
   constexpr int64_t kFloat = 4;
   const int64_t budget = TargetCacheSizes(t).l2 / 2;
   const int64_t pw = (s.ow - 1) * s.s_w + SpanW(s);
   const int64_t whole = s.c * ((s.oh - 1) * s.s_h + SpanH(s)) * pw * kFloat;
-  if (whole <= budget) return s.oh;
+  const int64_t most = std::max<int64_t>(1, s.oh / kMinRowChunks);
+  if (whole <= budget) return LargestDivisorAtMost(s.oh, most);
   const int64_t per_row = s.c * s.s_h * pw * kFloat;  // input rows one more output row needs
   const int64_t halo = s.c * std::max<int64_t>(0, SpanH(s) - s.s_h) * pw * kFloat;
-  int64_t rows = std::max<int64_t>(1, std::min(s.oh, (budget - halo) / per_row));
-  while (s.oh % rows != 0) --rows;
-  return rows;
+  return LargestDivisorAtMost(s.oh, std::min(most, (budget - halo) / per_row));
 }
 
 int64_t CacheIcChunk(const ConvShape& s, int64_t ocb, int64_t budget) {

@@ -17,9 +17,10 @@
 // index*/{level,type,size}); for cross targets (and when sysfs is missing) from a per-target-class
 // table of typical cores (x86: 32 KiB L1d, 1 MiB L2; AArch64: 64 KiB L1d, 512 KiB L2; ARMv7: 32
 // KiB L1d, 256 KiB L2). Where a conv's padded input exceeds half of L2, conv2d_nchw_ocvec runs
-// its tiles in chunks of output rows whose input fits there (CacheRowChunk), and it splits the
-// reduction over input channels so that a channel block's weights for one chunk fit half of L1d
-// (CacheIcChunk); the register blocks themselves follow the register file (VectorRegisters).
+// its tiles in chunks of output rows whose input fits there (CacheRowChunk, a few chunks at
+// least), and it splits the reduction over input channels so that a channel block's weights for
+// one chunk fit half of L1d (CacheIcChunk); the register blocks themselves follow the register
+// file (VectorRegisters).
 #ifndef EMBER_COMPILER_SCHEDULE_TUNING_H_
 #define EMBER_COMPILER_SCHEDULE_TUNING_H_
 
@@ -111,8 +112,12 @@ struct OcVecBlocking {
 
 /*!
  * \brief Rows per chunk such that the input rows of one chunk take at most half of the target's
- * L2 (TargetCacheSizes); the whole height when the padded input fits already.
+ * L2 (TargetCacheSizes), and at least kMinRowChunks chunks: the tiles run chunk-major, so a
+ * parallel launch gives each thread whole chunks, a band of rows, which is what the kernels
+ * before and after it wrote and read on that thread's core (on a multi-die CPU a read of another
+ * core's rows costs several times a read from its own cache).
  */
+constexpr int64_t kMinRowChunks = 4;
 int64_t CacheRowChunk(const ConvShape& s, const Target& t);
 
 /*!

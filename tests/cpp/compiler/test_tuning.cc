@@ -142,11 +142,17 @@ TEST(TuningCache, RowChunkKeepsAChunksInputInHalfOfL2) {
   // AArch64 table: 512 KiB L2, so a chunk's input rows may take 256 KiB.
   Target arm = Target::Parse("llvm -mtriple=aarch64-linux-gnu");
   schedule::ConvShape small{1, 16, 14, 14, 16, 14, 14, 3, 3, 1, 1, 1, 1, 1, 16, 16};
-  EXPECT_EQ(schedule::CacheRowChunk(small, arm), 14);  // 16 x 16 x 16 floats fit
+  // 16 x 16 x 16 floats fit, but the rows still come in at least kMinRowChunks (4) chunks, so
+  // each thread of a launch gets a band of rows: 2, the largest divisor of 14 up to 14 / 4.
+  EXPECT_EQ(schedule::CacheRowChunk(small, arm), 2);
   // 64 channels of 58 padded columns: 14.5 KiB per input row, 2 halo rows; 256 KiB holds
-  // 15 rows besides the halo, so 14 (the largest divisor of 56 up to 15).
+  // 15 rows besides the halo; 56 / 4 = 14 bounds it first (a divisor of 56).
   schedule::ConvShape big{1, 64, 56, 56, 64, 56, 56, 3, 3, 1, 1, 1, 1, 1, 64, 64};
   EXPECT_EQ(schedule::CacheRowChunk(big, arm), 14);
+  // 128 channels: 29 KiB per input row and 58 KiB of halo leave room for 6 rows, so 4 (the
+  // largest divisor of 56 up to 6).
+  schedule::ConvShape wide{1, 128, 56, 56, 128, 56, 56, 3, 3, 1, 1, 1, 1, 1, 128, 128};
+  EXPECT_EQ(schedule::CacheRowChunk(wide, arm), 4);
 }
 
 TEST(TuningCache, SizesFromSysfsTextAndTable) {
@@ -305,17 +311,18 @@ TEST(TuningHook, OcVecBlockWidthFromTheLog) {
   lower::ScheduleOptions so = tuning.Options();
   schedule::OcVecBlocking b = schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 4, 6);
   EXPECT_EQ(b.ow_block, 6);
-  EXPECT_EQ(b.row_chunk, ConvKernel::kH);  // a small input fits any L2
+  // A small input fits any L2; the 10 rows still come in at least 4 chunks (CacheRowChunk).
+  constexpr int64_t kRowChunk = 2;
+  EXPECT_EQ(b.row_chunk, kRowChunk);
   ASSERT_EQ(tuning.tasks.size(), 1u);
   const schedule::TuningTask& t = tuning.tasks[0];
   EXPECT_NE(
       t.key.find("conv2d_nchw_ocvec f32 n1 c8 h10 w9 oc8 o10x9 k3x3 s1x1 p1x1 g1 ocv2 target="),
       std::string::npos)
       << t.key;
-  // A small input fits any L2 and 8 channels of 3x3x8 weights any L1: no chunking.
-  EXPECT_EQ(
-      t.defaults,
-      (ParamSet{{"ow_block", 6}, {"row_chunk", ConvKernel::kH}, {"ic_chunk", ConvKernel::kC}}));
+  // 8 channels of 3x3x8 weights fit any L1: no chunking of the reduction.
+  EXPECT_EQ(t.defaults,
+            (ParamSet{{"ow_block", 6}, {"row_chunk", kRowChunk}, {"ic_chunk", ConvKernel::kC}}));
   ASSERT_GE(t.candidates.size(), 2u);
   for (const ParamSet& p : t.candidates) EXPECT_GE(p.at("ow_block"), 1);
   TuningLog log;
@@ -335,7 +342,7 @@ TEST(TuningHook, OcVecBlockWidthFromTheLog) {
                        {{"ow_block", 4}, {"row_chunk", 3}, {"ic_chunk", 2}},
                        1.0,
                        "test"});  // 3 does not divide 10
-  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 4, 6).row_chunk, ConvKernel::kH);
+  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 4, 6).row_chunk, kRowChunk);
   log.Put(TuningRecord{t.key,
                        {{"ow_block", 4}, {"row_chunk", 5}, {"ic_chunk", 3}},
                        1.0,
