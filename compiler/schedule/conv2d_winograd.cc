@@ -2,7 +2,7 @@
 // (ember/compiler/ir/winograd.h).
 //
 // Four steps per image, each a parallel loop (steps 2-4 band by band, a band being the tile rows
-// whose V and M fit L2):
+// whose V and M fit half of L3, or L2 where there is none):
 //  1. the input is copied zero-padded to whole tiles (PadConvInput);
 //  2. input transform: every tile's alpha x alpha pixels of one channel block (one vector each,
 //     channels in the lanes) become V = B^T d B, stored as V[alpha^2][C/x][tiles][x];
@@ -230,6 +230,12 @@ int64_t KernelWeightBlock(const ConvShape& s, const Conv2dOcVecParams& p) {
 
 }  // namespace
 
+int64_t WinogradBandBytes(const Target* t) {
+  if (t == nullptr) return int64_t{1} << 20;
+  const CacheSizes caches = TargetCacheSizes(*t);
+  return caches.l3 > 0 ? caches.l3 / 2 : caches.l2;
+}
+
 int64_t WinogradTileFor(const ConvShape& s, const Conv2dOcVecParams& entry) {
   if (s.in_block < kMinLayoutBlock || s.c < kMinChannels || s.oc < kMinChannels) return 0;
   if (KernelWeightBlock(s, BlockedOcVecParams(entry, s)) == 0) return 0;
@@ -256,11 +262,14 @@ bool TryConv2dWinograd(const FusedGroup& group, const lower::ScheduleOptions& op
   const int64_t a = p.t->alpha, mt = p.t->m;
   p.th = CeilDiv(s.oh, mt);
   p.tw = CeilDiv(s.ow, mt);
-  // Bands of tile rows whose V and M fit L2 (a large image would otherwise need workspaces of
-  // hundreds of MB): the largest divisor of the tile rows within it, at least one row.
+  // Bands of tile rows whose V and M fit half the last-level cache (a large image would
+  // otherwise need workspaces of hundreds of MB): the largest divisor of the tile rows within it,
+  // at least one row. Every step spreads a band over all the launch's threads, so the shared
+  // cache is the one to fit, not one core's L2: bands sized for L2 made ResNet-18 1.3x slower at
+  // two threads (its 56x56 layers ran seven bands of three small launches each) and no faster at
+  // one.
   const int64_t row_bytes = a * a * (s.c + s.oc) * p.tw * int64_t{4};
-  const int64_t budget_bytes =
-      opts.target != nullptr ? TargetCacheSizes(*opts.target).l2 : int64_t{1} << 20;
+  const int64_t budget_bytes = WinogradBandBytes(opts.target);
   p.band = p.th;
   while (p.band > 1 && (p.th % p.band != 0 || p.band * row_bytes > budget_bytes)) --p.band;
   p.tiles = p.band * p.tw;

@@ -376,6 +376,11 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
 bool TryConv2dWinograd(const FusedGroup& group, const lower::ScheduleOptions& opts,
                        const Conv2dOcVecParams& p, lower::LoweredFunc* out);
 
+/*! \brief Bytes of V and M (the transformed input and products) one band of the Winograd
+ * kernel's tile rows may take on target t (nullptr: a 1 MiB default): half the last-level cache,
+ * or L2 where the target has no L3. */
+int64_t WinogradBandBytes(const Target* t);
+
 /*! \brief Output tile m of the Winograd kernel for a conv of this shape under the
  * channels-in-lanes entry p (4 or 2), or 0 when the direct kernel should run it: not 3 x 3
  * stride 1 ungrouped NCHW[x]c, too few channels, or a plane the tiles would cover wastefully. */
