@@ -40,8 +40,9 @@ using te::Expr;
 
 // Output tiles at least this share of the output (less: the padded tiles' waste outweighs).
 constexpr double kMinTileUse = 0.85;
-// Channels below which the products are too short to pay for the transforms.
-constexpr int64_t kMinChannels = 32;
+// A tile's products take C x OC multiply-adds per output pixel group and its transforms work
+// on C + OC channels: below this ratio (32 channels in and out) the transforms do not pay.
+constexpr int64_t kMinProductsPerTransformedChannel = 16;
 
 // sum_k coeff[k] * terms[k]: zero coefficients skipped, +-1 without a multiplication.
 Expr Combine(const double* coeff, const std::vector<Expr>& terms) {
@@ -237,7 +238,10 @@ int64_t WinogradBandBytes(const Target* t) {
 }
 
 int64_t WinogradTileFor(const ConvShape& s, const Conv2dOcVecParams& entry) {
-  if (s.in_block < kMinLayoutBlock || s.c < kMinChannels || s.oc < kMinChannels) return 0;
+  if (s.in_block < kMinLayoutBlock ||
+      s.c * s.oc < kMinProductsPerTransformedChannel * (s.c + s.oc)) {
+    return 0;
+  }
   if (KernelWeightBlock(s, BlockedOcVecParams(entry, s)) == 0) return 0;
   // The largest tile whose padded tiles stay within kMinTileUse of the output.
   for (int64_t m : {4, 2}) {

@@ -332,6 +332,7 @@ TEST(BlockedLayout, WinogradKernelMatchesTheReference) {
       {1, 8, 6, 6, 8, 3, 1, 1, 1, true, true, true, 4, 4},          // 4-wide blocks
       {1, 16, 7, 7, 16, 3, 1, 2, 1, true, false, false, 16, 16},    // pads 2
       {1, 32, 88, 88, 32, 3, 1, 1, 1, true, true, true, 16, 16},    // bands of tile rows
+      {1, 96, 10, 10, 24, 3, 1, 1, 1, true, true, false, 16, 8},    // 24 channels out, by 8
   };
   for (const char* name : {"conv2d_nchw_ocvec_avx512", "conv2d_nchw_ocvec_avx2",
                            "conv2d_nchw_ocvec_neon", "conv2d_nchw_ocvec_neon32"}) {
@@ -343,6 +344,20 @@ TEST(BlockedLayout, WinogradKernelMatchesTheReference) {
       }
     }
   }
+}
+
+// Winograd pays where a tile's C x OC products outweigh transforming its C + OC channels: 96
+// channels in and 24 out (PP-OCRv4's detection head) qualify, 32 in and 16 out do not.
+TEST(BlockedLayout, WinogradTakesFewOutputChannelsOverManyInputs) {
+  const schedule::Conv2dOcVecParams& p = Entry("conv2d_nchw_ocvec_avx512").conv_ocvec;
+  auto shape = [](int64_t c, int64_t oc, int64_t out_block) {
+    return schedule::ConvShape{1, c, 160, 160, oc, 160, 160, 3,  3,
+                               1, 1, 1,   1,   1,  c,   oc,  16, out_block};
+  };
+  EXPECT_EQ(schedule::WinogradTileFor(shape(96, 24, 8), p), 4);
+  EXPECT_EQ(schedule::WinogradTileFor(shape(64, 64, 16), p), 4);
+  EXPECT_EQ(schedule::WinogradTileFor(shape(32, 16, 16), p), 0);
+  EXPECT_EQ(schedule::WinogradTileFor(shape(16, 16, 16), p), 0);
 }
 
 // ---- MaxPool ----
