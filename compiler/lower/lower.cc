@@ -442,6 +442,20 @@ class Lowerer {
     return ranges;
   }
 
+  // A vectorised loop of a few elements (a channel block of NCHW[x]c: 4 to 64 lanes) runs as
+  // one vector of its extent. Left to LLVM, such a loop is fully unrolled before the loop
+  // vectoriser sees it, which then vectorises the loop around it instead, a gather and a
+  // scatter per access (PP-OCRv4's blocked HardSwish: 4.2 ms for 3.3 M elements).
+  static Stmt OneVectorWide(const Stmt& loop) {
+    auto* f = static_cast<const ForNode*>(loop.get());
+    constexpr int64_t kMinLanes = 4, kMaxLanes = 64;
+    const int64_t e = f->extent;
+    if (e < kMinLanes || e > kMaxLanes || (e & (e - 1)) != 0) return loop;
+    auto one = std::make_shared<ForNode>(*f);
+    one->vector_lanes = static_cast<int>(e);
+    return Stmt(one);
+  }
+
   // The loops over the stage's first `axes` output axes (all: -1) around `s`, each over its
   // range (unit extents dropped), the innermost vectorised when asked, the outermost parallel
   // when the work is worth it.
@@ -463,7 +477,9 @@ class Lowerer {
       ForKind kind = ForKind::kSerial;
       if (k == static_cast<int>(kept.size()) - 1 && vectorize) kind = ForKind::kVectorized;
       if (k == 0 && opts_.parallel && work >= opts_.parallel_min_work) kind = ForKind::kParallel;
-      s = For(t->axis[d].var, ranges[d].extent, kind, s);
+      Stmt loop = For(t->axis[d].var, ranges[d].extent, kind, s);
+      if (kind == ForKind::kVectorized) loop = OneVectorWide(loop);
+      s = loop;
     }
     return s;
   }
