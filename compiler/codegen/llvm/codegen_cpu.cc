@@ -301,6 +301,7 @@ llvm::Function* CodeGenLLVM::AddFunction(const lower::LoweredFunc& f) {
     buffers_[w.get()] = p;
   }
   local_views_.clear();
+  parallel_counters_.clear();
   for (const auto& [view, target] : f.aliases) {
     if (target->scope == lower::BufferScope::kLocal) {
       local_views_[view.get()] = target.get();
