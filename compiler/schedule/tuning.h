@@ -122,7 +122,8 @@ int64_t CacheRowChunk(const ConvShape& s, const Target& t);
 
 /*!
  * \brief Input channels per chunk such that a chunk's weights for `ocb` output channels take at
- * most `budget` bytes: the largest divisor of the channels per group that fits (at least 1).
+ * most `budget` bytes: the largest divisor of the channels per group that fits (at least 1), in
+ * whole channel blocks where the input is blocked (at least one block).
  */
 int64_t CacheIcChunk(const ConvShape& s, int64_t ocb, int64_t budget);
 

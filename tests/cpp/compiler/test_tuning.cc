@@ -155,6 +155,20 @@ TEST(TuningCache, RowChunkKeepsAChunksInputInHalfOfL2) {
   EXPECT_EQ(schedule::CacheRowChunk(wide, arm), 4);
 }
 
+TEST(TuningCache, IcChunkTakesWholeInputBlocks) {
+  // A 1x1 conv from 144 channels (NCHW16c) to 32: 128 bytes of weights per input channel, 16 KiB
+  // hold 128 channels; the largest divisor of 144 up to 128 is 72, four and a half blocks, so
+  // 48 (three blocks).
+  schedule::ConvShape blocked{1, 144, 28, 28, 32, 28, 28, 1, 1, 1, 1, 0, 0, 1, 144, 32, 16, 16};
+  EXPECT_EQ(schedule::CacheIcChunk(blocked, 32, 16 * 1024), 48);
+  // The same conv on NCHW input: any divisor.
+  schedule::ConvShape nchw = blocked;
+  nchw.in_block = 0;
+  EXPECT_EQ(schedule::CacheIcChunk(nchw, 32, 16 * 1024), 72);
+  // A budget below one block still takes one whole block.
+  EXPECT_EQ(schedule::CacheIcChunk(blocked, 32, 1024), 16);
+}
+
 TEST(TuningCache, SizesFromSysfsTextAndTable) {
   EXPECT_EQ(schedule::ParseCacheSize("48K"), 48 * 1024);
   EXPECT_EQ(schedule::ParseCacheSize("2M"), 2 * 1024 * 1024);
