@@ -275,12 +275,16 @@ DenseParams TunedDenseParams(const lower::ScheduleOptions& opts, int64_t m, int6
 
 // ---- conv2d_nchw_ocvec: ow_block columns x oc_vectors vectors of accumulators ----
 
+namespace {
+
 // The largest divisor of n that is at most `most` (1 when most < 1).
 int64_t LargestDivisorAtMost(int64_t n, int64_t most) {
   int64_t d = std::max<int64_t>(1, std::min(n, most));
   while (n % d != 0) --d;
   return d;
 }
+
+}  // namespace
 
 int64_t CacheRowChunk(const ConvShape& s, const Target& t) {
   constexpr int64_t kFloat = 4;
