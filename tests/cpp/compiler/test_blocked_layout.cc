@@ -512,6 +512,15 @@ AttrMap ConvAttrs(int64_t k, int64_t pad) {
           {"group", int64_t{1}}};
 }
 
+// Input x [1, 16, 8, 8] and a k x k stride-1 conv of it to `oc` channels, same-padded, with a
+// constant weight w: the conv's output, [1, oc, 8, 8].
+int ConvOfInput(KernelGraph* kg, int64_t oc, int64_t k) {
+  int x = kg->Input("x", {1, 16, 8, 8});
+  int w = kg->graph.AddConstant("w",
+                                std::make_shared<HostTensor>(TensorType{{oc, 16, k, k}, kFloat32}));
+  return kg->Add("Conv", {x, w}, {TensorType{{1, oc, 8, 8}, kFloat32}}, ConvAttrs(k, k / 2))[0];
+}
+
 // x -> Conv(16->32) -> Relu -> Conv(32->32) -> Add(relu) -> MaxPool -> y, on a host target.
 struct Chain {
   KernelGraph kg;
@@ -575,10 +584,7 @@ TEST(BlockedLayout, PassBlocksTheConvChainWithTransformsAtItsEdges) {
 TEST(BlockedLayout, PassRunsAGlobalPoolInItsInputsBlock) {
   ScopedEnv force("EMBER_SCHEDULE", "conv2d_nchw_ocvec_avx512");
   KernelGraph kg;
-  int x = kg.Input("x", {1, 16, 8, 8});
-  int w =
-      kg.graph.AddConstant("w", std::make_shared<HostTensor>(TensorType{{32, 16, 3, 3}, kFloat32}));
-  int c = kg.Add("Conv", {x, w}, {TensorType{{1, 32, 8, 8}, kFloat32}}, ConvAttrs(3, 1))[0];
+  int c = ConvOfInput(&kg, 32, 3);
   int y = kg.Add("GlobalAveragePool", {c}, {TensorType{{1, 32, 1, 1}, kFloat32}})[0];
   kg.graph.outputs().push_back(y);
   AlterConvLayout(&kg.graph, StrategyFor(Target::Host()));
@@ -598,17 +604,9 @@ TEST(BlockedLayout, PassKeepsPerChannelOpsResizeAndConcatBlocked) {
   ScopedEnv force("EMBER_SCHEDULE", "conv2d_nchw_ocvec_avx512");
   KernelGraph kg;
   const TensorType t{{1, 32, 8, 8}, kFloat32}, up{{1, 32, 16, 16}, kFloat32};
-  int x = kg.Input("x", {1, 16, 8, 8});
+  int a = ConvOfInput(&kg, 32, 1);
   int s = kg.Input("s", {1, 32, 1, 1});
-  int w =
-      kg.graph.AddConstant("w", std::make_shared<HostTensor>(TensorType{{32, 16, 1, 1}, kFloat32}));
   int c = kg.graph.AddConstant("c", std::make_shared<HostTensor>(TensorType{{32, 1, 1}, kFloat32}));
-  int a = kg.Add("Conv", {x, w}, {t},
-                 {{"kernel_shape", std::vector<int64_t>{1, 1}},
-                  {"strides", std::vector<int64_t>{1, 1}},
-                  {"dilations", std::vector<int64_t>{1, 1}},
-                  {"pads", std::vector<int64_t>{0, 0, 0, 0}},
-                  {"group", int64_t{1}}})[0];
   int m = kg.Add("Mul", {a, c}, {t})[0];
   int e = kg.Add("Mul", {s, m}, {t})[0];
   int r = kg.Add("Resize", {e}, {up},
@@ -640,10 +638,7 @@ TEST(BlockedLayout, PassKeepsPerChannelOpsResizeAndConcatBlocked) {
 TEST(BlockedLayout, PassRunsAPhaseInterleaveInItsConvsBlock) {
   ScopedEnv force("EMBER_SCHEDULE", "conv2d_nchw_ocvec_avx512");
   KernelGraph kg;
-  int x = kg.Input("x", {1, 16, 8, 8});
-  int w =
-      kg.graph.AddConstant("w", std::make_shared<HostTensor>(TensorType{{64, 16, 1, 1}, kFloat32}));
-  int c = kg.Add("Conv", {x, w}, {TensorType{{1, 64, 8, 8}, kFloat32}}, ConvAttrs(1, 0))[0];
+  int c = ConvOfInput(&kg, 64, 1);
   int y = kg.Add("PhaseInterleave", {c}, {TensorType{{1, 16, 15, 16}, kFloat32}},
                  {{"strides", std::vector<int64_t>{2, 2}},
                   {"crop", std::vector<int64_t>{1, 0}},
@@ -689,21 +684,13 @@ TEST(BlockedLayout, PassBlocksCastsScalarsAndPerChannelConstants) {
   ScopedEnv force("EMBER_SCHEDULE", "conv2d_nchw_ocvec_avx512");
   KernelGraph kg;
   const TensorType t{{1, 32, 8, 8}, kFloat32}, ti{{1, 32, 8, 8}, kInt32};
-  int x = kg.Input("x", {1, 16, 8, 8});
+  int conv = ConvOfInput(&kg, 32, 1);
   int scale = kg.Input("scale", {1});
-  int w =
-      kg.graph.AddConstant("w", std::make_shared<HostTensor>(TensorType{{32, 16, 1, 1}, kFloat32}));
   auto per_channel = [&](const char* name, std::vector<int64_t> shape) {
     auto c = std::make_shared<HostTensor>(TensorType{std::move(shape), kFloat32});
     for (int64_t i = 0; i < 32; ++i) c->Data<float>()[i] = static_cast<float>(i);
     return kg.graph.AddConstant(name, c);
   };
-  int conv = kg.Add("Conv", {x, w}, {t},
-                    {{"kernel_shape", std::vector<int64_t>{1, 1}},
-                     {"strides", std::vector<int64_t>{1, 1}},
-                     {"dilations", std::vector<int64_t>{1, 1}},
-                     {"pads", std::vector<int64_t>{0, 0, 0, 0}},
-                     {"group", int64_t{1}}})[0];
   int i32 =
       kg.Add("Cast", {conv}, {ti}, {{"to", int64_t{6}}, {"__dtype", std::string("int32")}})[0];
   int f32 =
