@@ -63,6 +63,16 @@ struct TileContext {
   // Conv2dOcVecParams::lane_steps: equal to the input's block, a pixel's channels come in one
   // vector load and the channel loop is unrolled, a lane each.
   int lane_steps = 1;
+  // Channels per accumulator vector: `lanes`, or more when the output's blocks are narrower
+  // than the target's vectors (see AccumulatorLanes).
+  int64_t piece_lanes = 0;
+};
+
+// Channels [first, first + lanes) of a column's tile in one accumulator.
+struct AccumulatorPiece {
+  Buffer buf;
+  int64_t first;
+  int lanes;
 };
 
 // Channels per pixel in the input's layout: 1 for NCHW, the block for NCHW[x]c.
@@ -130,7 +140,7 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
     return steps > 1 ? lower::Substitute(e, {{ici_v.get(), Expr(j)}}) : e;
   };
   std::vector<Stmt> init, resume, update, partial, store;
-  std::vector<Buffer> accs;
+  std::vector<AccumulatorPiece> pieces;
   std::vector<Expr> xs;
   for (int64_t rr = 0; rr < rows; ++rr) {
     // Without, lane steps let the row's columns closer than a vector apart share its loads.
@@ -147,31 +157,42 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
           columns.empty()
               ? lower::VectorLoad(c.in, at_lane(row, 0) + (unit > 1 ? step * unit : step), steps)
               : columns[r]);
-      for (int64_t v = 0; v < c.ocb; v += c.lanes) {
-        Buffer a = NewVectorAccumulator(
-            "acc" + tag + std::to_string(rr * width + r) + "_" + std::to_string(v / c.lanes),
-            c.lanes);
+      // The column's accumulators: a vector per block, or (piece_lanes wider than a block)
+      // pieces of piece_lanes channels, each stored a block at a time.
+      const std::string name = "acc" + tag + std::to_string(rr * width + r);
+      for (int64_t first = 0; first < c.ocb; first += c.piece_lanes) {
+        const int lanes = static_cast<int>(std::min(c.piece_lanes, c.ocb - first));
+        const bool whole = lanes == c.lanes;  // one block: a vector local
+        const std::string piece = name + "_" + std::to_string(first / c.lanes);
+        Buffer a = whole ? NewVectorAccumulator(piece, lanes)
+                         : NewFloatBuffer(piece, lanes, BufferScope::kLocal);
         c.f->locals.push_back(a);
-        accs.push_back(a);
-        Expr dst = ResultOffset(c, ob, v / c.lanes, oh + rr, ow0 + r);
-        init.push_back(lower::Store(a, 0, te::Const(a->dtype, 0)));
-        resume.push_back(lower::Store(a, 0, lower::VectorLoad(c.result, dst, c.lanes)));
-        partial.push_back(lower::Store(c.result, dst, BufferLoad(a, 0)));
-        store.push_back(lower::Store(
-            c.result, dst, Finished(c, ob, v / c.lanes, oh + rr, ow0 + r, BufferLoad(a, 0))));
+        pieces.push_back({a, first, lanes});
+        init.push_back(lower::Store(a, 0, te::Const(te::WithLanes(te::Float(32), lanes), 0)));
+        for (int64_t v = first; v < first + lanes; v += c.lanes) {
+          const int64_t at = v - first;
+          Expr value = whole ? BufferLoad(a, 0) : lower::VectorLoad(a, at, c.lanes);
+          const int64_t block = v / c.lanes;
+          Expr dst = ResultOffset(c, ob, block, oh + rr, ow0 + r);
+          resume.push_back(lower::Store(a, at, lower::VectorLoad(c.result, dst, c.lanes)));
+          partial.push_back(lower::Store(c.result, dst, value));
+          store.push_back(
+              lower::Store(c.result, dst, Finished(c, ob, block, oh + rr, ow0 + r, value)));
+        }
       }
     }
   }
   // The input value is broadcast against a vector of packed weights (step-major, so each step's
   // weights are loaded once for the tile).
-  const int64_t vectors = c.ocb / c.lanes;
+  const size_t per_column = pieces.size() / xs.size();
   for (int j = 0; j < steps; ++j) {
     for (size_t i = 0; i < xs.size(); ++i) {
       Expr x = StepValue(xs[i], j);
-      for (int64_t v = 0; v < vectors; ++v) {
-        const Buffer& a = accs[i * vectors + v];
-        Expr w = lower::VectorLoad(c.weights, at_lane(w_base, j) + v * c.lanes, c.lanes);
-        update.push_back(lower::Store(a, 0, BufferLoad(a, 0) + x * w));
+      for (size_t k = 0; k < per_column; ++k) {
+        const AccumulatorPiece& a = pieces[i * per_column + k];
+        Expr w = lower::VectorLoad(c.weights, at_lane(w_base, j) + a.first, a.lanes);
+        Expr sum = a.lanes == c.lanes ? BufferLoad(a.buf, 0) : lower::VectorLoad(a.buf, 0, a.lanes);
+        update.push_back(lower::Store(a.buf, 0, sum + x * w));
       }
     }
   }
@@ -259,6 +280,18 @@ Stmt BlockedEpilogue(const ConvShape& s, int64_t ocb, const Buffer& result, cons
   return lower::For(t, tasks, par ? ForKind::kParallel : ForKind::kSerial, st);
 }
 
+int64_t AccumulatorLanes(const Conv2dOcVecParams& entry, const Conv2dOcVecParams& blocked,
+                         int64_t ocb) {
+  // Output blocks narrower than the target's vectors (24 channels in 8-wide blocks on AVX-512)
+  // accumulate a column's channels in vectors as wide as the target's and a power of two, the
+  // rest in a block's (16 + 8 lanes: two FMAs per step where three 8-wide ones ran at half
+  // width); each finished vector is stored a block at a time. LLVM widens a 24-lane vector to
+  // 32 and shuffles it lane by lane.
+  int64_t lanes = blocked.lanes;
+  while (lanes * 2 <= std::min(entry.lanes, ocb)) lanes *= 2;
+  return lanes;
+}
+
 }  // namespace
 
 Conv2dOcVecParams BlockedOcVecParams(const Conv2dOcVecParams& p, const ConvShape& s) {
@@ -306,9 +339,12 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   if (ocb == 0) return false;
   // NCHW[x]c output: one vector is one block of the output, so x must be the vector width.
   if (s.out_block != 0 && s.out_block != p.lanes) return false;
-  const int64_t vectors = ocb / p.lanes;
+  const int64_t piece_lanes = AccumulatorLanes(entry, p, ocb);
+  const bool wide = piece_lanes > p.lanes;
+  // Accumulator vectors per column.
+  const int64_t vectors = (ocb + piece_lanes - 1) / piece_lanes;
   const OcVecBlocking blocking =
-      TunedConv2dOcVecBlocking(group, opts, vectors, p.lanes, OcVecOwBlock(p, vectors));
+      TunedConv2dOcVecBlocking(group, opts, vectors, ocb / vectors, OcVecOwBlock(entry, vectors));
   const int64_t packed_block = m.conv->GetInt(kPackedWeightBlockAttr, 0);
   if (packed_block != 0 && packed_block != ocb) return false;  // the default schedule reads it
   const bool prepacked = packed_block == ocb;
@@ -388,7 +424,8 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
                   &f,
                   blocked_out ? &at : nullptr,
                   0,
-                  p.lane_steps};
+                  p.lane_steps,
+                  piece_lanes};
   std::vector<Stmt> image;
   if (padded_input) image.push_back(PadConvInput(s, xb, padded, n, ph, pw, opts));
   // Narrow outputs take several rows per tile, so each weight load feeds more FMAs.
@@ -449,7 +486,7 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   body.push_back(lower::For(n, s.n, ForKind::kSerial, lower::Seq(image)));
   if (!own_epilogue) body.push_back(f.body);
   f.body = lower::Seq(body);
-  f.prefer_vector_bits = p.prefer_vector_bits;
+  f.prefer_vector_bits = wide ? entry.prefer_vector_bits : p.prefer_vector_bits;
   *out = std::move(f);
   return true;
 }

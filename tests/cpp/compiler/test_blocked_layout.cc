@@ -207,6 +207,7 @@ TEST(BlockedLayout, ChannelsInLanesKernelMatchesTheReference) {
       {1, 24, 10, 10, 64, 1, 1, 0, 1, true, true, false, 8, 16},   // narrow block in
       {1, 12, 6, 6, 12, 3, 1, 1, 1, true, true, true, 4, 4},       // 4-wide blocks, 3 vectors
       {1, 16, 8, 8, 24, 1, 1, 0, 1, true, false, true, 16, 8},     // 24 in 8s: 3 vectors
+      {1, 256, 7, 7, 24, 3, 1, 1, 1, true, true, true, 16, 8},     // 24 in 8s, in chunks
       {1, 24, 11, 11, 32, 3, 2, 0, 1, false, true, false, 0, 16},  // NCHW in, no padding
       // Dilated (IS-Net's RSU-4F blocks: pad = dilation keeps the plane), strided, NCHW in.
       {1, 32, 16, 16, 32, 3, 1, 4, 1, true, true, true, 16, 16, 4},
@@ -220,11 +221,17 @@ TEST(BlockedLayout, ChannelsInLanesKernelMatchesTheReference) {
       if (c.out_block > e.conv_ocvec.lanes) continue;  // the kernel takes blocks it can fill
       // As PackConvWeights packs them (input channels blocked like the data), and without.
       const int64_t block = OcVecPacking(c, e.conv_ocvec);
-      // A three-vector tile has a third accumulator per column.
+      // A three-vector tile has a third accumulator per column; blocks narrower than the
+      // entry's vectors accumulate in the widest power of two it has and the tile fills:
       const bool three = block == 3 * std::min(e.conv_ocvec.lanes, c.out_block);
-      const char* marker = three ? "accm0_2[" : "accm0_0[";
-      CheckBlockedConv(name, marker, {block, c.in_block}, c);
-      if (c.in_block > 0) CheckBlockedConv(name, marker, {block, 0}, c);
+      // blocks of 24 in 8s on AVX-512 accumulate 16 + 8, 12 in 4s 8 + 4.
+      const bool wide = c.out_block < e.conv_ocvec.lanes && block > c.out_block;
+      const int64_t piece = std::min(e.conv_ocvec.lanes, block) >= 16 ? 16 : 8;
+      const std::string marker = wide ? "accm0_0[0] = (<buffer load> + (float32x" +
+                                            std::to_string(piece) + "(<buffer load>) *"
+                                      : (three ? "accm0_2[" : "accm0_0[");
+      CheckBlockedConv(name, marker.c_str(), {block, c.in_block}, c);
+      if (c.in_block > 0) CheckBlockedConv(name, marker.c_str(), {block, 0}, c);
     }
   }
 }
