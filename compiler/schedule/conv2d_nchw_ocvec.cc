@@ -1,19 +1,21 @@
 // Register-blocked direct 2-D convolution with output channels in the vector lanes.
 //
 // The register tile is `ow_block` consecutive output columns of one output row times `oc_block`
-// output channels (one or two SIMD vectors). For every (ic, kh, kw) the tile loads the packed
-// weights of its channels (one aligned vector per `lanes` channels), broadcasts one input value
-// per column and issues ow_block x oc_block/lanes FMAs: no unaligned loads, no garbage columns,
-// any output width. With lane steps (AArch64), a pixel's channels of an NCHW[x]c input come in
-// one vector load, each lane feeding its channel's FMAs, or else an NCHW row's columns closer
-// than a vector apart share one; the columns then leave a register each for the loaded inputs.
-// Weights are read as [OC/oc_block][IC/group][KH][KW][oc_block]: packed at compile time when the
-// conv carries the attribute kPackedWeightBlockAttr (see pack_conv_weights.cc), otherwise packed by
-// the kernel into a workspace on every call. Padded convolutions read a zero-padded copy of the
-// image; unpadded ones read the input directly. The result is written in
-// [N][OC/oc_block][OH][OW][oc_block] blocks, which the group's epilogue (bias, activation,
-// residual) reads back into NCHW one block row at a time (BlockedEpilogue), or, for epilogues that
-// read the conv result elsewhere than at the element they write, as the default schedule lowers it.
+// output channels (one to three SIMD vectors; an output block narrower than the target's vectors
+// accumulates in the target's width and is stored a block at a time). For every (ic, kh, kw) the
+// tile loads the packed weights of its channels (one aligned vector per `lanes` channels),
+// broadcasts one input value per column and issues ow_block x oc_block/lanes FMAs: no unaligned
+// loads, no garbage columns, any output width. With lane steps (AArch64), a pixel's channels of an
+// NCHW[x]c input come in one vector load, each lane feeding its channel's FMAs, or else an NCHW
+// row's columns closer than a vector apart share one; the columns then leave a register each for
+// the loaded inputs. Weights are read as [OC/oc_block][IC/group][KH][KW][oc_block]: packed at
+// compile time when the conv carries the attribute kPackedWeightBlockAttr (see
+// pack_conv_weights.cc), otherwise packed by the kernel into a workspace on every call. Padded
+// convolutions read a zero-padded copy of the image; unpadded ones read the input directly. The
+// result is written in [N][OC/oc_block][OH][OW][oc_block] blocks, which the group's epilogue (bias,
+// activation, residual) reads back into NCHW one block row at a time (BlockedEpilogue), or, for
+// epilogues that read the conv result elsewhere than at the element they write, as the default
+// schedule lowers it.
 //
 // NCHW[x]c (ember/compiler/ir/layout.h): a blocked input is read (and padded) in its layout, a
 // pixel's x channels apart by one element and pixels by x; with weights packed with input
