@@ -41,6 +41,15 @@ bool CanFuse(const Building& g, OpPattern p) {
   return p <= OpPattern::kCommReduce;
 }
 
+// True when n would spread an anchored group's value `in` over a larger output (a squeeze-and-
+// excitation block's per-channel scale, from a conv on a 1 x 1 plane, times the feature map): in
+// the group the anchor's result would be computed once per output element, or by the default
+// schedule instead of the anchor's; as a kernel of its own, n broadcasts the finished value.
+bool BroadcastsAnchorResult(const Building& g, const Value& in, const Graph& graph, const Node& n) {
+  if (g.master != OpPattern::kOutEWiseFusable || n.outputs.size() != 1) return false;
+  return graph.value(n.outputs[0]).type.NumElements() != in.type.NumElements();
+}
+
 // A one-element number the kernel's code can hold as an immediate rather than read from an
 // argument: LLVM then folds it (a clamp to [0, 255] becomes min/max instructions, a zero point an
 // add of a constant). Anchors (convs, matrix products, pools) keep reading theirs as operands.
@@ -107,6 +116,9 @@ std::vector<FusedGroup> FuseOps(Graph* graph, int opt_level) {
         if (prod < 0 || uses[static_cast<size_t>(in)] != 1) continue;
         if (nodes[static_cast<size_t>(prod)].outputs.size() != 1) continue;
         int g = group_of[static_cast<size_t>(prod)];
+        if (BroadcastsAnchorResult(groups[static_cast<size_t>(g)], graph->value(in), *graph, n)) {
+          continue;
+        }
         if (CanFuse(groups[static_cast<size_t>(g)], p) &&
             std::find(candidates.begin(), candidates.end(), g) == candidates.end()) {
           candidates.push_back(g);

@@ -671,6 +671,27 @@ TEST(FuseOps, ConvEpilogueBiasReluResidual) {
   EXPECT_EQ(FuseOps(&g, 0).size(), 5u);  // opt-level 0: one kernel per node
 }
 
+// A squeeze-and-excitation block: the conv on the pooled 1 x 1 plane and its activation are one
+// kernel, the per-channel scale of the feature map another; in the conv's group the product
+// would compute the conv once per output element (MobileNetV3's SE blocks: 1.6 of 5.4 ms).
+TEST(FuseOps, ConvResultSpreadOverALargerOutputEndsTheGroup) {
+  Graph g;
+  int x = g.AddValue("x", F32({1, 2, 7, 7}));
+  g.inputs().push_back(x);
+  int pooled = Add(g, "GlobalAveragePool", {x});
+  int c =
+      Add(g, "Conv", {pooled, g.AddConstant("w", Floats({2, 2, 1, 1}, {1, 0, 0, 1}))}, Conv1x1());
+  int scale = Add(g, "HardSigmoid", {c}, {{"alpha", 1.0f / 6}, {"beta", 0.5f}});
+  int y = Add(g, "Mul", {x, scale});
+  g.outputs().push_back(y);
+  std::vector<FusedGroup> groups = FuseOps(&g, 3);
+  ASSERT_EQ(groups.size(), 3u);
+  EXPECT_EQ(groups[1].func_name, "fused_conv_hardsigmoid");
+  EXPECT_EQ(groups[1].outputs, (std::vector<int>{scale}));
+  EXPECT_EQ(groups[2].func_name, "fused_mul");
+  EXPECT_EQ(groups[2].inputs, (std::vector<int>{x, scale}));
+}
+
 // A quantized residual: Add(dequantized conv result, dequantized other branch). The other
 // branch's elementwise chain joins the conv's group after the conv's own nodes, so one kernel
 // reads the other branch's bytes in its epilogue; an injective producer (Transpose) keeps the
