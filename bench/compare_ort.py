@@ -10,7 +10,7 @@ Usage:
   bench/compare_ort.py --target "llvm -mcpu=haswell"  # Ember's AVX2 kernels (ORT keeps the host's)
 
 For every model written by tests/models/gen_models.py (mlp, mlp_batch64, cnn, resnet18,
-mobilenetv2; or --models DIR with NAME.onnx files):
+mobilenetv2, mobilenetv3; or --models DIR with NAME.onnx files):
 
  1. ORT (bench/peer/ort_run.js) generates seeded inputs, saves them as .npy
     and dumps its outputs: these are the reference;
@@ -55,7 +55,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PEER = os.path.join(HERE, "peer")
-DEFAULT_MODELS = ("mlp", "mlp_batch64", "cnn", "resnet18", "mobilenetv2")
+DEFAULT_MODELS = ("mlp", "mlp_batch64", "cnn", "resnet18", "mobilenetv2", "mobilenetv3")
 
 
 class ToolError(Exception):

@@ -11,6 +11,9 @@ Usage:  gen_models.py OUTDIR [--only NAME]
                residual Add, GlobalAveragePool, Flatten, Gemm 1000)
   mobilenetv2  [1,3,224,224]: MobileNetV2 width 1.0 (inverted residual blocks, depthwise
                convs, ReLU6 as Clip(0, 6), GlobalAveragePool, Flatten, Gemm 1000)
+  mobilenetv3  [1,3,224,224]: MobileNetV3-Large (3x3 and 5x5 depthwise convs, squeeze-and-
+               excitation blocks, hard-swish as x * HardSigmoid(x) the way opset-13 exporters
+               write it, channel counts such as 40, 72 and 184 that 16-wide blocks do not divide)
 
 Each model has one graph input "input" and one graph output "output".  The
 large models are laid out the way exporters write them: bias-free Conv then a
@@ -110,6 +113,23 @@ class Net(object):
                 self.weights.append(numpy_helper.from_array(np.array(value, np.float32), name))
                 self.shape[name] = ()
         return self.emit("Clip", [x, "relu6_lo", "relu6_hi"], self.shape[x])
+
+    def hard_sigmoid(self, x):
+        return self.emit("HardSigmoid", [x], self.shape[x], alpha=1.0 / 6, beta=0.5)
+
+    def hard_swish(self, x):
+        return self.emit("Mul", [x, self.hard_sigmoid(x)], self.shape[x])
+
+    def squeeze_excite(self, x):
+        """x times a per-channel scale computed from its global average (SE block)."""
+        ch = self.shape[x][1]
+        squeezed = max(8, (ch // 4 + 4) // 8 * 8)  # a quarter, to a multiple of 8,
+        if squeezed < 0.9 * (ch // 4):             # not 10% below it
+            squeezed += 8
+        s = self.relu(self.conv(self.global_avgpool(x), squeezed, 1, bias=True,
+                                relu_before=False))
+        s = self.hard_sigmoid(self.conv(s, ch, 1, bias=True))
+        return self.emit("Mul", [x, s], self.shape[x])
 
     def add(self, a, b):
         assert self.shape[a] == self.shape[b], (self.shape[a], self.shape[b])
@@ -222,8 +242,35 @@ def mobilenetv2():
     return net, net.dense(x, 1000, relu_before=False)
 
 
+def mobilenetv3():
+    net = Net("mobilenetv3", seed=105, input_shape=(1, 3, 224, 224))
+    x = net.hard_swish(net.bn(net.conv("input", 16, 3, stride=2, relu_before=False)))
+    # MobileNetV3-Large: (kernel, expanded channels, output channels, SE, hard-swish, stride)
+    for k, hidden, c, se, hs, s in (
+            (3, 16, 16, 0, 0, 1), (3, 64, 24, 0, 0, 2), (3, 72, 24, 0, 0, 1),
+            (5, 72, 40, 1, 0, 2), (5, 120, 40, 1, 0, 1), (5, 120, 40, 1, 0, 1),
+            (3, 240, 80, 0, 1, 2), (3, 200, 80, 0, 1, 1), (3, 184, 80, 0, 1, 1),
+            (3, 184, 80, 0, 1, 1), (3, 480, 112, 1, 1, 1), (3, 672, 112, 1, 1, 1),
+            (5, 672, 160, 1, 1, 2), (5, 960, 160, 1, 1, 1), (5, 960, 160, 1, 1, 1)):
+        act = net.hard_swish if hs else net.relu
+        in_ch = net.shape[x][1]
+        y = x
+        if hidden != in_ch:
+            y = act(net.bn(net.conv(y, hidden, 1, relu_before=False)))
+        y = act(net.bn(net.conv(y, hidden, k, stride=s, groups=hidden)))
+        if se:
+            y = net.squeeze_excite(y)
+        residual = s == 1 and in_ch == c
+        y = net.bn(net.conv(y, c, 1), gamma=0.4 if residual else 1.0)
+        x = net.add(x, y) if residual else y
+    x = net.hard_swish(net.bn(net.conv(x, 960, 1, relu_before=False)))
+    x = net.flatten(net.global_avgpool(x))
+    x = net.hard_swish(net.dense(x, 1280, relu_before=False))
+    return net, net.dense(x, 1000, relu_before=False)
+
+
 MODELS = {"mlp": mlp, "mlp_batch64": mlp_batch64, "cnn": cnn, "resnet18": resnet18,
-          "mobilenetv2": mobilenetv2}
+          "mobilenetv2": mobilenetv2, "mobilenetv3": mobilenetv3}
 
 
 def main(argv):

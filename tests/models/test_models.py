@@ -39,7 +39,8 @@ def test_models_are_valid_and_shaped(models):
     expect = {"mlp": ([1, 784], [1, 10]), "mlp_batch64": ([64, 512], [64, 10]),
               "cnn": ([1, 3, 32, 32], [1, 10]),
               "resnet18": ([1, 3, 224, 224], [1, 1000]),
-              "mobilenetv2": ([1, 3, 224, 224], [1, 1000])}
+              "mobilenetv2": ([1, 3, 224, 224], [1, 1000]),
+              "mobilenetv3": ([1, 3, 224, 224], [1, 1000])}
     for name, (in_shape, out_shape) in expect.items():
         model = onnx.load(os.path.join(models, name + ".onnx"))
         onnx.checker.check_model(model, full_check=True)
@@ -67,6 +68,8 @@ def test_topologies(models):
     depthwise = [n for n in g.node if n.op_type == "Conv" and
                  any(a.name == "group" and a.i > 1 for a in n.attribute)]
     assert len(depthwise) == 17
+    assert ops["mobilenetv3"].count("Conv") == 62 and ops["mobilenetv3"].count("Gemm") == 2
+    assert ops["mobilenetv3"].count("HardSigmoid") == 29  # 21 hard-swishes, 8 SE gates
 
 
 def test_parameter_counts_match_torchvision(models):
@@ -76,6 +79,7 @@ def test_parameter_counts_match_torchvision(models):
                    if not t.name.startswith(("mean", "var", "relu6")))
     assert params("resnet18") == 11689512
     assert params("mobilenetv2") == 3504872
+    assert params("mobilenetv3") == 5483032  # torchvision's mobilenet_v3_large
 
 
 def test_generation_is_deterministic(models, tmp_path):
