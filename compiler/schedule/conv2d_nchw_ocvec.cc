@@ -317,6 +317,16 @@ int64_t OcVecOcBlock(const ConvShape& s, const Conv2dOcVecParams& p) {
   return p.lanes;
 }
 
+int64_t OcVecTileOcBlock(const ConvShape& s, const Conv2dOcVecParams& entry) {
+  const Conv2dOcVecParams p = BlockedOcVecParams(entry, s);
+  const int64_t ocb = OcVecOcBlock(s, p);
+  if (ocb != p.lanes || p.lanes >= entry.lanes) return ocb;
+  for (int64_t blocks = 3 * entry.lanes / p.lanes; blocks > 1; --blocks) {
+    if (s.ocg % (blocks * p.lanes) == 0) return blocks * p.lanes;
+  }
+  return ocb;
+}
+
 int64_t OcVecOwBlock(const Conv2dOcVecParams& p, int64_t vectors) {
   // The entry's width is for its oc_vectors; three vectors keep about as many accumulators.
   return vectors > p.oc_vectors ? std::max<int64_t>(1, p.ow_block * p.oc_vectors / vectors)
@@ -337,7 +347,7 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   if (!MatchConvGroup(group, &m)) return TryConv2dWinograd(group, opts, entry, out);
   const ConvShape& s = m.s;
   const Conv2dOcVecParams p = BlockedOcVecParams(entry, s);
-  const int64_t ocb = OcVecOcBlock(s, p);
+  const int64_t ocb = OcVecTileOcBlock(s, entry);
   if (ocb == 0) return false;
   // NCHW[x]c output: one vector is one block of the output, so x must be the vector width.
   if (s.out_block != 0 && s.out_block != p.lanes) return false;

@@ -449,6 +449,12 @@ Conv2dOcVecParams BlockedOcVecParams(const Conv2dOcVecParams& p, const ConvShape
  * fill a vector. */
 int64_t OcVecOcBlock(const ConvShape& s, const Conv2dOcVecParams& p);
 
+/*! \brief The channels-in-lanes kernel's output channels per tile (and weight packing block)
+ * under table entry `entry`: OcVecOcBlock of its blocked parameters, or, where that is one block
+ * narrower than the entry's vectors, the most blocks up to three of its vectors' worth that divide
+ * the channels (40 in 8-wide blocks on AVX-512: 16 + 16 + 8 lanes, not one 8-lane vector). */
+int64_t OcVecTileOcBlock(const ConvShape& s, const Conv2dOcVecParams& entry);
+
 /*! \brief Output columns per channels-in-lanes tile of `vectors` vectors before tuning: the
  * entry's ow_block, scaled down for more vectors than the entry's oc_vectors. */
 int64_t OcVecOwBlock(const Conv2dOcVecParams& p, int64_t vectors);

@@ -54,7 +54,7 @@ int64_t ConvWeightBlock(const ScheduleEntry& e, const ConvShape& s) {
     case ScheduleKind::kConv2d1x1:
       return Conv1x1OcBlock(s, e.conv.oc_block);
     case ScheduleKind::kConv2dOcVec:
-      return OcVecOcBlock(s, BlockedOcVecParams(e.conv_ocvec, s));
+      return OcVecTileOcBlock(s, e.conv_ocvec);
     case ScheduleKind::kConv2dWide:
     case ScheduleKind::kDense:
     case ScheduleKind::kConv2dInt8:

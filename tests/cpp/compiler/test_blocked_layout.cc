@@ -62,7 +62,12 @@ int64_t OcVecPacking(const BlockedCase& c, const schedule::Conv2dOcVecParams& p)
   const int64_t lanes = std::min(p.lanes, c.out_block), ocg = c.oc / c.group;
   if (p.oc_vectors < 2) return lanes;
   if (ocg % (2 * lanes) == 0) return 2 * lanes;
-  return ocg % (3 * lanes) == 0 ? 3 * lanes : lanes;  // three vectors: 48 in 16s, 24 in 8s
+  if (ocg % (3 * lanes) == 0) return 3 * lanes;  // three vectors: 48 in 16s, 24 in 8s
+  // Blocks narrower than the entry's vectors: as many as fill up to three of them (40 in 8s).
+  for (int64_t blocks = 3 * p.lanes / lanes; lanes < p.lanes && blocks > 1; --blocks) {
+    if (ocg % (blocks * lanes) == 0) return blocks * lanes;
+  }
+  return lanes;
 }
 
 // Weights as emberc stores them for the conv: plain OIHW, packed blocks (PackConvWeights) or
@@ -208,6 +213,8 @@ TEST(BlockedLayout, ChannelsInLanesKernelMatchesTheReference) {
       {1, 12, 6, 6, 12, 3, 1, 1, 1, true, true, true, 4, 4},       // 4-wide blocks, 3 vectors
       {1, 16, 8, 8, 24, 1, 1, 0, 1, true, false, true, 16, 8},     // 24 in 8s: 3 vectors
       {1, 256, 7, 7, 24, 3, 1, 1, 1, true, true, true, 16, 8},     // 24 in 8s, in chunks
+      {1, 32, 10, 10, 40, 1, 1, 0, 1, true, false, true, 16, 8},   // 40 in 8s: 16 + 16 + 8
+      {1, 16, 9, 9, 40, 3, 2, 1, 1, true, true, false, 8, 8},      // 40 in 8s, 3 x 3 stride 2
       {1, 24, 11, 11, 32, 3, 2, 0, 1, false, true, false, 0, 16},  // NCHW in, no padding
       // Dilated (IS-Net's RSU-4F blocks: pad = dilation keeps the plane), strided, NCHW in.
       {1, 32, 16, 16, 32, 3, 1, 4, 1, true, true, true, 16, 16, 4},
