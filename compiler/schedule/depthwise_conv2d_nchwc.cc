@@ -31,12 +31,21 @@ struct RowContext {
   const ConvShape& s;
   int lanes;                    // = the layout's block
   Buffer x, out;                // [N][C/x][H][W][x], [N][C/x][OH][OW][x]
-  std::vector<Buffer> weights;  // one vector local per tap, loaded once per task
-  Buffer bias;                  // vector local holding the task's bias, loaded once; or null
+  std::vector<Buffer> weights;  // one local per tap, loaded once per task
+  Buffer bias;                  // local holding the task's bias, loaded once; or null
   const EpilogueAt& at;         // the group's epilogue per element of the blocked output
   Expr n, cb;                   // the task
   lower::LoweredFunc* f;        // receives the accumulator locals
+  // Pixel pairs: the block is half the target's vectors and the stride 1, so two neighbouring
+  // output pixels' channels (adjacent in NCHW[x]c) share a vector, as do their taps' inputs; the
+  // weight and bias locals then hold their block twice.
+  bool pairs = false;
 };
+
+// The first `lanes` values of a weight or bias local (one block, or both copies of a pair's).
+Expr LocalVector(const RowContext& c, const Buffer& b, int lanes) {
+  return c.pairs ? lower::VectorLoad(b, 0, lanes) : BufferLoad(b, 0);
+}
 
 // Tap rows [kh_begin, kh_end) are those inside the image for the output row a Row computes.
 struct TapRows {
@@ -46,8 +55,12 @@ struct TapRows {
 // `count` output pixels from column ow0 of row oh. With check_columns, taps left or right of the
 // image are skipped per pixel (border pixels). The accumulators start from the bias, so the
 // epilogue has no add left to do.
+Stmt PixelPairs(const RowContext& c, const std::string& tag, const Expr& oh, const TapRows& rows,
+                const Expr& ow0, int64_t count);
+
 Stmt Pixels(const RowContext& c, const std::string& tag, const Expr& oh, const TapRows& rows,
             const Expr& ow0, int64_t count, bool check_columns) {
+  if (c.pairs && !check_columns && count % 2 == 0) return PixelPairs(c, tag, oh, rows, ow0, count);
   const ConvShape& s = c.s;
   const Expr image = c.n * (s.c / c.lanes) + c.cb;
   std::vector<Buffer> acc;
@@ -55,7 +68,7 @@ Stmt Pixels(const RowContext& c, const std::string& tag, const Expr& oh, const T
   for (int64_t t = 0; t < count; ++t) {
     acc.push_back(NewVectorAccumulator("acc" + tag + std::to_string(t), c.lanes));
     c.f->locals.push_back(acc.back());
-    Expr start = c.bias ? BufferLoad(c.bias, 0) : te::Const(acc.back()->dtype, 0);
+    Expr start = c.bias ? LocalVector(c, c.bias, c.lanes) : te::Const(acc.back()->dtype, 0);
     body.push_back(lower::Store(acc.back(), 0, start));
   }
   for (int64_t kh = rows.begin; kh < rows.end; ++kh) {
@@ -65,7 +78,8 @@ Stmt Pixels(const RowContext& c, const std::string& tag, const Expr& oh, const T
         Expr iw = (ow0 + t) * s.s_w + (kw * s.d_w - s.pad_l);
         Expr in = lower::VectorLoad(c.x, ((image * s.h + ih) * s.w + iw) * c.lanes, c.lanes);
         Stmt fma = lower::Store(
-            acc[t], 0, BufferLoad(acc[t], 0) + in * BufferLoad(c.weights[kh * s.kw + kw], 0));
+            acc[t], 0,
+            BufferLoad(acc[t], 0) + in * LocalVector(c, c.weights[kh * s.kw + kw], c.lanes));
         body.push_back(check_columns ? lower::If((iw >= 0) && (iw < s.w), fma) : fma);
       }
     }
@@ -74,6 +88,46 @@ Stmt Pixels(const RowContext& c, const std::string& tag, const Expr& oh, const T
     Expr ow = ow0 + t;
     Expr value = EpilogueOnBlockVector(c.at, c.n, c.cb, oh, ow, BufferLoad(acc[t], 0), c.lanes);
     body.push_back(lower::Store(c.out, ((image * s.oh + oh) * s.ow + ow) * c.lanes, value));
+  }
+  return lower::Seq(body);
+}
+
+// `count` (even) interior output pixels from column ow0 of row oh as count / 2 pixel pairs: each
+// tap reads a pair's two input pixels in one vector load and multiplies them by the tap's
+// weights twice over; the finished pair gets the epilogue a pixel at a time.
+Stmt PixelPairs(const RowContext& c, const std::string& tag, const Expr& oh, const TapRows& rows,
+                const Expr& ow0, int64_t count) {
+  const ConvShape& s = c.s;
+  const Expr image = c.n * (s.c / c.lanes) + c.cb;
+  const int pair = 2 * c.lanes;
+  std::vector<Buffer> acc;
+  std::vector<Stmt> body;
+  for (int64_t q = 0; q < count / 2; ++q) {
+    acc.push_back(
+        NewFloatBuffer("acc" + tag + "p" + std::to_string(q), pair, lower::BufferScope::kLocal));
+    c.f->locals.push_back(acc.back());
+    Expr start =
+        c.bias ? LocalVector(c, c.bias, pair) : te::Const(te::WithLanes(te::Float(32), pair), 0);
+    body.push_back(lower::Store(acc.back(), 0, start));
+  }
+  for (int64_t kh = rows.begin; kh < rows.end; ++kh) {
+    Expr ih = oh * s.s_h + (kh * s.d_h - s.pad_t);
+    for (int64_t kw = 0; kw < s.kw; ++kw) {
+      for (int64_t q = 0; q < count / 2; ++q) {
+        Expr iw = ow0 + (2 * q + kw * s.d_w - s.pad_l);
+        Expr in = lower::VectorLoad(c.x, ((image * s.h + ih) * s.w + iw) * c.lanes, pair);
+        Expr w = LocalVector(c, c.weights[kh * s.kw + kw], pair);
+        body.push_back(lower::Store(acc[q], 0, lower::VectorLoad(acc[q], 0, pair) + in * w));
+      }
+    }
+  }
+  for (int64_t q = 0; q < count / 2; ++q) {
+    for (int64_t half = 0; half < 2; ++half) {
+      Expr ow = ow0 + (2 * q + half);
+      Expr value = EpilogueOnBlockVector(
+          c.at, c.n, c.cb, oh, ow, lower::VectorLoad(acc[q], half * c.lanes, c.lanes), c.lanes);
+      body.push_back(lower::Store(c.out, ((image * s.oh + oh) * s.ow + ow) * c.lanes, value));
+    }
   }
   return lower::Seq(body);
 }
@@ -113,7 +167,8 @@ Stmt Row(const RowContext& c, const std::string& tag, const Expr& oh, const TapR
   // Output columns whose taps all fall inside the image's columns.
   const int64_t lo = std::min(s.ow, (s.pad_l + s.s_w - 1) / s.s_w);
   const int64_t hi = std::clamp((s.w - SpanW(s) + s.pad_l) / s.s_w + 1, lo, s.ow);
-  const int64_t width = std::clamp<int64_t>(hi - lo, 1, columns);
+  int64_t width = std::clamp<int64_t>(hi - lo, 1, columns);
+  if (c.pairs && width > 1 && width % 2 == 1) --width;  // whole pairs; the rest one pixel
   return SeqOf({Run(c, tag + "l", oh, rows, 0, lo, 1, true),
                 Run(c, tag + "m", oh, rows, lo, hi, width, false),
                 Run(c, tag + "r", oh, rows, hi, s.ow, 1, true)});
@@ -198,8 +253,11 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
       p.vector_registers > 0 ? p.vector_registers : VectorRegisters(ClassifyTarget(*opts.target));
   if (!TapsFit(s, registers)) return false;
   const int64_t taps = s.kh * s.kw;
-  const int64_t columns =
+  const bool pairs = s.s_w == 1 && p.lanes >= 2 * block;
+  // Accumulator registers per tile; a pair's holds two pixels.
+  const int64_t tile_registers =
       std::clamp<int64_t>(registers - taps - kWorkingRegisters, 1, std::max<int64_t>(p.columns, 1));
+  const int64_t columns = pairs ? 2 * tile_registers : tile_registers;
 
   lower::LoweredFunc f;
   Buffer xb, wb;
@@ -232,23 +290,27 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
   Expr n = te::FloorDiv(t, Expr(row_blocks * blocks));
   std::vector<Stmt> task;
   std::vector<Buffer> weights;
+  // A task's weight and bias vectors, held once (or twice over for pixel pairs).
+  auto task_vector = [&](const std::string& name, const Expr& value) {
+    Buffer b = pairs ? NewFloatBuffer(name, 2 * block, lower::BufferScope::kLocal)
+                     : NewVectorAccumulator(name, block);
+    f.locals.push_back(b);
+    task.push_back(lower::Store(b, 0, value));
+    if (pairs) task.push_back(lower::Store(b, block, value));
+    return b;
+  };
   for (int64_t k = 0; k < taps; ++k) {
-    weights.push_back(NewVectorAccumulator("wvec" + std::to_string(k), block));
-    f.locals.push_back(weights.back());
-    task.push_back(
-        lower::Store(weights.back(), 0, lower::VectorLoad(wb, (cb * taps + k) * block, lanes)));
+    weights.push_back(task_vector("wvec" + std::to_string(k),
+                                  lower::VectorLoad(wb, (cb * taps + k) * block, lanes)));
   }
   // The bias depends on the channel only (OutputChannel): one load per task, not per pixel.
   Buffer bias;
   Expr lane = te::MakeVar("lane");
   Expr bias_row = bias_at({n, cb, Expr(0), Expr(0), lane});
   if (bias_row.defined()) {
-    bias = NewVectorAccumulator("bias", block);
-    f.locals.push_back(bias);
-    task.push_back(
-        lower::Store(bias, 0, lower::VectorizeLanes(bias_row, lane.get(), Expr(0), lanes)));
+    bias = task_vector("bias", lower::VectorizeLanes(bias_row, lane.get(), Expr(0), lanes));
   }
-  RowContext ctx{s, lanes, xb, f.args.back().buffer, weights, bias, at, n, cb, &f};
+  RowContext ctx{s, lanes, xb, f.args.back().buffer, weights, bias, at, n, cb, &f, pairs};
   auto border_rows = [&](int64_t begin, int64_t end) {
     std::vector<Stmt> v;
     for (const BorderRows& run : BorderRunsOf(s, begin, end)) {
@@ -273,7 +335,8 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
   bool par = opts.parallel && work >= opts.parallel_min_work && tasks > 1;
   f.body =
       lower::For(t, tasks, par ? lower::ForKind::kParallel : lower::ForKind::kSerial, SeqOf(task));
-  f.prefer_vector_bits = p.prefer_vector_bits > 0 ? static_cast<int>(block * 32) : 0;
+  f.prefer_vector_bits =
+      p.prefer_vector_bits > 0 ? static_cast<int>((pairs ? 2 : 1) * block * 32) : 0;
   *out = std::move(f);
   return true;
 }

@@ -289,11 +289,20 @@ TEST(BlockedLayout, DepthwiseKernelMatchesTheReference) {
       {1, 16, 20, 19, 16, 3, 1, 8, 16, true, true, false, 16, 16, 8},   // 8 border rows a side
       {1, 8, 16, 16, 8, 3, 1, 8, 8, true, false, true, 8, 8, 8},        // border rows only
       {1, 16, 23, 21, 16, 3, 2, 6, 16, false, true, false, 16, 16, 6},  // stride 2, 3 a side
+      // Blocks half the entry's vectors, stride 1: pixel pairs (odd widths leave one pixel).
+      {1, 24, 10, 13, 24, 5, 1, 2, 24, true, true, true, 8, 8},      // 5x5, residual
+      {1, 16, 9, 12, 16, 3, 1, 2, 16, true, false, false, 8, 8, 2},  // dilated
+      {1, 12, 8, 9, 12, 3, 1, 1, 12, false, true, false, 4, 4},      // 4-wide blocks, no bias
   };
   for (const char* name : {"depthwise_conv2d_avx512", "depthwise_conv2d_avx2"}) {
+    const int64_t lanes = Entry(name).depthwise.lanes, registers = lanes == 16 ? 32 : 16;
     for (const BlockedCase& c : cases) {
-      if (c.out_block > Entry(name).depthwise.lanes) continue;
-      CheckBlockedConv(name, "wvec0[", {c.out_block, 0}, c);
+      // The kernel takes blocks it can fill and taps that leave registers for the tile.
+      if (c.out_block > lanes || c.k * c.k + 3 > registers) continue;
+      // Pairs where two interior columns read no padding.
+      const bool pairs = c.stride == 1 && lanes >= 2 * c.out_block &&
+                         c.w - (c.k - 1) * c.dilation >= 2 && c.h > (c.k - 1) * c.dilation;
+      CheckBlockedConv(name, pairs ? "tp0[0] = " : "wvec0[", {c.out_block, 0}, c);
     }
   }
 }
