@@ -76,6 +76,65 @@ int ChainsJoinAnchor(const std::vector<Building>& groups, const std::vector<int>
   return candidates.size() > 1 && total < kMaxGroupNodes ? anchor : -1;
 }
 
+// The anchored group whose values an elementwise group reads, when every reader of those values
+// is in one of the two and no value of the anchored group is a graph output; else -1.
+int DiamondAnchor(const Graph& graph, const std::vector<bool>& graph_out,
+                  const std::vector<Building>& groups, const std::vector<int>& group_of,
+                  const std::vector<int>& producer, const std::vector<std::vector<size_t>>& readers,
+                  int h) {
+  int anchor = -1;
+  for (size_t ni : groups[static_cast<size_t>(h)].nodes) {
+    for (int in : graph.nodes()[ni].inputs) {
+      if (in == kAbsentValue || producer[static_cast<size_t>(in)] < 0) continue;
+      const int g = group_of[static_cast<size_t>(producer[static_cast<size_t>(in)])];
+      if (g == h || groups[static_cast<size_t>(g)].master != OpPattern::kOutEWiseFusable) continue;
+      if (anchor >= 0 && anchor != g) return -1;
+      anchor = g;
+    }
+  }
+  if (anchor < 0) return -1;
+  const Building& a = groups[static_cast<size_t>(anchor)];
+  if (a.nodes.size() + groups[static_cast<size_t>(h)].nodes.size() > kMaxGroupNodes) return -1;
+  for (size_t ni : a.nodes) {
+    for (int out : graph.nodes()[ni].outputs) {
+      if (graph_out[static_cast<size_t>(out)]) return -1;
+      for (size_t r : readers[static_cast<size_t>(out)]) {
+        if (group_of[r] != anchor && group_of[r] != h) return -1;
+      }
+    }
+  }
+  return anchor;
+}
+
+// An elementwise group that reads an anchored group's result more than once (hard-swish on a
+// conv, x * HardSigmoid(x): a value with two readers ends the single-reader fusion) joins the
+// anchored group when all the result's readers are in it, as TVM's post-dominator fusion joins
+// such a diamond: one kernel instead of the conv's store and a pass that reads it back.
+void JoinDiamonds(const Graph& graph, const std::vector<bool>& graph_out,
+                  std::vector<Building>* groups, std::vector<int>* group_of) {
+  const std::vector<int> producer = graph.Producers();
+  std::vector<std::vector<size_t>> readers(graph.values().size());
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    for (int in : graph.nodes()[i].inputs) {
+      if (in != kAbsentValue) readers[static_cast<size_t>(in)].push_back(i);
+    }
+  }
+  for (size_t h = 0; h < groups->size(); ++h) {
+    Building& chain = (*groups)[h];
+    if (chain.nodes.empty() || chain.master > OpPattern::kBroadcast) continue;
+    const int anchor =
+        DiamondAnchor(graph, graph_out, *groups, *group_of, producer, readers, static_cast<int>(h));
+    if (anchor < 0) continue;
+    const Value& result = graph.value(graph.nodes()[(*groups)[anchor].nodes.back()].outputs[0]);
+    const Value& out = graph.value(graph.nodes()[chain.nodes.back()].outputs[0]);
+    if (out.type.NumElements() != result.type.NumElements()) continue;  // no spreading
+    std::vector<size_t>& into = (*groups)[static_cast<size_t>(anchor)].nodes;
+    for (size_t ni : chain.nodes) (*group_of)[ni] = anchor;
+    into.insert(into.end(), chain.nodes.begin(), chain.nodes.end());
+    chain.nodes.clear();
+  }
+}
+
 std::string SanitizeOp(const std::string& op) {
   std::string s;
   for (char c : op) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -151,10 +210,12 @@ std::vector<FusedGroup> FuseOps(Graph* graph, int opt_level) {
     group_of[i] = target;
   }
 
-  // Inputs: values read by a group but not produced in it; outputs: produced values read outside
-  // (by another group) or graph outputs.
   std::vector<bool> graph_out(graph->values().size(), false);
   for (int out : graph->outputs()) graph_out[static_cast<size_t>(out)] = true;
+  if (opt_level > 0) JoinDiamonds(*graph, graph_out, &groups, &group_of);
+
+  // Inputs: values read by a group but not produced in it; outputs: produced values read outside
+  // (by another group) or graph outputs.
   std::vector<FusedGroup> result;
   std::map<std::string, int> name_count;
   // A group's external values all come from its last node (fusion only swallows single-use

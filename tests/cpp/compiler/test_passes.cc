@@ -692,6 +692,33 @@ TEST(FuseOps, ConvResultSpreadOverALargerOutputEndsTheGroup) {
   EXPECT_EQ(groups[2].inputs, (std::vector<int>{x, scale}));
 }
 
+// Hard-swish on a conv's result, x * HardSigmoid(x): x has two readers, so the single-reader rule
+// stops at the conv; the elementwise group holding both readers joins it (one kernel). When x
+// has a reader outside that group too, it stays a kernel of its own.
+TEST(FuseOps, ElementwiseDiamondOnAConvJoinsIt) {
+  for (bool read_elsewhere : {false, true}) {
+    SCOPED_TRACE(read_elsewhere ? "conv result read elsewhere too" : "diamond only");
+    Graph g;
+    int x = g.AddValue("x", F32({1, 2, 4, 4}));
+    g.inputs().push_back(x);
+    int c = Add(g, "Conv", {x, g.AddConstant("w", Floats({2, 2, 1, 1}, {1, 0, 0, 1}))}, Conv1x1());
+    int hs = Add(g, "HardSigmoid", {c}, {{"alpha", 1.0f / 6}, {"beta", 0.5f}});
+    int y = Add(g, "Mul", {c, hs});
+    g.outputs().push_back(y);
+    if (read_elsewhere) g.outputs().push_back(Add(g, "Neg", {c}));
+    std::vector<FusedGroup> groups = FuseOps(&g, 3);
+    if (read_elsewhere) {
+      ASSERT_EQ(groups.size(), 3u);  // {Conv}, {HardSigmoid, Mul}, {Neg}
+      EXPECT_EQ(groups[0].func_name, "fused_conv");
+      continue;
+    }
+    ASSERT_EQ(groups.size(), 1u);
+    EXPECT_EQ(groups[0].func_name, "fused_conv_hardsigmoid_mul");
+    EXPECT_EQ(groups[0].anchor, 0);
+    EXPECT_EQ(groups[0].outputs, (std::vector<int>{y}));
+  }
+}
+
 // A quantized residual: Add(dequantized conv result, dequantized other branch). The other
 // branch's elementwise chain joins the conv's group after the conv's own nodes, so one kernel
 // reads the other branch's bytes in its epilogue; an injective producer (Transpose) keeps the
