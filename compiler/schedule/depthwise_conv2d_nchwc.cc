@@ -52,12 +52,12 @@ struct TapRows {
   int64_t begin, end;
 };
 
-// `count` output pixels from column ow0 of row oh. With check_columns, taps left or right of the
-// image are skipped per pixel (border pixels). The accumulators start from the bias, so the
-// epilogue has no add left to do.
 Stmt PixelPairs(const RowContext& c, const std::string& tag, const Expr& oh, const TapRows& rows,
                 const Expr& ow0, int64_t count);
 
+// `count` output pixels from column ow0 of row oh. With check_columns, taps left or right of the
+// image are skipped per pixel (border pixels). The accumulators start from the bias, so the
+// epilogue has no add left to do.
 Stmt Pixels(const RowContext& c, const std::string& tag, const Expr& oh, const TapRows& rows,
             const Expr& ow0, int64_t count, bool check_columns) {
   if (c.pairs && !check_columns && count % 2 == 0) return PixelPairs(c, tag, oh, rows, ow0, count);
