@@ -41,13 +41,31 @@ bool CanFuse(const Building& g, OpPattern p) {
   return p <= OpPattern::kCommReduce;
 }
 
+// Whether `out`, computed from `in`, has as many elements: in a group anchored on `in`'s producer
+// each element of the anchor's result is then computed once.
+bool SameElementCount(const Value& out, const Value& in) {
+  return out.type.NumElements() == in.type.NumElements();
+}
+
+// Group `from`'s nodes appended to group `anchor`'s (still a topological order: they read only
+// values from outside and the anchor's), `from` left empty; the anchor stays first, where the
+// schedules look for it.
+void MoveIntoAnchor(size_t from, int anchor, std::vector<Building>* groups,
+                    std::vector<int>* group_of) {
+  Building& chain = (*groups)[from];
+  for (size_t ni : chain.nodes) (*group_of)[ni] = anchor;
+  std::vector<size_t>& into = (*groups)[static_cast<size_t>(anchor)].nodes;
+  into.insert(into.end(), chain.nodes.begin(), chain.nodes.end());
+  chain.nodes.clear();
+}
+
 // True when n would spread an anchored group's value `in` over a larger output (a squeeze-and-
 // excitation block's per-channel scale, from a conv on a 1 x 1 plane, times the feature map): in
 // the group the anchor's result would be computed once per output element, or by the default
 // schedule instead of the anchor's; as a kernel of its own, n broadcasts the finished value.
 bool BroadcastsAnchorResult(const Building& g, const Value& in, const Graph& graph, const Node& n) {
   if (g.master != OpPattern::kOutEWiseFusable || n.outputs.size() != 1) return false;
-  return graph.value(n.outputs[0]).type.NumElements() != in.type.NumElements();
+  return !SameElementCount(graph.value(n.outputs[0]), in);
 }
 
 // A one-element number the kernel's code can hold as an immediate rather than read from an
@@ -111,8 +129,8 @@ int DiamondAnchor(const Graph& graph, const std::vector<bool>& graph_out,
 // anchored group when all the result's readers are in it, as TVM's post-dominator fusion joins
 // such a diamond: one kernel instead of the conv's store and a pass that reads it back.
 void JoinDiamonds(const Graph& graph, const std::vector<bool>& graph_out,
-                  std::vector<Building>* groups, std::vector<int>* group_of) {
-  const std::vector<int> producer = graph.Producers();
+                  const std::vector<int>& producer, std::vector<Building>* groups,
+                  std::vector<int>* group_of) {
   std::vector<std::vector<size_t>> readers(graph.values().size());
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
     for (int in : graph.nodes()[i].inputs) {
@@ -127,11 +145,8 @@ void JoinDiamonds(const Graph& graph, const std::vector<bool>& graph_out,
     if (anchor < 0) continue;
     const Value& result = graph.value(graph.nodes()[(*groups)[anchor].nodes.back()].outputs[0]);
     const Value& out = graph.value(graph.nodes()[chain.nodes.back()].outputs[0]);
-    if (out.type.NumElements() != result.type.NumElements()) continue;  // no spreading
-    std::vector<size_t>& into = (*groups)[static_cast<size_t>(anchor)].nodes;
-    for (size_t ni : chain.nodes) (*group_of)[ni] = anchor;
-    into.insert(into.end(), chain.nodes.begin(), chain.nodes.end());
-    chain.nodes.clear();
+    if (!SameElementCount(out, result)) continue;  // no spreading
+    MoveIntoAnchor(h, anchor, groups, group_of);
   }
 }
 
@@ -188,14 +203,7 @@ std::vector<FusedGroup> FuseOps(Graph* graph, int opt_level) {
     if (const int anchor = ChainsJoinAnchor(groups, candidates); anchor >= 0) {
       target = anchor;
       for (int c : candidates) {
-        if (c == anchor) continue;
-        // After the anchor's nodes, before n: still a topological order (a chain reads only
-        // values from outside), and the anchor stays first, where the schedules look for it.
-        Building& chain = groups[static_cast<size_t>(c)];
-        for (size_t ni : chain.nodes) group_of[ni] = anchor;
-        std::vector<size_t>& into = groups[static_cast<size_t>(anchor)].nodes;
-        into.insert(into.end(), chain.nodes.begin(), chain.nodes.end());
-        chain.nodes.clear();
+        if (c != anchor) MoveIntoAnchor(static_cast<size_t>(c), anchor, &groups, &group_of);
       }
     }
     if (target < 0) {
@@ -212,7 +220,7 @@ std::vector<FusedGroup> FuseOps(Graph* graph, int opt_level) {
 
   std::vector<bool> graph_out(graph->values().size(), false);
   for (int out : graph->outputs()) graph_out[static_cast<size_t>(out)] = true;
-  if (opt_level > 0) JoinDiamonds(*graph, graph_out, &groups, &group_of);
+  if (opt_level > 0) JoinDiamonds(*graph, graph_out, producer, &groups, &group_of);
 
   // Inputs: values read by a group but not produced in it; outputs: produced values read outside
   // (by another group) or graph outputs.
