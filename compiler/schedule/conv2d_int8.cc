@@ -137,6 +137,27 @@ bool PairsFitInt16(const Value& weight) {
   return true;
 }
 
+// Whether every pair of products te::DotS8S8Halves sums in int16 (input channels 4q + k and
+// 4q + k + 2, k < 2, at one output channel and tap, times signed data bytes) stays within it:
+// only two weights of -128 (two products of 16384) leave it.
+bool HalvesPairsFitInt16(const Value& weight) {
+  if (weight.type.dtype != kInt8) return false;
+  const std::vector<int64_t>& ws = weight.type.shape;
+  const int64_t ic = ws[1], taps = ws[2] * ws[3];
+  const int8_t* w = weight.constant->Data<int8_t>();
+  for (int64_t o = 0; o < ws[0]; ++o) {
+    for (int64_t i = 0; i + 2 < ic; ++i) {
+      if (i % kDotDepth >= 2) continue;
+      for (int64_t t = 0; t < taps; ++t) {
+        if (w[(o * ic + i) * taps + t] == -128 && w[(o * ic + i + 2) * taps + t] == -128) {
+          return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
 // Pixels in the lanes write NCHW rows; channels in the lanes NCHW or their own block.
 bool WritesLayout(const Int8Conv& m, const Conv2dInt8Params& p) {
   return m.out_block == 0 || (p.pixel_vectors == 0 && m.out_block == p.lanes);
@@ -213,6 +234,7 @@ bool Conv2dInt8Applies(const Graph& g, const Node& conv, const Conv2dInt8Params&
   Int8Conv m;
   if (p.lanes <= 0 || !ReadInt8Conv(g, conv, false, &m) || !WritesLayout(m, p)) return false;
   if (p.saturating_pairs && !PairsFitInt16(g.value(conv.inputs[1]))) return false;
+  if (Int8WeightHalves(p) && !HalvesPairsFitInt16(g.value(conv.inputs[1]))) return false;
   if (conv.HasInput(2)) {
     const Value& b = g.value(conv.inputs[2]);
     if (!b.is_constant() || b.type.dtype != kInt32 || b.type.NumElements() != m.oc) return false;

@@ -87,7 +87,8 @@ bool ReadInt8ConvGroup(const FusedGroup& group, const Conv2dInt8Params& p, Int8C
   const int64_t block = p.WeightBlock();
   if (conv == nullptr || group.outputs.size() != 1 || conv->outputs.size() != 1 ||
       conv->GetInt(kPackedInt8WeightAttr, 0) != block ||
-      conv->GetInt(kPackedInt8DataOffsetAttr, 0) != Int8DataOffset(p) || !conv->HasInput(2) ||
+      conv->GetInt(kPackedInt8DataOffsetAttr, 0) != Int8DataOffset(p) ||
+      (conv->GetInt(kPackedInt8HalvesAttr, 0) != 0) != Int8WeightHalves(p) || !conv->HasInput(2) ||
       !ReadInt8Conv(g, *conv, true, &c.m)) {
     return false;
   }
@@ -246,6 +247,7 @@ Stmt PackInt8Data(const Int8Conv& m, const Buffer& x, const Expr& zero_point_byt
 
 Expr Int8ConvDot(const Conv2dInt8Params& p, const Expr& acc, const Expr& data,
                  const Expr& weights) {
+  if (Int8WeightHalves(p)) return te::DotS8S8Halves(acc, data, weights);
   if (p.signed_dot) return te::DotS8S8(acc, data, weights);
   return p.saturating_pairs ? te::DotU8S8Pairs(acc, data, weights)
                             : te::DotU8S8(acc, data, weights);

@@ -164,7 +164,11 @@ struct DenseParams {
  * over the data flipped to signed bytes, the flip's offset folded into the bias
  * (Int8DataOffset), where int8_dot_bits do; or, with `saturating_pairs`, te::DotU8S8Pairs where
  * its int8_pair_bits do, and only for weights whose pairs of products cannot leave int16
- * (Conv2dInt8Applies checks them). */
+ * (Conv2dInt8Applies checks them); or, with `widening_dot`, where the target has no dot but its
+ * int8_widening_bits reach lanes * 32 (NEON widening multiplies, EmitWideningDot): te::DotS8S8 in
+ * the pixels form, te::DotS8S8Halves over weights packed in halves order in the channels form
+ * (Int8WeightHalves), for weights with no two -128 in a pair it sums in int16 (Conv2dInt8Applies
+ * checks them). */
 struct Conv2dInt8Params {
   int64_t lanes = 16;
   int64_t oc_vectors = 2;
@@ -176,6 +180,7 @@ struct Conv2dInt8Params {
   int64_t pixel_vectors = 0;
   int64_t channel_rows = 0;
   bool signed_dot = false;
+  bool widening_dot = false;
 
   Conv2dInt8Params& Lanes(int64_t v) {
     lanes = v;
@@ -204,6 +209,10 @@ struct Conv2dInt8Params {
     signed_dot = true;
     return *this;
   }
+  Conv2dInt8Params& WideningDot() {
+    signed_dot = widening_dot = true;
+    return *this;
+  }
 };
 
 /*! \brief What the kernel of `p` subtracts from the data's unsigned bytes before its dot
@@ -212,12 +221,20 @@ inline int64_t Int8DataOffset(const Conv2dInt8Params& p) {
   return p.signed_dot ? kInt8SignedDotOffset : 0;
 }
 
+/*! \brief Whether the kernel of `p` reads its weight vectors in halves order (te::DotS8S8Halves):
+ * the channels form of a widening dot, whose weights would else be reordered at every step (the
+ * pixels form broadcasts a channel's word instead). The plan carries it
+ * (KernelPlan::int8_weight_halves). */
+inline bool Int8WeightHalves(const Conv2dInt8Params& p) {
+  return p.widening_dot && p.pixel_vectors == 0;
+}
+
 /*! \brief The int8 depthwise convolution: int32 lanes along the output width (`lanes` of them
- * per vector), or, blocked, a block's channels. Planned only where the target's int8_dot_bits or
- * int8_pair_bits reach lanes * 32, beside an int8 conv, so the integer chain stays integer.
- * `dot_quads`: the blocked form sums four taps of a row per dot product (te::DotU8S8, or
- * te::DotS8S8 with `signed_dot`) where the target has that dot at lanes * 32 bits, instead of one
- * tap per float multiply-add. */
+ * per vector), or, blocked, a block's channels. Planned only where the target's int8_dot_bits,
+ * int8_pair_bits or int8_widening_bits reach lanes * 32, beside an int8 conv, so the integer
+ * chain stays integer. `dot_quads`: the blocked form sums four taps of a row per dot product
+ * (te::DotU8S8, or te::DotS8S8 with `signed_dot`) where the target has that dot at lanes * 32
+ * bits, instead of one tap per float multiply-add. */
 struct DepthwiseInt8Params {
   int64_t lanes = 16;
   bool dot_quads = false;

@@ -65,6 +65,14 @@ ScheduleEntry Dense(const char* name, TargetClass target, const DenseParams& p) 
   return Entry(name, target, ScheduleKind::kDense, &ScheduleEntry::dense, p);
 }
 
+// Whether the target makes an entry's dot products on `lanes` int32 sums: with its dot
+// instruction (u8 x s8, or s8 x s8 where the entry flips the data), or with widening multiplies
+// where the entry asks for those (or has that dot: a forced entry on the host).
+bool DotRunsOn(const Target& target, int64_t lanes, bool signed_dot, bool widening_dot) {
+  const bool dot = target.int8_dot_bits >= lanes * 32 && (signed_dot || target.int8_dot_u8s8);
+  return dot || (widening_dot && target.int8_widening_bits >= lanes * 32);
+}
+
 }  // namespace
 
 const std::vector<ScheduleEntry>& ScheduleTable() {
@@ -128,7 +136,21 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
              DepthwiseInt8Params().Lanes(4).DotQuads()),
       DwInt8("depthwise_conv2d_int8_neon_dotprod", T::kNeon64,
              DepthwiseInt8Params().Lanes(4).DotQuads().SignedDot()),
+      // Without a dot (Cortex-A53, A72): sdot's arithmetic from widening multiplies, in the
+      // channels form smull + smlal + sadalp over weights packed in halves order (3 instructions
+      // where sdot takes 1), in the pixels form smull + sadalp per half (4). 5 columns x 4
+      // vectors: 4 or 6 columns take more instructions per step (bench/int8_dots.py).
+      ConvInt8("conv2d_int8_pixels_neon", T::kNeon64,
+               Conv2dInt8Params().Lanes(4).PixelsInLanes(4, 5).WideningDot()),
+      ConvInt8("conv2d_int8_neon", T::kNeon64,
+               Conv2dInt8Params().Lanes(4).OcVectors(4).OwBlock(5).WideningDot()),
       DwInt8("depthwise_conv2d_int8_neon", T::kNeon64, DepthwiseInt8Params().Lanes(4)),
+      // ARMv7 NEON: the same in its 16 registers.
+      ConvInt8("conv2d_int8_pixels_neon32", T::kNeon32,
+               Conv2dInt8Params().Lanes(4).PixelsInLanes(2, 4).WideningDot()),
+      ConvInt8("conv2d_int8_neon32", T::kNeon32,
+               Conv2dInt8Params().Lanes(4).OcVectors(2).OwBlock(4).WideningDot()),
+      DwInt8("depthwise_conv2d_int8_neon32", T::kNeon32, DepthwiseInt8Params().Lanes(4)),
       Depthwise("depthwise_conv2d_avx512", T::kAvx512, DW().Lanes(16).VectorBits(512)),
       Depthwise("depthwise_conv2d_avx2", T::kAvx2, DW().Lanes(8)),
       Depthwise("depthwise_conv2d_sse", T::kSse, DW().Lanes(4)),
@@ -194,14 +216,13 @@ bool EntryRunsOn(const ScheduleEntry& e, const Target& target) {
   if (e.kind == ScheduleKind::kConv2dInt8) {
     const Conv2dInt8Params& p = e.conv_int8;
     if (p.saturating_pairs) return target.int8_pair_bits >= p.lanes * 32;
-    return target.int8_dot_bits >= p.lanes * 32 && (p.signed_dot || target.int8_dot_u8s8);
+    return DotRunsOn(target, p.lanes, p.signed_dot, p.widening_dot);
   }
   if (e.kind == ScheduleKind::kDepthwiseConv2dInt8) {
     const DepthwiseInt8Params& p = e.dw_int8;
-    if (p.dot_quads) {
-      return target.int8_dot_bits >= p.lanes * 32 && (p.signed_dot || target.int8_dot_u8s8);
-    }
-    return std::max(target.int8_dot_bits, target.int8_pair_bits) >= p.lanes * 32;
+    if (p.dot_quads) return DotRunsOn(target, p.lanes, p.signed_dot, false);
+    return std::max({target.int8_dot_bits, target.int8_pair_bits, target.int8_widening_bits}) >=
+           p.lanes * 32;
   }
   return true;
 }

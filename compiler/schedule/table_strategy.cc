@@ -185,6 +185,7 @@ KernelPlan TableStrategy::ChooseInt8Conv(const Graph& g, const Node& conv) const
   }
   plan.weight_block = e->conv_int8.WeightBlock();
   plan.int8_data_offset = Int8DataOffset(e->conv_int8);
+  plan.int8_weight_halves = Int8WeightHalves(e->conv_int8);
   return plan;
 }
 

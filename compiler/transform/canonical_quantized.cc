@@ -298,14 +298,18 @@ HostTensorPtr ShiftedWeight(Expander& e, int b, int b_zp) {
 
 // The shifted weight as int8 weights whose sum it is: itself where it fits int8, else (uint8
 // weights 128 or more from their zero point, as ORT's dynamic quantization writes) the part
-// within [-128, 127] and the rest; empty where neither holds (255 from the zero point).
+// within [-127, 127] and the rest; empty where neither holds (255 from the zero point). The
+// first part leaves -128 out so that no two weights of -128 meet in a pair of products the NEON
+// halves dot sums in int16 (te::DotS8S8Halves); the rest is -128 only 255 below the zero point.
 std::vector<HostTensorPtr> Int8Terms(const HostTensor& shifted) {
   const int16_t* v = shifted.Data<int16_t>();
+  const int64_t n = shifted.NumElements();
+  const bool fits = std::all_of(v, v + n, [](int16_t x) { return x >= -128 && x <= 127; });
   auto first = std::make_shared<HostTensor>(TensorType{shifted.type.shape, kInt8});
   auto rest = std::make_shared<HostTensor>(TensorType{shifted.type.shape, kInt8});
   bool split = false;
-  for (int64_t i = 0; i < shifted.NumElements(); ++i) {
-    const int head = std::clamp<int>(v[i], -128, 127), tail = v[i] - head;
+  for (int64_t i = 0; i < n; ++i) {
+    const int head = std::clamp<int>(v[i], fits ? -128 : -127, 127), tail = v[i] - head;
     if (tail < -128 || tail > 127) return {};
     first->Data<int8_t>()[i] = static_cast<int8_t>(head);
     rest->Data<int8_t>()[i] = static_cast<int8_t>(tail);

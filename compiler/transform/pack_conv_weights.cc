@@ -51,8 +51,8 @@ int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 // unsigned bytes: an int8 input + 128, so z + 128) and the offset the kernel subtracts from
 // them (its dot's operand rule): sum((x - z) * w) = sum((u - offset) * w) - (zu - offset) *
 // sum(w). A run-time zero point leaves z out of the bias (only the + 128) and adds the sums
-// as an input.
-void PackInt8Conv(Graph* graph, Node* n, int64_t block, int64_t data_offset) {
+// as an input. With `halves`, each [B][4] vector in halves order (kPackedInt8HalvesAttr).
+void PackInt8Conv(Graph* graph, Node* n, int64_t block, int64_t data_offset, bool halves) {
   const Value& w = graph->value(n->inputs[1]);
   const std::vector<int64_t>& shape = w.type.shape;
   const int64_t oc = shape[0], ic = shape[1], kh = shape[2], kw = shape[3], taps = kh * kw;
@@ -73,7 +73,10 @@ void PackInt8Conv(Graph* graph, Node* n, int64_t block, int64_t data_offset) {
       for (int64_t t = 0; t < taps; ++t) {
         const int64_t outer = ((o / block) * (icp / kInt8DotDepth) + i / kInt8DotDepth) * taps + t;
         const int8_t v = src[(o * ic + i) * taps + t];
-        dst[(outer * block + o % block) * kInt8DotDepth + i % kInt8DotDepth] = v;
+        const int64_t lane = o % block, byte = i % kInt8DotDepth;
+        const int64_t at =
+            halves ? (byte / 2 * block + lane) * 2 + byte % 2 : lane * kInt8DotDepth + byte;
+        dst[outer * block * kInt8DotDepth + at] = v;
         sum += v;
       }
     }
@@ -95,6 +98,7 @@ void PackInt8Conv(Graph* graph, Node* n, int64_t block, int64_t data_offset) {
   }
   n->attrs[kPackedInt8WeightAttr] = block;
   if (data_offset != 0) n->attrs[kPackedInt8DataOffsetAttr] = data_offset;
+  if (halves) n->attrs[kPackedInt8HalvesAttr] = int64_t{1};
 }
 
 }  // namespace
@@ -109,7 +113,7 @@ void PackConvWeights(Graph* graph) {
       if (plan.weight_block > 0 && depthwise && !n.HasAttr(kPackedWeightBlockAttr)) {
         PackWeightBlocked(graph, &n, plan.weight_block, 1);
       } else if (plan.weight_block > 0 && !depthwise && !n.HasAttr(kPackedInt8WeightAttr)) {
-        PackInt8Conv(graph, &n, plan.weight_block, plan.int8_data_offset);
+        PackInt8Conv(graph, &n, plan.weight_block, plan.int8_data_offset, plan.int8_weight_halves);
       }
       continue;
     }

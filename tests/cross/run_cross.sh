@@ -17,11 +17,12 @@
 #      data, nested; a Loop with a shape-derived trip count), dilated convs (dense and depthwise,
 #      on the blocked NEON kernels) and int8 (ORT's QDQ and QOperator layouts) compiled for each ARM target must match x86-64 the same way, the int8 ones bit
 #      for bit;
-#   3d. for aarch64, the int8 kernels (tests/models/gen_int8_convs.py: QLinearConvs, each conv case
-#      on both forms of the int8 conv and each depthwise case on its kernel, forced) compiled with
-#      -mattr=+dotprod (sdot) and +dotprod,+i8mm (usdot): each planned on the kernel, its lib.so
-#      holding the dot instruction, and under qemu (QEMU_CPU=max) equal bit for bit to x86-64 and
-#      to the integer definition; the int8 models of 3c the same way;
+#   3d. the int8 kernels (tests/models/gen_int8_convs.py: QLinearConvs, each conv case on both
+#      forms of the int8 conv and each depthwise case on its kernel, forced) compiled for aarch64
+#      with -mattr=+dotprod (sdot), +dotprod,+i8mm (usdot) and without a dot (smull + sadalp), and
+#      for armv7 NEON (vmull + vpadal): each planned on the kernel, its lib.so holding the dot's
+#      instruction, and under qemu (QEMU_CPU=max) equal bit for bit to x86-64 and to the integer
+#      definition; for aarch64 +dotprod and +i8mm, the int8 models of 3c the same way;
 #   4. the `core` ONNX conformance tier (tests/onnx/run_conformance.py) with the ARM artifacts under
 #      qemu against the same cases on x86-64: every case that passes on x86-64 must pass on ARM.
 #      Default: one case per operator, aarch64 only. --full: the whole tier, aarch64 and armv7.
@@ -280,20 +281,26 @@ exported_check() {
     $(exported_tolerance "$m") --label "$m $arch${variant:+ +$variant} vs x86-64"
 }
 
-# --- 3d. aarch64 int8 kernels: sdot (dotprod) and usdot (i8mm) against x86-64 -------------------
+# --- 3d. ARM int8 kernels: sdot (dotprod), usdot (i8mm), smull / vmull without a dot -----------
 INT8_DIR=$WORK/int8
 declare -A INT8_TARGET=([dotprod]="llvm -mtriple=aarch64-linux-gnu -mattr=+dotprod"
-                        [i8mm]="llvm -mtriple=aarch64-linux-gnu -mattr=+dotprod,+i8mm")
-declare -A INT8_DOT=([dotprod]=sdot [i8mm]=usdot)
+                        [i8mm]="llvm -mtriple=aarch64-linux-gnu -mattr=+dotprod,+i8mm"
+                        [neon]="${TARGET[aarch64]}" [neon32]="${TARGET[armhf]}")
+declare -A INT8_ARCH=([dotprod]=aarch64 [i8mm]=aarch64 [neon]=aarch64 [neon32]=armhf)
+declare -A INT8_DOT=([dotprod]=sdot [i8mm]=usdot [neon]=smull [neon32]=vmull.s8)
+# The conv kernels' names end in the variant's suffix; the depthwise ones in the arch's.
+declare -A INT8_SUFFIX=([dotprod]=_neon_dotprod [i8mm]=_neon_i8mm [neon]=_neon [neon32]=_neon32)
+declare -A DEPTHWISE_SUFFIX=([aarch64]=_neon [armhf]=_neon32)
 int8_cases() { [ -f "$INT8_DIR/cases.tsv" ] && cut -f1 "$INT8_DIR/cases.tsv"; }
-# int8_kernels CASE VARIANT: the aarch64 kernels the case runs on, each forced in turn (cases.tsv's
+int8_refused() { awk -F'\t' -v m="$1" '$1 == m { print $3 }' "$INT8_DIR/cases.tsv"; }
+# int8_kernels CASE VARIANT: the kernels the case runs on, each forced in turn (cases.tsv's
 # families: both forms of the int8 conv, or the depthwise one).
 int8_kernels() {
   local family
   for family in $(awk -F'\t' -v m="$1" '$1 == m { print $2 }' "$INT8_DIR/cases.tsv"); do
     case $family in
-      depthwise_*) echo "${family}_neon" ;;
-      *) echo "${family}_neon_$2" ;;
+      depthwise_*) echo "${family}${DEPTHWISE_SUFFIX[${INT8_ARCH[$2]}]}" ;;
+      *) echo "${family}${INT8_SUFFIX[$2]}" ;;
     esac
   done
 }
@@ -310,21 +317,30 @@ prepare_int8_kernels() {
       --rtol 0 --atol 0 --label "int8 $m x86-64 vs the integer definition" || return 1
   done
 }
-# int8_kernel_check dotprod|i8mm
+# int8_kernel_check dotprod|i8mm|neon|neon32
 int8_kernel_check() {
-  local variant=$1 m art kernel ok=0 cases dots
+  local variant=$1 arch=${INT8_ARCH[$1]} m art kernel ok=0 cases dots refused
   command -v llvm-objdump-19 >/dev/null || { echo "missing llvm-objdump-19 (Debian llvm-19)"; return 1; }
   cases=$(int8_cases)
   [ -n "$cases" ] || { echo "no int8 cases in $INT8_DIR (their generate step failed)"; return 1; }
   for m in $cases; do
     for kernel in $(int8_kernels "$m" "$variant"); do
-      art=$WORK/aarch64-$variant/int8_${m}_$kernel
+      art=$WORK/$arch-$variant/int8_${m}_$kernel
       rm -rf "$art" && mkdir -p "$art/out" || return 1
       EMBER_SCHEDULE=$kernel "$HOST_BUILD/bin/emberc" compile "$INT8_DIR/$m.onnx" -o "$art" \
         --dump-ir "$art/ir" --target "${INT8_TARGET[$variant]}" >/dev/null || return 1
-      grep -q "\"$kernel\"" "$art"/ir/*_plan_kernels.txt ||
-        { echo "int8 $m: not planned on $kernel"; ok=1; continue; }
-      if [[ $kernel != depthwise_* ]]; then
+      # The widening dot's channels form refuses weights with two -128 in a pair of products it
+      # sums in int16 (cases.tsv's third column); the conv then runs on another path, still exact.
+      refused=0
+      case $kernel in conv2d_int8_neon | conv2d_int8_neon32) refused=$(int8_refused "$m") ;; esac
+      if grep -q "\"$kernel\"" "$art"/ir/*_plan_kernels.txt; then
+        [ "$refused" = 0 ] || { echo "int8 $m: planned on $kernel, which must refuse it"; ok=1; }
+      elif [ "$refused" = 1 ]; then
+        echo "int8 $m: $kernel refuses its weights (two -128 in a pair), as it must"
+      else
+        echo "int8 $m: not planned on $kernel"; ok=1; continue
+      fi
+      if [[ $kernel != depthwise_* && $refused = 0 ]]; then
         # Counted, not grep -q: with pipefail, a grep ending the pipe early fails the writer.
         dots=$(llvm-objdump-19 -d "$art/lib.so" | grep -cw "${INT8_DOT[$variant]}")
         [ "$dots" -gt 0 ] ||
@@ -332,10 +348,10 @@ int8_kernel_check() {
         echo "int8 $m $kernel: $dots ${INT8_DOT[$variant]} in lib.so"
       fi
       # shellcheck disable=SC2046
-      QEMU_CPU=max $(emulator aarch64) "${BUILD[aarch64]}/bin/ember-run" "$art" \
+      QEMU_CPU=max $(emulator "$arch") "${BUILD[$arch]}/bin/ember-run" "$art" \
         --input "x=$INT8_DIR/${m}_x.npy" --output-dir "$art/out" >/dev/null || { ok=1; continue; }
       "$PY" "$ROOT/tests/cross/compare_outputs.py" "$WORK/x86_64/int8_$m/out" "$art/out" \
-        --rtol 0 --atol 0 --label "int8 $m aarch64 $kernel vs x86-64" || ok=1
+        --rtol 0 --atol 0 --label "int8 $m $arch $kernel vs x86-64" || ok=1
     done
   done
   return "$ok"
@@ -434,9 +450,15 @@ for arch in "${ARCHES[@]}"; do
     step "$arch: $m matches x86-64 (rtol 1e-3, atol 1e-4)" exported_check "$arch" "$m"
   done
 done
+step "int8 kernel cases: generate, x86-64 outputs equal the integer definition" \
+  prepare_int8_kernels
+if [[ " ${ARCHES[*]} " == *" armhf "* ]]; then
+  step "armv7 NEON: int8 conv and depthwise kernels match x86-64 bit for bit" \
+    int8_kernel_check neon32
+fi
 if [[ " ${ARCHES[*]} " == *" aarch64 "* ]]; then
-  step "int8 kernel cases: generate, x86-64 outputs equal the integer definition" \
-    prepare_int8_kernels
+  step "aarch64 without a dot: int8 conv and depthwise kernels match x86-64 bit for bit" \
+    int8_kernel_check neon
   for variant in dotprod i8mm; do
     step "aarch64 +$variant: int8 conv and depthwise kernels match x86-64 bit for bit" \
       int8_kernel_check "$variant"

@@ -9,8 +9,9 @@ channels that fill no vector, planes that fill no tile, int8 and uint8 data and 
 full-range int8 weights; each conv case runs on both forms of the int8 conv (CONV_FORMS). The
 expected output comes from an int64 numpy reference (the integer definition, then ONNX's
 requantization). OUTDIR gets NAME.onnx, NAME_x.npy (the input) and NAME_expected/output_0.npy
-per case, NAME conv_seedN or dw_seedN, and cases.tsv: NAME and the kernel families to run it on,
-space-separated (a target's kernel adds its ISA).
+per case, NAME conv_seedN or dw_seedN, and cases.tsv: NAME, the kernel families to run it on,
+space-separated (a target's kernel adds its ISA), and 1 where the channels form of the NEON
+widening dot must refuse the weights (paired_minus_128), else 0.
 """
 import os
 import sys
@@ -108,6 +109,16 @@ def depthwise_case(case):
     return qlinear_conv_case(seed, c, c, hw, k, stride, pad, data, out, bias, depthwise=True)
 
 
+def paired_minus_128(graph):
+    """Whether two weights of -128 meet in a pair of products the NEON halves dot sums in int16
+    (input channels 4q + k and 4q + k + 2, k < 2, at one output channel and tap): the channels
+    form of the widening dot (conv2d_int8_neon, _neon32) refuses such weights."""
+    w = numpy_helper.to_array(next(i for i in graph.initializer if i.name == "w"))
+    low = w == -128
+    return any(np.any(low[:, i] & low[:, i + 2])
+               for i in range(w.shape[1] - 2) if i % 4 < 2)
+
+
 def model(graph):
     """The graph as a model every tool here reads (opset 13, IR 7)."""
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
@@ -131,7 +142,7 @@ def main(argv):
     os.makedirs(out, exist_ok=True)
     rows = []
     for name, families, (graph, x, expected) in all_cases():
-        rows.append("%s\t%s\n" % (name, " ".join(families)))
+        rows.append("%s\t%s\t%d\n" % (name, " ".join(families), paired_minus_128(graph)))
         with open(os.path.join(out, name + ".onnx"), "wb") as f:
             f.write(model(graph).SerializeToString())
         np.save(os.path.join(out, name + "_x.npy"), x)

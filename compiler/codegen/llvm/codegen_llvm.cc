@@ -2,9 +2,11 @@
 // The CPU calling convention is in codegen_cpu.cc, parallel loops in codegen_parallel.cc.
 #include "codegen_llvm.h"
 
+#include <llvm/Analysis/VectorUtils.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsAArch64.h>
+#include <llvm/IR/IntrinsicsARM.h>
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/PatternMatch.h>
@@ -532,15 +534,90 @@ llvm::Value* CodeGenLLVM::EmitUnaryIntrinsic(llvm::Intrinsic::ID id, llvm::Value
   return out;
 }
 
+namespace {
+
+// Where byte j of lane i of a dot operand (n lanes of four bytes) is in halves order
+// (te::kDotS8S8Halves): bytes 0-1 of every lane in the first half, bytes 2-3 in the second.
+std::vector<int> HalvesOrder(int lanes, bool from_halves) {
+  std::vector<int> mask(lanes * 4);
+  for (int i = 0; i < lanes; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      const int standard = 4 * i + j, halves = (j / 2) * lanes * 2 + 2 * i + j % 2;
+      mask[from_halves ? standard : halves] = from_halves ? halves : standard;
+    }
+  }
+  return mask;
+}
+
+}  // namespace
+
+std::pair<llvm::Value*, llvm::Value*> CodeGenLLVM::EmitHalves(llvm::Value* v, bool in_halves) {
+  auto* bytes = llvm::FixedVectorType::get(i8_, 16);
+  std::vector<int> lo = {0, 1, 2, 3, 4, 5, 6, 7}, hi = {8, 9, 10, 11, 12, 13, 14, 15};
+  // A broadcast word: each half is one of its halfwords broadcast (dup by lane), not the
+  // vector reordered per half.
+  if (llvm::Value* word = in_halves ? nullptr : llvm::getSplatValue(v); word != nullptr) {
+    auto* halfwords = llvm::FixedVectorType::get(b_.getInt16Ty(), 4);
+    llvm::Value* pair = b_.CreateBitCast(
+        b_.CreateInsertElement(llvm::PoisonValue::get(llvm::FixedVectorType::get(i32_, 2)), word,
+                               uint64_t{0}),
+        halfwords);
+    auto broadcast = [&](int h) {
+      return b_.CreateBitCast(b_.CreateShuffleVector(pair, std::vector<int>(4, h)),
+                              llvm::FixedVectorType::get(i8_, 8));
+    };
+    return {broadcast(0), broadcast(1)};
+  }
+  llvm::Value* ordered = b_.CreateBitCast(v, bytes);
+  if (!in_halves) ordered = b_.CreateShuffleVector(ordered, HalvesOrder(4, false));
+  return {b_.CreateShuffleVector(ordered, lo), b_.CreateShuffleVector(ordered, hi)};
+}
+
+llvm::Value* CodeGenLLVM::EmitWideningDot(llvm::Value* acc, llvm::Value* a, llvm::Value* b,
+                                          bool b_in_halves) {
+  // In halves order each half's widening multiply (smull, eight 16-bit products: exact) holds
+  // each lane's products as adjacent pairs, which the pairwise widening add (sadalp) adds into
+  // that lane.
+  auto* halves = llvm::FixedVectorType::get(b_.getInt16Ty(), 8);
+  auto* sums = llvm::FixedVectorType::get(i32_, 4);
+  const auto [a_lo, a_hi] = EmitHalves(a, false);
+  const auto [b_lo, b_hi] = EmitHalves(b, b_in_halves);
+  const bool arm32 = llvm::Triple(target_.triple).isARM();
+  auto add_pairs = [&](llvm::Value* to, llvm::Value* products) -> llvm::Value* {  // sadalp
+    if (arm32) {
+      return b_.CreateIntrinsic(llvm::Intrinsic::arm_neon_vpadals, {sums, halves}, {to, products});
+    }
+    return b_.CreateAdd(
+        to, b_.CreateIntrinsic(llvm::Intrinsic::aarch64_neon_saddlp, {sums, halves}, {products}));
+  };
+  auto multiply = [&](llvm::Value* x, llvm::Value* y) {  // smull
+    return b_.CreateMul(b_.CreateSExt(x, halves), b_.CreateSExt(y, halves));
+  };
+  llvm::Value* lo = multiply(a_lo, b_lo);
+  llvm::Value* hi = multiply(a_hi, b_hi);
+  // DotS8S8Halves: the halves' products summed in int16 first (smlal), one sadalp for both.
+  if (b_in_halves) return add_pairs(acc, b_.CreateAdd(lo, hi));
+  return add_pairs(add_pairs(acc, lo), hi);
+}
+
 llvm::Value* CodeGenLLVM::EmitInt8Dot(te::Intrinsic fn, llvm::Value* acc, llvm::Value* a,
                                       llvm::Value* b) {
   const bool saturating_pairs = fn == te::Intrinsic::kDotU8S8Pairs;
-  const bool a_signed = fn == te::Intrinsic::kDotS8S8;
+  const bool halves = fn == te::Intrinsic::kDotS8S8Halves;
+  const bool a_signed = fn == te::Intrinsic::kDotS8S8 || halves;
   auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(acc->getType());
   const unsigned lanes = vt != nullptr ? vt->getNumElements() : 1;
   const int bits = static_cast<int>(lanes) * 32;
   auto* bytes = llvm::FixedVectorType::get(i8_, lanes * 4);
   const llvm::Triple triple(target_.triple);
+  if (a_signed && bits == 128 && target_.int8_widening_bits >= bits) {
+    return EmitWideningDot(acc, a, b, halves);
+  }
+  if (halves) {  // b back in the order the other dots read
+    b = b_.CreateBitCast(b_.CreateShuffleVector(b_.CreateBitCast(b, bytes),
+                                                HalvesOrder(static_cast<int>(lanes), true)),
+                         b->getType());
+  }
   if (triple.isAArch64() && bits == 128 && target_.int8_dot_bits >= bits && !saturating_pairs &&
       (a_signed || target_.int8_dot_u8s8)) {
     const llvm::Intrinsic::ID id =
@@ -618,7 +695,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   llvm::Value* x = args[0];
   llvm::Type* ty = x->getType();
   if (c->fn == Intrinsic::kDotU8S8 || c->fn == Intrinsic::kDotU8S8Pairs ||
-      c->fn == Intrinsic::kDotS8S8) {
+      c->fn == Intrinsic::kDotS8S8 || c->fn == Intrinsic::kDotS8S8Halves) {
     return EmitInt8Dot(c->fn, args.at(0), args.at(1), args.at(2));
   }
   if (c->fn == Intrinsic::kMulAddExact) {
@@ -747,6 +824,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
     case Intrinsic::kLane:
     case Intrinsic::kDotS8S8:
     case Intrinsic::kTransposeByteRows:
+    case Intrinsic::kDotS8S8Halves:
       break;
   }
   throw std::runtime_error("codegen: unknown intrinsic");

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ember/compiler/lower.h"
@@ -42,9 +43,17 @@ class CodeGenLLVM {
   llvm::Value* EmitBinary(const te::BinaryNode* b);
   llvm::Value* EmitCall(const te::CallNode* c);
   // te::DotU8S8: vpdpbusd where the target has it (AVX-512 VNNI, AVX-VNNI), Arm usdot (i8mm);
-  // te::DotS8S8: Arm sdot (dotprod); te::DotU8S8Pairs: vpmaddubsw + vpmaddwd where the target has
-  // them (AVX2, AVX-512BW); each else by its definition (`fn` names which).
+  // te::DotS8S8: Arm sdot (dotprod), else EmitWideningDot on NEON; te::DotU8S8Pairs: vpmaddubsw +
+  // vpmaddwd where the target has them (AVX2, AVX-512BW); each else by its definition (`fn` names
+  // which).
   llvm::Value* EmitInt8Dot(te::Intrinsic fn, llvm::Value* acc, llvm::Value* a, llvm::Value* b);
+  // te::DotS8S8 on four int32 lanes without a dot instruction (Target::int8_widening_bits): two
+  // widening multiplies and two pairwise widening adds (NEON smull + sadalp), exact for any bytes;
+  // DotS8S8Halves (b in halves order): smull + smlal + sadalp.
+  llvm::Value* EmitWideningDot(llvm::Value* acc, llvm::Value* a, llvm::Value* b, bool b_in_halves);
+  // The two 8-byte halves of a dot operand in halves order (te::kDotS8S8Halves), reordered
+  // unless `in_halves` says it is already.
+  std::pair<llvm::Value*, llvm::Value*> EmitHalves(llvm::Value* v, bool in_halves);
   llvm::Value* EmitTransposeByteRows(llvm::Value* v);
   // min / max(a, b) where the result goes to an integer (EmitClampToInteger): minnum / maxnum
   // with no-NaNs and no-signed-zeros.

@@ -60,6 +60,11 @@ void FillDerived(Target* t) {
   t->int8_dot_bits = 0;
   t->int8_pair_bits = 0;
   t->int8_dot_u8s8 = false;
+  t->int8_widening_bits = 0;
+  if (triple.isARM() || triple.isThumb()) {
+    if (HasFeature(t->features, "neon")) t->int8_widening_bits = 128;
+    return;
+  }
   if (!triple.isX86() && !triple.isAArch64()) return;
   // A feature named in -mattr, or implied by the CPU (-mcpu=haswell has AVX2 without saying so,
   // -mcpu=cortex-a76 dotprod) unless -mattr turned it off.
@@ -72,6 +77,7 @@ void FillDerived(Target* t) {
     // ARMv8.2 dotprod: sdot (s8 x s8) on 128-bit registers; i8mm adds usdot (u8 x s8).
     if (has("dotprod") || has("i8mm")) t->int8_dot_bits = 128;
     t->int8_dot_u8s8 = has("i8mm");
+    if (t->int8_dot_bits == 0) t->int8_widening_bits = 128;  // NEON is part of ARMv8-A
     return;
   }
   if (has("avx512f")) {

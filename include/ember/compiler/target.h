@@ -27,6 +27,10 @@ struct Target {
   /*! \brief Widest register of the u8 x s8 multiply that sums pairs of products saturated to int16
    * (x86 vpmaddubsw): 512 with AVX-512BW, 256 with AVX2, else 0 (te::DotU8S8Pairs). */
   int int8_pair_bits = 0;
+  /*! \brief Widest register on which an s8 x s8 dot is made of widening byte multiplies and
+   * pairwise widening adds (NEON smull + sadalp: four instructions per 16 products, exact for any
+   * bytes): 128 on NEON targets without a dot instruction (Cortex-A53, A72, ARMv7), else 0. */
+  int int8_widening_bits = 0;
   /*! \brief Pointer size in bits (32 on armv7). */
   int pointer_bits = 64;
 

@@ -93,27 +93,32 @@ TEST(Target, VectorWidthFollowsTheCpuAndTheFeatures) {
   }
 }
 
-// The 8-bit dot product the int8 kernels need: named in -mattr, implied by the CPU or the
-// architecture version (dotprod is part of ARMv8.4), and off where -mattr turns it off.
+// The 8-bit dot product the fastest int8 kernels use: named in -mattr, implied by the CPU or the
+// architecture version (dotprod is part of ARMv8.4), and off where -mattr turns it off; NEON
+// without it makes the dot from widening multiplies (x86 without it has vpmaddubsw instead).
 TEST(Target, Int8DotFollowsTheCpuAndTheFeatures) {
   struct Case {
     const char* spec;
     int bits;
     bool u8s8;
+    int widening_bits;
   };
   for (const Case& c :
-       {Case{"llvm -mcpu=cascadelake", 512, true}, Case{"llvm -mcpu=skylake-avx512", 0, false},
-        Case{"llvm -mtriple=aarch64-linux-gnu", 0, false},
-        Case{"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72", 0, false},
-        Case{"llvm -mtriple=aarch64-linux-gnu -mattr=+dotprod", 128, false},
-        Case{"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76", 128, false},
-        Case{"llvm -mtriple=aarch64-linux-gnu -mattr=+v8.4a", 128, false},
-        Case{"llvm -mtriple=aarch64-linux-gnu -mattr=+dotprod,+i8mm", 128, true},
-        Case{"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76 -mattr=-dotprod", 0, false},
-        Case{"llvm -mtriple=armv7a-linux-gnueabihf -mattr=+neon", 0, false}}) {
+       {Case{"llvm -mcpu=cascadelake", 512, true, 0},
+        Case{"llvm -mcpu=skylake-avx512", 0, false, 0},
+        Case{"llvm -mtriple=aarch64-linux-gnu", 0, false, 128},
+        Case{"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72", 0, false, 128},
+        Case{"llvm -mtriple=aarch64-linux-gnu -mattr=+dotprod", 128, false, 0},
+        Case{"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76", 128, false, 0},
+        Case{"llvm -mtriple=aarch64-linux-gnu -mattr=+v8.4a", 128, false, 0},
+        Case{"llvm -mtriple=aarch64-linux-gnu -mattr=+dotprod,+i8mm", 128, true, 0},
+        Case{"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a76 -mattr=-dotprod", 0, false, 128},
+        Case{"llvm -mtriple=armv7a-linux-gnueabihf -mattr=+neon", 0, false, 128},
+        Case{"llvm -mtriple=armv7a-linux-gnueabihf -mattr=-neon", 0, false, 0}}) {
     const Target t = Target::Parse(c.spec);
     EXPECT_EQ(t.int8_dot_bits, c.bits) << c.spec;
     EXPECT_EQ(t.int8_dot_u8s8, c.u8s8) << c.spec;
+    EXPECT_EQ(t.int8_widening_bits, c.widening_bits) << c.spec;
   }
 }
 

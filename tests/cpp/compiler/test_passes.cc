@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "kernel_test_util.h"
 
@@ -512,9 +513,10 @@ TEST(PlanKernels, NamesEachConvsKernelAndWeightLayout) {
 }
 
 // An integer conv (uint8 data, constant int8 weights) gets an int8 kernel only where the target
-// has one and the operands qualify: vpdpbusd (AVX-512 VNNI, AVX-VNNI) and Arm sdot / usdot
-// (dotprod, i8mm) for any int8 weights, vpmaddubsw (AVX-512BW, AVX2) only for weights whose pairs
-// of products fit int16. PackConvWeights then stores the weights as the kernel streams them and
+// has one and the operands qualify: vpdpbusd (AVX-512 VNNI, AVX-VNNI), Arm sdot / usdot
+// (dotprod, i8mm) and, on NEON without them (Cortex-A72, ARMv7), smull + sadalp for any int8
+// weights, vpmaddubsw (AVX-512BW, AVX2) only for weights whose pairs of products fit int16; SSE
+// keeps the float path. PackConvWeights then stores the weights as the kernel streams them and
 // folds the data's zero point (less the kernel's data offset) into the bias. Of the two forms,
 // this 8x8 plane of 32 channels takes the channels-in-lanes one at 16 lanes (the pixels form's
 // vectors would fill 80% of their lanes, for 36 dot steps) and the pixels-in-lanes one at 8 and 4
@@ -568,12 +570,15 @@ TEST(PlanKernels, Int8KernelOnlyWhereTheTargetHasOneAndOperandsQualify) {
            Case{"llvm -mcpu=haswell", 1, true, false, "conv2d_int8_pixels_avx2", 1, 0, 8},
            Case{"llvm -mcpu=haswell", 1, true, true, "", 0, 0, 0},
            Case{"llvm -mcpu=x86-64-v2", 1, true, false, "", 0, 0, 0},
-           Case{kAarch64, 1, true, false, "", 0, 0, 0},
-           Case{a72.c_str(), 1, true, false, "", 0, 0, 0},
+           Case{kAarch64, 1, true, true, "conv2d_int8_pixels_neon", 1, 128, 4},
+           Case{a72.c_str(), 1, true, false, "conv2d_int8_pixels_neon", 1, 128, 4},
+           Case{"llvm -mtriple=armv7a-linux-gnueabihf -mattr=+neon", 1, true, true,
+                "conv2d_int8_pixels_neon32", 1, 128, 4},
+           Case{"llvm -mtriple=armv7a-linux-gnueabihf -mattr=-neon", 1, true, false, "", 0, 0, 0},
            Case{dotprod.c_str(), 1, true, true, "conv2d_int8_pixels_neon_dotprod", 1, 128, 4},
            Case{a76.c_str(), 1, true, false, "conv2d_int8_pixels_neon_dotprod", 1, 128, 4},
            Case{i8mm.c_str(), 1, true, true, "conv2d_int8_pixels_neon_i8mm", 1, 0, 4},
-           Case{a76_off.c_str(), 1, true, false, "", 0, 0, 0},
+           Case{a76_off.c_str(), 1, true, false, "conv2d_int8_pixels_neon", 1, 128, 4},
            Case{dotprod.c_str(), 2, true, false, "", 0, 0, 0},
            Case{"llvm -mcpu=cascadelake", 2, true, false, "", 0, 0, 0},
            Case{"llvm -mcpu=cascadelake", 1, false, false, "", 0, 0, 0},
@@ -609,6 +614,83 @@ TEST(PlanKernels, Int8KernelOnlyWhereTheTargetHasOneAndOperandsQualify) {
     for (int64_t i = 0; i < 16 * 9; ++i) sum += w->GetAsDouble(21 * 16 * 9 + i);
     EXPECT_EQ(g.value(conv.inputs[2]).constant->GetAsDouble(21),
               2100 - (kZeroPoint - c.offset) * sum);
+  }
+}
+
+// The channels form of the NEON widening dot (no sdot: Cortex-A72, ARMv7) reads each weight
+// vector in halves order, bytes 0-1 of its 4 output channels first, then bytes 2-3, so that one
+// smull per half multiplies them with no reordering; sdot's entry and the pixels form keep four
+// consecutive bytes per channel. The plan carries the choice to PackConvWeights, which marks it.
+// A 1x1 integer conv of 8 channels on `target` with `kernel` forced, its weights `weight(o, i)`,
+// planned; the plan's kernel.
+std::string PlannedInt8Kernel(Graph* g, const char* target, const char* kernel,
+                              const std::function<int(int64_t, int64_t)>& weight) {
+  const int x = g->AddValue("x", TensorType{{1, 8, 6, 6}, kUInt8});
+  g->inputs().push_back(x);
+  auto w = std::make_shared<HostTensor>(TensorType{{8, 8, 1, 1}, kInt8});
+  for (int64_t i = 0; i < w->NumElements(); ++i) w->SetFromDouble(i, weight(i / 8, i % 8));
+  auto b = std::make_shared<HostTensor>(TensorType{{8}, kInt32});
+  const AttrMap attrs{{"kernel_shape", std::vector<int64_t>{1, 1}}, {kDataZeroPointAttr, 0}};
+  g->outputs().push_back(
+      Add(*g, "Conv", {x, g->AddConstant("w", w), g->AddConstant("b", b)}, attrs));
+  StrategyOptions options;
+  options.forced_schedule = kernel;
+  PlanKernels(g, schedule::TableStrategy(Target::Parse(target), options));
+  return KernelPlan::Of(g->nodes()[0]).kernel;
+}
+
+// The halves dot sums the products of input channels 4q + k and 4q + k + 2 (k < 2) in int16
+// (smlal): any signed data byte times two weights of -128 there would leave it, so the channels
+// form refuses such weights (the pixels form, exact for any weights, takes the conv); one -128,
+// or two that the dot does not pair, are taken.
+TEST(PlanKernels, HalvesDotOnlyWhereNoPairedWeightsAreBothMinus128) {
+  struct Case {
+    int64_t i, j;  // input channels of output channel 5 set to -128
+    bool taken;
+  };
+  for (const Case& c : {Case{0, 2, false}, Case{5, 7, false}, Case{0, 1, true}, Case{2, 4, true},
+                        Case{1, 1, true}}) {
+    SCOPED_TRACE(std::to_string(c.i) + ", " + std::to_string(c.j));
+    Graph g;
+    const std::string kernel = PlannedInt8Kernel(
+        &g, "llvm -mtriple=aarch64-linux-gnu", "conv2d_int8_neon", [&](int64_t o, int64_t i) {
+          return o == 5 && (i == c.i || i == c.j) ? -128 : static_cast<int>(o * 8 + i) % 9 - 4;
+        });
+    EXPECT_EQ(kernel == "conv2d_int8_neon", c.taken);
+  }
+}
+
+TEST(PackConvWeights, WideningDotChannelsFormPacksHalves) {
+  struct Case {
+    const char* target;
+    const char* kernel;
+    bool halves;
+  };
+  for (const Case& c : {Case{"llvm -mtriple=aarch64-linux-gnu", "conv2d_int8_neon", true},
+                        Case{"llvm -mtriple=armv7a-linux-gnueabihf", "conv2d_int8_neon32", true},
+                        Case{"llvm -mtriple=aarch64-linux-gnu", "conv2d_int8_pixels_neon", false},
+                        Case{"llvm -mtriple=aarch64-linux-gnu -mattr=+dotprod",
+                             "conv2d_int8_neon_dotprod", false}}) {
+    SCOPED_TRACE(c.kernel);
+    Graph g;
+    auto weight = [](int64_t o, int64_t i) { return static_cast<int>(o * 8 + i) - 32; };
+    ASSERT_EQ(PlannedInt8Kernel(&g, c.target, c.kernel, weight), c.kernel);
+    EXPECT_EQ(KernelPlan::Of(g.nodes()[0]).int8_weight_halves, c.halves);
+    PackConvWeights(&g);
+    const Node& conv = g.nodes()[0];
+    EXPECT_EQ(conv.GetInt(kPackedInt8HalvesAttr, 0), c.halves ? 1 : 0);
+    const int64_t block = conv.GetInt(kPackedInt8WeightAttr, 0);
+    const Value& packed = g.value(conv.inputs[1]);
+    // Weight (o, i) of the 1x1 conv within its vector of `block` channels x 4 input channels.
+    for (int64_t o = 0; o < 8; ++o) {
+      for (int64_t i = 0; i < 8; ++i) {
+        const int64_t lane = o % block, byte = i % 4;
+        const int64_t in_vector =
+            c.halves ? (byte / 2 * block + lane) * 2 + byte % 2 : lane * 4 + byte;
+        const int64_t at = ((o / block) * 2 + i / 4) * block * 4 + in_vector;
+        EXPECT_EQ(packed.constant->GetAsDouble(at), weight(o, i)) << o << " " << i;
+      }
+    }
   }
 }
 

@@ -55,6 +55,9 @@ struct KernelPlan {
    * bytes before its dot products (kInt8SignedDotOffset where it multiplies s8 x s8), which
    * PackConvWeights folds into the bias (kPackedInt8DataOffsetAttr). */
   int64_t int8_data_offset = 0;
+  /*! \brief With int8_dot and packed weights: each weight vector in halves order
+   * (kPackedInt8HalvesAttr), as the channels form of the NEON widening dot reads it. */
+  bool int8_weight_halves = false;
 
   /*! \brief True when PlanKernels attached a plan to `node`. */
   static bool IsPlanned(const Node& node);

@@ -35,6 +35,10 @@ constexpr const char* kPackedInt8WeightAttr = "ember_packed_int8_weight";
  *  unsigned bytes before it multiplies them, kInt8SignedDotOffset for an s8 x s8 dot (Arm sdot:
  *  u - 128, the byte with its top bit flipped), 0 for a u8 x s8 one (vpdpbusd, Arm usdot). */
 constexpr const char* kPackedInt8DataOffsetAttr = "ember_packed_int8_data_offset";
+/*! \brief Set (to 1) beside kPackedInt8WeightAttr where each vector of B output channels' four
+ *  bytes is in halves order (te::kDotS8S8Halves): bytes 0-1 of the B channels first, then bytes
+ *  2-3, each channel's two adjacent; the NEON widening dot multiplies them so. */
+constexpr const char* kPackedInt8HalvesAttr = "ember_packed_int8_halves";
 constexpr int64_t kInt8SignedDotOffset = 128;
 /*! \brief Input channels in one int32 lane of kPackedInt8WeightAttr's layout: the four bytes one
  *  dot-product step (x86 vpdpbusd, Arm sdot) multiplies. */

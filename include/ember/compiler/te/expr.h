@@ -128,6 +128,13 @@ enum class Intrinsic {
   /*! \brief TransposeByteRows(v): v's bytes as 4 rows of `lanes` bytes transposed, so that lane
    * i holds byte i of each row (TransposeByteRows()). */
   kTransposeByteRows,
+  /*! \brief DotS8S8Halves(acc, a, b): as kDotS8S8 with b's bytes in halves order: bytes 0-1 of
+   * lane i at 2i and 2i + 1, bytes 2-3 at n * 2 + 2i and n * 2 + 2i + 1 (n lanes), the order
+   * the NEON widening dot multiplies in, packed so at compile time (DotS8S8Halves()). The NEON
+   * form sums the products of bytes 0 and 2, and of 1 and 3, in int16 (smull + smlal), so it is
+   * exact only where no such pair leaves int16; schedules use it where the weights guarantee
+   * that (no two -128 paired). */
+  kDotS8S8Halves,
 };
 
 enum class ReduceOp { kSum, kProd, kMax, kMin, kArgMax, kArgMin };
@@ -300,6 +307,8 @@ Expr DotS8S8(Expr acc, Expr a, Expr b);
 Expr TransposeByteRows(Expr v);
 /*! \brief kDotU8S8Pairs: as DotU8S8 with each pair of products saturated to int16 first. */
 Expr DotU8S8Pairs(Expr acc, Expr a, Expr b);
+/*! \brief kDotS8S8Halves: as DotS8S8 with b's bytes in halves order (see kDotS8S8Halves). */
+Expr DotS8S8Halves(Expr acc, Expr a, Expr b);
 /*! \brief kMulAddExact: a * b + c of integers held exactly in floats, the result too
  * (llvm.fmuladd); a float Cast of its int32 Cast is itself. */
 Expr MulAddExact(Expr a, Expr b, Expr c);
