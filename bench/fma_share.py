@@ -66,7 +66,10 @@ def functions(lib):
 
 
 UNCONDITIONAL = ("b", "jmp")
-CONDITIONAL = re.compile(r"^(b\.\w+|cbn?z|tbn?z|j(?!mp)\w+)$")
+# aarch64 b.cond, cbz, tbz; x86 jcc; ARMv7 bcond (bl is a call: "l" is no condition).
+CONDITIONAL = re.compile(
+    r"^(b\.\w+|cbn?z|tbn?z|j(?!mp)\w+|b(eq|ne|cs|cc|hs|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le))$")
+RETURNS = ("ret", "retq", "br", "bx")
 
 
 def basic_blocks(code):
@@ -74,7 +77,7 @@ def basic_blocks(code):
     addresses = {addr for addr, _, _ in code}
     leaders = {code[0][0]} if code else set()
     for i, (addr, mnemonic, operands) in enumerate(code):
-        if mnemonic in UNCONDITIONAL or CONDITIONAL.match(mnemonic) or mnemonic in ("ret", "retq"):
+        if mnemonic in UNCONDITIONAL or CONDITIONAL.match(mnemonic) or mnemonic in RETURNS:
             m = BRANCH_TARGET.search(operands)
             if m and int(m.group(1), 16) in addresses:
                 leaders.add(int(m.group(1), 16))
@@ -95,7 +98,7 @@ def basic_blocks(code):
             target = int(m.group(1), 16)
             if target in index:
                 succ.append(index[target])
-        falls = mnemonic not in UNCONDITIONAL and mnemonic not in ("ret", "retq", "br")
+        falls = mnemonic not in UNCONDITIONAL and mnemonic not in RETURNS
         if falls and k + 1 < len(blocks):
             succ.append(k + 1)
         out.append((block, succ))

@@ -7,8 +7,8 @@ Usage:
 ARM boards are not here, so the int8 kernels are counted instead of timed, as bench/fma_share.py
 counts the float ones. A dot step multiplies 4 bytes of data by 4 bytes of weights into each of 4
 int32 lanes (16 multiply-adds): one sdot with ARMv8.2's dot product; without it (Cortex-A53, A72:
-`aarch64`; ARMv7 NEON is not counted, its code is not parsed here) smull + smlal + sadalp in the
-channels form (te::DotS8S8Halves) or 2 smull + 2 sadalp in the pixels form. For each int8 conv
+`aarch64`) smull + smlal + sadalp in the channels form (te::DotS8S8Halves) or 2 smull + 2 sadalp
+in the pixels form; on ARMv7 NEON (`armv7`) vmull + vmlal + vpadal, or 2 vmull + 2 vpadal. For each int8 conv
 kernel (the schedule its node was planned on), the loop with the most dot steps of its own is
 its inner loop; its instructions per dot step are printed per schedule (median and highest, the
 kernel), with the multiply-adds per instruction (16 / that). A float kernel's FMA does 4 per
@@ -37,16 +37,21 @@ TARGETS = {
     "aarch64-a53": "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a53",
     "aarch64-a72": "llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72",
     "aarch64-dotprod": "llvm -mtriple=aarch64-linux-gnu -mattr=+dotprod",
+    "armv7": "llvm -mtriple=armv7a-linux-gnueabihf -mattr=+neon",
 }
+# The widening multiplies of each ISA: aarch64's, ARMv7's.
+MULTIPLY = ("smull", "smull2", "vmull")
+MULTIPLY_ADD = ("smlal", "smlal2", "vmlal")
 
 
 def dot_steps(mnemonics):
     """Dot steps in a loop body, from its instruction counts."""
     c = collections.Counter(m.split(".")[0] for m in mnemonics)
     dots = c["sdot"] + c["usdot"]
-    if c["smlal"] + c["smlal2"]:  # halves: smull + smlal + sadalp per step
-        return dots + c["smlal"] + c["smlal2"]
-    return dots + (c["smull"] + c["smull2"]) // 2
+    multiply_adds = sum(c[m] for m in MULTIPLY_ADD)
+    if multiply_adds:  # halves: smull + smlal + sadalp per step
+        return dots + multiply_adds
+    return dots + sum(c[m] for m in MULTIPLY) // 2
 
 
 def measure(model_path, target, work):
