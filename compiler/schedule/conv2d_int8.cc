@@ -114,48 +114,40 @@ Stmt MakeTile(const Tile& t, const std::string& tag, const Expr& ob, const Expr&
   return lower::Seq(tile);
 }
 
-// Whether every pair of products a saturating pair step sums (input channels 2k and 2k + 1 at one
-// output channel and tap, times data bytes of 0..255) stays within int16: the positive weights of
-// a pair add up to at most 128 (255 * 128 <= 32767) and the negative ones to at least -128.
-bool PairsFitInt16(const Value& weight) {
+// Whether `fits(a, b)` holds for every pair of weights whose products a dot step sums in int16
+// first: input channels i and i + distance of one quad (i / distance even) at one output channel
+// and tap, a weight past the channels being 0.
+bool EveryWeightPair(const Value& weight, int64_t distance, bool (*fits)(int a, int b)) {
   if (weight.type.dtype != kInt8) return false;
   const std::vector<int64_t>& ws = weight.type.shape;
   const int64_t ic = ws[1], taps = ws[2] * ws[3];
   const int8_t* w = weight.constant->Data<int8_t>();
   for (int64_t o = 0; o < ws[0]; ++o) {
-    for (int64_t i = 0; i < ic; i += 2) {
+    for (int64_t i = 0; i < ic; ++i) {
+      if ((i / distance) % 2 != 0) continue;
       for (int64_t t = 0; t < taps; ++t) {
-        int pos = 0, neg = 0;
-        for (int64_t j = i; j < std::min(i + 2, ic); ++j) {
-          const int v = w[(o * ic + j) * taps + t];
-          (v > 0 ? pos : neg) += v;
-        }
-        if (pos > 128 || neg < -128) return false;
+        const int a = w[(o * ic + i) * taps + t];
+        const int b = i + distance < ic ? w[(o * ic + i + distance) * taps + t] : 0;
+        if (!fits(a, b)) return false;
       }
     }
   }
   return true;
 }
 
-// Whether every pair of products te::DotS8S8Halves sums in int16 (input channels 4q + k and
-// 4q + k + 2, k < 2, at one output channel and tap, times signed data bytes) stays within it:
-// only two weights of -128 (two products of 16384) leave it.
+// A saturating pair step (te::DotU8S8Pairs) sums input channels 2k and 2k + 1 times data bytes of
+// 0..255: within int16 where the pair's positive weights add up to at most 128 (255 * 128 <=
+// 32767) and its negative ones to at least -128.
+bool PairsFitInt16(const Value& weight) {
+  return EveryWeightPair(weight, 1, [](int a, int b) {
+    return std::max(a, 0) + std::max(b, 0) <= 128 && std::min(a, 0) + std::min(b, 0) >= -128;
+  });
+}
+
+// te::DotS8S8Halves sums input channels 4q + k and 4q + k + 2 (k < 2) times signed data bytes:
+// only two weights of -128 (two products of 16384) leave int16.
 bool HalvesPairsFitInt16(const Value& weight) {
-  if (weight.type.dtype != kInt8) return false;
-  const std::vector<int64_t>& ws = weight.type.shape;
-  const int64_t ic = ws[1], taps = ws[2] * ws[3];
-  const int8_t* w = weight.constant->Data<int8_t>();
-  for (int64_t o = 0; o < ws[0]; ++o) {
-    for (int64_t i = 0; i + 2 < ic; ++i) {
-      if (i % kDotDepth >= 2) continue;
-      for (int64_t t = 0; t < taps; ++t) {
-        if (w[(o * ic + i) * taps + t] == -128 && w[(o * ic + i + 2) * taps + t] == -128) {
-          return false;
-        }
-      }
-    }
-  }
-  return true;
+  return EveryWeightPair(weight, 2, [](int a, int b) { return a != -128 || b != -128; });
 }
 
 // Pixels in the lanes write NCHW rows; channels in the lanes NCHW or their own block.
