@@ -75,7 +75,7 @@ void PackInt8Conv(Graph* graph, Node* n, int64_t block, int64_t data_offset, boo
         const int8_t v = src[(o * ic + i) * taps + t];
         const int64_t lane = o % block, byte = i % kInt8DotDepth;
         const int64_t at =
-            halves ? (byte / 2 * block + lane) * 2 + byte % 2 : lane * kInt8DotDepth + byte;
+            halves ? Int8HalvesIndex(lane, byte, block) : lane * kInt8DotDepth + byte;
         dst[outer * block * kInt8DotDepth + at] = v;
         sum += v;
       }

@@ -2,6 +2,7 @@
 // The CPU calling convention is in codegen_cpu.cc, parallel loops in codegen_parallel.cc.
 #include "codegen_llvm.h"
 
+#include <ember/compiler/ir/weight_layout.h>
 #include <llvm/Analysis/VectorUtils.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Intrinsics.h>
@@ -536,24 +537,25 @@ llvm::Value* CodeGenLLVM::EmitUnaryIntrinsic(llvm::Intrinsic::ID id, llvm::Value
 
 namespace {
 
-// Where byte j of lane i of a dot operand (n lanes of four bytes) is in halves order
-// (te::kDotS8S8Halves): bytes 0-1 of every lane in the first half, bytes 2-3 in the second.
+// The shuffle mask that puts a dot operand of `lanes` four-byte lanes into halves order
+// (te::kDotS8S8Halves: bytes 0-1 of every lane in the first half, bytes 2-3 in the second), or
+// with from_halves back out of it.
 std::vector<int> HalvesOrder(int lanes, bool from_halves) {
-  std::vector<int> mask(lanes * 4);
-  for (int i = 0; i < lanes; ++i) {
-    for (int j = 0; j < 4; ++j) {
-      const int standard = 4 * i + j, halves = (j / 2) * lanes * 2 + 2 * i + j % 2;
-      mask[from_halves ? standard : halves] = from_halves ? halves : standard;
+  std::vector<int> into(lanes * 4), out_of(lanes * 4);
+  for (int lane = 0; lane < lanes; ++lane) {
+    for (int byte = 0; byte < 4; ++byte) {
+      const int standard = 4 * lane + byte;
+      const int halves = static_cast<int>(Int8HalvesIndex(lane, byte, lanes));
+      into[halves] = standard;
+      out_of[standard] = halves;
     }
   }
-  return mask;
+  return from_halves ? out_of : into;
 }
 
 }  // namespace
 
 std::pair<llvm::Value*, llvm::Value*> CodeGenLLVM::EmitHalves(llvm::Value* v, bool in_halves) {
-  auto* bytes = llvm::FixedVectorType::get(i8_, 16);
-  std::vector<int> lo = {0, 1, 2, 3, 4, 5, 6, 7}, hi = {8, 9, 10, 11, 12, 13, 14, 15};
   // A broadcast word: each half is one of its halfwords broadcast (dup by lane), not the
   // vector reordered per half.
   if (llvm::Value* word = in_halves ? nullptr : llvm::getSplatValue(v); word != nullptr) {
@@ -568,7 +570,8 @@ std::pair<llvm::Value*, llvm::Value*> CodeGenLLVM::EmitHalves(llvm::Value* v, bo
     };
     return {broadcast(0), broadcast(1)};
   }
-  llvm::Value* ordered = b_.CreateBitCast(v, bytes);
+  llvm::Value* ordered = b_.CreateBitCast(v, llvm::FixedVectorType::get(i8_, 16));
+  const std::vector<int> lo = {0, 1, 2, 3, 4, 5, 6, 7}, hi = {8, 9, 10, 11, 12, 13, 14, 15};
   if (!in_halves) ordered = b_.CreateShuffleVector(ordered, HalvesOrder(4, false));
   return {b_.CreateShuffleVector(ordered, lo), b_.CreateShuffleVector(ordered, hi)};
 }

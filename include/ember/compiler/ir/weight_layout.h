@@ -39,6 +39,12 @@ constexpr const char* kPackedInt8DataOffsetAttr = "ember_packed_int8_data_offset
  *  bytes is in halves order (te::kDotS8S8Halves): bytes 0-1 of the B channels first, then bytes
  *  2-3, each channel's two adjacent; the NEON widening dot multiplies them so. */
 constexpr const char* kPackedInt8HalvesAttr = "ember_packed_int8_halves";
+/*! \brief Where byte `byte` (0-3) of lane `lane` of a vector of `lanes` four-byte lanes is in
+ *  halves order (kPackedInt8HalvesAttr): the packing writes it there, codegen's shuffles read it
+ *  back. */
+constexpr int64_t Int8HalvesIndex(int64_t lane, int64_t byte, int64_t lanes) {
+  return (byte / 2 * lanes + lane) * 2 + byte % 2;
+}
 constexpr int64_t kInt8SignedDotOffset = 128;
 /*! \brief Input channels in one int32 lane of kPackedInt8WeightAttr's layout: the four bytes one
  *  dot-product step (x86 vpdpbusd, Arm sdot) multiplies. */
