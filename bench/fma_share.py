@@ -126,8 +126,8 @@ def dominators(blocks, preds):
 
 def loops(code):
     """Per natural loop (an edge to a block that dominates its source, the loop being the blocks
-    that reach that source without passing the header), the instructions of its own blocks: those
-    of no loop nested in it."""
+    that reach that source without passing the header), the instructions of its own blocks (those
+    of no loop nested in it) and the set of all its blocks."""
     blocks = basic_blocks(code)
     preds = [[] for _ in blocks]
     for k, (_, succ) in enumerate(blocks):
@@ -151,18 +151,34 @@ def loops(code):
         for o, inner in bodies.items():
             if o != h and o in body:
                 own -= inner
-        out.append([insn for k in sorted(own) for insn in blocks[k][0]])
+        out.append(([insn for k in sorted(own) for insn in blocks[k][0]], frozenset(body)))
     return out
 
 
 def loop_fmas(code, fma):
-    """[(fma count, instructions)] of the loops holding FMAs of their own."""
+    """[(fma count, instructions, blocks)] of the loops holding FMAs of their own."""
     out = []
-    for body in loops(code):
-        count = sum(1 for _, mnemonic, _ in body if fma.match(mnemonic))
+    for own, body in loops(code):
+        count = sum(1 for _, mnemonic, _ in own if fma.match(mnemonic))
         if count:
-            out.append((count, len(body)))
+            out.append((count, len(own), body))
     return out
+
+
+def hot_loop_code(loops, per):
+    """(fma count, instructions, matched) of the code of a hot loop with `per` multiply-adds: the
+    loops whose FMAs are `per` or a multiple of it (LLVM unrolled it); of those, one nested in
+    another runs at least as often as the outer (whose FMAs of its own are then an epilogue's), so
+    an outer one gives way; of several left, the least dense. When none matches, the loop with the
+    most FMAs. `loops` holds (function, fma count, instructions, blocks) rows."""
+    fits = [l for l in loops if l[1] % per == 0]
+    inner = [l for l in fits
+             if not any(o is not l and o[0] == l[0] and o[3] < l[3] for o in fits)]
+    if inner:
+        _, count, size, _ = min(inner, key=lambda l: (l[1], -l[2]))
+        return count, size, True
+    _, count, size, _ = max(loops, key=lambda l: l[1])
+    return count, size, False
 
 
 def parse_value(text):
@@ -281,18 +297,12 @@ def measure(model_path, target, work):
     hot = hot_loops(os.path.join(dump, "kernels.loop.txt"))
     rows = []
     for func, schedule in sorted(plans(dump).items()):
-        loops = [loop for symbol, code in funcs.items()
+        loops = [(symbol,) + loop for symbol, code in funcs.items()
                  if symbol == func or symbol.startswith(func + "_compute_")
                  for loop in loop_fmas(code, fma)]
         if not loops or func not in hot:
             continue
-        # The hot loop's code: FMAs as many as its multiply-adds (or a multiple, unrolled); the
-        # loop with the most FMAs when none matches (its row says so).
-        per = hot[func]
-        fits = [l for l in loops if l[0] % per == 0]
-        matched = bool(fits)
-        count, size = (min(fits, key=lambda l: (l[0], -l[1])) if fits
-                       else max(loops, key=lambda l: l[0]))
+        count, size, matched = hot_loop_code(loops, hot[func])
         rows.append({"kernel": func, "schedule": schedule, "share": count / size, "fma": count,
                      "instructions": size, "matched": matched})
     return rows

@@ -68,7 +68,7 @@ def measure(model_path, target, work):
         loops = [(dot_steps(m for _, m, _ in body), len(body))
                  for symbol, code in funcs.items()
                  if symbol == func or symbol.startswith(func + "_compute_")
-                 for body in fma_share.loops(code)]
+                 for body, _ in fma_share.loops(code)]
         loops = [l for l in loops if l[0] > 0]
         if not loops:
             continue
