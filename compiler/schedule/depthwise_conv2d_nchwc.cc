@@ -40,7 +40,15 @@ struct RowContext {
   // output pixels' channels (adjacent in NCHW[x]c) share a vector, as do their taps' inputs; the
   // weight and bias locals then hold their block twice.
   bool pairs = false;
+  bool row_streams = false;  // see DepthwiseParams::row_streams_past
 };
+
+// The index of input pixel (ih, iw) in image `image` (n * C/x + cb). With row streams the row's
+// start is behind te::StreamBase, so that each tap row keeps a base register of its own.
+Expr InputIndex(const RowContext& c, const Expr& image, const Expr& ih, const Expr& iw) {
+  if (!c.row_streams) return ((image * c.s.h + ih) * c.s.w + iw) * c.lanes;
+  return te::StreamBase((image * c.s.h + ih) * (c.s.w * c.lanes)) + iw * c.lanes;
+}
 
 // The first `lanes` values of a weight or bias local (one block, or both copies of a pair's).
 Expr LocalVector(const RowContext& c, const Buffer& b, int lanes) {
@@ -76,7 +84,7 @@ Stmt Pixels(const RowContext& c, const std::string& tag, const Expr& oh, const T
     for (int64_t kw = 0; kw < s.kw; ++kw) {
       for (int64_t t = 0; t < count; ++t) {
         Expr iw = (ow0 + t) * s.s_w + (kw * s.d_w - s.pad_l);
-        Expr in = lower::VectorLoad(c.x, ((image * s.h + ih) * s.w + iw) * c.lanes, c.lanes);
+        Expr in = lower::VectorLoad(c.x, InputIndex(c, image, ih, iw), c.lanes);
         Stmt fma = lower::Store(
             acc[t], 0,
             BufferLoad(acc[t], 0) + in * LocalVector(c, c.weights[kh * s.kw + kw], c.lanes));
@@ -115,7 +123,7 @@ Stmt PixelPairs(const RowContext& c, const std::string& tag, const Expr& oh, con
     for (int64_t kw = 0; kw < s.kw; ++kw) {
       for (int64_t q = 0; q < count / 2; ++q) {
         Expr iw = ow0 + (2 * q + kw * s.d_w - s.pad_l);
-        Expr in = lower::VectorLoad(c.x, ((image * s.h + ih) * s.w + iw) * c.lanes, pair);
+        Expr in = lower::VectorLoad(c.x, InputIndex(c, image, ih, iw), pair);
         Expr w = LocalVector(c, c.weights[kh * s.kw + kw], pair);
         body.push_back(lower::Store(acc[q], 0, lower::VectorLoad(acc[q], 0, pair) + in * w));
       }
@@ -310,7 +318,10 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
   if (bias_row.defined()) {
     bias = task_vector("bias", lower::VectorizeLanes(bias_row, lane.get(), Expr(0), lanes));
   }
-  RowContext ctx{s, lanes, xb, f.args.back().buffer, weights, bias, at, n, cb, &f, pairs};
+  const int64_t tap_rows_apart = (s.kh - 1) * s.d_h * s.w * block * 4;  // bytes of float32
+  const bool row_streams = p.row_streams_past > 0 && tap_rows_apart > p.row_streams_past;
+  RowContext ctx{s,  lanes, xb,    f.args.back().buffer, weights, bias, at, n,
+                 cb, &f,    pairs, row_streams};
   auto border_rows = [&](int64_t begin, int64_t end) {
     std::vector<Stmt> v;
     for (const BorderRows& run : BorderRunsOf(s, begin, end)) {

@@ -98,6 +98,11 @@ struct DepthwiseParams {
   /*! \brief NCHW[x]c: output pixels one task computes at least, in whole rows, so that small
    * planes do not reload the task's weights every row; 0: one row per task. */
   int64_t task_pixels = 0;
+  /*! \brief NCHW[x]c, > 0: where the first and the last tap rows start more than this many
+   * bytes apart, each tap row's loads address from a base register of their own
+   * (te::StreamBase), for targets whose paired loads reach only so far (AArch64 ldp q: 1008).
+   * Nearer rows share one base (their own bases would only cost address arithmetic). */
+  int64_t row_streams_past = 0;
 
   DepthwiseParams& Lanes(int64_t v) {
     lanes = v;
@@ -110,6 +115,10 @@ struct DepthwiseParams {
   DepthwiseParams& Tile(int64_t max_columns, int64_t min_task_pixels) {
     columns = max_columns;
     task_pixels = min_task_pixels;
+    return *this;
+  }
+  DepthwiseParams& RowStreamsPast(int64_t bytes) {
+    row_streams_past = bytes;
     return *this;
   }
 };

@@ -277,6 +277,13 @@ Expr DotS8S8Halves(Expr acc, Expr a, Expr b) {
   return Int8Dot(Intrinsic::kDotS8S8Halves, "DotS8S8Halves", std::move(acc), std::move(a),
                  std::move(b));
 }
+Expr StreamBase(Expr index) {
+  const DataType t = index.dtype();
+  if (!IsInt(t) || t.lanes != 1) {
+    throw std::runtime_error("te: StreamBase takes an integer scalar, got " + DataTypeName(t));
+  }
+  return Call(Intrinsic::kStreamBase, {std::move(index)});
+}
 Expr TransposeByteRows(Expr v) {
   const DataType t = v.dtype();
   if (t.code != Int(32).code || t.bits != 32 || t.lanes < 2) {
@@ -429,10 +436,10 @@ const char* IntrinsicName(Intrinsic f) {
       "round", "fabs",     "sigmoid",        "sin",          "cos",   "tan",     "asin",  "acos",
       "atan",  "sinh",     "cosh",           "asinh",        "acosh", "atanh",   "isnan", "isinf",
       "sign",  "dot_u8s8", "dot_u8s8_pairs", "muladd_exact", "lane",  "dot_s8s8",
-      "transpose_byte_rows", "dot_s8s8_halves"};
+      "transpose_byte_rows", "dot_s8s8_halves", "stream_base"};
   // clang-format on
   static_assert(
-      sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kDotS8S8Halves) + 1,
+      sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kStreamBase) + 1,
       "one name per intrinsic");
   return kNames[static_cast<int>(f)];
 }

@@ -5,6 +5,7 @@
 #include <ember/compiler/ir/weight_layout.h>
 #include <llvm/Analysis/VectorUtils.h>
 #include <llvm/IR/Constants.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsAArch64.h>
 #include <llvm/IR/IntrinsicsARM.h>
@@ -690,6 +691,19 @@ llvm::Value* CodeGenLLVM::EmitTransposeByteRows(llvm::Value* v) {
   return b_.CreateBitCast(b_.CreateShuffleVector(b_.CreateBitCast(v, bytes), mask), v->getType());
 }
 
+llvm::Value* CodeGenLLVM::EmitStreamBase(llvm::Value* index) {
+  // An empty asm that returns its operand in the same register: no instruction, but a value
+  // scalar evolution cannot see through. It reads no memory, so LICM and CSE still hoist and
+  // share it.
+  auto* fn = llvm::InlineAsm::get(llvm::FunctionType::get(index->getType(), {index->getType()},
+                                                          /*isVarArg=*/false),
+                                  "", "=r,0", /*hasSideEffects=*/false);
+  llvm::CallInst* call = b_.CreateCall(fn, {index});
+  call->setDoesNotAccessMemory();
+  call->setDoesNotThrow();
+  return call;
+}
+
 llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   using te::Intrinsic;
   DataType t = c->args[0].dtype();
@@ -706,6 +720,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   }
   if (c->fn == Intrinsic::kLane) return b_.CreateExtractElement(x, args.at(1));
   if (c->fn == Intrinsic::kTransposeByteRows) return EmitTransposeByteRows(x);
+  if (c->fn == Intrinsic::kStreamBase) return EmitStreamBase(x);
   bool is_float = te::IsFloat(t);
   auto unary = [&](llvm::Intrinsic::ID id) { return EmitUnaryIntrinsic(id, x); };
   // exp as arithmetic on float32 values, unless the function asked for exact float operations.
@@ -828,6 +843,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
     case Intrinsic::kDotS8S8:
     case Intrinsic::kTransposeByteRows:
     case Intrinsic::kDotS8S8Halves:
+    case Intrinsic::kStreamBase:
       break;
   }
   throw std::runtime_error("codegen: unknown intrinsic");

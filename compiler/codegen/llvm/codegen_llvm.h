@@ -55,6 +55,8 @@ class CodeGenLLVM {
   // unless `in_halves` says it is already.
   std::pair<llvm::Value*, llvm::Value*> EmitHalves(llvm::Value* v, bool in_halves);
   llvm::Value* EmitTransposeByteRows(llvm::Value* v);
+  // te::StreamBase: the index behind an optimisation barrier (see te::kStreamBase).
+  llvm::Value* EmitStreamBase(llvm::Value* index);
   // min / max(a, b) where the result goes to an integer (EmitClampToInteger): minnum / maxnum
   // with no-NaNs and no-signed-zeros.
   llvm::Value* EmitIntegerBound(te::BinaryOp op, llvm::Value* a, llvm::Value* b);

@@ -221,19 +221,26 @@ inline std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-/*! \brief Compiles one group named "conv" over every node of kg with output y; *text receives
- * the build's dump file `file` (kernels.loop.txt: the loop IR, to check which schedule took it;
- * kernels.opt.ll: the optimised LLVM IR). */
-inline std::unique_ptr<Library> BuildKernelWithDump(const KernelGraph& kg, int y,
-                                                    const std::string& file, std::string* text) {
+/*! \brief Compiles one group named "conv" over every node of kg with output y; each (file,
+ * text) pair's text receives the build's dump file (kernels.loop.txt: the loop IR, to check
+ * which schedule took it; kernels.ll / kernels.opt.ll: the LLVM IR before / after optimisation).
+ */
+inline std::unique_ptr<Library> BuildKernelWithDumps(
+    const KernelGraph& kg, int y, const std::vector<std::pair<std::string, std::string*>>& files) {
   char tmpl[] = "/tmp/ember_schedule_test_XXXXXX";
   std::string dump = mkdtemp(tmpl);
   BuildOptions bo;
   bo.dump_dir = dump;
   auto lib = std::make_unique<Library>(std::vector<FusedGroup>{kg.Group("conv", {y})}, bo);
-  *text = ReadFile(dump + "/" + file);
+  for (const auto& [file, text] : files) *text = ReadFile(dump + "/" + file);
   std::filesystem::remove_all(dump);
   return lib;
+}
+
+/*! \brief BuildKernelWithDumps with one dump file. */
+inline std::unique_ptr<Library> BuildKernelWithDump(const KernelGraph& kg, int y,
+                                                    const std::string& file, std::string* text) {
+  return BuildKernelWithDumps(kg, y, {{file, text}});
 }
 
 /*! \brief BuildKernelWithDump with the loop IR. */

@@ -99,9 +99,10 @@ void TransformLikeEmberc(HostArray& w, int64_t tile, int64_t block, HostArray* u
 
 // Compiles the blocked conv group with `schedule` forced (null: default schedule), its weights
 // in `form`, checks that the kernel's marker (an accumulator or local name) appears in its loop
-// IR, runs it and compares with a direct conv on the NCHW data.
+// IR, runs it and compares with a direct conv on the NCHW data. *llvm_ir, if given, receives the
+// kernel's LLVM IR.
 void CheckBlockedConv(const char* schedule, const char* marker, const WeightForm& form,
-                      const BlockedCase& bc) {
+                      const BlockedCase& bc, std::string* llvm_ir = nullptr) {
   const int64_t packed_block = form.block, packed_ic_block = form.ic_block;
   SCOPED_TRACE(std::string(schedule != nullptr ? schedule : "default") + " " + CaseName(bc) +
                " packed " + std::to_string(packed_block) + "/" + std::to_string(packed_ic_block) +
@@ -142,7 +143,9 @@ void CheckBlockedConv(const char* schedule, const char* marker, const WeightForm
   if (bc.residual) y = kg.Add("Add", {y, r}, {TensorType{oblocked, kFloat32}})[0];
   if (bc.relu) y = kg.Add("Relu", {y}, {TensorType{oblocked, kFloat32}})[0];
   std::string loops;
-  std::unique_ptr<Library> lib = testing::BuildKernelWithLoops(kg, y, &loops);
+  std::vector<std::pair<std::string, std::string*>> dumps = {{"kernels.loop.txt", &loops}};
+  if (llvm_ir != nullptr) dumps.push_back({"kernels.ll", llvm_ir});
+  std::unique_ptr<Library> lib = testing::BuildKernelWithDumps(kg, y, dumps);
   if (marker != nullptr) {
     EXPECT_NE(loops.find(marker), std::string::npos) << "schedule did not take the group";
   }
@@ -325,6 +328,29 @@ TEST(BlockedLayout, NeonDepthwiseStartsFromTheBiasOverBlocksOfRows) {
   }
   CheckBlockedConv("depthwise_conv2d_neon", "wvec0[", {4, 0},
                    {1, 8, 7, 7, 8, 3, 1, 1, 8, false, true, false, 4, 4});  // no bias
+}
+
+// Tap rows more than the paired load's reach apart (1008 bytes: 3x3 taps on rows of 32 NCHW4c
+// pixels or more) load from bases of their own, so that AArch64 can pair each row's loads;
+// nearer rows share one.
+TEST(BlockedLayout, NeonDepthwiseLoadsFarTapRowsFromStreamsOfTheirOwn) {
+  const std::vector<BlockedCase> far = {
+      {1, 8, 6, 40, 8, 3, 1, 1, 8, true, true, false, 4, 4},       // 3x3: rows 640 bytes apart
+      {1, 8, 7, 35, 8, 3, 2, 1, 8, true, false, true, 4, 4},       // stride 2, residual
+      {1, 4, 9, 20, 4, 5, 1, 2, 4, true, true, false, 4, 4},       // 5x5: 4 rows of 320 bytes
+      {1, 8, 10, 33, 8, 3, 1, 2, 8, false, true, false, 4, 4, 2},  // dilated, no bias
+  };
+  // te::StreamBase, as codegen emits it: an empty asm that hands its operand back.
+  const char* stream_base = "asm \"\", \"=r,0\"";
+  for (const BlockedCase& c : far) {
+    std::string ir;
+    CheckBlockedConv("depthwise_conv2d_neon", "wvec0[", {c.out_block, 0}, c, &ir);
+    EXPECT_NE(ir.find(stream_base), std::string::npos) << CaseName(c);
+  }
+  std::string ir;
+  CheckBlockedConv("depthwise_conv2d_neon", "wvec0[", {4, 0},
+                   {1, 8, 6, 31, 8, 3, 1, 1, 8, true, true, false, 4, 4}, &ir);
+  EXPECT_EQ(ir.find(stream_base), std::string::npos);
 }
 
 TEST(BlockedLayout, DefaultScheduleComputesBlockedConvs) {

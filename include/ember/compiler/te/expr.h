@@ -135,6 +135,9 @@ enum class Intrinsic {
    * exact only where no such pair leaves int16; schedules use it where the weights guarantee
    * that (no two -128 paired). */
   kDotS8S8Halves,
+  /*! \brief StreamBase(i): the integer i, hidden from the compiler's address arithmetic: the
+   * start of a stream of loads that is to keep a base register of its own (see StreamBase()). */
+  kStreamBase,
 };
 
 enum class ReduceOp { kSum, kProd, kMax, kMin, kArgMax, kArgMin };
@@ -316,6 +319,12 @@ Expr MulAddExact(Expr a, Expr b, Expr c);
  * multiply by element on AArch64 (fmla v.4s, v.4s, v.s[lane]): one vector load serves `lanes`
  * broadcasts instead of a load per broadcast. */
 Expr Lane(Expr vector, int lane);
+/*! \brief kStreamBase: `index` (an integer scalar), which LLVM may not relate to other indices.
+ * Loads at index + small offsets then keep a base register per stream: LLVM's loop strength
+ * reduction would otherwise address several streams a constant distance apart (a depthwise
+ * conv's tap rows) from one register, at offsets beyond what AArch64's paired load (ldp q,
+ * +-1008 bytes) encodes, and every load would go alone. No instruction is emitted for it. */
+Expr StreamBase(Expr index);
 Expr And(Expr a, Expr b);
 Expr Or(Expr a, Expr b);
 /*! \brief Largest and smallest finite values of a dtype (lowest for Max-init, etc.). */
