@@ -292,7 +292,12 @@ declare -A INT8_DOT=([dotprod]=sdot [i8mm]=usdot [neon]=smull [neon32]=vmull.s8)
 declare -A INT8_SUFFIX=([dotprod]=_neon_dotprod [i8mm]=_neon_i8mm [neon]=_neon [neon32]=_neon32)
 declare -A DEPTHWISE_SUFFIX=([aarch64]=_neon [armhf]=_neon32)
 int8_cases() { [ -f "$INT8_DIR/cases.tsv" ] && cut -f1 "$INT8_DIR/cases.tsv"; }
-int8_refused() { awk -F'\t' -v m="$1" '$1 == m { print $3 }' "$INT8_DIR/cases.tsv"; }
+# int8_refuses CASE KERNEL: 1 where the kernel must refuse the case's weights (cases.tsv's third
+# column lists those kernels), else 0.
+int8_refuses() {
+  awk -F'\t' -v m="$1" -v k="$2" '$1 == m { n = split($3, r, " "); for (i = 1; i <= n; i++)
+    if (r[i] == k) found = 1 } END { print found ? 1 : 0 }' "$INT8_DIR/cases.tsv"
+}
 # int8_kernels CASE VARIANT: the kernels the case runs on, each forced in turn (cases.tsv's
 # families: both forms of the int8 conv, or the depthwise one).
 int8_kernels() {
@@ -331,8 +336,7 @@ int8_kernel_check() {
         --dump-ir "$art/ir" --target "${INT8_TARGET[$variant]}" >/dev/null || return 1
       # The widening dot's channels form refuses weights with two -128 in a pair of products it
       # sums in int16 (cases.tsv's third column); the conv then runs on another path, still exact.
-      refused=0
-      case $kernel in conv2d_int8_neon | conv2d_int8_neon32) refused=$(int8_refused "$m") ;; esac
+      refused=$(int8_refuses "$m" "$kernel")
       if grep -q "\"$kernel\"" "$art"/ir/*_plan_kernels.txt; then
         [ "$refused" = 0 ] || { echo "int8 $m: planned on $kernel, which must refuse it"; ok=1; }
       elif [ "$refused" = 1 ]; then

@@ -10,8 +10,8 @@ full-range int8 weights; each conv case runs on both forms of the int8 conv (CON
 expected output comes from an int64 numpy reference (the integer definition, then ONNX's
 requantization). OUTDIR gets NAME.onnx, NAME_x.npy (the input) and NAME_expected/output_0.npy
 per case, NAME conv_seedN or dw_seedN, and cases.tsv: NAME, the kernel families to run it on,
-space-separated (a target's kernel adds its ISA), and 1 where the channels form of the NEON
-widening dot must refuse the weights (paired_minus_128), else 0.
+space-separated (a target's kernel adds its ISA), and the kernels that must refuse its weights
+(refusing_kernels), space-separated, or "-".
 """
 import os
 import sys
@@ -119,6 +119,17 @@ def paired_minus_128(graph):
                for i in range(w.shape[1] - 2) if i % 4 < 2)
 
 
+# The kernels whose widening dot (the channels form on NEON without a dot instruction) sums two
+# products in int16 before widening them, which two weights of -128 overflow.
+HALVES_KERNELS = ("conv2d_int8_neon", "conv2d_int8_neon32")
+
+
+def refusing_kernels(graph):
+    """The kernels that must refuse the case's weights: HALVES_KERNELS where two weights of -128
+    meet in one of their int16 pairs (paired_minus_128), else none."""
+    return HALVES_KERNELS if paired_minus_128(graph) else ()
+
+
 def model(graph):
     """The graph as a model every tool here reads (opset 13, IR 7)."""
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
@@ -142,7 +153,8 @@ def main(argv):
     os.makedirs(out, exist_ok=True)
     rows = []
     for name, families, (graph, x, expected) in all_cases():
-        rows.append("%s\t%s\t%d\n" % (name, " ".join(families), paired_minus_128(graph)))
+        refusing = " ".join(refusing_kernels(graph)) or "-"
+        rows.append("%s\t%s\t%s\n" % (name, " ".join(families), refusing))
         with open(os.path.join(out, name + ".onnx"), "wb") as f:
             f.write(model(graph).SerializeToString())
         np.save(os.path.join(out, name + "_x.npy"), x)

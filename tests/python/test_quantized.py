@@ -16,7 +16,7 @@ from test_compile import _run_graph
 
 sys.path.insert(0, os.path.join(REPO, "tests", "models"))
 from gen_int8_convs import (CONV_CASES, CONV_FORMS, DW_CASES, depthwise_case,  # noqa: E402
-                            model, paired_minus_128, qlinear_conv_case)
+                            model, qlinear_conv_case, refusing_kernels)
 
 
 def _conv_integer_reference(x, x_zp, w, pad, group=1, stride=1, dilation=1):
@@ -588,7 +588,7 @@ def test_aarch64_int8_kernels_forced_on_the_host_are_exact(tmp_path, form, isa, 
     kernel = "%s_%s" % (form, isa)
     graph, x, expected = qlinear_conv_case(*case)
     y, plans = _compile_and_run(tmp_path, graph, "llvm", schedule=kernel, x=x)
-    refused = kernel in ("conv2d_int8_neon", "conv2d_int8_neon32") and paired_minus_128(graph)
+    refused = kernel in refusing_kernels(graph)
     assert (kernel in plans) != refused
     np.testing.assert_array_equal(y, expected)
 
