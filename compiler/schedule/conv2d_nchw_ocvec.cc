@@ -356,7 +356,7 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   // Accumulator vectors per column.
   const int64_t vectors = (ocb + piece_lanes - 1) / piece_lanes;
   const OcVecBlocking blocking =
-      TunedConv2dOcVecBlocking(group, opts, vectors, ocb / vectors, OcVecOwBlock(entry, vectors));
+      TunedConv2dOcVecBlocking(group, opts, vectors, ocb, OcVecOwBlock(entry, vectors));
   const int64_t packed_block = m.conv->GetInt(kPackedWeightBlockAttr, 0);
   if (packed_block != 0 && packed_block != ocb) return false;  // the default schedule reads it
   const bool prepacked = packed_block == ocb;

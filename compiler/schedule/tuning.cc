@@ -310,18 +310,18 @@ int64_t CacheIcChunk(const ConvShape& s, int64_t ocb, int64_t budget) {
 }
 
 OcVecBlocking TunedConv2dOcVecBlocking(const FusedGroup& group, const lower::ScheduleOptions& opts,
-                                       int64_t oc_vectors, int64_t lanes, int64_t table_ow_block) {
+                                       int64_t oc_vectors, int64_t oc_block,
+                                       int64_t table_ow_block) {
   ConvGroup m;
   if (!MatchConvGroup(group, &m)) return {table_ow_block, 1, 1};  // the schedule matched it first
   OcVecBlocking table{table_ow_block, m.s.oh, m.s.icg};
-  if (opts.target == nullptr || oc_vectors < 1 || lanes < 1) return table;
+  if (opts.target == nullptr || oc_vectors < 1 || oc_block < 1) return table;
   const Target& t = *opts.target;
   const ConvShape& s = m.s;
-  const int64_t ocb = oc_vectors * lanes;
   const CacheSizes caches = TargetCacheSizes(t);
   table.row_chunk = CacheRowChunk(s, t);
-  table.ic_chunk = CacheIcChunk(s, ocb, caches.l1d / 2);
-  const int64_t l2_ic_chunk = CacheIcChunk(s, ocb, caches.l2 / 4);
+  table.ic_chunk = CacheIcChunk(s, oc_block, caches.l1d / 2);
+  const int64_t l2_ic_chunk = CacheIcChunk(s, oc_block, caches.l2 / 4);
   const int64_t budget = AccumulatorRegisters(t);
   auto candidates = [&] {
     // Block widths whose accumulators fill a third to all of the register budget, then the

@@ -128,13 +128,15 @@ int64_t CacheRowChunk(const ConvShape& s, const Target& t);
 int64_t CacheIcChunk(const ConvShape& s, int64_t ocb, int64_t budget);
 
 /*!
- * \brief conv2d_nchw_ocvec's hook: its blocking for the group when each column holds
- * `oc_vectors` accumulator vectors of `lanes` channels, from the log, else `table_ow_block`,
- * CacheRowChunk and the ic chunk whose weights fill half of L1d (CacheIcChunk). The
- * output-channel block stays the table's: it fixes the weight packing done at compile time.
+ * \brief conv2d_nchw_ocvec's hook: its blocking for the group when each column holds the
+ * `oc_block` output channels of its tile in `oc_vectors` accumulator vectors, from the log, else
+ * `table_ow_block`, CacheRowChunk and the ic chunk whose weights fill half of L1d
+ * (CacheIcChunk). The output-channel block stays the table's: it fixes the weight packing done
+ * at compile time.
  */
 OcVecBlocking TunedConv2dOcVecBlocking(const FusedGroup& group, const lower::ScheduleOptions& opts,
-                                       int64_t oc_vectors, int64_t lanes, int64_t table_ow_block);
+                                       int64_t oc_vectors, int64_t oc_block,
+                                       int64_t table_ow_block);
 
 }  // namespace ember::compiler::schedule
 
