@@ -173,7 +173,7 @@ def hot_loop_code(loops, per):
     most FMAs. `loops` holds (function, fma count, instructions, blocks) rows."""
     fits = [l for l in loops if l[1] % per == 0]
     inner = [l for l in fits
-             if not any(o is not l and o[0] == l[0] and o[3] < l[3] for o in fits)]
+             if not any(o[0] == l[0] and o[3] < l[3] for o in fits)]
     if inner:
         _, count, size, _ = min(inner, key=lambda l: (l[1], -l[2]))
         return count, size, True

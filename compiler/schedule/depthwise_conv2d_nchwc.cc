@@ -190,6 +190,13 @@ constexpr int64_t kWorkingRegisters = 3;
 // more distinct sets than this (huge paddings) go to another kernel.
 constexpr int64_t kMaxBorderRowCopies = 8;
 
+// Whether the first and the last tap rows start farther apart than the entry's paired loads
+// reach (DepthwiseParams::row_streams_past), so that each tap row gets a stream of its own.
+bool RowStreams(const ConvShape& s, int64_t block, const DepthwiseParams& p) {
+  const int64_t tap_rows_apart = (s.kh - 1) * s.d_h * s.w * block * int64_t{sizeof(float)};
+  return p.row_streams_past > 0 && tap_rows_apart > p.row_streams_past;
+}
+
 bool TapsFit(const ConvShape& s, int64_t registers) {
   return s.kh * s.kw + kWorkingRegisters <= registers;
 }
@@ -318,10 +325,8 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
   if (bias_row.defined()) {
     bias = task_vector("bias", lower::VectorizeLanes(bias_row, lane.get(), Expr(0), lanes));
   }
-  const int64_t tap_rows_apart = (s.kh - 1) * s.d_h * s.w * block * 4;  // bytes of float32
-  const bool row_streams = p.row_streams_past > 0 && tap_rows_apart > p.row_streams_past;
-  RowContext ctx{s,  lanes, xb,    f.args.back().buffer, weights, bias, at, n,
-                 cb, &f,    pairs, row_streams};
+  RowContext ctx{s,  lanes, xb,    f.args.back().buffer,   weights, bias, at, n,
+                 cb, &f,    pairs, RowStreams(s, block, p)};
   auto border_rows = [&](int64_t begin, int64_t end) {
     std::vector<Stmt> v;
     for (const BorderRows& run : BorderRunsOf(s, begin, end)) {

@@ -157,7 +157,8 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
       Depthwise("depthwise_conv2d_sse", T::kSse, DW().Lanes(4)),
       // 8 pixels per tile on AArch64 too: 16 would fit its 32 registers on paper, but LLVM's
       // schedule then spills (fma_share.py: 54% vs 55%, stride 2 42% vs 46%). Small planes
-      // (7x7, 14x14) take several rows per task.
+      // (7x7, 14x14) take several rows per task. Tap rows over 1008 bytes apart (ldp q's reach)
+      // load from bases of their own (DepthwiseParams::row_streams_past).
       Depthwise("depthwise_conv2d_neon", T::kNeon64,
                 DW().Lanes(4).Tile(8, 64).RowStreamsPast(1008)),
       Depthwise("depthwise_conv2d_neon32", T::kNeon32, DW().Lanes(4)),
