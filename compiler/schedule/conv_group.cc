@@ -158,9 +158,12 @@ lower::Stmt PadConvInput(const ConvShape& s, const lower::Buffer& x, const lower
                          const te::Expr& n, int64_t ph, int64_t pw,
                          const lower::ScheduleOptions& opts) {
   const int64_t unit = std::max<int64_t>(1, s.in_block), planes = s.c / unit;
-  te::Expr c = te::MakeVar("c"), y = te::MakeVar("y");
+  // One task per padded row, not per plane: an image has 3 planes, and 3 tasks on 2 threads
+  // leave one thread idle for a third of the copy.
+  te::Expr row_index = te::MakeVar("cy");
+  te::Expr c = te::FloorDiv(row_index, te::Expr(ph)), y = te::FloorMod(row_index, te::Expr(ph));
   te::Expr sy = y - s.pad_t;
-  te::Expr dst_row = (c * ph + y) * pw * unit;
+  te::Expr dst_row = row_index * pw * unit;
   auto zeros = [&](const std::string& name, int64_t begin, int64_t end) {
     return Range(name, begin * unit, end * unit, lower::ForKind::kVectorized,
                  [&](const te::Expr& xx) { return lower::Store(padded, dst_row + xx, F32(0)); });
@@ -176,9 +179,9 @@ lower::Stmt PadConvInput(const ConvShape& s, const lower::Buffer& x, const lower
                    }),
              zeros("xr", copy_end, pw)});
   lower::Stmt row = lower::If((sy >= 0) && (sy < s.h), inside, zeros("xz", 0, pw));
-  row = lower::For(y, ph, lower::ForKind::kSerial, row);
-  bool par = opts.parallel && s.c * ph * pw >= opts.parallel_min_work && planes > 1;
-  return lower::For(c, planes, par ? lower::ForKind::kParallel : lower::ForKind::kSerial, row);
+  bool par = opts.parallel && s.c * ph * pw >= opts.parallel_min_work;
+  return lower::For(row_index, planes * ph,
+                    par ? lower::ForKind::kParallel : lower::ForKind::kSerial, row);
 }
 
 }  // namespace ember::compiler::schedule

@@ -233,6 +233,13 @@ TEST(Schedule, PackedWeightsAreReadRightByEveryPath) {
   CheckConv(Build{nullptr, nullptr, 32}, c);
 }
 
+// An RGB image's zero-padded copy is split among the threads a padded row at a time (3 x 113
+// rows), not a plane at a time: 3 planes on 2 threads left one idle for a third of the copy.
+TEST(Schedule, ThePaddedCopyOfAnImageRunsInParallelByRows) {
+  const ConvCase c{1, 3, 112, 112, 32, 3, 2, 1, 1, true, true, false};
+  CheckConv(Build{"conv2d_nchw_ocvec_avx512", "parallel for cy in [0, 339)", 0}, c);
+}
+
 // Dilated taps: the channels-in-lanes kernel takes them (EveryTableEntryMatchesTheReferenceConv);
 // the wide kernel, whose phase-split copy assumes adjacent taps, must leave them to the default
 // schedule, which stays right.
