@@ -177,6 +177,9 @@ class LaneVectorizer {
       uniform = uniform && !Occurs(a, var_) && a.dtype().lanes == 1 && !HasVectorLeaf(a);
     }
     if (uniform) return e;
+    // A shuffle of vectors var does not reach (a register transpose's result) is, like an
+    // accumulator's load, already the value of every lane.
+    if (c->fn == te::Intrinsic::kShuffle && c->dtype.lanes == lanes_ && !Occurs(e, var_)) return e;
     if (!IsVectorIntrinsic(c->fn, c->dtype)) return Expr();
     std::vector<Expr> args;
     for (const Expr& a : c->args) {

@@ -189,6 +189,20 @@ bool LowerEpilogue(const FusedGroup& group, const Node& anchor, const lower::Arg
   return true;
 }
 
+lower::LoweredFunc GroupFunction(const FusedGroup& group) {
+  const Graph& g = *group.graph;
+  lower::LoweredFunc f;
+  f.name = group.func_name;
+  std::vector<int> values = group.inputs;
+  values.push_back(group.outputs.at(0));
+  for (int vid : values) {
+    const Value& v = g.value(vid);
+    f.args.push_back(lower::ArgInfo{v.name, v.type.shape, v.type.dtype, nullptr});
+    f.args.back().buffer = lower::NewArgBuffer(f.args.back(), static_cast<int>(f.args.size()) - 1);
+  }
+  return f;
+}
+
 bool BuildEpilogueAt(const FusedGroup& group, const Node& anchor, const AnchorOperands& m,
                      lower::LoweredFunc* f, lower::Buffer* x, lower::Buffer* w, EpilogueAt* at,
                      BiasAt* bias_at) {

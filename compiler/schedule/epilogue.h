@@ -22,6 +22,10 @@ bool IsGroupInput(const FusedGroup& group, int vid);
  * arguments start with the group's inputs; null when `vid` is none of them. */
 lower::Buffer GroupInputBuffer(const FusedGroup& group, const lower::LoweredFunc& f, int vid);
 
+/*! \brief The group's function with no body yet: its name and arguments (the group's inputs,
+ * then its output), for a schedule that writes the output itself. */
+lower::LoweredFunc GroupFunction(const FusedGroup& group);
+
 /*! \brief The anchor's output tensor given `raw`, the placeholder of its result in the
  * workspace, and the tensors of the group's inputs by value id. */
 using AnchorOutput =

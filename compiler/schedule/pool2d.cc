@@ -290,15 +290,7 @@ bool TryPool2d(const FusedGroup& group, const lower::ScheduleOptions& opts,
   Buffer pool_out;
   if (direct) {
     // The pool writes the group output argument.
-    f.name = group.func_name;
-    for (int vid : group.inputs) {
-      const Value& v = g.value(vid);
-      f.args.push_back(lower::ArgInfo{v.name, v.type.shape, v.type.dtype, nullptr});
-    }
-    f.args.push_back(lower::ArgInfo{gout.name, gout.type.shape, gout.type.dtype, nullptr});
-    for (size_t i = 0; i < f.args.size(); ++i) {
-      f.args[i].buffer = lower::NewArgBuffer(f.args[i], static_cast<int>(i));
-    }
+    f = GroupFunction(group);
     pool_out = f.args.back().buffer;
   } else {
     // The epilogue reads the pool's result from a workspace.

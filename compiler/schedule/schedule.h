@@ -370,6 +370,12 @@ bool TryMaxPool2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& op
 bool TryGlobalPoolNchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
                         lower::LoweredFunc* out);
 
+/*! \brief A float32 LayoutTransform between NCHW and NCHW[x]c (x = 4, 8 or 16, at most the
+ * target's float lanes) first in its group, as register transposes of x-by-x tiles; an epilogue
+ * on the blocked side runs in registers (layout_transform.cc). */
+bool TryLayoutTransform(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                        lower::LoweredFunc* out);
+
 /*! \brief True when conv2d_1x1.cc takes a conv of this shape: 1x1, stride 1, no padding, and
  * a plane of at least 4 * p.lanes positions. */
 bool Conv1x1Applies(const ConvShape& s, const Conv2dParams& p);

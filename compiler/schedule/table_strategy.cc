@@ -235,6 +235,7 @@ bool TableStrategy::Schedule(const FusedGroup& group, const lower::ScheduleOptio
                              lower::LoweredFunc* out) const {
   if (!options_.schedules) return false;
   if (TryPool2d(group, opts, out)) return true;
+  if (TryLayoutTransform(group, opts, out)) return true;
   // The group's conv or dense product carries its plan (a group built by hand, as in tests, has
   // it chosen here by the same rule).
   std::string planned;

@@ -115,6 +115,22 @@ int VectorRegisters(TargetClass tc) {
   return tc == TargetClass::kAvx512 || tc == TargetClass::kNeon64 ? 32 : 16;
 }
 
+int FloatLanes(TargetClass tc) {
+  switch (tc) {
+    case TargetClass::kAvx512:
+      return 16;
+    case TargetClass::kAvx2:
+      return 8;
+    case TargetClass::kSse:
+    case TargetClass::kNeon64:
+    case TargetClass::kNeon32:
+      return 4;
+    case TargetClass::kGeneric:
+      break;
+  }
+  return 1;
+}
+
 int TargetVectorRegisters(const lower::ScheduleOptions& opts) {
   return opts.target != nullptr ? VectorRegisters(ClassifyTarget(*opts.target)) : 16;
 }

@@ -72,6 +72,8 @@ CacheSizes TargetCacheSizes(const Target& t);
 
 /*! \brief SIMD registers of the target class (32 on AVX-512 and AArch64, else 16). */
 int VectorRegisters(TargetClass tc);
+/*! \brief float32 lanes of one SIMD register of the target class (1: no SIMD assumed). */
+int FloatLanes(TargetClass tc);
 /*! \brief VectorRegisters of the compile target; 16 when the options name none. */
 int TargetVectorRegisters(const lower::ScheduleOptions& opts);
 /*! \brief Vector registers a register tile's accumulators may take on `t`: the register file

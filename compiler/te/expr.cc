@@ -284,6 +284,24 @@ Expr StreamBase(Expr index) {
   }
   return Call(Intrinsic::kStreamBase, {std::move(index)});
 }
+Expr Shuffle(Expr a, Expr b, const std::vector<int>& mask) {
+  const DataType t = a.dtype();
+  if (t != b.dtype() || t.lanes < 2 || mask.empty()) {
+    throw std::runtime_error("te: Shuffle takes two vectors of one type, got " + DataTypeName(t) +
+                             " and " + DataTypeName(b.dtype()));
+  }
+  std::vector<Expr> args{std::move(a), std::move(b)};
+  for (int m : mask) {
+    if (m < 0 || m >= 2 * t.lanes) {
+      throw std::runtime_error("te: Shuffle lane " + std::to_string(m) + " of two " +
+                               DataTypeName(t));
+    }
+    args.push_back(IntImm(Index(), m));
+  }
+  const int lanes = static_cast<int>(mask.size());
+  return Expr(
+      std::make_shared<CallNode>(WithLanes(t, lanes), Intrinsic::kShuffle, std::move(args)));
+}
 Expr TransposeByteRows(Expr v) {
   const DataType t = v.dtype();
   if (t.code != Int(32).code || t.bits != 32 || t.lanes < 2) {
@@ -436,11 +454,10 @@ const char* IntrinsicName(Intrinsic f) {
       "round", "fabs",     "sigmoid",        "sin",          "cos",   "tan",     "asin",  "acos",
       "atan",  "sinh",     "cosh",           "asinh",        "acosh", "atanh",   "isnan", "isinf",
       "sign",  "dot_u8s8", "dot_u8s8_pairs", "muladd_exact", "lane",  "dot_s8s8",
-      "transpose_byte_rows", "dot_s8s8_halves", "stream_base"};
+      "transpose_byte_rows", "dot_s8s8_halves", "stream_base", "shuffle"};
   // clang-format on
-  static_assert(
-      sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kStreamBase) + 1,
-      "one name per intrinsic");
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kShuffle) + 1,
+                "one name per intrinsic");
   return kNames[static_cast<int>(f)];
 }
 

@@ -721,6 +721,13 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   if (c->fn == Intrinsic::kLane) return b_.CreateExtractElement(x, args.at(1));
   if (c->fn == Intrinsic::kTransposeByteRows) return EmitTransposeByteRows(x);
   if (c->fn == Intrinsic::kStreamBase) return EmitStreamBase(x);
+  if (c->fn == Intrinsic::kShuffle) {
+    std::vector<int> mask;
+    for (size_t k = 2; k < c->args.size(); ++k) {
+      mask.push_back(static_cast<int>(c->args[k].as<te::IntImmNode>()->value));
+    }
+    return b_.CreateShuffleVector(args.at(0), args.at(1), mask);
+  }
   bool is_float = te::IsFloat(t);
   auto unary = [&](llvm::Intrinsic::ID id) { return EmitUnaryIntrinsic(id, x); };
   // exp as arithmetic on float32 values, unless the function asked for exact float operations.
@@ -844,6 +851,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
     case Intrinsic::kTransposeByteRows:
     case Intrinsic::kDotS8S8Halves:
     case Intrinsic::kStreamBase:
+    case Intrinsic::kShuffle:
       break;
   }
   throw std::runtime_error("codegen: unknown intrinsic");

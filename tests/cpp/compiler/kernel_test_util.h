@@ -105,14 +105,16 @@ struct KernelGraph {
   }
 };
 
-/*! \brief A compiled library in a temp dir, unloaded and removed on destruction. */
+/*! \brief A library compiled for the host (or a target the host runs) in a temp dir, unloaded
+ * and removed on destruction. */
 class Library {
  public:
-  Library(const std::vector<FusedGroup>& groups, const BuildOptions& opts = BuildOptions()) {
+  Library(const std::vector<FusedGroup>& groups, const BuildOptions& opts = BuildOptions(),
+          const Target& target = Target::Host()) {
     char tmpl[] = "/tmp/ember_kernel_test_XXXXXX";
     dir_ = mkdtemp(tmpl);
     path_ = dir_ + "/lib.so";
-    BuildWithStrategy(groups, Target::Host(), path_, opts);
+    BuildWithStrategy(groups, target, path_, opts);
     handle_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) ADD_FAILURE() << "dlopen: " << dlerror();
   }

@@ -56,30 +56,6 @@ int64_t OutDim(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, bool ce
   return o;
 }
 
-// A library built for an explicit target (one the host can run), unloaded on destruction.
-class TargetLibrary {
- public:
-  TargetLibrary(const std::vector<FusedGroup>& groups, const std::string& target,
-                const BuildOptions& opts) {
-    char tmpl[] = "/tmp/ember_pool_lib_XXXXXX";
-    dir_ = mkdtemp(tmpl);
-    testing::BuildWithStrategy(groups, Target::Parse(target), dir_ + "/lib.so", opts);
-    handle_ = dlopen((dir_ + "/lib.so").c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) ADD_FAILURE() << "dlopen: " << dlerror();
-  }
-  ~TargetLibrary() {
-    if (handle_) dlclose(handle_);
-    std::filesystem::remove_all(dir_);
-  }
-  testing::PackedCFunc Get(const std::string& name) const {
-    return handle_ ? reinterpret_cast<testing::PackedCFunc>(dlsym(handle_, name.c_str())) : nullptr;
-  }
-
- private:
-  std::string dir_;
-  void* handle_ = nullptr;
-};
-
 // Builds the group (for the host, or for `target`), checks which schedule took it, runs it and
 // compares with the reference.
 void CheckPool(const PoolCase& pc, const std::string& target = "") {
@@ -112,18 +88,11 @@ void CheckPool(const PoolCase& pc, const std::string& target = "") {
   std::string dump = mkdtemp(tmpl);
   BuildOptions bo;
   bo.dump_dir = dump;
-  std::unique_ptr<Library> host_lib;
-  std::unique_ptr<TargetLibrary> target_lib;
-  if (target.empty()) {
-    host_lib = std::make_unique<Library>(std::vector<FusedGroup>{kg.Group("pool", {y})}, bo);
-  } else {
-    target_lib =
-        std::make_unique<TargetLibrary>(std::vector<FusedGroup>{kg.Group("pool", {y})}, target, bo);
-  }
+  Library lib({kg.Group("pool", {y})}, bo, target.empty() ? Target::Host() : Target::Parse(target));
   std::string loops = ReadFile(dump + "/kernels.loop.txt");
   EXPECT_NE(loops.find("_row"), std::string::npos) << "pool schedule did not take the group";
   std::filesystem::remove_all(dump);
-  auto f = host_lib ? host_lib->Get("pool") : target_lib->Get("pool");
+  auto f = lib.Get("pool");
   ASSERT_NE(f, nullptr);
   HostArray hx(ishape, kFloat32), out(oshape, kFloat32);
   hx.FillRandom(21, -4.f, 2.f);

@@ -138,6 +138,9 @@ enum class Intrinsic {
   /*! \brief StreamBase(i): the integer i, hidden from the compiler's address arithmetic: the
    * start of a stream of loads that is to keep a base register of its own (see StreamBase()). */
   kStreamBase,
+  /*! \brief Shuffle(a, b, m0, m1, ...): a vector of lanes a[m0] or b[m0 - n], ... (n lanes in a
+   * and b; the m integer literals), LLVM's shufflevector (see Shuffle()). */
+  kShuffle,
 };
 
 enum class ReduceOp { kSum, kProd, kMax, kMin, kArgMax, kArgMin };
@@ -325,6 +328,10 @@ Expr Lane(Expr vector, int lane);
  * conv's tap rows) from one register, at offsets beyond what AArch64's paired load (ldp q,
  * +-1008 bytes) encodes, and every load would go alone. No instruction is emitted for it. */
 Expr StreamBase(Expr index);
+/*! \brief kShuffle: lane k of the result is lane mask[k] of a's and b's lanes laid end to end (a
+ * and b vectors of one type; as many result lanes as mask entries). A register transpose is a
+ * few rounds of them (one instruction each on x86 and NEON for interleaving masks). */
+Expr Shuffle(Expr a, Expr b, const std::vector<int>& mask);
 Expr And(Expr a, Expr b);
 Expr Or(Expr a, Expr b);
 /*! \brief Largest and smallest finite values of a dtype (lowest for Max-init, etc.). */
