@@ -319,7 +319,7 @@ class Lowerer {
       }
       body.push_back(LowerStage(t, buffers_[t]));
     }
-    func_.body = Seq(body);
+    func_.body = UnitStrideVectorIndices(Seq(body));
     return func_;
   }
 
@@ -667,37 +667,40 @@ Expr Substitute(const Expr& e, const VarMap& vars) {
   return rw.Visit(e);
 }
 
-Stmt SubstituteStmt(const Stmt& s, const VarMap& vars) {
+Stmt MapExprs(const Stmt& s, const std::function<Expr(const Expr&)>& fn) {
   if (!s) return s;
   switch (s->kind) {
     case StmtKind::kFor: {
       auto loop = std::make_shared<ForNode>(*static_cast<const ForNode*>(s.get()));
-      loop->body = SubstituteStmt(loop->body, vars);
+      loop->body = MapExprs(loop->body, fn);
       return loop;
     }
     case StmtKind::kStore: {
       auto* p = static_cast<const StoreNode*>(s.get());
-      return Store(p->buffer, Substitute(p->index, vars), Substitute(p->value, vars));
+      return Store(p->buffer, fn(p->index), fn(p->value));
     }
     case StmtKind::kPrefetch: {
       auto* p = static_cast<const PrefetchNode*>(s.get());
-      return Prefetch(p->buffer, Substitute(p->index, vars));
+      return Prefetch(p->buffer, fn(p->index));
     }
     case StmtKind::kIndexCheck:
       return s;
     case StmtKind::kIf: {
       auto* p = static_cast<const IfNode*>(s.get());
-      return If(Substitute(p->cond, vars), SubstituteStmt(p->then_case, vars),
-                SubstituteStmt(p->else_case, vars));
+      return If(fn(p->cond), MapExprs(p->then_case, fn), MapExprs(p->else_case, fn));
     }
     case StmtKind::kSeq: {
       auto* p = static_cast<const SeqNode*>(s.get());
       std::vector<Stmt> stmts;
-      for (const Stmt& x : p->stmts) stmts.push_back(SubstituteStmt(x, vars));
+      for (const Stmt& x : p->stmts) stmts.push_back(MapExprs(x, fn));
       return Seq(stmts);
     }
   }
   return s;
+}
+
+Stmt SubstituteStmt(const Stmt& s, const VarMap& vars) {
+  return MapExprs(s, [&vars](const Expr& e) { return Substitute(e, vars); });
 }
 
 Stmt SubstituteVar(const Stmt& s, const Expr& var, const Expr& value) {

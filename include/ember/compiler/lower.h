@@ -238,8 +238,18 @@ using VarMap = std::unordered_map<const te::ExprNode*, te::Expr>;
 /*! \brief e with the variables of `vars` replaced (TensorLoads kept as they are). */
 te::Expr Substitute(const te::Expr& e, const VarMap& vars);
 
+/*! \brief s with fn applied to every expression of its statements (indices, values, conditions);
+ * loops keep their kind. */
+Stmt MapExprs(const Stmt& s, const std::function<te::Expr(const te::Expr&)>& fn);
+
 /*! \brief s with the variables of `vars` replaced in every expression; loops keep their kind. */
 Stmt SubstituteStmt(const Stmt& s, const VarMap& vars);
+
+/*! \brief s with the index arithmetic of its vectorised loops made affine where it is exactly so:
+ * (r + v) mod k -> (r mod k) + v and (r + v) / k -> r / k for the loop's v in [0, E) when every r
+ * is a multiple of some m >= E dividing k (vector_index.cc), so that LLVM loads a vector instead
+ * of gathering lanes. */
+Stmt UnitStrideVectorIndices(const Stmt& s);
 
 /*! \brief s with `value` in place of `var`. */
 Stmt SubstituteVar(const Stmt& s, const te::Expr& var, const te::Expr& value);
