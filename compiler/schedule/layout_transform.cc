@@ -12,10 +12,10 @@
 // may be reshaped in the group (a Flatten).
 #include <ember/compiler/ir/layout.h>
 
+#include <string>
 #include <vector>
 
 #include "epilogue.h"
-#include "loop_builders.h"
 #include "schedule.h"
 #include "tuning.h"
 
@@ -34,7 +34,7 @@ std::vector<Expr> Transposed(std::vector<Expr> rows) {
     low.insert(low.end(), {k, x + k});
     high.insert(high.end(), {x / 2 + k, x + x / 2 + k});
   }
-  for (int width = 1; width < x; width *= 2) {
+  for (int done = 1; done < x; done *= 2) {  // log2(x) rounds
     std::vector<Expr> next(x);
     for (int i = 0; i < x / 2; ++i) {
       next[2 * i] = te::Shuffle(rows[i], rows[i + x / 2], low);
