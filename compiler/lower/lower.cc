@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "../ops/op_common.h"
+#include "expr_mutator.h"
 
 namespace ember::compiler::lower {
 
@@ -112,61 +113,30 @@ Stmt Seq(std::vector<Stmt> stmts) {
 
 namespace {
 
-// Rebuilds e with variables replaced; also lowers TensorLoads through `load`.
-class Rewriter {
+// Rebuilds e with variables and whole subexpressions replaced; also lowers TensorLoads through
+// `load`.
+class Rewriter : public ExprMutator {
  public:
   std::function<Expr(const te::TensorLoadNode*, std::vector<Expr> idx)> load;
   VarMap vars;
   // Subexpressions replaced as a whole (by node identity).
   std::unordered_map<const te::ExprNode*, Expr> nodes;
 
-  Expr Visit(const Expr& e) {
-    if (!e.defined()) return e;
-    if (!nodes.empty()) {
+  Expr Visit(const Expr& e) override {
+    if (e.defined() && !nodes.empty()) {
       auto it = nodes.find(e.get());
       if (it != nodes.end()) return it->second;
     }
-    switch (e.kind()) {
-      case ExprKind::kIntImm:
-      case ExprKind::kFloatImm:
-        return e;
-      case ExprKind::kVar: {
-        auto it = vars.find(e.get());
-        return it == vars.end() ? e : it->second;
-      }
-      case ExprKind::kBinary: {
-        auto* b = e.as<te::BinaryNode>();
-        return te::Binary(b->op, Visit(b->a), Visit(b->b));
-      }
-      case ExprKind::kNot:
-        return te::Not(Visit(e.as<te::NotNode>()->a));
-      case ExprKind::kSelect: {
-        auto* s = e.as<te::SelectNode>();
-        return te::Select(Visit(s->cond), Visit(s->true_value), Visit(s->false_value));
-      }
-      case ExprKind::kCast:
-        return te::Cast(e.dtype(), Visit(e.as<te::CastNode>()->value));
-      case ExprKind::kCall: {
-        auto* c = e.as<te::CallNode>();
-        std::vector<Expr> args;
-        for (auto& a : c->args) args.push_back(Visit(a));
-        return Expr(std::make_shared<te::CallNode>(c->dtype, c->fn, std::move(args)));
-      }
-      case ExprKind::kTensorLoad: {
-        auto* l = e.as<te::TensorLoadNode>();
-        std::vector<Expr> idx;
-        for (auto& i : l->indices) idx.push_back(Visit(i));
-        if (load) return load(l, std::move(idx));
-        return l->tensor(idx);
-      }
-      case ExprKind::kBufferLoad: {
-        auto* l = e.as<BufferLoadNode>();
-        return Expr(std::make_shared<BufferLoadNode>(l->dtype, l->buffer, Visit(l->index)));
-      }
-      case ExprKind::kReduce:
-        throw std::runtime_error("lower: a reduction may only be the whole body of a compute");
-    }
-    return e;
+    return ExprMutator::Visit(e);
+  }
+
+ protected:
+  Expr VisitVar(const Expr& var) override {
+    auto it = vars.find(var.get());
+    return it == vars.end() ? var : it->second;
+  }
+  Expr VisitTensorLoad(const te::TensorLoadNode* l, std::vector<Expr> idx) override {
+    return load ? load(l, std::move(idx)) : l->tensor(idx);
   }
 };
 

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "ember/compiler/lower.h"
+#include "expr_mutator.h"
 
 namespace ember::compiler::lower {
 namespace {
@@ -87,41 +88,19 @@ bool NonNegative(const Expr& e) {
 }
 
 // e with every (r + v) mod k and (r + v) / k that allows it rewritten (see the file comment), v
-// being in [0, extent).
-class UnitStride {
+// being in [0, extent). Subexpressions without v are kept as they are, shared nodes included.
+class UnitStride : public ExprMutator {
  public:
   UnitStride(Expr var, int64_t extent) : var_(std::move(var)), extent_(extent) {}
 
-  Expr Visit(const Expr& e) {
-    if (!e.defined() || !Occurs(e, var_.get())) return e;
-    switch (e.kind()) {
-      case ExprKind::kBinary: {
-        auto* b = e.as<te::BinaryNode>();
-        Expr a = Visit(b->a), c = Visit(b->b);
-        Expr split = Divided(b->op, a, c);
-        return split.defined() ? split : te::Binary(b->op, a, c);
-      }
-      case ExprKind::kCast:
-        return te::Cast(e.dtype(), Visit(e.as<te::CastNode>()->value));
-      case ExprKind::kNot:
-        return te::Not(Visit(e.as<te::NotNode>()->a));
-      case ExprKind::kSelect: {
-        auto* s = e.as<te::SelectNode>();
-        return te::Select(Visit(s->cond), Visit(s->true_value), Visit(s->false_value));
-      }
-      case ExprKind::kCall: {
-        auto* c = e.as<te::CallNode>();
-        std::vector<Expr> args;
-        for (const Expr& x : c->args) args.push_back(Visit(x));
-        return Expr(std::make_shared<te::CallNode>(c->dtype, c->fn, std::move(args)));
-      }
-      case ExprKind::kBufferLoad: {
-        auto* l = e.as<BufferLoadNode>();
-        return Expr(std::make_shared<BufferLoadNode>(l->dtype, l->buffer, Visit(l->index)));
-      }
-      default:
-        return e;
-    }
+  Expr Visit(const Expr& e) override {
+    return e.defined() && Occurs(e, var_.get()) ? ExprMutator::Visit(e) : e;
+  }
+
+ protected:
+  Expr VisitBinary(const te::BinaryNode* b, Expr a, Expr c) override {
+    Expr split = Divided(b->op, a, c);
+    return split.defined() ? split : te::Binary(b->op, a, c);
   }
 
  private:

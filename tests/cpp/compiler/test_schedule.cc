@@ -43,8 +43,9 @@ std::string CaseName(const ConvCase& c) {
   return os.str();
 }
 
-// How a case is compiled: a forced table entry (or none), the loop-IR marker proving which kernel
-// took the group (or none), and weights prepacked as PackConvWeights does (block > 1) or OIHW.
+// How a case is compiled: a forced table entry (or none), a loop-IR marker proving which kernel
+// took the group or how it split the work (or none), and weights prepacked as PackConvWeights does
+// (block > 1) or OIHW.
 struct Build {
   const char* schedule;
   const char* marker;
@@ -96,9 +97,12 @@ void CheckConv(const Build& build, const ConvCase& cc) {
   if (cc.relu) y = kg.Add("Relu", {y}, {TensorType{oshape, kFloat32}})[0];
   std::string loops;
   std::unique_ptr<Library> lib = testing::BuildKernelWithLoops(kg, y, &loops);
-  // The schedule took the group: its tile accumulators appear in the loop IR.
+  // The marker (the schedule's tile accumulators, or a loop it must emit) is in the loop IR.
   if (build.marker != nullptr) {
-    EXPECT_NE(loops.find(build.marker), std::string::npos) << "schedule did not take the group";
+    EXPECT_NE(loops.find(build.marker), std::string::npos)
+        << "expected \"" << build.marker << "\" in the loop IR of " << schedule_name
+        << " (absent: another schedule took the group, or this one emitted other loops); got:\n"
+        << loops;
   }
   auto f = lib->Get("conv");
   ASSERT_NE(f, nullptr);
