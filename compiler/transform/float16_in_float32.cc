@@ -5,13 +5,12 @@
 // lowering (IS-Net fp16 spent nearly all its time in default-lowered float16 convs). Constant
 // operands (weights) are widened here, once.
 #include <ember/compiler/transform.h>
+#include <ember/runtime/half_float.h>
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "ir/half_float.h"
 
 namespace ember {
 namespace compiler {
@@ -41,7 +40,7 @@ HostTensorPtr Widened(const HostTensor& c) {
   auto wide = std::make_shared<HostTensor>(TensorType{c.type.shape, kFloat32});
   const uint16_t* half = c.Data<uint16_t>();
   float* f = wide->Data<float>();
-  for (int64_t i = 0; i < c.NumElements(); ++i) f[i] = HalfToFloat(half[i]);
+  for (int64_t i = 0; i < c.NumElements(); ++i) f[i] = runtime::HalfToFloat(half[i]);
   return wide;
 }
 
