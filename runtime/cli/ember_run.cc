@@ -1,6 +1,7 @@
 // ember-run: runs a compiled artifact on .npy inputs, writes .npy outputs, benchmarks and profiles.
 // The command line is a contract (DESIGN.md); tests and benchmarks depend on it.
 #include <ember/runtime/graph_executor.h>
+#include <ember/runtime/half_float.h>
 #include <ember/runtime/logging.h>
 #include <ember/runtime/npy.h>
 #include <ember/runtime/threading.h>
@@ -258,13 +259,18 @@ void FillRandom(NDArray arr, std::mt19937_64* rng) {
       reinterpret_cast<float*>(p)[i] = static_cast<float>(real(*rng));
     } else if (d.code == kDLFloat && d.bits == 64) {
       reinterpret_cast<double*>(p)[i] = real(*rng);
+    } else if (d.code == kDLFloat && d.bits == 16) {
+      const uint16_t h = FloatToHalf(static_cast<float>(real(*rng)));
+      reinterpret_cast<uint16_t*>(p)[i] = h == 0x3c00 ? 0x3bff : h;  // 1.0 rounded down: [-1, 1)
+
     } else if ((d.code == kDLInt || d.code == kDLUInt) && d.bits >= 8) {
       int64_t v = small(*rng);
       std::memcpy(p + i * (d.bits / 8), &v, d.bits / 8);  // little-endian low bytes
     } else if (d.code == kDLUInt && d.bits == 1) {
       p[i] = static_cast<char>(small(*rng) % 2);
     } else {
-      // float16 / bfloat16 and anything else: zero bytes are a valid value.
+      // Anything else (bfloat16, which emberc does not take, sub-byte integers): zero bytes are
+      // a valid value.
       std::memset(p, 0, arr.NBytes());
       return;
     }

@@ -167,3 +167,32 @@ def test_compile_a_model_with_external_data_matches_embedded_weights(cnn_model, 
     with pytest.raises(ember.EmberError, match="tensor '%s': external data location "
                        "'../outside.data' contains '..'" % tensor.name):
         ember.compile(str(ext_dir / "escaped.onnx"), input_shapes=shapes)
+
+
+def test_ember_run_fills_float16_inputs_with_seeded_values_in_range(tmp_path):
+    """Inputs not given are random for float16 too, not zeros: a float16 model's outputs must
+    depend on them for a benchmark or a smoke run to mean anything."""
+    from onnx import TensorProto, helper
+    _compiler_or_skip()
+    ember_run = _ember_run_or_skip()
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["h"], ["h32"], to=TensorProto.FLOAT)], "halves",
+        [helper.make_tensor_value_info("h", TensorProto.FLOAT16, [64])],
+        [helper.make_tensor_value_info("h32", TensorProto.FLOAT, [64])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    (tmp_path / "halves.onnx").write_bytes(model.SerializeToString())
+    art = ember.compile(str(tmp_path / "halves.onnx")).export(str(tmp_path / "art"))
+
+    def output(seed):
+        out = tmp_path / ("out%d" % seed)
+        subprocess.run([ember_run, art, "--seed", str(seed), "--output-dir", str(out)],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return np.load(str(out / "output_0.npy"))
+
+    first = output(0)
+    assert ((first >= -1) & (first < 1)).all()
+    assert len(np.unique(first)) > 32  # spread over the range, not a constant
+    assert (first.astype(np.float16).astype(np.float32) == first).all()  # halves, widened
+    assert output(0).tobytes() == first.tobytes()
+    assert output(1).tobytes() != first.tobytes()
