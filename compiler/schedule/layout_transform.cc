@@ -9,7 +9,8 @@
 // tile that overlaps the one before it (the copy is idempotent). Planes smaller than x and blocks
 // wider than the target's vectors stay with the default schedule. The group's elementwise
 // epilogue, if any, is applied in registers when the output is the blocked one; an NCHW output
-// may be reshaped in the group (a Flatten).
+// may be reshaped in the group (a Flatten). A group may start with a Cast to float32 (a float16
+// model widens each tensor as the next node reads it): the tile's loads widen.
 #include <ember/compiler/ir/layout.h>
 
 #include <string>
@@ -45,13 +46,34 @@ std::vector<Expr> Transposed(std::vector<Expr> rows) {
   return rows;
 }
 
-// Whether every node after the group's first only reshapes its input.
-bool OnlyReshapedAfter(const FusedGroup& group) {
-  for (size_t k = 1; k < group.nodes.size(); ++k) {
+// Whether every node after the group's `first` only reshapes its input.
+bool OnlyReshapedAfter(const FusedGroup& group, size_t first) {
+  for (size_t k = first + 1; k < group.nodes.size(); ++k) {
     const std::string& op = group.nodes[k]->op;
     if (op != "Reshape" && op != "Flatten" && op != "Squeeze" && op != "Unsqueeze") return false;
   }
   return true;
+}
+
+// The group's transform, and the Cast to float32 it reads through, if any: a float16 model keeps
+// its tensors in float16 and widens them as the next node reads them, so a transform often
+// starts its group with one. Null when the group starts with neither.
+const Node* TransformAfterCast(const FusedGroup& group, const Node** cast) {
+  *cast = nullptr;
+  const Node* first = group.nodes[0];
+  if (first->op == "LayoutTransform") return first;
+  if (first->op != "Cast" || group.nodes.size() < 2 || first->inputs.size() != 1) return nullptr;
+  const Graph& g = *group.graph;
+  const Node* lt = group.nodes[1];
+  const DLDataType from = g.value(first->inputs[0]).type.dtype;
+  const bool converts = from == kFloat16 || from == kInt8 || from == kUInt8 || from == kInt32;
+  if (lt->op != "LayoutTransform" || lt->inputs.size() != 1 || lt->inputs[0] != first->outputs[0] ||
+      !converts || g.value(first->outputs[0]).type.dtype != kFloat32 ||
+      !IsGroupInput(group, first->inputs[0])) {
+    return nullptr;
+  }
+  *cast = first;
+  return lt;
 }
 
 }  // namespace
@@ -59,8 +81,12 @@ bool OnlyReshapedAfter(const FusedGroup& group) {
 bool TryLayoutTransform(const FusedGroup& group, const lower::ScheduleOptions& opts,
                         lower::LoweredFunc* out) {
   if (opts.target == nullptr || group.nodes.empty() || group.outputs.size() != 1) return false;
-  const Node& lt = *group.nodes[0];
-  if (lt.op != "LayoutTransform" || lt.inputs.size() != 1) return false;
+  const Node* cast = nullptr;
+  const Node* transform = TransformAfterCast(group, &cast);
+  if (transform == nullptr || transform->inputs.size() != 1) return false;
+  const Node& lt = *transform;
+  // What the tile's loads read: the transform's input, or the Cast's before it.
+  const int loaded = cast != nullptr ? cast->inputs[0] : lt.inputs[0];
   const int64_t src = LayoutBlock(lt.GetString(kSrcLayoutAttr, "NCHW"));
   const int64_t dst = LayoutBlock(lt.GetString(kDstLayoutAttr, "NCHW"));
   const bool to_blocked = src == 0;
@@ -76,19 +102,19 @@ bool TryLayoutTransform(const FusedGroup& group, const lower::ScheduleOptions& o
   // Past the transform only the blocked side's epilogue runs in registers, a pixel's channels
   // being one of its vectors; the NCHW side may only be reshaped (a Flatten before a Gemm): the
   // elements keep their order.
-  if (!to_blocked && !OnlyReshapedAfter(group)) return false;
+  if (!to_blocked && !OnlyReshapedAfter(group, cast != nullptr ? 1 : 0)) return false;
 
   const int lanes = static_cast<int>(x);
   lower::LoweredFunc f;
   lower::Buffer xb, unused;
   EpilogueAt at;
   if (to_blocked) {
-    const AnchorOperands operands{lt.inputs[0], lt.inputs[0], -1, nullptr};
+    const AnchorOperands operands{loaded, loaded, -1, nullptr};
     if (!BuildEpilogueAt(group, lt, operands, &f, &xb, &unused, &at)) return false;
     if (!EpilogueVectorizes(at, lanes)) return false;
   } else {
     f = GroupFunction(group);
-    xb = GroupInputBuffer(group, f, lt.inputs[0]);
+    xb = GroupInputBuffer(group, f, loaded);
     if (!xb) return false;
   }
   const lower::Buffer yb = f.args.back().buffer;
@@ -104,7 +130,8 @@ bool TryLayoutTransform(const FusedGroup& group, const lower::ScheduleOptions& o
   auto channel_vector = [&](int64_t c) { return (image * x + c) * plane + q0; };
   std::vector<Expr> rows;
   for (int64_t k = 0; k < x; ++k) {
-    rows.push_back(lower::VectorLoad(xb, to_blocked ? channel_vector(k) : pixel_vector(k), lanes));
+    Expr row = lower::VectorLoad(xb, to_blocked ? channel_vector(k) : pixel_vector(k), lanes);
+    rows.push_back(cast != nullptr ? te::Cast(te::WithLanes(te::Float(32), lanes), row) : row);
   }
   const std::vector<Expr> columns = Transposed(rows);
   std::vector<lower::Stmt> stores;

@@ -2,12 +2,15 @@
 // transposes, compiled for every x86 vector width the host runs (x = 4, 8, 16 as the width
 // allows), checked to come from the schedule (its shuffles in the loop IR) and compared element
 // by element with the layouts' definition: batches, several blocks, planes that are and are not
-// a multiple of x, a blocked-side epilogue, and the cases the schedule leaves to the default one.
+// a multiple of x, a blocked-side epilogue, a Cast to float32 before the transform (a float16
+// model's), and the cases the schedule leaves to the default one.
 #include <ember/compiler/ir/layout.h>
 #include <ember/runtime/c_runtime_api.h>
+#include <ember/runtime/half_float.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -26,15 +29,39 @@ using testing::ReadFile;
 struct TransformCase {
   int64_t n, c, h, w, block;
   bool to_blocked;
-  bool relu = false;     // an epilogue after the transform, in its group
-  bool flatten = false;  // a Flatten of the NCHW output, in its group (before a Gemm)
+  bool relu = false;           // an epilogue after the transform, in its group
+  bool flatten = false;        // a Flatten of the NCHW output, in its group (before a Gemm)
+  DLDataType from = kFloat32;  // not float32: the input is cast to float32 in the group first
 };
+
+// Random elements of `a`'s type: float16 bit patterns of every finite kind (subnormals too),
+// integers over their whole range.
+void FillSource(HostArray& a, uint32_t seed) {
+  if (a.dtype == kFloat32) return a.FillRandom(seed, -2.f, 2.f);
+  std::mt19937 rng(seed);
+  for (uint8_t& b : a.bytes) b = static_cast<uint8_t>(rng());
+  if (a.dtype != kFloat16) return;
+  for (int64_t i = 0; i < a.size(); ++i) {
+    uint16_t& h = a.data<uint16_t>()[i];
+    if ((h & 0x7c00u) == 0x7c00u) h &= 0xbfffu;  // infinity / NaN -> a finite half
+  }
+}
+
+// Element i of `a` as the Cast to float32 gives it.
+float SourceValue(HostArray& a, int64_t i) {
+  if (a.dtype == kFloat16) return runtime::HalfToFloat(a.data<uint16_t>()[i]);
+  if (a.dtype == kInt8) return static_cast<float>(a.data<int8_t>()[i]);
+  if (a.dtype == kUInt8) return static_cast<float>(a.data<uint8_t>()[i]);
+  if (a.dtype == kInt32) return static_cast<float>(a.data<int32_t>()[i]);
+  return a.data<float>()[i];
+}
 
 std::string CaseName(const TransformCase& c) {
   std::ostringstream os;
   os << (c.to_blocked ? "NCHW->NCHW" : "NCHW") << c.block << "c" << (c.to_blocked ? "" : "->NCHW")
      << " n" << c.n << "c" << c.c << "h" << c.h << "w" << c.w << (c.relu ? " relu" : "")
-     << (c.flatten ? " flatten" : "");
+     << (c.flatten ? " flatten" : "")
+     << (c.from == kFloat32 ? "" : " cast from " + DTypeToString(c.from));
   return os.str();
 }
 
@@ -48,7 +75,10 @@ void CheckTransform(const TransformCase& tc, const std::string& target, bool exp
   const std::vector<int64_t>& ishape = tc.to_blocked ? nchw : blocked;
   const std::vector<int64_t>& oshape = tc.to_blocked ? blocked : nchw;
   KernelGraph kg;
-  int x = kg.Input("x", ishape);
+  int x = kg.Input("x", ishape, tc.from);
+  if (tc.from != kFloat32) {
+    x = kg.Add("Cast", {x}, {TensorType{ishape, kFloat32}}, {{"to", int64_t{1}}})[0];
+  }
   const std::string name = LayoutName(tc.block);
   AttrMap attrs{{kSrcLayoutAttr, tc.to_blocked ? std::string("NCHW") : name},
                 {kDstLayoutAttr, tc.to_blocked ? name : std::string("NCHW")}};
@@ -68,8 +98,8 @@ void CheckTransform(const TransformCase& tc, const std::string& target, bool exp
   EXPECT_EQ(loops.find("shuffle(") != std::string::npos, expect_schedule) << loops.substr(0, 2000);
   auto f = lib.Get("lt");
   ASSERT_NE(f, nullptr);
-  HostArray in(ishape, kFloat32), out(tc.flatten ? flat : oshape, kFloat32);
-  in.FillRandom(5, -2.f, 2.f);
+  HostArray in(ishape, tc.from), out(tc.flatten ? flat : oshape, kFloat32);
+  FillSource(in, 5);
   ASSERT_EQ(Call(f, {&in, &out}), 0) << TVMGetLastError();
   int bad = 0;
   for (int64_t n = 0; n < tc.n; ++n)
@@ -79,7 +109,7 @@ void CheckTransform(const TransformCase& tc, const std::string& target, bool exp
         const int64_t block =
             ((n * (tc.c / tc.block) + ch / tc.block) * tc.h * tc.w + p) * tc.block + ch % tc.block;
         const int64_t src = tc.to_blocked ? flat : block, dst = tc.to_blocked ? block : flat;
-        float want = in.data<float>()[src];
+        float want = SourceValue(in, src);
         if (tc.relu) want = std::max(want, 0.f);
         const float got = out.data<float>()[dst];
         if (got != want && ++bad <= 5) {
@@ -131,6 +161,22 @@ TEST(LayoutTransform, AFlattenedNchwOutputIsWrittenByTheTransposes) {
   }
 }
 
+// A float16 model widens each tensor to float32 as the next node reads it: the tile's loads do,
+// in both directions; integer sources too.
+TEST(LayoutTransform, ACastToFloat32BeforeTheTransformWidensTheLoads) {
+  for (const auto& [target, widest] : HostTargets()) {
+    for (bool to_blocked : {false, true}) {
+      CheckTransform({2, 2 * widest, 5, 7, widest, to_blocked, false, false, kFloat16}, target,
+                     true);
+      CheckTransform({1, widest, 4, 8, widest, to_blocked, false, false, kInt8}, target, true);
+      CheckTransform({1, widest, 4, 8, widest, to_blocked, false, false, kUInt8}, target, true);
+      CheckTransform({1, widest, 4, 8, widest, to_blocked, false, false, kInt32}, target, true);
+    }
+    CheckTransform({2, 2 * widest, 3, 7, widest, true, true, false, kFloat16}, target, true);
+    CheckTransform({2, 2 * widest, 4, 5, widest, false, false, true, kFloat16}, target, true);
+  }
+}
+
 // Left to the default schedule, and still right: an epilogue on the NCHW side, planes smaller than
 // a block, blocks wider than the target's vectors.
 TEST(LayoutTransform, TheDefaultScheduleKeepsWhatTheTransposeDoesNot) {
@@ -141,24 +187,30 @@ TEST(LayoutTransform, TheDefaultScheduleKeepsWhatTheTransposeDoesNot) {
   }
 }
 
-// The same loop nests compile for both ARM targets (NCHW4c: NEON's four lanes).
+// The same loop nests compile for both ARM targets (NCHW4c: NEON's four lanes), a float16 source
+// widened by the loads too.
 TEST(LayoutTransform, CrossCompilesForAArch64AndArmv7) {
   for (const char* target :
        {"llvm -mtriple=aarch64-linux-gnu", "llvm -mtriple=armv7a-linux-gnueabihf -mattr=+neon"}) {
-    SCOPED_TRACE(target);
-    KernelGraph kg;
-    int x = kg.Input("x", {1, 2, 5, 7, 4});
-    AttrMap attrs{{kSrcLayoutAttr, std::string("NCHW4c")}, {kDstLayoutAttr, std::string("NCHW")}};
-    int y = kg.Add("LayoutTransform", {x}, {TensorType{{1, 8, 5, 7}, kFloat32}}, attrs)[0];
-    char tmpl[] = "/tmp/ember_layout_arm_XXXXXX";
-    const std::string dir = mkdtemp(tmpl);
-    BuildOptions bo;
-    bo.dump_dir = dir;
-    EXPECT_NO_THROW(testing::BuildWithStrategy({kg.Group("lt", {y})}, Target::Parse(target),
-                                               dir + "/lib.so", bo));
-    EXPECT_NE(ReadFile(dir + "/kernels.loop.txt").find("shuffle("), std::string::npos);
-    EXPECT_TRUE(std::filesystem::exists(dir + "/lib.so"));
-    std::filesystem::remove_all(dir);
+    for (DLDataType from : {kFloat32, kFloat16}) {
+      SCOPED_TRACE(std::string(target) + " from " + DTypeToString(from));
+      KernelGraph kg;
+      int x = kg.Input("x", {1, 2, 5, 7, 4}, from);
+      if (from != kFloat32) {
+        x = kg.Add("Cast", {x}, {TensorType{{1, 2, 5, 7, 4}, kFloat32}}, {{"to", int64_t{1}}})[0];
+      }
+      AttrMap attrs{{kSrcLayoutAttr, std::string("NCHW4c")}, {kDstLayoutAttr, std::string("NCHW")}};
+      int y = kg.Add("LayoutTransform", {x}, {TensorType{{1, 8, 5, 7}, kFloat32}}, attrs)[0];
+      char tmpl[] = "/tmp/ember_layout_arm_XXXXXX";
+      const std::string dir = mkdtemp(tmpl);
+      BuildOptions bo;
+      bo.dump_dir = dir;
+      EXPECT_NO_THROW(testing::BuildWithStrategy({kg.Group("lt", {y})}, Target::Parse(target),
+                                                 dir + "/lib.so", bo));
+      EXPECT_NE(ReadFile(dir + "/kernels.loop.txt").find("shuffle("), std::string::npos);
+      EXPECT_TRUE(std::filesystem::exists(dir + "/lib.so"));
+      std::filesystem::remove_all(dir);
+    }
   }
 }
 
