@@ -15,8 +15,9 @@
 #      match x86-64, and what the build leaves out must fail with a message naming the option;
 #   3c. exporter-shaped models with control flow (tests/models/gen_exported.py: Ifs on run-time
 #      data, nested; a Loop with a shape-derived trip count), dilated convs (dense and depthwise,
-#      on the blocked NEON kernels) and int8 (ORT's QDQ and QOperator layouts) compiled for each ARM target must match x86-64 the same way, the int8 ones bit
-#      for bit;
+#      on the blocked NEON kernels), float16 (armv7 converts halves through the runtime's
+#      __gnu_h2f_ieee / __gnu_f2h_ieee) and int8 (ORT's QDQ and QOperator layouts) compiled for
+#      each ARM target must match x86-64 the same way, the int8 ones bit for bit;
 #   3d. the int8 kernels (tests/models/gen_int8_convs.py: QLinearConvs, each conv case on both
 #      forms of the int8 conv and each depthwise case on its kernel, forced) compiled for aarch64
 #      with -mattr=+dotprod (sdot), +dotprod,+i8mm (usdot) and without a dot (smull + sadalp), and
@@ -225,7 +226,7 @@ model_check() {
 
 # --- 3c. exporter-shaped models with control flow: If on data (one kernel), unrolled Loop ------
 EXPORTED=(if_data_nested if_data_taken loop_shape qdq_uint8 qdq_uint8_depthwise qdq_uint8_maxpool
-  qoperator_uint8 dilated_segmentation)
+  qoperator_uint8 dilated_segmentation float16_convnet)
 # --input NAME=FILE for every seeded input of model $1, and its emberc arguments.
 exported_inputs() {
   local f

@@ -653,6 +653,45 @@ def dilated_segmentation():
     return m
 
 
+def float16_convnet():
+    """A float32 model converted to float16 the way converters do it with float32 inputs and
+    outputs kept: a Cast to float16 in, float16 weights, convs (a strided one, a depthwise one),
+    a residual Add, MaxPool, a nearest Resize, Sigmoid, and Casts back to float32 out, one from
+    the blocked layout (the transform reads through the Cast)."""
+    m = Model("float16_convnet", 550, "float16 weights and activations between Casts from and "
+              "to float32 inputs and outputs: convs, depthwise, residual Add, MaxPool, Resize, "
+              "Sigmoid", tolerance="range=0.004")
+
+    def half_weight(name, shape, scale):
+        m.inits.append(numpy_helper.from_array(
+            (m.rs.standard_normal(shape) * scale).astype(np.float16), name))
+        return name
+
+    def conv(name, x, c_in, c_out, k=3, stride=1, group=1, relu=True):
+        y = m.node("Conv", [x, half_weight(name + "_w", [c_out, c_in // group, k, k],
+                                           1.0 / np.sqrt(c_in // group * k * k)),
+                            half_weight(name + "_b", [c_out], 0.1)], [name],
+                   pads=[k // 2] * 4, strides=[stride, stride], group=group)
+        return m.node("Relu", [y], [name + "_relu"]) if relu else y
+
+    x = m.input("x", [1, 8, 16, 16])
+    h = m.node("Cast", [x], ["x16"], to=TensorProto.FLOAT16)
+    a = conv("c1", h, 8, 16, stride=2)
+    b = conv("dw", a, 16, 16, group=16, relu=False)
+    b = conv("pw", b, 16, 16, k=1, relu=False)
+    a = m.node("Add", [a, b], ["residual"])
+    p = m.node("MaxPool", [a], ["pool"], kernel_shape=[2, 2], strides=[2, 2])
+    scales = m.weight_values("scales", [1, 1, 2, 2])
+    u = m.node("Resize", [p, "", scales], ["up"], mode="nearest",
+               coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    s = m.node("Sigmoid", [conv("head", u, 16, 4, relu=False)], ["prob16"])
+    m.node("Cast", [s], ["prob"], to=TensorProto.FLOAT)
+    m.node("Cast", [a], ["features"], to=TensorProto.FLOAT)
+    m.output("prob", rank=4)
+    m.output("features", rank=4)
+    return m
+
+
 def convt_models():
     k = "kernel_shape"
     return [
@@ -694,7 +733,7 @@ def all_models():
     return (edge_pools() + [if_on_shape(), if_on_bound_rate(16000), if_on_bound_rate(8000)] +
             control_flow() + [qoperator(), qdq(), qdq(depthwise=True), qdq(pool=True)] +
             tf_computed_attributes() + recurrent_models() + newer_opsets() + convt_models() +
-            [blocked_se_resize_concat(), dilated_segmentation()])
+            [blocked_se_resize_concat(), dilated_segmentation(), float16_convnet()])
 
 
 def main(argv):
