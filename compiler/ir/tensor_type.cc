@@ -1,4 +1,5 @@
 #include <ember/compiler/ir/tensor_type.h>
+#include <ember/runtime/half_float.h>
 
 #include <cmath>
 #include <cstring>
@@ -72,6 +73,7 @@ auto DispatchGet(const HostTensor& t, int64_t i, Fn cast) {
   DLDataType d = t.type.dtype;
   if (d == kFloat32) return cast(reinterpret_cast<const float*>(p)[i]);
   if (d == kFloat64) return cast(reinterpret_cast<const double*>(p)[i]);
+  if (d == kFloat16) return cast(runtime::HalfToFloat(reinterpret_cast<const uint16_t*>(p)[i]));
   if (d == kInt64) return cast(reinterpret_cast<const int64_t*>(p)[i]);
   if (d == kInt32) return cast(reinterpret_cast<const int32_t*>(p)[i]);
   if (d == kInt16) return cast(reinterpret_cast<const int16_t*>(p)[i]);
@@ -91,6 +93,9 @@ void DispatchSet(HostTensor& t, int64_t i, V v) {
     reinterpret_cast<float*>(p)[i] = static_cast<float>(v);
   } else if (d == kFloat64) {
     reinterpret_cast<double*>(p)[i] = static_cast<double>(v);
+  } else if (d == kFloat16) {
+    // Through float, as a kernel computes float16: in float, rounded to half when stored.
+    reinterpret_cast<uint16_t*>(p)[i] = runtime::FloatToHalf(static_cast<float>(v));
   } else if (d == kInt64) {
     reinterpret_cast<int64_t*>(p)[i] = static_cast<int64_t>(v);
   } else if (d == kInt32) {

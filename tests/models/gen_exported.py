@@ -655,9 +655,10 @@ def dilated_segmentation():
 
 def float16_convnet():
     """A float32 model converted to float16 the way converters do it with float32 inputs and
-    outputs kept: a Cast to float16 in, float16 weights, convs (a strided one, a depthwise one),
-    a residual Add, MaxPool, a nearest Resize, Sigmoid, and Casts back to float32 out, one from
-    the blocked layout (the transform reads through the Cast)."""
+    outputs kept: a Cast to float16 in, float16 weights (one scaled by a float16 constant, a bias
+    cast from float32: folded on the host), convs (a strided one, a depthwise one), a residual
+    Add, MaxPool, a nearest Resize, Sigmoid, and Casts back to float32 out, one from the blocked
+    layout (the transform reads through the Cast)."""
     m = Model("float16_convnet", 550, "float16 weights and activations between Casts from and "
               "to float32 inputs and outputs: convs, depthwise, residual Add, MaxPool, Resize, "
               "Sigmoid", tolerance="range=0.004")
@@ -684,7 +685,14 @@ def float16_convnet():
     scales = m.weight_values("scales", [1, 1, 2, 2])
     u = m.node("Resize", [p, "", scales], ["up"], mode="nearest",
                coordinate_transformation_mode="asymmetric", nearest_mode="floor")
-    s = m.node("Sigmoid", [conv("head", u, 16, 4, relu=False)], ["prob16"])
+    # The head's weights and bias as converters leave them: a float16 weight scaled by a float16
+    # constant, a float32 bias cast to float16 (both folded at compile time).
+    m.inits.append(numpy_helper.from_array(np.array(0.5, np.float16), "half_scale"))
+    head_w = m.node("Mul", [half_weight("head_w0", [4, 16, 3, 3], 0.25), "half_scale"],
+                    ["head_w"])
+    head_b = m.node("Cast", [m.weight("head_b32", [4], 0.1)], ["head_b"], to=TensorProto.FLOAT16)
+    head = m.node("Conv", [u, head_w, head_b], ["head"], pads=[1, 1, 1, 1])
+    s = m.node("Sigmoid", [head], ["prob16"])
     m.node("Cast", [s], ["prob"], to=TensorProto.FLOAT)
     m.node("Cast", [a], ["features"], to=TensorProto.FLOAT)
     m.output("prob", rank=4)

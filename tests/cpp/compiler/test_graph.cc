@@ -2,6 +2,8 @@
 #include <ember/compiler/ir/op_registry.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace ember {
 namespace compiler {
 namespace {
@@ -50,6 +52,24 @@ TEST(HostTensor, ConvertsBetweenDtypes) {
   EXPECT_EQ(DTypeToString(kBool), "bool");
   EXPECT_TRUE(DTypeFromString("int64") == kInt64);
   EXPECT_THROW(DTypeFromString("complex7"), CompileError);
+}
+
+// float16 constants fold on the host (a converter's scaled weights, a bias cast to float16):
+// read exactly, written rounded to the nearest half as a kernel stores them.
+TEST(HostTensor, Float16ConstantsAreReadAndWrittenAsHalves) {
+  HostTensor t(TensorType{{4}, kFloat16});
+  t.SetFromDouble(0, 0.1);       // 0x2e66: 0.0999755859375
+  t.SetFromDouble(1, -65504.0);  // the largest half
+  t.SetFromDouble(2, 1e6);       // past it: infinity
+  t.SetFromInt(3, 2049);         // a tie between 2048 and 2050: to even, 2048
+  const auto* bits = reinterpret_cast<const uint16_t*>(t.data.data());
+  EXPECT_EQ(bits[0], 0x2e66);
+  EXPECT_EQ(bits[1], 0xfbff);
+  EXPECT_EQ(bits[2], 0x7c00);
+  EXPECT_EQ(t.GetAsDouble(0), 0.0999755859375);
+  EXPECT_EQ(t.GetAsDouble(1), -65504.0);
+  EXPECT_TRUE(std::isinf(t.GetAsDouble(2)));
+  EXPECT_EQ(t.GetAsInt(3), 2048);
 }
 
 }  // namespace
