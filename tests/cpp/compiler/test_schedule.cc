@@ -210,22 +210,42 @@ TEST(Schedule, TableNamesAreUniqueAndCarryTheTarget) {
   EXPECT_FALSE(names.empty());
 }
 
-TEST(Schedule, EveryTableEntryMatchesTheReferenceConv) {
+// A conv entry of the schedule table; depthwise, dense and int8 kernels have tests of their own
+// (test_depthwise.cc, test_dense.cc, test_conv_int8.cc; the int8 depthwise one in
+// tests/python/test_quantized.py).
+struct ConvEntry {
+  const schedule::ScheduleEntry* entry;
+};
+void PrintTo(const ConvEntry& c, std::ostream* os) { *os << c.entry->name; }
+
+std::vector<ConvEntry> ConvEntries() {
+  std::vector<ConvEntry> entries;
   for (const schedule::ScheduleEntry& e : schedule::ScheduleTable()) {
-    // Depthwise, dense and int8 kernels have tests of their own (test_depthwise.cc,
-    // test_dense.cc, test_conv_int8.cc; the int8 depthwise one in tests/python/test_quantized.py).
-    if (e.kind == schedule::ScheduleKind::kDepthwiseConv2d ||
-        e.kind == schedule::ScheduleKind::kDense || e.kind == schedule::ScheduleKind::kConv2dInt8 ||
-        e.kind == schedule::ScheduleKind::kDepthwiseConv2dInt8) {
-      continue;
+    if (e.kind == schedule::ScheduleKind::kConv2d1x1 ||
+        e.kind == schedule::ScheduleKind::kConv2dOcVec ||
+        e.kind == schedule::ScheduleKind::kConv2dWide) {
+      entries.push_back(ConvEntry{&e});
     }
-    const std::vector<ConvCase>& cases = e.kind == schedule::ScheduleKind::kConv2dWide ? WideCases()
-                                         : e.kind == schedule::ScheduleKind::kConv2d1x1
-                                             ? Gemm1x1Cases()
-                                             : OcVecCases();
-    for (const ConvCase& c : cases) CheckConv(ForEntry(e), c);
   }
+  return entries;
 }
+
+// One test per entry: a failure names the kernel, and CTest spreads the entries over the cores.
+class EveryConvEntry : public ::testing::TestWithParam<ConvEntry> {};
+
+TEST_P(EveryConvEntry, MatchesTheReferenceConv) {
+  const schedule::ScheduleEntry& e = *GetParam().entry;
+  const std::vector<ConvCase>& cases = e.kind == schedule::ScheduleKind::kConv2dWide ? WideCases()
+                                       : e.kind == schedule::ScheduleKind::kConv2d1x1
+                                           ? Gemm1x1Cases()
+                                           : OcVecCases();
+  for (const ConvCase& c : cases) CheckConv(ForEntry(e), c);
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedule, EveryConvEntry, ::testing::ValuesIn(ConvEntries()),
+                         [](const ::testing::TestParamInfo<ConvEntry>& info) {
+                           return std::string(info.param.entry->name);
+                         });
 
 // Weights packed at compile time are read right by the kernel that expects them, by a kernel
 // that refuses them (the wide one) and by the default schedule.
@@ -244,7 +264,7 @@ TEST(Schedule, ThePaddedCopyOfAnImageRunsInParallelByRows) {
   CheckConv(Build{"conv2d_nchw_ocvec_avx512", "parallel for cy in [0, 339)", 0}, c);
 }
 
-// Dilated taps: the channels-in-lanes kernel takes them (EveryTableEntryMatchesTheReferenceConv);
+// Dilated taps: the channels-in-lanes kernel takes them (EveryConvEntry);
 // the wide kernel, whose phase-split copy assumes adjacent taps, must leave them to the default
 // schedule, which stays right.
 TEST(Schedule, KernelsThatNeedAdjacentTapsLeaveDilatedConvs) {
