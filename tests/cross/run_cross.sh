@@ -310,56 +310,82 @@ int8_kernels() {
     esac
   done
 }
+# in_parallel FUNCTION: runs FUNCTION once per line of stdin (the line's words its arguments),
+# $JOBS at a time: each run is one emberc compile and one program, mostly on one core. Prints the
+# runs' output in the order of the lines; fails if any run failed.
+in_parallel() {
+  local fn=$1 out line n=0 i status=0 pids=()
+  out=$(mktemp -d "$WORK/parallel.XXXXXX") || return 1
+  while read -r line; do
+    # shellcheck disable=SC2086  # the line's words are the arguments
+    "$fn" $line >"$out/$n.log" 2>&1 </dev/null &
+    pids+=($!)
+    n=$((n + 1))
+    if [ ${#pids[@]} -ge "$JOBS" ]; then
+      wait "${pids[0]}" || status=1
+      pids=("${pids[@]:1}")
+    fi
+  done
+  for i in "${pids[@]}"; do wait "$i" || status=1; done
+  for ((i = 0; i < n; i++)); do cat "$out/$i.log"; done
+  rm -rf "$out"
+  return "$status"
+}
+# int8_reference CASE: the case on x86-64, equal to the integer definition.
+int8_reference() {
+  local m=$1 art=$WORK/x86_64/int8_$1
+  rm -rf "$art" && mkdir -p "$art/out" || return 1
+  "$HOST_BUILD/bin/emberc" compile "$INT8_DIR/$m.onnx" -o "$art" || return 1
+  "$HOST_BUILD/bin/ember-run" "$art" --input "x=$INT8_DIR/${m}_x.npy" --output-dir "$art/out" \
+    >/dev/null || return 1
+  "$PY" "$ROOT/tests/cross/compare_outputs.py" "$INT8_DIR/${m}_expected" "$art/out" \
+    --rtol 0 --atol 0 --label "int8 $m x86-64 vs the integer definition"
+}
 prepare_int8_kernels() {
   "$PY" "$ROOT/tests/models/gen_int8_convs.py" "$INT8_DIR" || return 1
-  local m art
-  for m in $(int8_cases); do
-    art=$WORK/x86_64/int8_$m
-    rm -rf "$art" && mkdir -p "$art/out" || return 1
-    "$HOST_BUILD/bin/emberc" compile "$INT8_DIR/$m.onnx" -o "$art" || return 1
-    "$HOST_BUILD/bin/ember-run" "$art" --input "x=$INT8_DIR/${m}_x.npy" --output-dir "$art/out" \
-      >/dev/null || return 1
-    "$PY" "$ROOT/tests/cross/compare_outputs.py" "$INT8_DIR/${m}_expected" "$art/out" \
-      --rtol 0 --atol 0 --label "int8 $m x86-64 vs the integer definition" || return 1
-  done
+  int8_cases | in_parallel int8_reference
 }
-# int8_kernel_check dotprod|i8mm|neon|neon32
+# int8_kernel_case VARIANT CASE KERNEL: the case compiled for the variant with the kernel forced,
+# planned on it (or refused where it must be), its lib.so holding the variant's dot instruction,
+# and its outputs under qemu equal bit for bit to x86-64's.
+int8_kernel_case() {
+  local variant=$1 m=$2 kernel=$3 arch=${INT8_ARCH[$1]} art dots refused
+  art=$WORK/$arch-$variant/int8_${m}_$kernel
+  rm -rf "$art" && mkdir -p "$art/out" || return 1
+  EMBER_SCHEDULE=$kernel "$HOST_BUILD/bin/emberc" compile "$INT8_DIR/$m.onnx" -o "$art" \
+    --dump-ir "$art/ir" --target "${INT8_TARGET[$variant]}" >/dev/null || return 1
+  # The widening dot's channels form refuses weights with two -128 in a pair of products it
+  # sums in int16 (cases.tsv's third column); the conv then runs on another path, still exact.
+  refused=$(int8_refuses "$m" "$kernel")
+  if grep -q "\"$kernel\"" "$art"/ir/*_plan_kernels.txt; then
+    [ "$refused" = 0 ] || { echo "int8 $m: planned on $kernel, which must refuse it"; return 1; }
+  elif [ "$refused" = 1 ]; then
+    echo "int8 $m: $kernel refuses its weights (two -128 in a pair), as it must"
+  else
+    echo "int8 $m: not planned on $kernel"
+    return 1
+  fi
+  if [[ $kernel != depthwise_* && $refused = 0 ]]; then
+    # Counted, not grep -q: with pipefail, a grep ending the pipe early fails the writer.
+    dots=$(llvm-objdump-19 -d "$art/lib.so" | grep -cw "${INT8_DOT[$variant]}")
+    [ "$dots" -gt 0 ] || { echo "int8 $m: $kernel emitted no ${INT8_DOT[$variant]}"; return 1; }
+    echo "int8 $m $kernel: $dots ${INT8_DOT[$variant]} in lib.so"
+  fi
+  # shellcheck disable=SC2046
+  QEMU_CPU=max $(emulator "$arch") "${BUILD[$arch]}/bin/ember-run" "$art" \
+    --input "x=$INT8_DIR/${m}_x.npy" --output-dir "$art/out" >/dev/null || return 1
+  "$PY" "$ROOT/tests/cross/compare_outputs.py" "$WORK/x86_64/int8_$m/out" "$art/out" \
+    --rtol 0 --atol 0 --label "int8 $m $arch $kernel vs x86-64"
+}
+# int8_kernel_check dotprod|i8mm|neon|neon32: every case on each of its kernels.
 int8_kernel_check() {
-  local variant=$1 arch=${INT8_ARCH[$1]} m art kernel ok=0 cases dots refused
+  local variant=$1 m kernel cases
   command -v llvm-objdump-19 >/dev/null || { echo "missing llvm-objdump-19 (Debian llvm-19)"; return 1; }
   cases=$(int8_cases)
   [ -n "$cases" ] || { echo "no int8 cases in $INT8_DIR (their generate step failed)"; return 1; }
   for m in $cases; do
-    for kernel in $(int8_kernels "$m" "$variant"); do
-      art=$WORK/$arch-$variant/int8_${m}_$kernel
-      rm -rf "$art" && mkdir -p "$art/out" || return 1
-      EMBER_SCHEDULE=$kernel "$HOST_BUILD/bin/emberc" compile "$INT8_DIR/$m.onnx" -o "$art" \
-        --dump-ir "$art/ir" --target "${INT8_TARGET[$variant]}" >/dev/null || return 1
-      # The widening dot's channels form refuses weights with two -128 in a pair of products it
-      # sums in int16 (cases.tsv's third column); the conv then runs on another path, still exact.
-      refused=$(int8_refuses "$m" "$kernel")
-      if grep -q "\"$kernel\"" "$art"/ir/*_plan_kernels.txt; then
-        [ "$refused" = 0 ] || { echo "int8 $m: planned on $kernel, which must refuse it"; ok=1; }
-      elif [ "$refused" = 1 ]; then
-        echo "int8 $m: $kernel refuses its weights (two -128 in a pair), as it must"
-      else
-        echo "int8 $m: not planned on $kernel"; ok=1; continue
-      fi
-      if [[ $kernel != depthwise_* && $refused = 0 ]]; then
-        # Counted, not grep -q: with pipefail, a grep ending the pipe early fails the writer.
-        dots=$(llvm-objdump-19 -d "$art/lib.so" | grep -cw "${INT8_DOT[$variant]}")
-        [ "$dots" -gt 0 ] ||
-          { echo "int8 $m: $kernel emitted no ${INT8_DOT[$variant]}"; ok=1; continue; }
-        echo "int8 $m $kernel: $dots ${INT8_DOT[$variant]} in lib.so"
-      fi
-      # shellcheck disable=SC2046
-      QEMU_CPU=max $(emulator "$arch") "${BUILD[$arch]}/bin/ember-run" "$art" \
-        --input "x=$INT8_DIR/${m}_x.npy" --output-dir "$art/out" >/dev/null || { ok=1; continue; }
-      "$PY" "$ROOT/tests/cross/compare_outputs.py" "$WORK/x86_64/int8_$m/out" "$art/out" \
-        --rtol 0 --atol 0 --label "int8 $m $arch $kernel vs x86-64" || ok=1
-    done
-  done
-  return "$ok"
+    for kernel in $(int8_kernels "$m" "$variant"); do echo "$variant $m $kernel"; done
+  done | in_parallel int8_kernel_case
 }
 
 # --- 4. ONNX conformance (core tier) ------------------------------------------------------------
