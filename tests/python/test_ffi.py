@@ -53,7 +53,8 @@ def _echo_name():
 
 @pytest.mark.parametrize("value", [0, 1, -7, 2**62, -(2**63), 2**63 - 1, 1.5, -0.25, float("inf"),
                                    "hello", "", "unicode \u00e9\u4e2d", b"bytes\x00with zero",
-                                   b"", None, True, False])
+                                   b"", None, True, False],
+                         ids=repr)  # pytest would name "" and b"" [0] and [1], as it names 0 and 1
 def test_scalar_round_trip_through_a_python_global(value):
     echo = _echo_name()
     got = echo(value)
