@@ -14,7 +14,7 @@ packages=(
   # runtime's link the plain ld.lld (identical-code folding keeps it under 300 KB)
   llvm-19 llvm-19-dev lld-19 lld libzstd-dev libonnx-dev libprotobuf-dev protobuf-compiler
   # python front end, conformance corpus, model generator
-  python3 python3-numpy python3-onnx python3-pytest python3-setuptools
+  python3 python3-numpy python3-onnx python3-pytest python3-pytest-xdist python3-setuptools
   # ARM cross builds and qemu-user test runs
   gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf qemu-user
   # install checks: an app built against the prefix with pkg-config, the .deb packages, python venvs

@@ -65,7 +65,10 @@ stage "C++ tests: runtime, compiler, integration"
 (cd build && ctest --output-on-failure -j "$jobs")
 
 stage "Python tests"
-EMBER_LIBRARY_PATH="$PWD/build/lib" "$py" -m pytest -q -p no:cacheprovider tests/python tests/models
+# On every core (pytest-xdist): most tests wait on an emberc or ember-run they start, and one
+# process left the second core idle (175 s alone, 115 s on two workers on the 2-vCPU VM).
+EMBER_LIBRARY_PATH="$PWD/build/lib" "$py" -m pytest -q -p no:cacheprovider -n "$jobs" --dist load \
+  tests/python tests/models
 
 stage "whole models (MLPs, CNN, ResNet-18, MobileNetV2, V3 and V2 int8) against ONNX Runtime"
 "$py" bench/compare_ort.py --check-only --work build/compare-ort
