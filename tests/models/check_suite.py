@@ -3,6 +3,7 @@
 
 Usage:
   tests/models/check_suite.py MANIFEST MODELS_DIR [--only NAME]... [--work DIR] [--json FILE]
+                              [-j JOBS]
                               [--bench THREADS [--rounds R] [--runs N] [--warmup W]]
 
 MANIFEST is a tab-separated file (tests/models/zoo.tsv, or the manifest.tsv that
@@ -31,6 +32,7 @@ whether the models matched).
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import shlex
@@ -215,6 +217,9 @@ def main(argv):
     ap.add_argument("--only", action="append", default=[], help="check only this model")
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "model-suite"))
     ap.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    ap.add_argument("-j", "--jobs", type=int, default=1,
+                    help="check this many models at a time (the compile times printed then "
+                         "include the wait for a core)")
     ap.add_argument("--bench", metavar="THREADS",
                     help="then time the matching models against ORT at these thread counts "
                          "(comma separated)")
@@ -222,6 +227,8 @@ def main(argv):
     ap.add_argument("--runs", type=int, default=10, help="with --bench: timed runs per round")
     ap.add_argument("--warmup", type=int, default=2, help="with --bench: warm-up runs per round")
     opts = ap.parse_args(argv)
+    if opts.jobs < 1:
+        ap.error("--jobs wants a count >= 1, got %d" % opts.jobs)
     if opts.bench is not None:
         try:
             ok = all(int(t) >= 1 for t in opts.bench.split(","))
@@ -242,14 +249,13 @@ def main(argv):
     ort = compare_ort.Ort(os.environ.get("NODE", "node"))
     work = os.path.abspath(opts.work)
 
-    results, failures = [], []
-    for row in rows:
+    def check(row):
+        """The row's result: "check" is "ok" or why it failed."""
         model_path = os.path.join(opts.models, row.name + ".onnx")
         base = os.path.join(work, row.name)
         shutil.rmtree(base, ignore_errors=True)
         os.makedirs(base)
         result = {"model": row.name, "expect": row.expect}
-        results.append(result)
         try:
             if not os.path.isfile(model_path):
                 why = "%s does not exist" % model_path
@@ -260,13 +266,23 @@ def main(argv):
         except compare_ort.ToolError as e:
             why = str(e)
         result["check"] = why or "ok"
-        if why:
-            failures.append("%s: %s" % (row.name, why))
-        timing = ("compiled in %5.2f s, ran in %5.2f s" % (result["compile_s"], result["run_s"])
-                  if "run_s" in result else "refused as expected" if not why else "")
-        print("%-26s %s%s" % (row.name, "FAIL: " + why if why else "ok   ", timing if not why
-                                                                              else ""))
-        sys.stdout.flush()
+        return result
+
+    # The checks are processes to wait on (ORT, emberc, ember-run), so threads run them side by
+    # side; the lines print in the manifest's order.
+    results, failures = [], []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=opts.jobs) as pool:
+        for row, result in zip(rows, pool.map(check, rows)):
+            results.append(result)
+            why = None if result["check"] == "ok" else result["check"]
+            if why:
+                failures.append("%s: %s" % (row.name, why))
+            timing = ("compiled in %5.2f s, ran in %5.2f s" % (result["compile_s"],
+                                                                result["run_s"])
+                      if "run_s" in result else "refused as expected" if not why else "")
+            print("%-26s %s%s" % (row.name, "FAIL: " + why if why else "ok   ",
+                                  timing if not why else ""))
+            sys.stdout.flush()
 
     if opts.bench is not None:
         bench_models(rows, results, ort, opts)

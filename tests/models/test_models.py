@@ -207,10 +207,30 @@ def test_suite_bench_times_the_models_that_matched(models, tmp_path):
     assert all("ember_argv" not in r for r in results)
 
 
+@needs_node
+def test_suite_checks_models_side_by_side_in_the_manifest_order(models, tmp_path):
+    manifest = tmp_path / "manifest.tsv"
+    manifest.write_text("# name, emberc_args, tolerance, expect, note\n"
+                        "cnn\t-\t-\tok\tmatches\n"
+                        "absent\t-\t-\tok\tno such file\n"
+                        "mlp\t-\t-\tok\tmatches\n")
+    env = dict(os.environ, EMBERC=FAKE, EMBER_RUN=FAKE)
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "check_suite.py"), str(manifest),
+                           models, "--work", str(tmp_path / "work"), "-j", "3"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # the absent model fails the check
+    lines = [line.split() for line in proc.stdout.splitlines()[:3]]
+    assert [(w[0], w[1]) for w in lines] == [("cnn", "ok"), ("absent", "FAIL:"), ("mlp", "ok")]
+    assert "2 of 3 models as expected" in proc.stdout
+
+
 def test_suite_bench_refuses_bad_thread_counts(tmp_path):
     proc = subprocess.run([sys.executable, os.path.join(HERE, "check_suite.py"), "m.tsv", "dir",
                            "--bench", "1,x"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--bench wants comma separated" in proc.stderr, proc.stderr
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "check_suite.py"), "m.tsv", "dir",
+                           "-j", "0"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--jobs wants a count >= 1" in proc.stderr, proc.stderr
 
 
 def busy_loops(cpu):
