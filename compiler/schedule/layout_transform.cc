@@ -55,14 +55,13 @@ bool OnlyReshapedAfter(const FusedGroup& group, size_t first) {
   return true;
 }
 
-// The group's transform, and the Cast to float32 it reads through, if any: a float16 model keeps
-// its tensors in float16 and widens them as the next node reads them, so a transform often
-// starts its group with one. Null when the group starts with neither.
-const Node* TransformAfterCast(const FusedGroup& group, const Node** cast) {
-  *cast = nullptr;
+// Where the group's transform is: its first node, or its second after a Cast to float32 that only
+// the transform reads (a float16 model keeps its tensors in float16 and widens them as the next
+// node reads them, so a transform often starts its group with one). -1 when it is neither.
+int TransformIndex(const FusedGroup& group) {
   const Node* first = group.nodes[0];
-  if (first->op == "LayoutTransform") return first;
-  if (first->op != "Cast" || group.nodes.size() < 2 || first->inputs.size() != 1) return nullptr;
+  if (first->op == "LayoutTransform") return 0;
+  if (first->op != "Cast" || group.nodes.size() < 2 || first->inputs.size() != 1) return -1;
   const Graph& g = *group.graph;
   const Node* lt = group.nodes[1];
   const DLDataType from = g.value(first->inputs[0]).type.dtype;
@@ -70,10 +69,9 @@ const Node* TransformAfterCast(const FusedGroup& group, const Node** cast) {
   if (lt->op != "LayoutTransform" || lt->inputs.size() != 1 || lt->inputs[0] != first->outputs[0] ||
       !converts || g.value(first->outputs[0]).type.dtype != kFloat32 ||
       !IsGroupInput(group, first->inputs[0])) {
-    return nullptr;
+    return -1;
   }
-  *cast = first;
-  return lt;
+  return 1;
 }
 
 }  // namespace
@@ -81,10 +79,10 @@ const Node* TransformAfterCast(const FusedGroup& group, const Node** cast) {
 bool TryLayoutTransform(const FusedGroup& group, const lower::ScheduleOptions& opts,
                         lower::LoweredFunc* out) {
   if (opts.target == nullptr || group.nodes.empty() || group.outputs.size() != 1) return false;
-  const Node* cast = nullptr;
-  const Node* transform = TransformAfterCast(group, &cast);
-  if (transform == nullptr || transform->inputs.size() != 1) return false;
-  const Node& lt = *transform;
+  const int lt_index = TransformIndex(group);
+  if (lt_index < 0 || group.nodes[lt_index]->inputs.size() != 1) return false;
+  const Node& lt = *group.nodes[lt_index];
+  const Node* cast = lt_index == 1 ? group.nodes[0] : nullptr;
   // What the tile's loads read: the transform's input, or the Cast's before it.
   const int loaded = cast != nullptr ? cast->inputs[0] : lt.inputs[0];
   const int64_t src = LayoutBlock(lt.GetString(kSrcLayoutAttr, "NCHW"));
@@ -102,7 +100,7 @@ bool TryLayoutTransform(const FusedGroup& group, const lower::ScheduleOptions& o
   // Past the transform only the blocked side's epilogue runs in registers, a pixel's channels
   // being one of its vectors; the NCHW side may only be reshaped (a Flatten before a Gemm): the
   // elements keep their order.
-  if (!to_blocked && !OnlyReshapedAfter(group, cast != nullptr ? 1 : 0)) return false;
+  if (!to_blocked && !OnlyReshapedAfter(group, lt_index)) return false;
 
   const int lanes = static_cast<int>(x);
   lower::LoweredFunc f;
