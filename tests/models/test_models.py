@@ -184,18 +184,23 @@ def test_compare_tail_table_with_a_busy_core(models, tmp_path):
     assert not busy_loops(cpu), "the busy loop outlived the timed rounds"
 
 
+def run_suite(models, tmp_path, rows, *args):
+    """check_suite.py on a manifest of `rows` (name, expect, note) with the fake emberc."""
+    manifest = tmp_path / "manifest.tsv"
+    manifest.write_text("# name, emberc_args, tolerance, expect, note\n" +
+                        "".join("%s\t-\t-\t%s\t%s\n" % row for row in rows))
+    env = dict(os.environ, EMBERC=FAKE, EMBER_RUN=FAKE)
+    return subprocess.run([sys.executable, os.path.join(HERE, "check_suite.py"), str(manifest),
+                           models, "--work", str(tmp_path / "work")] + list(args),
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
 @needs_node
 def test_suite_bench_times_the_models_that_matched(models, tmp_path):
-    manifest = tmp_path / "manifest.tsv"
-    manifest.write_text("# name, emberc_args, tolerance, expect, note\n"
-                        "mlp\t-\t-\tok\tmatches\n"
-                        "cnn\t-\t-\tok\tmatches\n"
-                        "absent\t-\t-\tok\tno such file: not timed\n")
-    env = dict(os.environ, EMBERC=FAKE, EMBER_RUN=FAKE)
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "check_suite.py"), str(manifest),
-                           models, "--work", str(tmp_path / "work"), "--bench", "1",
-                           "--rounds", "1", "--runs", "2", "--json", str(tmp_path / "r.json")],
-                          capture_output=True, text=True, env=env, timeout=600)
+    proc = run_suite(models, tmp_path, [("mlp", "ok", "matches"), ("cnn", "ok", "matches"),
+                                        ("absent", "ok", "no such file: not timed")],
+                     "--bench", "1", "--rounds", "1", "--runs", "2",
+                     "--json", str(tmp_path / "r.json"))
     assert proc.returncode == 1, proc.stdout + proc.stderr  # the absent model fails the check
     rows = [line for line in proc.stdout.splitlines()
             if line.startswith("| ") and not line.startswith("| model")]
@@ -209,15 +214,8 @@ def test_suite_bench_times_the_models_that_matched(models, tmp_path):
 
 @needs_node
 def test_suite_checks_models_side_by_side_in_the_manifest_order(models, tmp_path):
-    manifest = tmp_path / "manifest.tsv"
-    manifest.write_text("# name, emberc_args, tolerance, expect, note\n"
-                        "cnn\t-\t-\tok\tmatches\n"
-                        "absent\t-\t-\tok\tno such file\n"
-                        "mlp\t-\t-\tok\tmatches\n")
-    env = dict(os.environ, EMBERC=FAKE, EMBER_RUN=FAKE)
-    proc = subprocess.run([sys.executable, os.path.join(HERE, "check_suite.py"), str(manifest),
-                           models, "--work", str(tmp_path / "work"), "-j", "3"],
-                          capture_output=True, text=True, env=env, timeout=600)
+    proc = run_suite(models, tmp_path, [("cnn", "ok", "matches"), ("absent", "ok", "no file"),
+                                        ("mlp", "ok", "matches")], "-j", "3")
     assert proc.returncode == 1, proc.stdout + proc.stderr  # the absent model fails the check
     lines = [line.split() for line in proc.stdout.splitlines()[:3]]
     assert [(w[0], w[1]) for w in lines] == [("cnn", "ok"), ("absent", "FAIL:"), ("mlp", "ok")]
