@@ -40,6 +40,8 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=tests/lib/in_parallel.sh
+. "$ROOT/tests/lib/in_parallel.sh"
 PY=/usr/bin/python3
 FULL=0
 ARCHES=()
@@ -310,27 +312,6 @@ int8_kernels() {
     esac
   done
 }
-# in_parallel FUNCTION: runs FUNCTION once per line of stdin (the line's words its arguments),
-# $JOBS at a time: each run is one emberc compile and one program, mostly on one core. Prints the
-# runs' output in the order of the lines; fails if any run failed.
-in_parallel() {
-  local fn=$1 out line n=0 i status=0 pids=()
-  out=$(mktemp -d "$WORK/parallel.XXXXXX") || return 1
-  while read -r line; do
-    # shellcheck disable=SC2086  # the line's words are the arguments
-    "$fn" $line >"$out/$n.log" 2>&1 </dev/null &
-    pids+=($!)
-    n=$((n + 1))
-    if [ ${#pids[@]} -ge "$JOBS" ]; then
-      wait "${pids[0]}" || status=1
-      pids=("${pids[@]:1}")
-    fi
-  done
-  for i in "${pids[@]}"; do wait "$i" || status=1; done
-  for ((i = 0; i < n; i++)); do cat "$out/$i.log"; done
-  rm -rf "$out"
-  return "$status"
-}
 # int8_reference CASE: the case on x86-64, equal to the integer definition.
 int8_reference() {
   local m=$1 art=$WORK/x86_64/int8_$1
@@ -343,7 +324,7 @@ int8_reference() {
 }
 prepare_int8_kernels() {
   "$PY" "$ROOT/tests/models/gen_int8_convs.py" "$INT8_DIR" || return 1
-  int8_cases | in_parallel int8_reference
+  int8_cases | in_parallel "$JOBS" int8_reference
 }
 # int8_kernel_case VARIANT CASE KERNEL: the case compiled for the variant with the kernel forced,
 # planned on it (or refused where it must be), its lib.so holding the variant's dot instruction,
@@ -385,7 +366,7 @@ int8_kernel_check() {
   [ -n "$cases" ] || { echo "no int8 cases in $INT8_DIR (their generate step failed)"; return 1; }
   for m in $cases; do
     for kernel in $(int8_kernels "$m" "$variant"); do echo "$variant $m $kernel"; done
-  done | in_parallel int8_kernel_case
+  done | in_parallel "$JOBS" int8_kernel_case
 }
 
 # --- 4. ONNX conformance (core tier) ------------------------------------------------------------

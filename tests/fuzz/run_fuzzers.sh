@@ -9,6 +9,8 @@ if [[ $# -lt 1 ]]; then
   exit 2
 fi
 src=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/lib/in_parallel.sh
+. "$src/tests/lib/in_parallel.sh"
 build=$1
 seconds=${2:-20}
 cc=${CC:-clang}
@@ -39,18 +41,4 @@ run_one() {
 }
 
 # One fuzzer per core at a time: each gets a whole core for its SECONDS, in half the wall time.
-parallel=$(nproc)
-status=0
-pids=()
-for t in "${targets[@]}"; do
-  run_one "$t" &
-  pids+=($!)
-  if [ ${#pids[@]} -ge "$parallel" ]; then
-    wait "${pids[0]}" || status=1
-    pids=("${pids[@]:1}")
-  fi
-done
-for pid in "${pids[@]}"; do
-  wait "$pid" || status=1
-done
-exit $status
+printf '%s\n' "${targets[@]}" | in_parallel "$(nproc)" run_one
