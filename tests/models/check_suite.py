@@ -250,7 +250,7 @@ def main(argv):
     work = os.path.abspath(opts.work)
 
     def check(row):
-        """The row's result: "check" is "ok" or why it failed."""
+        """The row's result (its "check" is "ok" or why it failed) and why it failed (or None)."""
         model_path = os.path.join(opts.models, row.name + ".onnx")
         base = os.path.join(work, row.name)
         shutil.rmtree(base, ignore_errors=True)
@@ -266,22 +266,22 @@ def main(argv):
         except compare_ort.ToolError as e:
             why = str(e)
         result["check"] = why or "ok"
-        return result
+        return result, why
 
     # The checks are processes to wait on (ORT, emberc, ember-run), so threads run them side by
     # side; the lines print in the manifest's order.
     results, failures = [], []
     with concurrent.futures.ThreadPoolExecutor(max_workers=opts.jobs) as pool:
-        for row, result in zip(rows, pool.map(check, rows)):
+        for row, (result, why) in zip(rows, pool.map(check, rows)):
             results.append(result)
-            why = None if result["check"] == "ok" else result["check"]
             if why:
                 failures.append("%s: %s" % (row.name, why))
-            timing = ("compiled in %5.2f s, ran in %5.2f s" % (result["compile_s"],
-                                                                result["run_s"])
-                      if "run_s" in result else "refused as expected" if not why else "")
-            print("%-26s %s%s" % (row.name, "FAIL: " + why if why else "ok   ",
-                                  timing if not why else ""))
+                print("%-26s FAIL: %s" % (row.name, why))
+            elif "run_s" in result:
+                print("%-26s ok   compiled in %5.2f s, ran in %5.2f s" % (
+                    row.name, result["compile_s"], result["run_s"]))
+            else:
+                print("%-26s ok   refused as expected" % row.name)
             sys.stdout.flush()
 
     if opts.bench is not None:
