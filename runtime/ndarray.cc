@@ -340,17 +340,25 @@ NDArray NDArray::Load(ByteReader* r) {
   return arr;
 }
 
-void SaveParams(std::string* out, const NamedArrays& params) {
-  ByteWriter w(out);
-  w.Write<uint64_t>(kParamsListMagic);
-  w.Write<uint64_t>(0);
-  w.Write<uint64_t>(params.size());
-  for (const auto& kv : params) w.WriteString(kv.first);
-  w.Write<uint64_t>(params.size());
+namespace {
+
+void WriteParams(ByteWriter* w, const NamedArrays& params) {
+  w->Write<uint64_t>(kParamsListMagic);
+  w->Write<uint64_t>(0);
+  w->Write<uint64_t>(params.size());
+  for (const auto& kv : params) w->WriteString(kv.first);
+  w->Write<uint64_t>(params.size());
   for (const auto& kv : params) {
     EMBER_CHECK(kv.second.defined()) << "SaveParams: array \"" << kv.first << "\" is null";
-    kv.second.Save(&w);
+    kv.second.Save(w);
   }
+}
+
+}  // namespace
+
+void SaveParams(std::string* out, const NamedArrays& params) {
+  ByteWriter w(out);
+  WriteParams(&w, params);
 }
 
 void SaveParams(std::string* out, const Map<String, NDArray>& params) {
@@ -402,11 +410,11 @@ NamedArrays LoadParamsFromFile(const std::string& path) {
 }
 
 void SaveParamsToFile(const std::string& path, const NamedArrays& params) {
-  std::string bytes;
-  SaveParams(&bytes, params);
   std::ofstream out(path, std::ios::binary);
   EMBER_CHECK(out.good()) << "cannot open " << path << " for writing";
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ByteWriter w(&out);  // straight to the file: no copy of every array in one string first
+  WriteParams(&w, params);
+  out.close();
   EMBER_CHECK(out.good()) << "error writing " << path;
 }
 

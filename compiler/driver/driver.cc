@@ -287,8 +287,10 @@ CompileStats Compile(const CompileOptions& opt) {
     }
   }
 
+  t0 = Clock::now();
   WriteFile(fs::path(opt.out_dir) / "graph.json", art.graph_json);
   WriteParamsFile((fs::path(opt.out_dir) / "params.bin").string(), art.params);
+  report("write_artifact", MsSince(t0), graph);
 
   st.num_nodes = static_cast<int>(graph.nodes().size());
   st.num_kernels = static_cast<int>(groups.size());

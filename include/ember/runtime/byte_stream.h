@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <ostream>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -82,12 +83,22 @@ class ByteReader {
   std::string source_;
 };
 
-/*! \brief Appends to a std::string in the same encoding ByteReader reads. */
+/*!
+ * \brief Appends to a std::string, or writes to a stream, in the same encoding ByteReader reads.
+ * A stream takes large payloads (a model's params.bin) without a copy of them in memory.
+ */
 class ByteWriter {
  public:
   explicit ByteWriter(std::string* out) : out_(out) {}
+  explicit ByteWriter(std::ostream* stream) : stream_(stream) {}
 
-  void Write(const void* data, size_t n) { out_->append(static_cast<const char*>(data), n); }
+  void Write(const void* data, size_t n) {
+    if (stream_ != nullptr) {
+      stream_->write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+    } else {
+      out_->append(static_cast<const char*>(data), n);
+    }
+  }
   template <typename T>
   void Write(const T& value) {
     static_assert(std::is_trivially_copyable_v<T>, "Write<T> needs a POD");
@@ -106,10 +117,12 @@ class ByteWriter {
     Write<uint64_t>(v.size());
     for (const auto& s : v) WriteString(s);
   }
+  /*! \brief The string written to; null when writing to a stream. */
   std::string* buffer() const { return out_; }
 
  private:
-  std::string* out_;
+  std::string* out_ = nullptr;
+  std::ostream* stream_ = nullptr;
 };
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -165,6 +167,21 @@ TEST(Params, GoldenBytes) {
   ASSERT_EQ(loaded.size(), 1u);
   EXPECT_EQ(loaded[0].first, "w");
   EXPECT_EQ(Values(loaded[0].second), (std::vector<float>{1.0f, -2.0f}));
+}
+
+TEST(Params, TheFileHoldsTheBytesOfTheString) {
+  // SaveParamsToFile streams to the file; it must write what SaveParams builds in memory.
+  const std::string path = ::testing::TempDir() + "/ember_params_golden.bin";
+  SaveParamsToFile(path, NamedArrays{{"w", Floats({2}, {1.0f, -2.0f})}});
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(path.c_str());
+  EXPECT_EQ(bytes, Golden());
+  const std::string message = ErrorOf([] {
+    SaveParamsToFile("/nonexistent/dir/params.bin", NamedArrays{{"w", Floats({1}, {1.0f})}});
+  });
+  EXPECT_NE(message.find("cannot open /nonexistent/dir/params.bin for writing"), std::string::npos)
+      << message;
 }
 
 TEST(Params, RoundTripManyDtypesAndFile) {
