@@ -9,7 +9,8 @@ For every model written by tests/models/gen_models.py (resnet18 and mobilenetv2 
 
  1. compile: `emberc compile MODEL -o OUT -v` N times (default 3); prints the median whole-process
     wall time and user CPU time, and the median of each stage `-v` reports (import, the passes
-    summed, kernel lowering, LLVM optimisation and object emission as thread time, link);
+    summed, kernel lowering, LLVM optimisation and object emission as thread time, link, and
+    writing graph.json and params.bin);
  2. start-up: `ember-run OUT --bench --json` N times with a warm page cache and N times with the
     artifact's files and the runtime library evicted from it (posix_fadvise DONTNEED, which
     needs no privileges; pages another process holds mapped stay resident); prints the median
@@ -80,8 +81,8 @@ def compile_stages(stderr):
         if not stage or stage.group(1) in ("codegen",):
             continue
         name, ms = stage.group(1), float(stage.group(2))
-        if name == "import":
-            stages["import"] = ms
+        if name in ("import", "write_artifact"):
+            stages[name] = ms
         else:
             stages["passes"] += ms
     return stages
@@ -159,19 +160,19 @@ def main(argv):
             + sum((["--only", m] for m in models), []))
 
     print("compile (median of %d; stage times in ms, LLVM stages as thread time)" % args.repeat)
-    print("%-12s %7s %7s %8s %7s %7s %9s %8s %7s %6s %4s" %
+    print("%-12s %7s %7s %8s %7s %7s %9s %8s %7s %6s %4s %6s" %
           ("model", "wall s", "user s", "import", "passes", "lower", "llvm opt", "object",
-           "kernels", "link", "thr"))
+           "kernels", "link", "thr", "write"))
     for name in models:
         model = os.path.join(model_dir, name + ".onnx")
         if not os.path.isfile(model):
             fail("no model %s" % model)
         out = os.path.join(args.work, name)
         wall, user, s = measure_compile(emberc, model, out, args.repeat, args.jobs)
-        print("%-12s %7.2f %7.2f %8.1f %7.1f %7.1f %9.1f %8.1f %7.1f %6.1f %4d" %
+        print("%-12s %7.2f %7.2f %8.1f %7.1f %7.1f %9.1f %8.1f %7.1f %6.1f %4d %6.1f" %
               (name, wall, user, s.get("import", 0), s["passes"], s.get("lower", 0),
                s.get("llvm_opt", 0), s.get("object", 0), s.get("kernels_wall", 0),
-               s.get("link", 0), s.get("threads", 0)))
+               s.get("link", 0), s.get("threads", 0), s.get("write_artifact", 0)))
 
     print("\nstart-up, %d thread%s (median of %d; ms)" %
           (args.threads, "" if args.threads == 1 else "s", args.repeat))
