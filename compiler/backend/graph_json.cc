@@ -152,8 +152,10 @@ struct ConstantView {
 };
 
 runtime::NDArray ViewOf(const std::string& name, const HostTensorPtr& t) {
-  EMBER_CHECK_EQ(t->data.size(), static_cast<size_t>(t->type.ByteSize()))
-      << "constant \"" << name << "\": " << t->data.size() << " bytes of data for its type";
+  if (t->data.size() != static_cast<size_t>(t->type.ByteSize())) {
+    throw CompileError("constant \"" + name + "\" holds " + std::to_string(t->data.size()) +
+                       " bytes; its type needs " + std::to_string(t->type.ByteSize()));
+  }
   auto view = std::make_unique<ConstantView>();
   view->owner = t;
   DLTensor& d = view->managed.dl_tensor;
