@@ -11,7 +11,10 @@
 in_parallel() {
   local jobs=$1 fn=$2 out line n=0 i status=0 slots pids=()
   out=$(mktemp -d "${TMPDIR:-/tmp}/in_parallel.XXXXXX") || return 1
-  mkfifo "$out/slots" && exec {slots}<>"$out/slots" || return 1
+  mkfifo "$out/slots" && exec {slots}<>"$out/slots" || {
+    rm -rf "$out"
+    return 1
+  }
   for ((i = 0; i < jobs; i++)); do echo >&"$slots"; done
   while read -r line; do
     read -r -u "$slots" || { status=1; break; }

@@ -61,3 +61,15 @@ def test_a_slow_run_does_not_hold_the_other_slot(tmp_path):
     r = in_parallel(tmp_path, 2, body, ["first", "second", "third", "last"])
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.splitlines() == ["first ended", "second ended", "third ended", "last ended"]
+
+
+@pytest.mark.parametrize("fifo_fails", [False, True])
+def test_no_temporary_directory_is_left_behind(tmp_path, fifo_fails):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    script = (f'. "{HELPER}"\nexport TMPDIR="{tmp}"\njob() {{ echo "$1"; }}\n'
+              + ("mkfifo() { return 1; }\n" if fifo_fails else "")
+              + 'printf "a\\nb\\n" | in_parallel 2 job\n')
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert r.returncode == (1 if fifo_fails else 0), r.stderr
+    assert list(tmp.iterdir()) == []
