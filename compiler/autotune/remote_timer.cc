@@ -75,8 +75,9 @@ RemoteKernelTimer::RemoteKernelTimer(const RemoteBoardOptions& options) : option
     transport_ = remote::MakeTransport(options.board, SshOptionsOf(options));
     std::string dir =
         options.remote_dir.empty() ? remote::DefaultRemoteDir(options.board) : options.remote_dir;
-    session_ = std::make_unique<remote::RemoteSession>(*transport_, dir,
-                                                       remote::SplitWords(options.exec_wrapper));
+    session_ = std::make_unique<remote::RemoteSession>(
+        *transport_, dir, remote::SplitWords(options.exec_wrapper),
+        remote::WhenBusy::kUsePrivateDir);  // it keeps nothing
     session_->Prepare();
   } catch (const std::exception& e) {
     throw CompileError(std::string("--remote ") + e.what());

@@ -69,9 +69,11 @@ on a board (ssh or adb; see README, "Benchmark on boards"):
                           outputs, trace and printed results back. adb:SERIAL is an Android
                           device (adb -s SERIAL). Uses your ssh config, agent and known_hosts.
     --remote-dir DIR      the board's working directory (default /tmp/ember-remote-$USER;
-                          /data/local/tmp/ember-remote on Android)
+                          /data/local/tmp/ember-remote on Android); a run that finds another
+                          one using it works in a fresh DIR/run-* instead
     --keep                leave the board's directory in place (the next run copies only
-                          what changed); by default it is removed after the run
+                          what changed); by default it is removed after the run. Needs the
+                          directory to itself: fails if another run is using it
     --runtime-dir DIR     where board runtimes were built (DIR/cross-ARCH, DIR/ARCH or DIR,
                           each with bin/ember-run and lib/); repeatable; EMBER_RUNTIME_DIRS
                           (colon-separated) adds more. This ember-run serves its own arch.

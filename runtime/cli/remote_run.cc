@@ -10,6 +10,7 @@
 
 #include "json_string.h"
 #include "remote/board_transport.h"
+#include "remote/dir_claim.h"
 #include "remote/remote_session.h"
 
 namespace ember::cli {
@@ -35,6 +36,8 @@ void WriteFile(const std::string& path, const std::string& data) {
   if (!f.flush()) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
 }
 
+std::string InputRel(size_t i) { return "in/" + std::to_string(i) + ".npy"; }
+
 // Copies what changed, runs, fetches outputs and trace; returns the board's ember-run status.
 int RunInSession(const RemoteRunRequest& r, remote::RemoteSession* s,
                  const remote::BoardRuntime& rt) {
@@ -43,14 +46,27 @@ int RunInSession(const RemoteRunRequest& r, remote::RemoteSession* s,
   for (const FileCopy& f : remote::RemoteSession::ArtifactFiles(r.artifact, &art_rel)) {
     files.push_back(f);
   }
+  for (size_t i = 0; i < r.inputs.size(); ++i) {
+    files.push_back({r.inputs[i].second, InputRel(i), false});
+  }
+  // Sync claims the board's directory: the paths below are known only after it.
+  remote::SyncReport sync = s->Sync(files);
+  const std::string& board = s->transport().Name();
+  if (!s->busy_holder().empty()) {
+    std::cerr << "ember-run: " << board << ": " << s->asked_dir() << " is in use by "
+              << remote::DescribeClaim(s->busy_holder()) << "; this run works in " << s->Path("")
+              << " (removed afterwards)\n";
+  }
+  std::cerr << "ember-run: " << board << ": copied " << sync.copied << " file"
+            << (sync.copied == 1 ? "" : "s") << " (" << sync.bytes_copied << " bytes), "
+            << sync.unchanged << " unchanged\n";
+
   std::vector<std::string> args = {s->Path(art_rel)};
   // Board path -> the user's, most specific first (the trace lies inside out/).
   std::vector<std::pair<std::string, std::string>> local_name;
   for (size_t i = 0; i < r.inputs.size(); ++i) {
-    std::string rel = "in/" + std::to_string(i) + ".npy";
-    files.push_back({r.inputs[i].second, rel, false});
-    args.insert(args.end(), {"--input", r.inputs[i].first + "=" + s->Path(rel)});
-    local_name.emplace_back(s->Path(rel), r.inputs[i].second);
+    args.insert(args.end(), {"--input", r.inputs[i].first + "=" + s->Path(InputRel(i))});
+    local_name.emplace_back(s->Path(InputRel(i)), r.inputs[i].second);
   }
   args.insert(args.end(), {"--output-dir", s->Path("out")});
   std::string remote_trace = s->Path("out/trace.json");
@@ -62,10 +78,6 @@ int RunInSession(const RemoteRunRequest& r, remote::RemoteSession* s,
   local_name.emplace_back(s->Path(art_rel), r.artifact);
   args.insert(args.end(), r.flags.begin(), r.flags.end());
 
-  remote::SyncReport sync = s->Sync(files);
-  std::cerr << "ember-run: " << s->transport().Name() << ": copied " << sync.copied << " file"
-            << (sync.copied == 1 ? "" : "s") << " (" << sync.bytes_copied << " bytes), "
-            << sync.unchanged << " unchanged\n";
   remote::BoardRun run = s->RunEmberRun(rt, args);
 
   fs::create_directories(r.output_dir);
@@ -86,9 +98,18 @@ int RunInSession(const RemoteRunRequest& r, remote::RemoteSession* s,
   return run.exit_code;
 }
 
-void CleanQuietly(remote::RemoteSession* s) {
-  try {
+// Cleans the board's directory, or with --keep gives the claim on it up.
+void Finish(remote::RemoteSession* s, bool keep) {
+  if (keep) {
+    s->Release();
+  } else {
     s->Clean();
+  }
+}
+
+void FinishQuietly(remote::RemoteSession* s, bool keep) {
+  try {
+    Finish(s, keep);
   } catch (const std::exception&) {
     // The error being reported matters more than this one.
   }
@@ -103,15 +124,20 @@ int RunRemote(const RemoteRunRequest& r, const std::string& self_exe) {
     remote::BoardRuntime rt =
         remote::FindBoardRuntime(arch, remote::RuntimeSearchDirs(r.runtime_dirs), self_exe);
     std::string dir = r.remote_dir.empty() ? remote::DefaultRemoteDir(r.board) : r.remote_dir;
-    remote::RemoteSession session(*transport, dir, remote::SplitWords(r.exec_wrapper));
+    // --keep leaves a cache for the next run: it needs the directory to itself.
+    remote::RemoteSession session(
+        *transport, dir, remote::SplitWords(r.exec_wrapper),
+        r.keep ? remote::WhenBusy::kRefuse : remote::WhenBusy::kUsePrivateDir);
     int status = 1;
     try {
       status = RunInSession(r, &session, rt);
-    } catch (const remote::BoardCommandError&) {
-      if (!r.keep) CleanQuietly(&session);  // the board is there: leave nothing behind
+    } catch (const remote::TransportError&) {
+      throw;  // the board is gone: nothing to clean from here
+    } catch (const std::exception&) {
+      FinishQuietly(&session, r.keep);  // the board is there: leave nothing behind
       throw;
     }
-    if (!r.keep) session.Clean();
+    Finish(&session, r.keep);
     return status;
   } catch (const remote::TransportError& e) {
     std::cerr << "ember-run: --remote " << e.what() << "\n";

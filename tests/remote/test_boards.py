@@ -7,8 +7,10 @@ import getpass
 import json
 import os
 import shutil
+import socket
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -60,6 +62,66 @@ def test_remote_run_gives_the_local_outputs_and_copies_only_what_changed(tools, 
     assert r.returncode == 0, r.stderr
     assert "copied 0 files (0 bytes), 5 unchanged" in r.stderr, r.stderr
     assert board.ssh(["test", "-e", "'" + rdir + "'"]).returncode == 1
+
+
+def test_concurrent_remote_runs_each_get_their_own_outputs(tools, artifacts, board, work):
+    # Runs sharing one board directory once mixed each other's inputs and outputs (and exited 0).
+    art, rdir = artifacts["mlp"], "/tmp/ember-concurrent-test"
+
+    def one(i):
+        x = np.random.RandomState(100 + i).uniform(-1, 1, (1, 784)).astype(np.float32)
+        np.save(os.path.join(work, f"cx{i}.npy"), x)
+        remote, local = os.path.join(work, f"cr{i}"), os.path.join(work, f"cl{i}")
+        r = run([tools["ember_run"], art, "--input", f"input={work}/cx{i}.npy", "--output-dir",
+                 remote] + remote_args(board, rdir))
+        assert r.returncode == 0, r.stderr
+        assert run([tools["ember_run"], art, "--input", f"input={work}/cx{i}.npy",
+                    "--output-dir", local]).returncode == 0
+        assert np.array_equal(np.load(os.path.join(remote, "output_0.npy")),
+                              np.load(os.path.join(local, "output_0.npy"))), (i, r.stderr)
+        return r.stderr
+
+    with ThreadPoolExecutor(4) as pool:
+        notes = list(pool.map(one, range(8)))
+    assert any("this run works in " + rdir + "/run-" in n for n in notes), notes
+    assert board.ssh(["test", "-e", rdir]).returncode == 1  # every run cleaned up after itself
+
+
+def write_claim(rdir, claim):
+    os.makedirs(os.path.join(rdir, ".lock"), exist_ok=True)
+    with open(os.path.join(rdir, ".lock", "owner"), "w") as f:  # the board is this machine
+        f.write(claim + "\n")
+
+
+def test_a_busy_directory_refuses_keep_and_a_stale_claim_is_taken_over(tools, artifacts, board,
+                                                                        work):
+    art, rdir, out = artifacts["mlp"], "/tmp/ember-claim-test", os.path.join(work, "claim-out")
+    shutil.rmtree(rdir, ignore_errors=True)
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        boot = f.read().strip()
+    write_claim(rdir, f"lab-pc 4242 {boot}")  # another machine's session, still running
+    r = run([tools["ember_run"], art, "--output-dir", out, "--keep"] + remote_args(board, rdir))
+    assert r.returncode == 1, r.stderr
+    assert f"{rdir} is in use by lab-pc pid 4242" in r.stderr, r.stderr
+    assert f"remove {rdir}/.lock on the board" in r.stderr, r.stderr
+    assert sorted(os.listdir(rdir)) == [".lock"]  # nothing of the holder's touched
+    # Without --keep the run goes to a directory of its own and removes only that.
+    r = run([tools["ember_run"], art, "--output-dir", out] + remote_args(board, rdir))
+    assert r.returncode == 0, r.stderr
+    assert f"{rdir} is in use by lab-pc pid 4242; this run works in {rdir}/run-" in r.stderr
+    assert sorted(os.listdir(rdir)) == [".lock"]
+
+    # A process of this machine that is gone gives its claim up to the next session.
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    write_claim(rdir, f"{socket.gethostname()} {gone.pid} {boot}")
+    r = run([tools["ember_run"], art, "--output-dir", out, "--keep"] + remote_args(board, rdir))
+    assert r.returncode == 0, r.stderr
+    assert "copied 5 files" in r.stderr, r.stderr
+    assert ".lock" not in os.listdir(rdir) and "art" in os.listdir(rdir)  # released, kept
+    r = run([tools["ember_run"], art, "--output-dir", out] + remote_args(board, rdir))
+    assert r.returncode == 0 and "5 unchanged" in r.stderr, r.stderr
+    assert not os.path.exists(rdir)
 
 
 def test_remote_bench_json_and_profile_come_back(tools, artifacts, board, work):
