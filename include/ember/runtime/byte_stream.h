@@ -117,9 +117,6 @@ class ByteWriter {
     Write<uint64_t>(v.size());
     for (const auto& s : v) WriteString(s);
   }
-  /*! \brief The string written to; null when writing to a stream. */
-  std::string* buffer() const { return out_; }
-
  private:
   std::string* out_ = nullptr;
   std::ostream* stream_ = nullptr;
