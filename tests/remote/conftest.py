@@ -2,7 +2,7 @@
 
 Environment: EMBER_BUILD_DIR (host build, default build), EMBER_CROSS_BUILD_ROOT (parent of
 cross-aarch64, default: the host build directory), EMBER_REMOTE_WORK (scratch, default
-BUILD/remote-work).
+BUILD/remote-work; a subdirectory per pytest-xdist worker).
 """
 
 import os
@@ -39,6 +39,8 @@ def tools():
 def work():
     w = os.path.abspath(os.environ.get("EMBER_REMOTE_WORK",
                                        os.path.join(build_dir(), "remote-work")))
+    # Under pytest-xdist each worker has its own boards and scratch (gw0, gw1, ...).
+    w = os.path.join(w, os.environ.get("PYTEST_XDIST_WORKER", ""))
     shutil.rmtree(w, ignore_errors=True)
     os.makedirs(w)
     return w

@@ -8,13 +8,15 @@
 # "board" that runs the aarch64 ember-run under qemu-user (--remote-exec-wrapper), ember-bench on
 # two boards of which one is killed midway, and emberc --tune --remote keyed by the board's CPU.
 # No test is skipped: a missing sshd or a board that does not start fails with sshd's message.
+# The tests run on EMBER_CROSS_JOBS pytest-xdist workers, each with its own boards and scratch;
+# boards on one machine share /tmp, which runs at once must (and do) cope with.
 #
 # Environment (all optional):
 #   EMBER_HOST_BUILD        host build directory (default: build)
 #   EMBER_CROSS_BUILD_ROOT  parent of cross-aarch64, the board's runtime; reused when the ARM
 #                           stage built it, else only its ember-run is built (default: the host
 #                           build directory)
-#   EMBER_CROSS_JOBS        parallel build jobs (default 2)
+#   EMBER_CROSS_JOBS        parallel build jobs and test workers (default 2)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 abspath() { case "$1" in /*) echo "$1" ;; *) echo "$ROOT/$1" ;; esac; }
@@ -40,4 +42,4 @@ cmake --build "$cross" -j "$JOBS" --target ember-run
 
 cd "$ROOT"
 EMBER_BUILD_DIR=$HOST_BUILD EMBER_CROSS_BUILD_ROOT=$CROSS_ROOT \
-  /usr/bin/python3 -m pytest -q -p no:cacheprovider -rs tests/remote
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider -rs -n "$JOBS" tests/remote
