@@ -309,6 +309,11 @@ Conv2dOcVecParams BlockedOcVecParams(const Conv2dOcVecParams& p, const ConvShape
 int64_t OcVecOcBlock(const ConvShape& s, const Conv2dOcVecParams& p) {
   if (p.lanes <= 0 || s.ocg % p.lanes != 0) return 0;
   if (p.oc_vectors < 2) return p.lanes;
+  if (p.single_pixel_vectors > p.oc_vectors && s.oh * s.ow == 1) {
+    for (int64_t vectors = p.single_pixel_vectors; vectors > p.oc_vectors; --vectors) {
+      if (s.ocg % (vectors * p.lanes) == 0) return vectors * p.lanes;
+    }
+  }
   // Two vectors, else three (24 channels in 8-wide blocks, 144 in 16-wide: a one-vector tile
   // loads a weight vector and a broadcast per pixel for every FMA pair).
   for (int64_t vectors : {int64_t{2}, int64_t{3}}) {

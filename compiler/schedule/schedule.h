@@ -61,6 +61,11 @@ struct Conv2dOcVecParams {
    * steps, each lane feeding its step's FMAs (AArch64's multiply by element; see te::Lane).
    * Where the target broadcasts from memory into the FMA itself (x86), 1. */
   int lane_steps = 1;
+  /*! \brief > 0: a conv whose output is one pixel (a squeeze-and-excitation conv after a global
+   * pool) takes up to this many vectors per tile. Each weight vector meets a single input value
+   * there, so only a wider tile spreads the input's load and the loop control over more FMAs (as
+   * DenseParams::gemv_vectors does for a one-row product). */
+  int64_t single_pixel_vectors = 0;
 
   Conv2dOcVecParams& Lanes(int64_t v) {
     lanes = v;
@@ -76,6 +81,10 @@ struct Conv2dOcVecParams {
   }
   Conv2dOcVecParams& LaneSteps(int v) {
     lane_steps = v;
+    return *this;
+  }
+  Conv2dOcVecParams& SinglePixelVectors(int64_t v) {
+    single_pixel_vectors = v;
     return *this;
   }
   Conv2dOcVecParams& VectorBits(int v) {

@@ -61,6 +61,12 @@ void ToBlocked(HostArray& nchw, int64_t block, HostArray* out) {
 int64_t OcVecPacking(const BlockedCase& c, const schedule::Conv2dOcVecParams& p) {
   const int64_t lanes = std::min(p.lanes, c.out_block), ocg = c.oc / c.group;
   if (p.oc_vectors < 2) return lanes;
+  const bool one_pixel = (c.h + 2 * c.pad - c.k) / c.stride == 0 &&
+                         (c.w + 2 * c.pad - c.k) / c.stride == 0 && c.dilation == 1;
+  // One output pixel: the widest panel of up to single_pixel_vectors vectors that divides.
+  for (int64_t v = one_pixel ? p.single_pixel_vectors : 0; v > 2; --v) {
+    if (ocg % (v * lanes) == 0) return v * lanes;
+  }
   if (ocg % (2 * lanes) == 0) return 2 * lanes;
   if (ocg % (3 * lanes) == 0) return 3 * lanes;  // three vectors: 48 in 16s, 24 in 8s
   // Blocks narrower than the entry's vectors: as many as fill up to three of them (40 in 8s).
@@ -259,12 +265,19 @@ TEST(BlockedLayout, NeonKernelsMultiplyByLanesOfOneLoad) {
       {1, 256, 7, 7, 32, 3, 1, 1, 1, true, false, true, 4, 4},     // reduction in chunks
       {2, 16, 9, 9, 24, 3, 2, 1, 1, false, false, false, 4, 4},    // stride 2, 3 vectors
       {1, 32, 14, 14, 24, 1, 1, 0, 1, true, false, true, 4, 4},    // 1x1
+      {1, 72, 1, 1, 24, 1, 1, 0, 1, true, true, false, 4, 4},      // SE squeeze: 6 vectors
+      {1, 24, 1, 1, 72, 1, 1, 0, 1, true, false, true, 4, 4},      // SE excite: 9 vectors
   };
   const char* name = "conv2d_nchw_ocvec_neon";
   const schedule::ScheduleEntry& e = Entry(name);
   for (const BlockedCase& c : cases) {
     CheckBlockedConv(name, "lane(", {OcVecPacking(c, e.conv_ocvec), c.in_block}, c);
   }
+  // A one-pixel output's panel is as wide as its channels allow (up to 12 vectors): the ninth
+  // vector's accumulator is there.
+  const BlockedCase excite{1, 24, 1, 1, 72, 1, 1, 0, 1, true, false, false, 4, 4};
+  ASSERT_EQ(OcVecPacking(excite, e.conv_ocvec), 36);
+  CheckBlockedConv(name, "accm0_8[", {36, excite.in_block}, excite);
   for (int64_t tile : {2, 4}) {
     const BlockedCase c{1, 8, 10, 9, 16, 3, 1, 1, 1, true, true, true, 4, 4};
     CheckBlockedConv(name, "lane(", {OcVecPacking(c, e.conv_ocvec), 0, tile}, c);
