@@ -172,9 +172,9 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
                 OcVec().Lanes(16).OcVectors(2).OwBlock(14).VectorBits(512)),
       ConvOcVec("conv2d_nchw_ocvec_avx2", T::kAvx2, OcVec().Lanes(8).OcVectors(2).OwBlock(6)),
       ConvOcVec("conv2d_nchw_ocvec_sse", T::kSse, OcVec().Lanes(4).OcVectors(2).OwBlock(6)),
-      // A one-pixel output (SE convs) takes panels of up to 12 vectors (cf. the NEON GEMV's 8).
+      // A one-pixel output (SE convs) takes panels of up to 14 vectors (cf. the NEON GEMV's 8).
       ConvOcVec("conv2d_nchw_ocvec_neon", T::kNeon64,
-                OcVec().Lanes(4).OcVectors(2).OwBlock(12).LaneSteps(4).SinglePixelVectors(12)),
+                OcVec().Lanes(4).OcVectors(2).OwBlock(12).LaneSteps(4).SinglePixelVectors(14)),
       ConvOcVec("conv2d_nchw_ocvec_neon32", T::kNeon32, OcVec().Lanes(4).OcVectors(2).OwBlock(6)),
       ConvWide("conv2d_nchw_wide_avx512", T::kAvx512, C().Lanes(64).OcBlock(4).VectorBits(512)),
       ConvWide("conv2d_nchw_wide_avx2", T::kAvx2, C().Lanes(16).OcBlock(4)),

@@ -273,7 +273,7 @@ TEST(BlockedLayout, NeonKernelsMultiplyByLanesOfOneLoad) {
   for (const BlockedCase& c : cases) {
     CheckBlockedConv(name, "lane(", {OcVecPacking(c, e.conv_ocvec), c.in_block}, c);
   }
-  // A one-pixel output's panel is as wide as its channels allow (up to 12 vectors): the ninth
+  // A one-pixel output's panel is as wide as its channels allow (up to 14 vectors): the ninth
   // vector's accumulator is there.
   const BlockedCase excite{1, 24, 1, 1, 72, 1, 1, 0, 1, true, false, false, 4, 4};
   ASSERT_EQ(OcVecPacking(excite, e.conv_ocvec), 36);
