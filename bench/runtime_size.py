@@ -8,9 +8,10 @@ For each target and flavour it configures a runtime-only build (no compiler, tes
 the cross targets through toolchains/*.cmake, the minimal flavour with EMBER_RUNTIME_MINIMAL=ON)
 in BUILD_ROOT/<target>-<flavour> (default build/runtime-size), builds ember_runtime, strips a
 copy with the target's strip and prints a Markdown table of the sizes, stamped with the date and
-commit. For one of them (--breakdown, default aarch64:default) it then reads the linker map the
-build writes (runtime/CMakeLists.txt: libember_runtime.so.map, lld's format) and prints the
-contributors: each object file's code, unwind tables and data, and what the linker itself makes
+commit. For one of them (--breakdown, default aarch64:default) it then builds it once more with
+each source compiled on its own (EMBER_RUNTIME_UNITY=OFF; the shipped build is one translation
+unit, whose map names a single object), reads the linker map the build writes
+(runtime/CMakeLists.txt: libember_runtime.so.map, lld's format) and prints the contributors: each object file's code, unwind tables and data, and what the linker itself makes
 (dynamic symbols, PLT, relocations, merged strings). --top N also lists the N largest symbols.
 README's size tables come from this script.
 """
@@ -66,8 +67,10 @@ def run(cmd, log=None, **kw):
         sys.exit("runtime_size.py: %s failed (log: %s)" % (" ".join(cmd[:3]), log))
 
 
-def build(target, flavour, build_root):
-    d = os.path.join(build_root, "%s-%s" % (target, flavour))
+def build(target, flavour, build_root, per_file=False):
+    """Configures and builds ember_runtime; per_file compiles each source on its own
+    (EMBER_RUNTIME_UNITY=OFF), which the breakdown needs to name the file a byte came from."""
+    d = os.path.join(build_root, "%s-%s%s" % (target, flavour, "-per-file" if per_file else ""))
     os.makedirs(d, exist_ok=True)
     args = ["cmake", "-S", ROOT, "-B", d, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
             "-DEMBER_BUILD_COMPILER=OFF", "-DEMBER_BUILD_TESTS=OFF", "-DEMBER_BUILD_BENCH=OFF"]
@@ -75,6 +78,7 @@ def build(target, flavour, build_root):
     if tc:
         args.append("-DCMAKE_TOOLCHAIN_FILE=" + os.path.join(ROOT, "toolchains", tc))
     args += FLAVOURS[flavour]
+    args.append("-DEMBER_RUNTIME_UNITY=%s" % ("OFF" if per_file else "ON"))
     run(args, log=d + ".configure.log")
     run(["nice", "cmake", "--build", d, "-j", os.environ.get("EMBER_SIZE_JOBS", "2"), "--target",
          "ember_runtime"], log=d + ".build.log")
@@ -235,11 +239,14 @@ def main():
         print("| %s | %s |" % (t, " | ".join(fmt(results[(t, f)][1]) for f in flavours)))
     if a.breakdown != "none":
         t, _, f = a.breakdown.partition(":")
-        if (t, f) not in results:
-            d = build(t, f, a.build_root)
-            results[(t, f)] = (d,) + stripped_size(t, d)
-        print("\nWhere the bytes go, %s %s (linker map, allocated sections):\n" % (t, f))
-        breakdown(t, results[(t, f)][0], results[(t, f)][2], a.top)
+        if t not in TARGETS or f not in FLAVOURS:
+            sys.exit("runtime_size.py: --breakdown wants TARGET:FLAVOUR, got %s" % a.breakdown)
+        d = build(t, f, a.build_root, per_file=True)
+        size, stripped = stripped_size(t, d)
+        print("\nWhere the bytes go, %s %s (linker map, allocated sections), from a build that "
+              "compiles each source on its own (EMBER_RUNTIME_UNITY=OFF, %s bytes stripped) so "
+              "that the map names the file a byte came from:\n" % (t, f, fmt(size)))
+        breakdown(t, d, stripped, a.top)
 
 
 if __name__ == "__main__":

@@ -277,7 +277,6 @@ NDArray NDArray::FromFFIHandle(DLTensor* handle) {
 // The reader validates each header field against the bytes that remain before it allocates.
 
 namespace {
-constexpr uint64_t kParamsListMagic = 0xF7E58D4F05049CB7ULL;
 constexpr uint64_t kNDArrayMagic = 0xDD5E40F096B4A13FULL;
 static_assert(sizeof(DLDevice) == 8 && sizeof(DLDataType) == 4,
               "the params format stores DLDevice in 8 bytes and DLDataType in 4");

@@ -10,6 +10,10 @@
 namespace ember {
 namespace runtime {
 
+/*! \brief The first u64 of a params file (TVM's save_param_dict), read by the loader and the
+ * factory's mapped reader, written by SaveParams. */
+constexpr uint64_t kParamsListMagic = 0xF7E58D4F05049CB7ULL;
+
 /*!
  * \brief Reads an array's header from r (magic, device, ndim, dtype, shape, byte size), checks
  * every field, the byte size against the shape (without overflow) and against the bytes left in

@@ -14,7 +14,6 @@
 namespace ember::runtime {
 namespace {
 
-constexpr const char* kNopFunc = "__nop";
 constexpr const char* kCopyFunc = "__copy";
 
 std::string ShapeString(const int64_t* shape, int ndim) {

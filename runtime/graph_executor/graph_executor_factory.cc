@@ -30,7 +30,6 @@ namespace {
 constexpr const char* kFactoryTypeKey = "GraphExecutorFactory";
 constexpr const char* kLibTypeKey = "_lib";
 constexpr const char* kImportTreeKey = "_import_tree";
-constexpr uint64_t kParamsListMagic = 0xF7E58D4F05049CB7ULL;
 
 class GraphExecutorFactory : public ModuleNode {
  public:

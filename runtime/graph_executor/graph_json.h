@@ -34,6 +34,9 @@ struct GraphEntry {
   uint32_t version = 0;
 };
 
+/*! \brief The func_name of a node that runs nothing: its output is its input's bytes. */
+constexpr const char* kNopFunc = "__nop";
+
 struct GraphNode {
   std::string op;  // "null" or "tvm_op"
   std::string name;

@@ -15,8 +15,6 @@
 namespace ember::runtime {
 namespace {
 
-constexpr const char* kNopFunc = "__nop";
-
 // Steps are node ids; inputs and params are written before step 0 and read after the last one.
 constexpr int64_t kBeforeRun = -1;
 constexpr int64_t kAfterRun = std::numeric_limits<int64_t>::max();
