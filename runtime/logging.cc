@@ -57,8 +57,8 @@ namespace ember::runtime {
 void ThrowNotInMinimalRuntime(const char* what) {
   throw Error(std::string(what) +
               " is not in this runtime: it was built with EMBER_RUNTIME_MINIMAL=ON, which leaves "
-              "out .npy files, profiling, the debug executor, registry listing and DLPack import; "
-              "use the default build of libember_runtime");
+              "out .npy files, profiling, the debug executor, the executor pool, registry listing "
+              "and DLPack import; use the default build of libember_runtime");
 }
 
 }  // namespace ember::runtime

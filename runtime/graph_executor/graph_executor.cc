@@ -87,8 +87,8 @@ GraphExecutor::CallGuard::CallGuard(const GraphExecutor* exec, const char* call)
                     << "thread is in " << (other != nullptr ? other : "a call")
                     << " on this executor); an executor serves one call at a time: use an "
                     << "ExecutorPool (C++ ember/runtime/executor_pool.h, the global "
-                    << "runtime.create_executor_pool, Python ember.ExecutorPool) for concurrent "
-                    << "runs, or one executor per thread";
+                    << "runtime.create_executor_pool, Python ember.ExecutorPool; not in the "
+                    << "minimal runtime) for concurrent runs, or one executor per thread";
   }
   if (exec->owner_depth_++ == 0) exec->owner_call_.store(call, std::memory_order_relaxed);
 }

@@ -243,14 +243,16 @@ static int CheckAbsent(const char* artifact) {
     failed += ExpectAbsent(what, TVMFuncCall(f, NULL, NULL, 0, &ret, &ret_code));
     CALL(TVMFuncFree(f));
   }
-  const char* globals[] = {"runtime.time_evaluator"};
-  TVMFunctionHandle g;
-  CALL(TVMFuncGetGlobal(globals[0], &g));
-  if (g != NULL) {
-    fprintf(stderr, "FAIL global %s is registered in the minimal runtime\n", globals[0]);
-    ++failed;
-  } else {
-    printf("ok   global %s is not registered\n", globals[0]);
+  const char* globals[] = {"runtime.time_evaluator", "runtime.create_executor_pool"};
+  for (int i = 0; i < 2; ++i) {
+    TVMFunctionHandle g;
+    CALL(TVMFuncGetGlobal(globals[i], &g));
+    if (g != NULL) {
+      fprintf(stderr, "FAIL global %s is registered in the minimal runtime\n", globals[i]);
+      ++failed;
+    } else {
+      printf("ok   global %s is not registered\n", globals[i]);
+    }
   }
   CALL(TVMModFree(exec));
   return failed == 0 ? 0 : 1;

@@ -318,7 +318,8 @@ TEST(GraphExecutorConcurrency, ACallOverlappingAnotherThreadsCallIsRefused) {
       " called from two threads at once (another thread is in run on this executor); an "
       "executor serves one call at a time: use an ExecutorPool (C++ "
       "ember/runtime/executor_pool.h, the global runtime.create_executor_pool, Python "
-      "ember.ExecutorPool) for concurrent runs, or one executor per thread";
+      "ember.ExecutorPool; not in the minimal runtime) for concurrent runs, or one executor per "
+      "thread";
   EXPECT_EQ(ErrorOf([&] { gmod.GetFunction("run")(); }), "GraphExecutor::run" + tail);
   EXPECT_EQ(ErrorOf([&] { gmod.GetFunction("set_input")("x", x); }),
             "GraphExecutor::set_input" + tail);
