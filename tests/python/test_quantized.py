@@ -412,7 +412,8 @@ def _compile_and_run(tmp_path, graph, target, schedule=None, **inputs):
     gmod = ember.load_artifact(str(out))
     gmod.set_input(**inputs)
     gmod.run()
-    plans = (ir / "11_plan_kernels.txt").read_text()
+    # The dump is numbered by the pass's position in the pipeline; find it by name.
+    (plans,) = [f.read_text() for f in ir.glob("*_plan_kernels.txt")]
     return gmod.get_output(0).numpy(), plans
 
 
