@@ -14,6 +14,7 @@ std::vector<Pass> GraphPasses(const KernelStrategy& strategy) {
       {"simplify", Simplify},
       {"dead_code", EliminateDeadCode},
       {"float16_in_float32", ComputeFloat16InFloat32},
+      {"conv_as_dense", [s](Graph* g) { ConvAsDense(g, *s); }},
       {"canonicalize_dense", CanonicalizeDense},
       {"alter_layout", [s](Graph* g) { AlterConvLayout(g, *s); }},
       {"plan_kernels", [s](Graph* g) { PlanKernels(g, *s); }},

@@ -65,6 +65,10 @@ void WinogradConvWeights(Graph* graph);
 /*! \brief float16 Conv, ConvTranspose, Gemm, MatMul and pools compute on the float32 kernels
  *  between Casts (float16 computes in float32 and rounds each result anyway). */
 void ComputeFloat16InFloat32(Graph* graph);
+/*! \brief A float conv no conv kernel of the strategy takes (1-D convs, channel counts the
+ *  blocked kernels cannot tile) becomes a Gather of its patches, a Gemm with the weight as
+ *  [C * taps][OC] and a Transpose to channels first, where the patches are small. */
+void ConvAsDense(Graph* graph, const KernelStrategy& strategy);
 /*! \brief MatMul with a constant 2-D weight becomes Gemm (through Reshapes to and from rows for
  *  inputs of rank > 2), and a Gemm with transB = 1 and a constant weight reads a transposed copy:
  *  dense products then read their weight as [K][N], as the dense schedule streams it. */

@@ -387,6 +387,79 @@ int AddConv3x3(Graph& g, int64_t c, int64_t size, int64_t stride, int* weight) {
   return y;
 }
 
+// ConvAsDense takes the convs no conv kernel takes, where their patches are small: a 1-D conv
+// becomes Reshape - Gather - Gemm - Reshape - Transpose - Reshape (a Concat of one zero when it
+// is padded); a conv the strategy plans, a grouped one, one whose patch rows would exceed 1 MB and
+// one with a run-time weight stay convs, and so does every conv with schedules off (no dense
+// kernel to run the product).
+TEST(ConvAsDense, OnlyConvsWithoutAKernelAndWithSmallPatches) {
+  const schedule::TableStrategy strategy =
+      testing::StrategyFor(Target::Parse("llvm -mcpu=skylake-avx512"));
+  auto conv1d = [](int64_t pad, int64_t group) {
+    return AttrMap{{"kernel_shape", std::vector<int64_t>{3}},
+                   {"strides", std::vector<int64_t>{2}},
+                   {"dilations", std::vector<int64_t>{1}},
+                   {"pads", std::vector<int64_t>{pad, pad}},
+                   {"group", group}};
+  };
+  struct Case {
+    const char* what;
+    std::vector<int64_t> x, w;
+    AttrMap attrs;
+    bool constant_weight;
+    std::vector<std::string> ops;  // the ops after the pass
+  };
+  const std::vector<Case> cases = {
+      {"1-D, unpadded",
+       {1, 4, 20},
+       {6, 4, 3},
+       conv1d(0, 1),
+       true,
+       {"Reshape", "Gather", "Gemm", "Reshape", "Transpose", "Reshape"}},
+      {"1-D, padded",
+       {1, 4, 20},
+       {6, 4, 3},
+       conv1d(1, 1),
+       true,
+       {"Reshape", "Concat", "Gather", "Gemm", "Reshape", "Transpose", "Reshape"}},
+      {"1-D, grouped", {1, 4, 20}, {6, 2, 3}, conv1d(0, 2), true, {"Conv"}},
+      {"1-D, run-time weight", {1, 4, 20}, {6, 4, 3}, conv1d(0, 1), false, {"Conv"}},
+      {"1-D, patches past the bound", {1, 64, 8200}, {8, 64, 3}, conv1d(0, 1), true, {"Conv"}},
+      {"2-D that the strategy plans", {1, 16, 8, 8}, {16, 16, 1, 1}, Conv1x1(), true, {"Conv"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    Graph g;
+    const int x = g.AddValue("x", F32(c.x));
+    g.inputs().push_back(x);
+    int w;
+    if (c.constant_weight) {
+      w = g.AddConstant(
+          "w", Floats(c.w, std::vector<float>(TensorType{c.w, kFloat32}.NumElements(), 0.25f)));
+    } else {
+      w = g.AddValue("w", F32(c.w));
+      g.inputs().push_back(w);
+    }
+    g.outputs().push_back(Add(g, "Conv", {x, w}, c.attrs));
+    const TensorType y = g.value(g.outputs()[0]).type;
+    ConvAsDense(&g, strategy);
+    std::vector<std::string> ops;
+    for (const Node& n : g.nodes()) ops.push_back(n.op);
+    EXPECT_EQ(ops, c.ops);
+    EXPECT_EQ(g.value(g.outputs()[0]).type.shape, y.shape);
+  }
+  StrategyOptions off;
+  off.schedules = false;
+  Graph g;
+  const int x = g.AddValue("x", F32({1, 4, 20}));
+  g.inputs().push_back(x);
+  const int w = g.AddConstant("w", Floats({6, 4, 3}, std::vector<float>(72, 0.25f)));
+  g.outputs().push_back(Add(g, "Conv", {x, w}, conv1d(0, 1)));
+  ConvAsDense(&g, schedule::TableStrategy(Target::Parse("llvm -mcpu=skylake-avx512"), off));
+  ASSERT_EQ(g.nodes().size(), 1u);
+  EXPECT_EQ(g.nodes()[0].op, "Conv");
+}
+
 // WinogradConvWeights on AVX-512 after the layout pass: F(4x4) where 4 x 4 tiles cover the
 // plane exactly, F(2x2) where they would not (14 x 14), the direct kernel for 7 x 7 planes,
 // strides and narrow convs; transformed weights laid out [36][OC/32][IC][32], values G g G^T.
