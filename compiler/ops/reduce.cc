@@ -183,7 +183,8 @@ std::vector<Tensor> SoftmaxOp(const Node& n, const std::vector<Tensor>& in,
     for (int64_t a : axes) k[a] = 0;
     return k;
   };
-  auto reduce_with = [&](te::ReduceOp op,
+  // op over the axes of f(src element, kept index), src shaped as x.
+  auto reduce_with = [&](const Tensor& src, te::ReduceOp op,
                          const std::function<Expr(Expr, const std::vector<Expr>&)>& f,
                          const std::string& suffix) {
     std::vector<IterVar> rk;
@@ -193,12 +194,12 @@ std::vector<Tensor> SoftmaxOp(const Node& n, const std::vector<Tensor>& in,
         [&](const std::vector<Expr>& i) {
           std::vector<Expr> xi = i;
           for (size_t k = 0; k < axes.size(); ++k) xi[axes[k]] = rk[k].var;
-          return te::Reduce(op, f(x(xi), i), rk);
+          return te::Reduce(op, f(src(xi), i), rk);
         },
         n.name + suffix);
   };
-  Tensor mx = reduce_with(
-      te::ReduceOp::kMax, [](Expr v, const std::vector<Expr>&) { return v; }, "_max");
+  auto as_is = [](Expr v, const std::vector<Expr>&) { return v; };
+  Tensor mx = reduce_with(x, te::ReduceOp::kMax, as_is, "_max");
   if (n.op == "Hardmax") {
     // first index of the max along the axes
     std::vector<IterVar> rk;
@@ -219,18 +220,37 @@ std::vector<Tensor> SoftmaxOp(const Node& n, const std::vector<Tensor>& in,
         },
         n.name + "_out")};
   }
-  Tensor sum = reduce_with(
-      te::ReduceOp::kSum, [&](Expr v, const std::vector<Expr>& i) { return te::Exp(v - mx(i)); },
-      "_sum");
-  bool log = n.op == "LogSoftmax";
+  // Softmax keeps its exponentials in a workspace as large as x (below); past 16 MB of them
+  // (a long sequence's attention scores) it recomputes them instead, as LogSoftmax does.
+  constexpr int64_t kMaxKeptExponentials = int64_t{1} << 22;
+  int64_t elements = 1;
+  for (int64_t d : x.shape()) elements *= d;
+  if (n.op == "LogSoftmax" || elements > kMaxKeptExponentials) {
+    const bool log = n.op == "LogSoftmax";
+    Tensor sum = reduce_with(
+        x, te::ReduceOp::kSum,
+        [&](Expr v, const std::vector<Expr>& i) { return te::Exp(v - mx(i)); }, "_sum");
+    return {te::Compute(
+        x.shape(),
+        [&](const std::vector<Expr>& i) {
+          std::vector<Expr> k = reduced_index(i);
+          Expr shifted = x(i) - mx(k);
+          return log ? shifted - te::Log(sum(k)) : te::Exp(shifted) / sum(k);
+        },
+        n.name + "_out")};
+  }
+  // Softmax: each exponential once, kept for the output, which then multiplies by the reciprocal
+  // of its sum. Inlined, the sum and the output each computed it, and the output divided: a
+  // 40 x 6625 softmax (PP-OCRv4 recognition's head) took 0.77 ms against ONNX Runtime's 0.28.
+  Tensor e = te::ComputeMaterialized(
+      x.shape(), [&](const std::vector<Expr>& i) { return te::Exp(x(i) - mx(reduced_index(i))); },
+      n.name + "_exp");
+  Tensor sum = reduce_with(e, te::ReduceOp::kSum, as_is, "_sum");
+  Tensor inverse = te::ComputeMaterialized(
+      keep_shape, [&](const std::vector<Expr>& i) { return te::Const(t, 1) / sum(i); },
+      n.name + "_inverse");
   return {te::Compute(
-      x.shape(),
-      [&](const std::vector<Expr>& i) {
-        std::vector<Expr> k = reduced_index(i);
-        Expr shifted = x(i) - mx(k);
-        if (log) return shifted - te::Log(sum(k));
-        return te::Exp(shifted) / sum(k);
-      },
+      x.shape(), [&](const std::vector<Expr>& i) { return e(i) * inverse(reduced_index(i)); },
       n.name + "_out")};
 }
 

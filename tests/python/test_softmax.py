@@ -1,0 +1,53 @@
+"""Softmax computes each exponential once (compiler/ops/reduce.cc): a stage of exponentials that
+the sum and the output both read, and a multiply by the reciprocal of the sum. Checked against
+numpy over the last, a middle and (opset 11's flattening) several axes, and in the loop IR."""
+import subprocess
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from test_compile import _run_graph, _compiler_or_skip
+
+
+def _softmax(x, axes):
+    e = np.exp(x - x.max(axis=axes, keepdims=True))
+    return e / e.sum(axis=axes, keepdims=True)
+
+
+def _graph(name, shape, axis):
+    node = helper.make_node("Softmax", ["x"], ["y"], axis=axis)
+    return helper.make_graph([node], name,
+                             [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
+
+
+@pytest.mark.parametrize("shape,axis,opset,axes", [
+    ((1, 40, 6625), -1, 13, (2,)),  # a recognizer's per-column class scores
+    ((2, 7, 5), 1, 13, (1,)),
+    ((3, 4, 5), 1, 11, (1, 2)),  # opset 11: the dims from axis on, flattened
+    ((2, 2049, 1024), -1, 13, (2,)),  # past 16 MB of exponentials: recomputed, not kept
+])
+def test_softmax_matches_numpy(tmp_path, shape, axis, opset, axes):
+    x = (np.random.default_rng(3).standard_normal(shape) * 4).astype(np.float32)
+    (y,) = _run_graph(tmp_path, _graph("softmax_%d_%d" % (len(shape), axis), shape, axis),
+                      opset=opset, x=x)
+    np.testing.assert_allclose(y, _softmax(x.astype(np.float64), axes), rtol=1e-5, atol=1e-7)
+
+
+def test_softmax_computes_each_exponential_once(tmp_path):
+    from ember import compiler
+    _compiler_or_skip()
+    emberc = compiler.find_emberc()
+    if emberc is None:
+        pytest.skip("emberc not built")
+    model = helper.make_model(_graph("softmax", (4, 100), -1),
+                              opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 7
+    path = tmp_path / "softmax.onnx"
+    path.write_bytes(model.SerializeToString())
+    subprocess.run([emberc, "compile", str(path), "-o", str(tmp_path / "art"), "--dump-ir",
+                    str(tmp_path / "ir")], check=True, stdout=subprocess.DEVNULL)
+    loops = (tmp_path / "ir" / "kernels.loop.txt").read_text()
+    # One exponential per element, one division per row (the reciprocal).
+    assert loops.count("exp(") == 1 and loops.count(" / ") == 1, loops
