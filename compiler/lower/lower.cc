@@ -195,11 +195,11 @@ bool ReduceCombiner(te::ReduceOp op, te::DataType st, const Expr& acc, const Exp
       return true;
     case te::ReduceOp::kMax:
       *init = te::MinValue(st);
-      *combined = te::Max(acc, src);
+      *combined = te::ReduceMaximum(acc, src);
       return true;
     case te::ReduceOp::kMin:
       *init = te::MaxValue(st);
-      *combined = te::Min(acc, src);
+      *combined = te::ReduceMinimum(acc, src);
       return true;
     default:
       return false;

@@ -196,7 +196,8 @@ class LaneVectorizer {
       return t.bits == 32;
     }
     return fn == Intrinsic::kRound || fn == Intrinsic::kFloor || fn == Intrinsic::kCeil ||
-           fn == Intrinsic::kFabs || fn == Intrinsic::kSqrt;
+           fn == Intrinsic::kFabs || fn == Intrinsic::kSqrt || fn == Intrinsic::kMaximum ||
+           fn == Intrinsic::kMinimum;
   }
   static bool HasVectorLeaf(const Expr& e) {
     bool vector = false;

@@ -277,6 +277,16 @@ Expr DotS8S8Halves(Expr acc, Expr a, Expr b) {
   return Int8Dot(Intrinsic::kDotS8S8Halves, "DotS8S8Halves", std::move(acc), std::move(a),
                  std::move(b));
 }
+Expr ReduceMaximum(Expr a, Expr b) {
+  if (!IsFloat(a.dtype())) return Max(std::move(a), std::move(b));
+  return Call(Intrinsic::kMaximum, {std::move(a), std::move(b)});
+}
+
+Expr ReduceMinimum(Expr a, Expr b) {
+  if (!IsFloat(a.dtype())) return Min(std::move(a), std::move(b));
+  return Call(Intrinsic::kMinimum, {std::move(a), std::move(b)});
+}
+
 Expr StreamBase(Expr index) {
   const DataType t = index.dtype();
   if (!IsInt(t) || t.lanes != 1) {

@@ -721,6 +721,11 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   if (c->fn == Intrinsic::kLane) return b_.CreateExtractElement(x, args.at(1));
   if (c->fn == Intrinsic::kTransposeByteRows) return EmitTransposeByteRows(x);
   if (c->fn == Intrinsic::kStreamBase) return EmitStreamBase(x);
+  if (c->fn == Intrinsic::kMaximum || c->fn == Intrinsic::kMinimum) {
+    return b_.CreateBinaryIntrinsic(
+        c->fn == Intrinsic::kMaximum ? llvm::Intrinsic::maximum : llvm::Intrinsic::minimum,
+        args.at(0), args.at(1));
+  }
   if (c->fn == Intrinsic::kShuffle) {
     std::vector<int> mask;
     for (size_t k = 2; k < c->args.size(); ++k) {
@@ -852,6 +857,8 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
     case Intrinsic::kDotS8S8Halves:
     case Intrinsic::kStreamBase:
     case Intrinsic::kShuffle:
+    case Intrinsic::kMaximum:
+    case Intrinsic::kMinimum:
       break;
   }
   throw std::runtime_error("codegen: unknown intrinsic");

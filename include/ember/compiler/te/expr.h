@@ -141,6 +141,11 @@ enum class Intrinsic {
   /*! \brief Shuffle(a, b, m0, m1, ...): a vector of lanes a[m0] or b[m0 - n], ... (n lanes in a
    * and b; the m integer literals), LLVM's shufflevector (see Shuffle()). */
   kShuffle,
+  /*! \brief Maximum(a, b) / Minimum(a, b), floats: IEEE 754-2019 maximum and minimum (NaN when
+   * either is NaN, -0 below +0), the combining step of a float max or min reduction, which LLVM
+   * vectorises as it does not the compare and select of Max / Min (see ReduceMaximum()). */
+  kMaximum,
+  kMinimum,
 };
 
 enum class ReduceOp { kSum, kProd, kMax, kMin, kArgMax, kArgMin };
@@ -332,6 +337,12 @@ Expr StreamBase(Expr index);
  * and b vectors of one type; as many result lanes as mask entries). A register transpose is a
  * few rounds of them (one instruction each on x86 and NEON for interleaving masks). */
 Expr Shuffle(Expr a, Expr b, const std::vector<int>& mask);
+/*! \brief kMaximum / kMinimum on floats: a float max or min reduction's step. A NaN anywhere
+ * makes the result NaN (numpy's max does the same), where Max's compare and select drop a NaN
+ * met after the first element; a reduction of them vectorises, one of Max did not (a 6625-wide
+ * max ran one element per compare). Integers: Max / Min. */
+Expr ReduceMaximum(Expr a, Expr b);
+Expr ReduceMinimum(Expr a, Expr b);
 Expr And(Expr a, Expr b);
 Expr Or(Expr a, Expr b);
 /*! \brief Largest and smallest finite values of a dtype (lowest for Max-init, etc.). */
