@@ -21,13 +21,32 @@ def _compiler_or_skip():
                     "(%s)" % (compiler.COMPILE_GLOBAL, base.compiler_lib_error()))
 
 
+def _model(graph, opset=13):
+    """An onnx.helper graph as a model of opset `opset`, IR 7."""
+    from onnx import helper
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    return model
+
+
+def _dump_ir(tmp_path, model):
+    """Compiles a ModelProto with `emberc compile --dump-ir`; returns the dump directory."""
+    _compiler_or_skip()
+    emberc = compiler.find_emberc()
+    if emberc is None:
+        pytest.skip("emberc not built")
+    path = tmp_path / "dumped.onnx"
+    path.write_bytes(model.SerializeToString())
+    subprocess.run([emberc, "compile", str(path), "-o", str(tmp_path / "dumped"), "--dump-ir",
+                    str(tmp_path / "ir")], check=True, stdout=subprocess.DEVNULL)
+    return tmp_path / "ir"
+
+
 def _run_graph(tmp_path, graph, opset=13, **inputs):
     """Compiles an onnx.helper graph (opset `opset`, IR 7) from Python, runs it on `inputs` and
     returns its outputs as numpy arrays."""
-    from onnx import helper
     _compiler_or_skip()
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 7
+    model = _model(graph, opset)
     path = tmp_path / (graph.name + ".onnx")
     path.write_bytes(model.SerializeToString())
     gmod = ember.load_artifact(ember.compile(str(path)).export(str(tmp_path / graph.name)))

@@ -3,13 +3,11 @@ a NaN anywhere in the reduced elements makes the result NaN, as numpy's max and 
 compare and select of an elementwise Max dropped a NaN met after the first element), and LLVM
 vectorises the reduction, which it did not for the compare and select (Softmax's row maximum ran
 one element per compare)."""
-import subprocess
-
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from test_compile import _compiler_or_skip, _run_graph
+from test_compile import _dump_ir, _model, _run_graph
 
 
 def _graph(op, shape):
@@ -31,17 +29,6 @@ def test_a_nan_anywhere_in_a_row_makes_its_result_nan(tmp_path, op, reference):
 
 
 def test_the_reduction_is_vectorised(tmp_path):
-    from ember import compiler
-    _compiler_or_skip()
-    emberc = compiler.find_emberc()
-    if emberc is None:
-        pytest.skip("emberc not built")
-    model = helper.make_model(_graph("ReduceMax", (4, 1000)),
-                              opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 7
-    path = tmp_path / "reducemax.onnx"
-    path.write_bytes(model.SerializeToString())
-    subprocess.run([emberc, "compile", str(path), "-o", str(tmp_path / "art"), "--dump-ir",
-                    str(tmp_path / "ir")], check=True, stdout=subprocess.DEVNULL)
-    optimised = (tmp_path / "ir" / "kernels.opt.ll").read_text()
+    optimised = (_dump_ir(tmp_path, _model(_graph("ReduceMax", (4, 1000)))) /
+                 "kernels.opt.ll").read_text()
     assert "@llvm.maximum.v" in optimised, "no vector maximum in the reduction"

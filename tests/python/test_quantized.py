@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from conftest import REPO
-from test_compile import _run_graph
+from test_compile import _dump_ir, _run_graph
 
 sys.path.insert(0, os.path.join(REPO, "tests", "models"))
 from gen_int8_convs import (CONV_CASES, CONV_FORMS, DW_CASES, depthwise_case,  # noqa: E402
@@ -147,15 +147,7 @@ _INTEGER_CONV_MARKERS = ("ember_data_zero_point", "ember_exact_sum")
 
 def _compile_with_dumps(tmp_path, graph):
     """Compiles graph with emberc --dump-ir; returns the dump directory."""
-    from ember import compiler
-    path = tmp_path / "qdq.onnx"
-    path.write_bytes(model(graph).SerializeToString())
-    emberc = compiler.find_emberc()
-    if emberc is None:
-        pytest.skip("emberc not built")
-    subprocess.run([emberc, "compile", str(path), "-o", str(tmp_path / "a"), "--dump-ir",
-                    str(tmp_path / "ir")], check=True, stdout=subprocess.DEVNULL)
-    return tmp_path / "ir"
+    return _dump_ir(tmp_path, model(graph))
 
 
 def _imported_graph(tmp_path, graph):

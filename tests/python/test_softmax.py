@@ -1,13 +1,11 @@
 """Softmax computes each exponential once (compiler/ops/reduce.cc): a stage of exponentials that
 the sum and the output both read, and a multiply by the reciprocal of the sum. Checked against
 numpy over the last, a middle and (opset 11's flattening) several axes, and in the loop IR."""
-import subprocess
-
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from test_compile import _run_graph, _compiler_or_skip
+from test_compile import _dump_ir, _model, _run_graph
 
 
 def _softmax(x, axes):
@@ -36,18 +34,7 @@ def test_softmax_matches_numpy(tmp_path, shape, axis, opset, axes):
 
 
 def test_softmax_computes_each_exponential_once(tmp_path):
-    from ember import compiler
-    _compiler_or_skip()
-    emberc = compiler.find_emberc()
-    if emberc is None:
-        pytest.skip("emberc not built")
-    model = helper.make_model(_graph("softmax", (4, 100), -1),
-                              opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 7
-    path = tmp_path / "softmax.onnx"
-    path.write_bytes(model.SerializeToString())
-    subprocess.run([emberc, "compile", str(path), "-o", str(tmp_path / "art"), "--dump-ir",
-                    str(tmp_path / "ir")], check=True, stdout=subprocess.DEVNULL)
-    loops = (tmp_path / "ir" / "kernels.loop.txt").read_text()
+    loops = (_dump_ir(tmp_path, _model(_graph("softmax", (4, 100), -1))) /
+             "kernels.loop.txt").read_text()
     # One exponential per element, one division per row (the reciprocal).
     assert loops.count("exp(") == 1 and loops.count(" / ") == 1, loops
