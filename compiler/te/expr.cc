@@ -464,9 +464,10 @@ const char* IntrinsicName(Intrinsic f) {
       "round", "fabs",     "sigmoid",        "sin",          "cos",   "tan",     "asin",  "acos",
       "atan",  "sinh",     "cosh",           "asinh",        "acosh", "atanh",   "isnan", "isinf",
       "sign",  "dot_u8s8", "dot_u8s8_pairs", "muladd_exact", "lane",  "dot_s8s8",
-      "transpose_byte_rows", "dot_s8s8_halves", "stream_base", "shuffle"};
+      "transpose_byte_rows", "dot_s8s8_halves", "stream_base", "shuffle", "maximum", "minimum"};
   // clang-format on
-  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kShuffle) + 1,
+  // The last enumerator: one added after it must come with its name here.
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kMinimum) + 1,
                 "one name per intrinsic");
   return kNames[static_cast<int>(f)];
 }

@@ -145,7 +145,7 @@ enum class Intrinsic {
    * either is NaN, -0 below +0), the combining step of a float max or min reduction, which LLVM
    * vectorises as it does not the compare and select of Max / Min (see ReduceMaximum()). */
   kMaximum,
-  kMinimum,
+  kMinimum,  // the last: IntrinsicName's table checks its length against it
 };
 
 enum class ReduceOp { kSum, kProd, kMax, kMin, kArgMax, kArgMin };
