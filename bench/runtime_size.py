@@ -11,8 +11,9 @@ copy with the target's strip and prints a Markdown table of the sizes, stamped w
 commit. For one of them (--breakdown, default aarch64:default) it then builds it once more with
 each source compiled on its own (EMBER_RUNTIME_UNITY=OFF; the shipped build is one translation
 unit, whose map names a single object), reads the linker map the build writes
-(runtime/CMakeLists.txt: libember_runtime.so.map, lld's format) and prints the contributors: each object file's code, unwind tables and data, and what the linker itself makes
-(dynamic symbols, PLT, relocations, merged strings). --top N also lists the N largest symbols.
+(runtime/CMakeLists.txt: libember_runtime.so.map, lld's format) and prints the contributors:
+each object file's code, unwind tables and data, and what the linker itself makes (dynamic
+symbols, PLT, relocations, merged strings). --top N also lists the N largest symbols.
 README's size tables come from this script.
 """
 import argparse

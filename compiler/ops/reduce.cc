@@ -223,9 +223,7 @@ std::vector<Tensor> SoftmaxOp(const Node& n, const std::vector<Tensor>& in,
   // Softmax keeps its exponentials in a workspace as large as x (below); past 16 MB of them
   // (a long sequence's attention scores) it recomputes them instead, as LogSoftmax does.
   constexpr int64_t kMaxKeptExponentials = int64_t{1} << 22;
-  int64_t elements = 1;
-  for (int64_t d : x.shape()) elements *= d;
-  if (n.op == "LogSoftmax" || elements > kMaxKeptExponentials) {
+  if (n.op == "LogSoftmax" || x.NumElements() > kMaxKeptExponentials) {
     const bool log = n.op == "LogSoftmax";
     Tensor sum = reduce_with(
         x, te::ReduceOp::kSum,

@@ -22,9 +22,9 @@ namespace {
 // The patch rows' elements (and their index constant's entries, int32): 1 MB each at most.
 constexpr int64_t kMaxPatchElements = int64_t{1} << 18;
 
-int64_t Product(const std::vector<int64_t>& v, size_t from = 0) {
+int64_t Product(const std::vector<int64_t>& v) {
   int64_t p = 1;
-  for (size_t i = from; i < v.size(); ++i) p *= v[i];
+  for (int64_t d : v) p *= d;
   return p;
 }
 
@@ -34,8 +34,12 @@ struct ConvGeometry {
   WindowAttrs win;
   int64_t n = 0, c = 0, oc = 0;
 
-  int64_t Rows() const { return n * Product(out); }
-  int64_t Cols() const { return c * Product(kernel); }
+  int64_t Positions() const { return Product(out); }  // output positions per image
+  int64_t Taps() const { return Product(kernel); }
+  int64_t Plane() const { return Product(in); }  // input positions per channel
+  int64_t InputElements() const { return n * c * Plane(); }
+  int64_t Rows() const { return n * Positions(); }
+  int64_t Cols() const { return c * Taps(); }
   bool Padded() const {
     for (int64_t p : win.pads) {
       if (p != 0) return true;
@@ -99,9 +103,9 @@ bool Applies(const Graph& g, const Node& conv, const KernelStrategy& strategy, C
 // o * stride - pad_begin + t * dilation, or `zero` (one past x) where that lies in the padding.
 HostTensorPtr PatchIndex(const ConvGeometry& geo) {
   const size_t sp = geo.in.size();
-  const int64_t rows = geo.Rows(), cols = geo.Cols(), taps = Product(geo.kernel);
-  const int64_t plane = Product(geo.in), positions = Product(geo.out);
-  const int64_t zero = geo.n * geo.c * plane;
+  const int64_t rows = geo.Rows(), cols = geo.Cols(), taps = geo.Taps();
+  const int64_t plane = geo.Plane(), positions = geo.Positions();
+  const int64_t zero = geo.InputElements();
   auto idx = std::make_shared<HostTensor>(TensorType{{rows, cols}, kInt32});
   int32_t* dst = idx->Data<int32_t>();
   std::vector<int64_t> o(sp), t(sp);
@@ -169,8 +173,8 @@ class Rewriter {
 
 std::vector<Node> AsDense(Graph* g, const Node& conv, const ConvGeometry& geo) {
   Rewriter r(g, conv);
-  const int64_t elems = geo.n * geo.c * Product(geo.in);
-  const int64_t rows = geo.Rows(), cols = geo.Cols(), positions = Product(geo.out);
+  const int64_t elems = geo.InputElements();
+  const int64_t rows = geo.Rows(), cols = geo.Cols(), positions = geo.Positions();
   int flat = r.Emit("Reshape", "_flat", {{"__out_shape", std::vector<int64_t>{elems}}},
                     {conv.inputs[0]}, r.Value("_flat", {elems}));
   if (geo.Padded()) {  // one zero past x for the taps that fall in the padding

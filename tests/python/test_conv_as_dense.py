@@ -13,15 +13,15 @@ from test_compile import _run_graph
 
 
 def _reference_conv(x, w, b, strides, pads, dilations):
-    """y[n, o, p...] = b[o] + sum over c and taps of w[o, c, t...] * x[n, c, p * s - pad + t * d]."""
+    """y[n, o, p...] = b[o] + sum over c and taps t of w[o, c, t...] * x[n, c, p*s - pad + t*d]."""
     sp = x.ndim - 2
     xp = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[sp + i]) for i in range(sp)])
     out_shape = [(xp.shape[2 + i] - (w.shape[2 + i] - 1) * dilations[i] - 1) // strides[i] + 1
                  for i in range(sp)]
     y = np.zeros((x.shape[0], w.shape[0]) + tuple(out_shape), np.float64)
     for taps in itertools.product(*[range(k) for k in w.shape[2:]]):
-        window = tuple(slice(t * dilations[i], t * dilations[i] + (out_shape[i] - 1) * strides[i] + 1,
-                             strides[i]) for i, t in enumerate(taps))
+        window = tuple(slice(t * d, t * d + (n - 1) * s + 1, s)
+                       for t, d, n, s in zip(taps, dilations, out_shape, strides))
         patch = xp[(slice(None), slice(None)) + window]
         y += np.einsum("oc,nc...->no...", w[(slice(None), slice(None)) + taps], patch)
     if b is not None:
