@@ -803,7 +803,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
     case Intrinsic::kPow:
       return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args[0], args[1]);
     case Intrinsic::kTanh:
-      return libm("tanh");
+      return fast_exp ? EmitTanh(x) : libm("tanh");
     case Intrinsic::kErf:
       return libm("erf");
     case Intrinsic::kTan:

@@ -87,9 +87,11 @@ class CodeGenLLVM {
   // e, a float converted to an integer type next; a chain of Min/Max (a clamp) as minnum/maxnum.
   llvm::Value* EmitClampToInteger(const te::Expr& e);
   llvm::Value* RoundToHalf(llvm::Value* v);
-  // exp of a float32 scalar or vector as plain arithmetic, within 2 ulp, so that a loop holding
+  // exp of a float32 scalar or vector as plain arithmetic, within 1 ulp, so that a loop holding
   // it vectorises (llvm.exp lowers to a libm call per lane): codegen_exp.cc.
   llvm::Value* EmitExp(llvm::Value* x);
+  // tanh likewise (libm's tanhf would be called per lane), within 2 ulp: codegen_tanh.cc.
+  llvm::Value* EmitTanh(llvm::Value* x);
   // `lanes`: elements the access covers (a clamped index stays `lanes` before the end).
   llvm::Value* ElementPtr(const lower::BufferNode* b, const te::Expr& index, bool clamp,
                           int lanes = 1);
