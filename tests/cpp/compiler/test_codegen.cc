@@ -225,36 +225,50 @@ TEST(Codegen, BlockedElementwiseRunsOneVectorPerPixel) {
   EXPECT_EQ(bad, 0);
 }
 
+// `count` + 1 evenly spaced points of [lo, hi], then `extra`.
+std::vector<float> Grid(float lo, float hi, int count, std::initializer_list<float> extra) {
+  std::vector<float> xs;
+  for (int i = 0; i <= count; ++i) xs.push_back(lo + (hi - lo) * static_cast<float>(i) / count);
+  xs.insert(xs.end(), extra);
+  return xs;
+}
+
+// A kernel of the one float32 op `op` over xs: its outputs, and its optimised IR in *ir.
+std::vector<float> RunUnary(const char* op, const std::vector<float>& xs, std::string* ir) {
+  const int64_t count = static_cast<int64_t>(xs.size());
+  KernelGraph kg;
+  int x = kg.Input("x", {count});
+  int y = kg.Add(op, {x}, {TensorType{{count}, kFloat32}})[0];
+  std::unique_ptr<Library> lib = testing::BuildKernelWithDump(kg, y, "kernels.opt.ll", ir);
+  auto f = lib->Get("conv");
+  EXPECT_NE(f, nullptr);
+  if (f == nullptr) return {};
+  HostArray hx({count}, kFloat32), hy({count}, kFloat32);
+  std::copy(xs.begin(), xs.end(), hx.data<float>());
+  EXPECT_EQ(Call(f, {&hx, &hy}), 0) << TVMGetLastError();
+  return std::vector<float>(hy.data<float>(), hy.data<float>() + count);
+}
+
 // exp (and Sigmoid, which uses it) is plain float32 arithmetic, so loops holding it vectorise
 // (llvm.exp lowers to a libm call per lane), its polynomial and reduction as fused multiply-adds:
 // within 1 ulp of exp in double over float32's whole range, 0 and inf past it, denormals in
 // between, NaN kept.
 TEST(Codegen, ExpIsFusedArithmeticWithinOneUlp) {
-  std::vector<float> xs;
-  for (int i = 0; i <= 200000; ++i) xs.push_back(-110.f + 205.f * static_cast<float>(i) / 200000);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
-  for (float v : {nan, inf, -inf, 0.f, -0.f, 88.72f, 88.73f, -87.33f, -103.9f, -104.5f}) {
-    xs.push_back(v);
-  }
-  const int64_t count = static_cast<int64_t>(xs.size());
-  KernelGraph kg;
-  int x = kg.Input("x", {count});
-  int y = kg.Add("Exp", {x}, {TensorType{{count}, kFloat32}})[0];
+  const std::vector<float> xs = Grid(
+      -110.f, 95.f, 200000, {nan, inf, -inf, 0.f, -0.f, 88.72f, 88.73f, -87.33f, -103.9f, -104.5f});
   std::string ir;
-  std::unique_ptr<Library> lib = testing::BuildKernelWithDump(kg, y, "kernels.opt.ll", &ir);
+  const std::vector<float> ys = RunUnary("Exp", xs, &ir);
+  ASSERT_EQ(ys.size(), xs.size());
   EXPECT_EQ(ir.find("expf"), std::string::npos);
   EXPECT_EQ(ir.find("llvm.exp."), std::string::npos);
   EXPECT_NE(ir.find("llvm.fmuladd."), std::string::npos);
-  auto f = lib->Get("conv");
-  ASSERT_NE(f, nullptr);
-  HostArray hx({count}, kFloat32), hy({count}, kFloat32);
-  std::copy(xs.begin(), xs.end(), hx.data<float>());
-  ASSERT_EQ(Call(f, {&hx, &hy}), 0) << TVMGetLastError();
+  const int64_t count = static_cast<int64_t>(xs.size());
   double worst = 0;
   for (int64_t i = 0; i < count; ++i) {
     const double want = std::exp(static_cast<double>(xs[i]));
-    const float got = hy.data<float>()[i];
+    const float got = ys[i];
     if (std::isnan(xs[i])) {
       EXPECT_TRUE(std::isnan(got));
     } else if (want > std::numeric_limits<float>::max()) {
@@ -273,30 +287,20 @@ TEST(Codegen, ExpIsFusedArithmeticWithinOneUlp) {
 // scalar): within 2 ulp of tanh in double, on both sides of the series' bound (0.625), -0 and
 // denormals kept, +-1 at large |x| and at infinity, NaN kept.
 TEST(Codegen, TanhIsArithmeticWithinTwoUlp) {
-  std::vector<float> xs;
-  for (int i = 0; i <= 200000; ++i) xs.push_back(-12.f + 24.f * static_cast<float>(i) / 200000);
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   const float denormal = std::numeric_limits<float>::denorm_min() * 3;
-  for (float v : {nan, inf, -inf, 0.f, -0.f, denormal, -denormal, 1e-20f, 0.6249999f, 0.625f,
-                  -0.625f, 44.5f, -90.f, 3e38f}) {
-    xs.push_back(v);
-  }
-  const int64_t count = static_cast<int64_t>(xs.size());
-  KernelGraph kg;
-  int x = kg.Input("x", {count});
-  int y = kg.Add("Tanh", {x}, {TensorType{{count}, kFloat32}})[0];
+  const std::vector<float> xs = Grid(-12.f, 12.f, 200000,
+                                     {nan, inf, -inf, 0.f, -0.f, denormal, -denormal, 1e-20f,
+                                      0.6249999f, 0.625f, -0.625f, 44.5f, -90.f, 3e38f});
   std::string ir;
-  std::unique_ptr<Library> lib = testing::BuildKernelWithDump(kg, y, "kernels.opt.ll", &ir);
+  const std::vector<float> ys = RunUnary("Tanh", xs, &ir);
+  ASSERT_EQ(ys.size(), xs.size());
   EXPECT_EQ(ir.find("tanhf"), std::string::npos);
-  auto f = lib->Get("conv");
-  ASSERT_NE(f, nullptr);
-  HostArray hx({count}, kFloat32), hy({count}, kFloat32);
-  std::copy(xs.begin(), xs.end(), hx.data<float>());
-  ASSERT_EQ(Call(f, {&hx, &hy}), 0) << TVMGetLastError();
+  const int64_t count = static_cast<int64_t>(xs.size());
   double worst = 0;
   for (int64_t i = 0; i < count; ++i) {
-    const float got = hy.data<float>()[i];
+    const float got = ys[i];
     if (std::isnan(xs[i])) {
       EXPECT_TRUE(std::isnan(got));
       continue;
