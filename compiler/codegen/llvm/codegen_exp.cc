@@ -24,23 +24,19 @@ llvm::Value* CodeGenLLVM::EmitExp(llvm::Value* x) {
   // n = round(x / ln2) by adding and taking away 1.5 * 2^23 (float32 addition rounds to nearest
   // even there), not a rounding intrinsic, which 32-bit ARM has no vector form of.
   constexpr double kRoundingShift = 12582912.0;  // 1.5 * 2^23
-  // Each a * b + c below is llvm.fmuladd: one fused instruction where the target has one (x86
-  // FMA, AArch64, ARMv7 with VFPv4), a multiply and an add where not; fused is the more exact.
-  auto mul_add = [&](llvm::Value* a, llvm::Value* b, llvm::Value* c) {
-    return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {ty}, {a, b, c});
-  };
+  // Each a * b + c below is one MulAdd, fused where the target can: the more exact.
   llvm::Value* n =
-      b_.CreateFSub(mul_add(xc, f32(1.0 / kLn2), f32(kRoundingShift)), f32(kRoundingShift));
+      b_.CreateFSub(MulAdd(xc, f32(1.0 / kLn2), f32(kRoundingShift)), f32(kRoundingShift));
   // n * kLn2High is exact, so only the low part's product gains from the fused form.
-  llvm::Value* r = mul_add(n, f32(-kLn2High), xc);
-  r = mul_add(n, f32(-ln2_low), r);
+  llvm::Value* r = MulAdd(n, f32(-kLn2High), xc);
+  r = MulAdd(n, f32(-ln2_low), r);
   // e^r = sum r^k / k!, k <= 7: the first term left out, (ln2 / 2)^8 / 8!, is 5.6e-9, below
   // float32's half ulp at 1.
   llvm::Value* p = f32(1.0 / 5040.0);
   for (int k = 6; k >= 0; --k) {
     double inv_factorial = 1.0;
     for (int j = 2; j <= k; ++j) inv_factorial /= j;
-    p = mul_add(p, r, f32(inv_factorial));
+    p = MulAdd(p, r, f32(inv_factorial));
   }
   // 2^n as two powers of two built in the exponent field: their product underflows gradually
   // and overflows to inf where exp does.

@@ -691,6 +691,10 @@ llvm::Value* CodeGenLLVM::EmitTransposeByteRows(llvm::Value* v) {
   return b_.CreateBitCast(b_.CreateShuffleVector(b_.CreateBitCast(v, bytes), mask), v->getType());
 }
 
+llvm::Value* CodeGenLLVM::MulAdd(llvm::Value* a, llvm::Value* b, llvm::Value* c) {
+  return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {a->getType()}, {a, b, c});
+}
+
 llvm::Value* CodeGenLLVM::EmitStreamBase(llvm::Value* index) {
   // An empty asm that returns its operand in the same register: no instruction, but a value
   // scalar evolution cannot see through. It reads no memory, so LICM and CSE still hoist and
@@ -716,7 +720,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
     return EmitInt8Dot(c->fn, args.at(0), args.at(1), args.at(2));
   }
   if (c->fn == Intrinsic::kMulAddExact) {
-    return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {ty}, {args.at(0), args.at(1), args.at(2)});
+    return MulAdd(args.at(0), args.at(1), args.at(2));
   }
   if (c->fn == Intrinsic::kLane) return b_.CreateExtractElement(x, args.at(1));
   if (c->fn == Intrinsic::kTransposeByteRows) return EmitTransposeByteRows(x);

@@ -87,6 +87,9 @@ class CodeGenLLVM {
   // e, a float converted to an integer type next; a chain of Min/Max (a clamp) as minnum/maxnum.
   llvm::Value* EmitClampToInteger(const te::Expr& e);
   llvm::Value* RoundToHalf(llvm::Value* v);
+  // a * b + c as llvm.fmuladd: one fused instruction where the target has one (x86 FMA, AArch64,
+  // ARMv7 with VFPv4), a multiply and an add where not.
+  llvm::Value* MulAdd(llvm::Value* a, llvm::Value* b, llvm::Value* c);
   // exp of a float32 scalar or vector as plain arithmetic, within 1 ulp, so that a loop holding
   // it vectorises (llvm.exp lowers to a libm call per lane): codegen_exp.cc.
   llvm::Value* EmitExp(llvm::Value* x);

@@ -9,9 +9,6 @@ llvm::Value* CodeGenLLVM::EmitTanh(llvm::Value* x) {
   b_.setFastMathFlags(llvm::FastMathFlags());
   llvm::Type* ty = x->getType();
   auto f32 = [&](double v) { return llvm::ConstantFP::get(ty, v); };
-  auto mul_add = [&](llvm::Value* a, llvm::Value* b, llvm::Value* c) {
-    return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {ty}, {a, b, c});
-  };
   llvm::Value* a = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   // Near 0, 1 - 2 / (e^2a + 1) loses the leading bits to cancellation, so |x| < 0.625 takes
   // tanh's Taylor series to x^19 (coefficients 2^2n (2^2n - 1) B_2n / (2n)!, B the Bernoulli
@@ -31,8 +28,8 @@ llvm::Value* CodeGenLLVM::EmitTanh(llvm::Value* x) {
   // On |x|, the sign put back at the end (so -0 stays -0: the series' sum would give +0).
   llvm::Value* s = b_.CreateFMul(a, a);
   llvm::Value* p = f32(kOddTerms[std::size(kOddTerms) - 1]);
-  for (size_t k = std::size(kOddTerms) - 1; k-- > 0;) p = mul_add(p, s, f32(kOddTerms[k]));
-  llvm::Value* series = mul_add(b_.CreateFMul(a, s), p, a);
+  for (size_t k = std::size(kOddTerms) - 1; k-- > 0;) p = MulAdd(p, s, f32(kOddTerms[k]));
+  llvm::Value* series = MulAdd(b_.CreateFMul(a, s), p, a);
   // Elsewhere from exp: 1 at large |x| (e^2a is inf past 44), NaN kept (exp keeps it).
   llvm::Value* e = EmitExp(b_.CreateFMul(a, f32(2.0)));
   llvm::Value* far = b_.CreateFSub(f32(1.0), b_.CreateFDiv(f32(2.0), b_.CreateFAdd(e, f32(1.0))));
