@@ -739,8 +739,9 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   }
   bool is_float = te::IsFloat(t);
   auto unary = [&](llvm::Intrinsic::ID id) { return EmitUnaryIntrinsic(id, x); };
-  // exp as arithmetic on float32 values, unless the function asked for exact float operations.
-  const bool fast_exp = !exact_float_ && ty->getScalarType()->isFloatTy();
+  // exp, log, tanh and erf of float32 as arithmetic, which vectorises (libm is called per lane),
+  // unless the function asked for exact float operations.
+  const bool as_arithmetic = !exact_float_ && ty->getScalarType()->isFloatTy();
   auto libm = [&](const char* name) -> llvm::Value* {
     // float16 goes through float; float64 uses the double variant.
     bool dbl = ty->isDoubleTy();
@@ -783,9 +784,9 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   }
   switch (c->fn) {
     case Intrinsic::kExp:
-      return fast_exp ? EmitExp(x) : unary(llvm::Intrinsic::exp);
+      return as_arithmetic ? EmitExp(x) : unary(llvm::Intrinsic::exp);
     case Intrinsic::kLog:
-      return unary(llvm::Intrinsic::log);
+      return as_arithmetic ? EmitLog(x) : unary(llvm::Intrinsic::log);
     case Intrinsic::kSqrt:
       return unary(llvm::Intrinsic::sqrt);
     case Intrinsic::kFloor:
@@ -807,9 +808,9 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
     case Intrinsic::kPow:
       return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args[0], args[1]);
     case Intrinsic::kTanh:
-      return fast_exp ? EmitTanh(x) : libm("tanh");
+      return as_arithmetic ? EmitTanh(x) : libm("tanh");
     case Intrinsic::kErf:
-      return libm("erf");
+      return as_arithmetic ? EmitErf(x) : libm("erf");
     case Intrinsic::kTan:
       return libm("tan");
     case Intrinsic::kAsin:
@@ -832,7 +833,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
       llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
       llvm::Value* minus = b_.CreateFNeg(x);
       llvm::Value* e =
-          fast_exp ? EmitExp(minus) : b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, minus);
+          as_arithmetic ? EmitExp(minus) : b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, minus);
       return b_.CreateFDiv(one, b_.CreateFAdd(one, e));
     }
     case Intrinsic::kIsNan:

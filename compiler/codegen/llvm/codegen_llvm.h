@@ -95,6 +95,9 @@ class CodeGenLLVM {
   llvm::Value* EmitExp(llvm::Value* x);
   // tanh likewise (libm's tanhf would be called per lane), within 2 ulp: codegen_tanh.cc.
   llvm::Value* EmitTanh(llvm::Value* x);
+  // erf (codegen_erf.cc) and log (codegen_log.cc) likewise, each within 1.1 ulp.
+  llvm::Value* EmitErf(llvm::Value* x);
+  llvm::Value* EmitLog(llvm::Value* x);
   // `lanes`: elements the access covers (a clamped index stays `lanes` before the end).
   llvm::Value* ElementPtr(const lower::BufferNode* b, const te::Expr& index, bool clamp,
                           int lanes = 1);

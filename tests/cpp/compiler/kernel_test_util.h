@@ -223,17 +223,19 @@ inline std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-/*! \brief Compiles one group named "conv" over every node of kg with output y; each (file,
- * text) pair's text receives the build's dump file (kernels.loop.txt: the loop IR, to check
+/*! \brief Compiles one group named "conv" over every node of kg with output y for target; each
+ * (file, text) pair's text receives the build's dump file (kernels.loop.txt: the loop IR, to check
  * which schedule took it; kernels.ll / kernels.opt.ll: the LLVM IR before / after optimisation).
+ * A library for another CPU than the host's is loaded but must not be called.
  */
 inline std::unique_ptr<Library> BuildKernelWithDumps(
-    const KernelGraph& kg, int y, const std::vector<std::pair<std::string, std::string*>>& files) {
+    const KernelGraph& kg, int y, const std::vector<std::pair<std::string, std::string*>>& files,
+    const Target& target = Target::Host()) {
   char tmpl[] = "/tmp/ember_schedule_test_XXXXXX";
   std::string dump = mkdtemp(tmpl);
   BuildOptions bo;
   bo.dump_dir = dump;
-  auto lib = std::make_unique<Library>(std::vector<FusedGroup>{kg.Group("conv", {y})}, bo);
+  auto lib = std::make_unique<Library>(std::vector<FusedGroup>{kg.Group("conv", {y})}, bo, target);
   for (const auto& [file, text] : files) *text = ReadFile(dump + "/" + file);
   std::filesystem::remove_all(dump);
   return lib;
@@ -241,8 +243,9 @@ inline std::unique_ptr<Library> BuildKernelWithDumps(
 
 /*! \brief BuildKernelWithDumps with one dump file. */
 inline std::unique_ptr<Library> BuildKernelWithDump(const KernelGraph& kg, int y,
-                                                    const std::string& file, std::string* text) {
-  return BuildKernelWithDumps(kg, y, {{file, text}});
+                                                    const std::string& file, std::string* text,
+                                                    const Target& target = Target::Host()) {
+  return BuildKernelWithDumps(kg, y, {{file, text}}, target);
 }
 
 /*! \brief BuildKernelWithDump with the loop IR. */
