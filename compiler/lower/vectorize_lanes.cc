@@ -192,7 +192,9 @@ class LaneVectorizer {
   static bool IsVectorIntrinsic(te::Intrinsic fn, te::DataType t) {
     using te::Intrinsic;
     if (!te::IsFloat(t)) return false;
-    if (fn == Intrinsic::kExp || fn == Intrinsic::kLog || fn == Intrinsic::kSigmoid) {
+    // Arithmetic in codegen for float32 (a libm call per lane where a kernel keeps exact libm).
+    if (fn == Intrinsic::kExp || fn == Intrinsic::kLog || fn == Intrinsic::kSigmoid ||
+        fn == Intrinsic::kTanh || fn == Intrinsic::kErf) {
       return t.bits == 32;
     }
     return fn == Intrinsic::kRound || fn == Intrinsic::kFloor || fn == Intrinsic::kCeil ||

@@ -522,16 +522,26 @@ llvm::Value* CodeGenLLVM::EmitUnaryIntrinsic(llvm::Intrinsic::ID id, llvm::Value
   llvm::Type* scalar = x->getType()->getScalarType();
   auto* fn = GetExtern(scalar->isDoubleTy() ? "roundeven" : "roundevenf",
                        llvm::FunctionType::get(scalar, {scalar}, false));
-  auto round = [&](llvm::Value* v) {
-    llvm::CallInst* call = b_.CreateCall(fn, {v});
+  return PerLane({x}, [&](const std::vector<llvm::Value*>& v) -> llvm::Value* {
+    llvm::CallInst* call = b_.CreateCall(fn, v);
     call->addFnAttr(llvm::Attribute::NoBuiltin);
     return call;
-  };
-  auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(x->getType());
-  if (vt == nullptr) return round(x);
-  llvm::Value* out = llvm::PoisonValue::get(vt);
+  });
+}
+
+llvm::Value* CodeGenLLVM::PerLane(
+    const std::vector<llvm::Value*>& args,
+    const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& scalar) {
+  auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(args.at(0)->getType());
+  if (vt == nullptr) return scalar(args);
+  llvm::Value* out = nullptr;
   for (unsigned lane = 0; lane < vt->getNumElements(); ++lane) {
-    out = b_.CreateInsertElement(out, round(b_.CreateExtractElement(x, lane)), lane);
+    std::vector<llvm::Value*> lanes;
+    for (llvm::Value* a : args) lanes.push_back(b_.CreateExtractElement(a, lane));
+    llvm::Value* r = scalar(lanes);
+    if (out == nullptr)
+      out = llvm::PoisonValue::get(llvm::FixedVectorType::get(r->getType(), vt->getNumElements()));
+    out = b_.CreateInsertElement(out, r, lane);
   }
   return out;
 }
@@ -743,18 +753,21 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
   // unless the function asked for exact float operations.
   const bool as_arithmetic = !exact_float_ && ty->getScalarType()->isFloatTy();
   auto libm = [&](const char* name) -> llvm::Value* {
-    // float16 goes through float; float64 uses the double variant.
-    bool dbl = ty->isDoubleTy();
-    llvm::Type* ct = dbl ? ty : b_.getFloatTy();
+    // float16 goes through float; float64 uses the double variant; a vector calls it per lane.
+    llvm::Type* st = ty->getScalarType();
+    bool dbl = st->isDoubleTy();
+    llvm::Type* ct = dbl ? st : b_.getFloatTy();
     std::string n = dbl ? name : std::string(name) + "f";
     std::vector<llvm::Type*> ptys(args.size(), ct);
     auto* fn = GetExtern(n, llvm::FunctionType::get(ct, ptys, false));
     fn->setDoesNotThrow();
     fn->setDoesNotAccessMemory();
-    std::vector<llvm::Value*> cargs;
-    for (auto* a : args) cargs.push_back(a->getType() == ct ? a : b_.CreateFPCast(a, ct));
-    llvm::Value* r = b_.CreateCall(fn, cargs);
-    return r->getType() == ty ? r : b_.CreateFPCast(r, ty);
+    return PerLane(args, [&](const std::vector<llvm::Value*>& lane) {
+      std::vector<llvm::Value*> cargs;
+      for (auto* a : lane) cargs.push_back(a->getType() == ct ? a : b_.CreateFPCast(a, ct));
+      llvm::Value* r = b_.CreateCall(fn, cargs);
+      return r->getType() == st ? r : b_.CreateFPCast(r, st);
+    });
   };
   if (!is_float && c->fn != Intrinsic::kSign && c->fn != Intrinsic::kFabs) {
     // Integer math: go through double (pow on ints, etc.).

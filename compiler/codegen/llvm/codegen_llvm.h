@@ -8,6 +8,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -97,6 +98,10 @@ class CodeGenLLVM {
   llvm::Value* EmitTanh(llvm::Value* x);
   // erf (codegen_erf.cc) and log (codegen_log.cc) likewise, each within 1.1 ulp.
   llvm::Value* EmitErf(llvm::Value* x);
+  // `scalar` over the lanes of vector args (one call per lane, the results gathered into a vector);
+  // over args themselves when they are scalars.
+  llvm::Value* PerLane(const std::vector<llvm::Value*>& args,
+                       const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& scalar);
   llvm::Value* EmitLog(llvm::Value* x);
   // `lanes`: elements the access covers (a clamped index stays `lanes` before the end).
   llvm::Value* ElementPtr(const lower::BufferNode* b, const te::Expr& index, bool clamp,

@@ -85,14 +85,14 @@ TEST(VectorizeLanes, RefusesOtherStridesLibmCallsAndTheVariableAsValue) {
   EXPECT_FALSE(
       lower::VectorizeLanes(lower::BufferLoad(x, te::FloorMod(q, Expr(7))), q.get(), Expr(0), 4)
           .defined());
-  // tanh is a libm call, which takes scalars only.
-  EXPECT_FALSE(
-      lower::VectorizeLanes(te::Tanh(lower::BufferLoad(x, q)), q.get(), Expr(0), 4).defined());
+  // sin is a libm call, which takes scalars only.
+  auto sin = [](Expr a) { return te::Call(te::Intrinsic::kSin, {std::move(a)}); };
+  EXPECT_FALSE(lower::VectorizeLanes(sin(lower::BufferLoad(x, q)), q.get(), Expr(0), 4).defined());
   EXPECT_FALSE(lower::VectorizeLanes(te::Cast(te::Float(32), q), q.get(), Expr(0), 4).defined());
   // A libm intrinsic on a vector accumulator, however deep, and the var as a value.
   lower::Buffer acc = VectorLocal("acc", 4);
-  Expr tanh = te::Tanh(lower::BufferLoad(acc, Expr(0))) * 2.0 + lower::BufferLoad(x, q);
-  EXPECT_FALSE(lower::VectorizeLanes(tanh, q.get(), Expr(0), 4).defined());
+  Expr deep = sin(lower::BufferLoad(acc, Expr(0))) * 2.0 + lower::BufferLoad(x, q);
+  EXPECT_FALSE(lower::VectorizeLanes(deep, q.get(), Expr(0), 4).defined());
   EXPECT_FALSE(lower::VectorizeLanes(lower::BufferLoad(x, q) + te::Cast(te::Float(32), q), q.get(),
                                      Expr(0), 4)
                    .defined());
@@ -101,8 +101,13 @@ TEST(VectorizeLanes, RefusesOtherStridesLibmCallsAndTheVariableAsValue) {
   Expr v = lower::VectorizeLanes(kept, q.get(), Expr(0), 4);
   ASSERT_TRUE(v.defined());
   EXPECT_EQ(v.dtype().lanes, 4);
-  // exp and sigmoid are LLVM intrinsics, which take vectors: a conv's Sigmoid epilogue stays in
-  // its blocked kernel.
+  // exp, sigmoid, tanh and erf are arithmetic in codegen, which takes vectors: a conv's Sigmoid,
+  // Tanh or GELU epilogue stays in its blocked kernel.
+  for (Expr f : {te::Tanh(lower::BufferLoad(acc, Expr(0))), te::Erf(lower::BufferLoad(x, q))}) {
+    Expr vf = lower::VectorizeLanes(f * 2.0 + lower::BufferLoad(x, q), q.get(), Expr(0), 4);
+    ASSERT_TRUE(vf.defined());
+    EXPECT_EQ(vf.dtype().lanes, 4);
+  }
   Expr e = lower::VectorizeLanes(te::Exp(lower::BufferLoad(x, q)), q.get(), Expr(0), 4);
   ASSERT_TRUE(e.defined());
   EXPECT_EQ(e.dtype().lanes, 4);
