@@ -3,6 +3,11 @@
 
 namespace ember::compiler::codegen {
 
+llvm::Type* CodeGenLLVM::Int32Like(llvm::Type* ty) {
+  return ty->isVectorTy() ? llvm::VectorType::get(i32_, llvm::cast<llvm::VectorType>(ty))
+                          : static_cast<llvm::Type*>(i32_);
+}
+
 llvm::Value* CodeGenLLVM::EmitExp(llvm::Value* x) {
   // The reduction below relies on its written order: no reassociation inside it (it would fold
   // the two halves of n * ln2 into one rounded product, or the rounding shift away).
@@ -10,16 +15,13 @@ llvm::Value* CodeGenLLVM::EmitExp(llvm::Value* x) {
   b_.setFastMathFlags(llvm::FastMathFlags());
   llvm::Type* ty = x->getType();
   auto f32 = [&](double v) { return llvm::ConstantFP::get(ty, v); };
-  llvm::Type* ity = ty->isVectorTy() ? llvm::VectorType::get(i32_, llvm::cast<llvm::VectorType>(ty))
-                                     : static_cast<llvm::Type*>(i32_);
+  llvm::Type* ity = Int32Like(ty);
   auto i32 = [&](int v) { return llvm::ConstantInt::get(ity, v); };
   // Past these bounds the result is 0 or inf anyway; inside them n keeps both powers of two
   // below normal (|n / 2| <= 75).
   llvm::Value* xc = b_.CreateMinNum(b_.CreateMaxNum(x, f32(-104.0)), f32(89.0));
   // x = n ln2 + r, |r| <= ln2 / 2; ln2 in two parts, the first with few enough bits that
   // n * kLn2High is exact for every n here.
-  constexpr double kLn2 = 0.69314718055994530942;
-  constexpr double kLn2High = 0.693359375;  // 355 / 512
   const float ln2_low = static_cast<float>(kLn2 - kLn2High);
   // n = round(x / ln2) by adding and taking away 1.5 * 2^23 (float32 addition rounds to nearest
   // even there), not a rounding intrinsic, which 32-bit ARM has no vector form of.

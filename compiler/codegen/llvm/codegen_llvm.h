@@ -20,6 +20,11 @@
 
 namespace ember::compiler::codegen {
 
+// ln 2 in two parts for exp's and log's reductions, the first with few enough bits (355 / 512)
+// that its product with any exponent either meets is exact.
+constexpr double kLn2 = 0.69314718055994530942;
+constexpr double kLn2High = 0.693359375;
+
 class CodeGenLLVM {
  public:
   // define_module_ctx: whether this module defines `__tvm_module_ctx`; the other modules of
@@ -94,6 +99,8 @@ class CodeGenLLVM {
   // exp of a float32 scalar or vector as plain arithmetic, within 1 ulp, so that a loop holding
   // it vectorises (llvm.exp lowers to a libm call per lane): codegen_exp.cc.
   llvm::Value* EmitExp(llvm::Value* x);
+  // i32, or a vector of i32 as wide as the float vector ty: the bits exp and log work on.
+  llvm::Type* Int32Like(llvm::Type* ty);
   // tanh likewise (libm's tanhf would be called per lane), within 2 ulp: codegen_tanh.cc.
   llvm::Value* EmitTanh(llvm::Value* x);
   // erf (codegen_erf.cc) and log (codegen_log.cc) likewise, each within 1.1 ulp.

@@ -10,8 +10,7 @@ llvm::Value* CodeGenLLVM::EmitLog(llvm::Value* x) {
   b_.setFastMathFlags(llvm::FastMathFlags());
   llvm::Type* ty = x->getType();
   auto f32 = [&](double v) { return llvm::ConstantFP::get(ty, v); };
-  llvm::Type* ity = ty->isVectorTy() ? llvm::VectorType::get(i32_, llvm::cast<llvm::VectorType>(ty))
-                                     : static_cast<llvm::Type*>(i32_);
+  llvm::Type* ity = Int32Like(ty);
   auto i32 = [&](uint32_t v) { return llvm::ConstantInt::get(ity, v); };
   // A denormal is scaled into the normal range first, 2^23 taken back from the exponent.
   llvm::Value* denormal = b_.CreateFCmpOLT(x, f32(0x1p-126));
@@ -34,9 +33,7 @@ llvm::Value* CodeGenLLVM::EmitLog(llvm::Value* x) {
   for (int k = 4; k >= 1; --k) r = MulAdd(r, z, f32(2.0 / (2 * k + 1)));
   r = b_.CreateFMul(r, z);
   llvm::Value* log1p = MulAdd(b_.CreateFNeg(s), b_.CreateFSub(f, r), f);
-  // + e ln2, ln2 in two parts, the first with few enough bits that e * kLn2High is exact.
-  constexpr double kLn2 = 0.69314718055994530942;
-  constexpr double kLn2High = 0.693359375;  // 355 / 512
+  // + e ln2 (e * kLn2High is exact).
   llvm::Value* y = MulAdd(e, f32(kLn2High), MulAdd(e, f32(kLn2 - kLn2High), log1p));
   // log(+inf) = +inf and log(NaN) = NaN (x itself: unordered or equal), log(+-0) = -inf, NaN
   // below 0.
