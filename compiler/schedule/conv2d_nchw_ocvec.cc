@@ -346,6 +346,22 @@ int64_t ChooseOwBlock(int64_t ow, int64_t most) {
   return most;
 }
 
+ConvShape OcVecTileShape(const ConvShape& s, int64_t ow_block, bool epilogue_reads_flat,
+                         const Target* target) {
+  const bool reads_plane_in_order = s.kh == 1 && s.kw == 1 && s.s_h == 1 && s.s_w == 1 &&
+                                    s.pad_t == 0 && s.pad_l == 0 && s.oh == s.h && s.ow == s.w;
+  const int64_t owb = ChooseOwBlock(s.ow, ow_block);
+  const bool row_tails = s.ow > owb && s.ow % owb != 0;
+  if (!reads_plane_in_order || !row_tails || !epilogue_reads_flat || target == nullptr ||
+      CacheRowChunk(s, *target) != s.oh) {
+    return s;
+  }
+  ConvShape flat = s;
+  flat.h = flat.oh = 1;
+  flat.w = flat.ow = s.oh * s.ow;
+  return flat;
+}
+
 bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
                     const Conv2dOcVecParams& entry, lower::LoweredFunc* out) {
   ConvGroup m;
@@ -360,8 +376,20 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   const bool wide = piece_lanes > p.lanes;
   // Accumulator vectors per column.
   const int64_t vectors = (ocb + piece_lanes - 1) / piece_lanes;
+  lower::LoweredFunc f;
+  Buffer result, xb, wb;
+  // The epilogue as an expression per element runs in the cache-friendly order of
+  // BlockedEpilogue; the default lowering (output order, a gather per element) is the fallback.
+  EpilogueAt at;
+  const bool own_epilogue = BuildConvEpilogueAt(group, m, &f, &xb, &wb, &at);
+  const bool blocked_out = s.out_block != 0;
+  // The tiles' view of the conv (`ts`): its own shape, or one row of the whole plane. The
+  // epilogue, the result's blocks and the weights keep the conv's (`s`).
+  const ConvShape ts = OcVecTileShape(
+      s, OcVecOwBlock(entry, vectors),
+      !blocked_out || (own_epilogue && EpilogueReadsBlockPlaneFlat(at, s.ow)), opts.target);
   const OcVecBlocking blocking =
-      TunedConv2dOcVecBlocking(group, opts, vectors, ocb, OcVecOwBlock(entry, vectors));
+      TunedConv2dOcVecBlocking(ts, opts, vectors, ocb, OcVecOwBlock(entry, vectors));
   const int64_t packed_block = m.conv->GetInt(kPackedWeightBlockAttr, 0);
   if (packed_block != 0 && packed_block != ocb) return false;  // the default schedule reads it
   const bool prepacked = packed_block == ocb;
@@ -373,26 +401,19 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
       p.lane_steps > 1 && wx == p.lane_steps
           ? std::min(blocking.ow_block, LaneTileRows(TargetVectorRegisters(opts), vectors))
           : blocking.ow_block;
-  const int64_t owb = ChooseOwBlock(s.ow, most_columns);
-  const int64_t rows = blocking.row_chunk;  // divides s.oh
+  const int64_t owb = ChooseOwBlock(ts.ow, most_columns);
+  const int64_t rows = blocking.row_chunk;  // divides ts.oh
 
-  const int64_t full = s.ow / owb, tail = s.ow % owb;
+  const int64_t full = ts.ow / owb, tail = ts.ow % owb;
   const int64_t ph = (s.oh - 1) * s.s_h + SpanH(s), pw = (s.ow - 1) * s.s_w + SpanW(s);
   const bool padded_input = s.pad_t > 0 || s.pad_l > 0 || ph > s.h || pw > s.w;
   if (padded_input && s.c * ph * pw > (int64_t{1} << 28)) return false;
 
-  lower::LoweredFunc f;
-  Buffer result, xb, wb;
   const int64_t ocbs = s.oc / ocb;
   auto blocked = [&](const std::vector<Expr>& i) {
     return (((i[0] * ocbs + te::FloorDiv(i[1], Expr(ocb))) * s.oh + i[2]) * s.ow + i[3]) * ocb +
            te::FloorMod(i[1], Expr(ocb));
   };
-  // The epilogue as an expression per element runs in the cache-friendly order of
-  // BlockedEpilogue; the default lowering (output order, a gather per element) is the fallback.
-  EpilogueAt at;
-  const bool own_epilogue = BuildConvEpilogueAt(group, m, &f, &xb, &wb, &at);
-  const bool blocked_out = s.out_block != 0;
   if (blocked_out) {
     // The tiles store straight into the output with the epilogue in registers.
     if (!own_epilogue || !EpilogueVectorizes(at, static_cast<int>(p.lanes))) return false;
@@ -425,15 +446,15 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   const bool float_out = group.graph->value(group.outputs[0]).type.dtype == kFloat32;
   const int64_t ic_chunk = blocked_out && !float_out ? s.icg : blocking.ic_chunk;
   const int64_t chunks = s.icg / ic_chunk;
-  TileContext ctx{s,
+  TileContext ctx{ts,
                   ocb,
                   static_cast<int>(p.lanes),
                   ic_chunk,
                   chunks,
                   padded_input ? padded : xb,
                   padded_input ? Expr(0) : n * (s.c * s.h * s.w),
-                  padded_input ? ph : s.h,
-                  padded_input ? pw : s.w,
+                  padded_input ? ph : ts.h,
+                  padded_input ? pw : ts.w,
                   weights,
                   wx,
                   result,
@@ -447,7 +468,7 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   if (padded_input) image.push_back(PadConvInput(s, xb, padded, n, ph, pw, opts));
   // Narrow outputs take several rows per tile, so each weight load feeds more FMAs.
   const int64_t tile_rows =
-      owb == s.ow ? std::max<int64_t>(1, std::min(s.oh, most_columns / s.ow)) : 1;
+      owb == ts.ow ? std::max<int64_t>(1, std::min(ts.oh, most_columns / ts.ow)) : 1;
   // Tiles run chunk-major: every channel block reads a chunk of `rows` output rows' input while
   // it is in cache, then the next chunk.
   // The reduction runs in `chunks` parts over input channels (see OcVecBlocking::ic_chunk).
@@ -466,13 +487,13 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
         chunk * rows + (g.tiles_per_row > 1 ? te::FloorDiv(rest, Expr(g.tiles_per_row)) : rest);
     Expr ow0 = g.tiles_per_row > 1 ? te::FloorMod(rest, Expr(g.tiles_per_row)) * g.width + g.ow0
                                    : Expr(g.ow0);
-    const int64_t tiles = (s.oh / rows) * per_chunk;
+    const int64_t tiles = (ts.oh / rows) * per_chunk;
     const int64_t work = tiles * g.width * ocb * ctx.icc * s.kh * s.kw;
     bool par = opts.parallel && tiles > 1 && work >= opts.parallel_min_work;
     return lower::For(t, tiles, par ? ForKind::kParallel : ForKind::kSerial,
                       MakeTile(ctx, g.tag, ob, oh, 1, ow0, g.width, ic_part));
   };
-  const int64_t groups = s.oh / tile_rows, row_tail = s.oh % tile_rows;
+  const int64_t groups = ts.oh / tile_rows, row_tail = ts.oh % tile_rows;
   if (tile_rows == 1) {
     std::vector<Stmt> grids{tile_loop(TileGrid{"m", full, owb, 0})};
     if (tail > 0) grids.push_back(tile_loop(TileGrid{"t", 1, tail, full * owb}));

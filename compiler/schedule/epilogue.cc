@@ -288,18 +288,37 @@ bool BuildEpilogueAt(const FusedGroup& group, const Node& anchor, const AnchorOp
 
 // Applying the epilogue at (n, oc, 0, q), q = oh * OW + ow, addresses every operand right when
 // each reads the whole output plane or none of it (no broadcast along one spatial axis only).
-bool EpilogueReadsPlaneFlat(const EpilogueAt& at, int64_t ow) {
-  te::Expr h = te::MakeVar("h"), w = te::MakeVar("w");
-  te::Expr e = at({te::MakeVar("n"), te::MakeVar("c"), h, w}, te::Const(te::Float(32), 0));
+namespace {
+
+// Whether every load of `e` is linear in h and w with h's coefficient ow times w's: the plane
+// read flat. NCHW operands (`blocked` false) must step one element per pixel or not at all.
+bool LoadsPlaneFlat(const te::Expr& e, const te::Expr& h, const te::Expr& w, int64_t ow,
+                    bool blocked) {
   bool flat = true;
   lower::VisitLoads(e, [&](const lower::BufferLoadNode* l) {
     int64_t ch, cw;
     if (!lower::LinearCoeff(l->index, h.get(), &ch) ||
-        !lower::LinearCoeff(l->index, w.get(), &cw) || (cw != 0 && cw != 1) || ch != cw * ow) {
+        !lower::LinearCoeff(l->index, w.get(), &cw) || (!blocked && cw != 0 && cw != 1) ||
+        ch != cw * ow) {
       flat = false;
     }
   });
   return flat;
+}
+
+}  // namespace
+
+bool EpilogueReadsPlaneFlat(const EpilogueAt& at, int64_t ow) {
+  te::Expr h = te::MakeVar("h"), w = te::MakeVar("w");
+  te::Expr e = at({te::MakeVar("n"), te::MakeVar("c"), h, w}, te::Const(te::Float(32), 0));
+  return LoadsPlaneFlat(e, h, w, ow, false);
+}
+
+bool EpilogueReadsBlockPlaneFlat(const EpilogueAt& at, int64_t ow) {
+  te::Expr h = te::MakeVar("h"), w = te::MakeVar("w");
+  te::Expr e = at({te::MakeVar("n"), te::MakeVar("cb"), h, w, te::MakeVar("lane")},
+                  te::Const(te::Float(32), 0));
+  return LoadsPlaneFlat(e, h, w, ow, true);
 }
 
 te::Expr EpilogueOnBlockVector(const EpilogueAt& at, const te::Expr& n, const te::Expr& cb,

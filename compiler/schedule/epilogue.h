@@ -79,6 +79,11 @@ bool BuildEpilogueAt(const FusedGroup& group, const Node& anchor, const AnchorOp
  * flat plane positions. */
 bool EpilogueReadsPlaneFlat(const EpilogueAt& at, int64_t ow);
 
+/*! \brief EpilogueReadsPlaneFlat for an epilogue on NCHW[x]c blocks, applied at
+ * (n, cb, oh, ow, lane) as EpilogueOnBlockVector does: at (n, cb, 0, q) it reads what it reads
+ * at (n, cb, oh, ow), whatever the layout of each operand. */
+bool EpilogueReadsBlockPlaneFlat(const EpilogueAt& at, int64_t ow);
+
 /*! \brief `at` applied to a vector `acc` of `lanes` channels of one NCHW[lanes]c block at
  * (n, cb, oh, ow), lane k being channel cb * lanes + k; undefined when the epilogue does not
  * vectorize (VectorizeLanes refuses intrinsics on lane-dependent values, for one). */

@@ -500,6 +500,15 @@ int64_t OcVecTileOcBlock(const ConvShape& s, const Conv2dOcVecParams& entry);
  * entry's ow_block, scaled down for more vectors than the entry's oc_vectors. */
 int64_t OcVecOwBlock(const Conv2dOcVecParams& p, int64_t vectors);
 
+/*! \brief The shape the channels-in-lanes tiles see for conv `s` with `ow_block` columns per
+ * tile: `s` itself, or, for a 1x1 conv that reads its input plane in order (stride 1, unpadded)
+ * and whose rows the tiles would not cover whole (a 7-wide row in tiles of 6 ends in a
+ * one-column tile, whose two accumulators wait on the FMA latency), one row of all the plane's
+ * pixels. Only where the rows are not chunked for the cache (CacheRowChunk) and the epilogue
+ * reads the plane flat (`epilogue_reads_flat`); without a target, `s`. */
+ConvShape OcVecTileShape(const ConvShape& s, int64_t ow_block, bool epilogue_reads_flat,
+                         const Target* target);
+
 }  // namespace ember::compiler::schedule
 
 #endif  // EMBER_COMPILER_SCHEDULE_SCHEDULE_H_

@@ -307,6 +307,11 @@ int64_t CacheRowChunk(const ConvShape& s, const Target& t) {
   const int64_t budget = TargetCacheSizes(t).l2 / 2;
   const int64_t pw = (s.ow - 1) * s.s_w + SpanW(s);
   const int64_t whole = s.c * ((s.oh - 1) * s.s_h + SpanH(s)) * pw * kFloat;
+  // Every chunk streams all of the conv's weights: where they outweigh its input (MobileNetV2's
+  // 7x7 and 14x14 planes: 1.6 MB of weights against 63 KB of input), chunking rows would
+  // fetch them from L3 once per chunk, while the unchunked input stays in L2 for every block.
+  const int64_t weights = s.oc * s.icg * s.kh * s.kw * kFloat;
+  if (whole <= budget && weights >= whole) return s.oh;
   const int64_t most = std::max<int64_t>(1, s.oh / kMinRowChunks);
   if (whole <= budget) return LargestDivisorAtMost(s.oh, most);
   const int64_t per_row = s.c * s.s_h * pw * kFloat;  // input rows one more output row needs
@@ -325,15 +330,12 @@ int64_t CacheIcChunk(const ConvShape& s, int64_t ocb, int64_t budget) {
   return icc;
 }
 
-OcVecBlocking TunedConv2dOcVecBlocking(const FusedGroup& group, const lower::ScheduleOptions& opts,
+OcVecBlocking TunedConv2dOcVecBlocking(const ConvShape& s, const lower::ScheduleOptions& opts,
                                        int64_t oc_vectors, int64_t oc_block,
                                        int64_t table_ow_block) {
-  ConvGroup m;
-  if (!MatchConvGroup(group, &m)) return {table_ow_block, 1, 1};  // the schedule matched it first
-  OcVecBlocking table{table_ow_block, m.s.oh, m.s.icg};
+  OcVecBlocking table{table_ow_block, s.oh, s.icg};
   if (opts.target == nullptr || oc_vectors < 1 || oc_block < 1) return table;
   const Target& t = *opts.target;
-  const ConvShape& s = m.s;
   const CacheSizes caches = TargetCacheSizes(t);
   table.row_chunk = CacheRowChunk(s, t);
   table.ic_chunk = CacheIcChunk(s, oc_block, caches.l1d / 2);

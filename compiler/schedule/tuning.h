@@ -117,7 +117,8 @@ struct OcVecBlocking {
  * L2 (TargetCacheSizes), and at least kMinRowChunks chunks: the tiles run chunk-major, so a
  * parallel launch gives each thread whole chunks, a band of rows, which is what the kernels
  * before and after it wrote and read on that thread's core (on a multi-die CPU a read of another
- * core's rows costs several times a read from its own cache).
+ * core's rows costs several times a read from its own cache). No chunks where the input fits
+ * and the weights are larger: each chunk would stream all of them again.
  */
 constexpr int64_t kMinRowChunks = 4;
 int64_t CacheRowChunk(const ConvShape& s, const Target& t);
@@ -130,13 +131,14 @@ int64_t CacheRowChunk(const ConvShape& s, const Target& t);
 int64_t CacheIcChunk(const ConvShape& s, int64_t ocb, int64_t budget);
 
 /*!
- * \brief conv2d_nchw_ocvec's hook: its blocking for the group when each column holds the
- * `oc_block` output channels of its tile in `oc_vectors` accumulator vectors, from the log, else
+ * \brief conv2d_nchw_ocvec's hook: its blocking for a conv of shape `s` (as its tiles see it:
+ * OcVecTileShape) when each column holds the `oc_block` output channels of its tile in
+ * `oc_vectors` accumulator vectors, from the log, else
  * `table_ow_block`, CacheRowChunk and the ic chunk whose weights fill half of L1d
  * (CacheIcChunk). The output-channel block stays the table's: it fixes the weight packing done
  * at compile time.
  */
-OcVecBlocking TunedConv2dOcVecBlocking(const FusedGroup& group, const lower::ScheduleOptions& opts,
+OcVecBlocking TunedConv2dOcVecBlocking(const ConvShape& s, const lower::ScheduleOptions& opts,
                                        int64_t oc_vectors, int64_t oc_block,
                                        int64_t table_ow_block);
 

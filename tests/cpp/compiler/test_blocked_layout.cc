@@ -230,6 +230,11 @@ TEST(BlockedLayout, ChannelsInLanesKernelMatchesTheReference) {
       {1, 16, 13, 11, 48, 3, 2, 2, 1, false, false, false, 16, 16, 2},
       {1, 3, 15, 15, 32, 3, 1, 2, 1, true, false, false, 0, 16, 2},
       {1, 24, 12, 12, 24, 3, 1, 2, 1, true, true, false, 8, 8, 2},
+      // 1x1 convs whose weights outweigh their input: the tiles take the plane as one row
+      // (OcVecTileShape), 49 pixels in 8-wide tiles of 6 + 1 and 225 in 16-wide ones of 14 + 1.
+      {1, 64, 7, 7, 64, 1, 1, 0, 1, true, true, true, 8, 8},
+      {1, 64, 7, 7, 64, 1, 1, 0, 1, true, false, false, 0, 8},
+      {1, 16, 15, 15, 256, 1, 1, 0, 1, true, true, true, 16, 16},
   };
   for (const char* name : {"conv2d_nchw_ocvec_avx512", "conv2d_nchw_ocvec_avx2"}) {
     const schedule::ScheduleEntry& e = Entry(name);
@@ -250,6 +255,47 @@ TEST(BlockedLayout, ChannelsInLanesKernelMatchesTheReference) {
       if (c.in_block > 0) CheckBlockedConv(name, marker.c_str(), {block, 0}, c);
     }
   }
+}
+
+// The tiles take a 1x1 conv's plane as one row where its rows would end in tail tiles and are
+// not chunked for the cache; any other conv, or an epilogue that does not read the plane flat,
+// keeps its rows.
+TEST(BlockedLayout, OneByOneConvsTileTheirPlaneAsOneRow) {
+  const Target host = Target::Host();
+  schedule::ConvShape s{};
+  s.n = 1;
+  s.c = s.oc = s.icg = s.ocg = 64;
+  s.h = s.w = s.oh = s.ow = 7;
+  s.kh = s.kw = s.s_h = s.s_w = s.group = 1;
+  s.in_block = s.out_block = 8;
+  const schedule::ConvShape flat = schedule::OcVecTileShape(s, 6, true, &host);
+  EXPECT_EQ(flat.oh, 1);
+  EXPECT_EQ(flat.h, 1);
+  EXPECT_EQ(flat.ow, 49);
+  EXPECT_EQ(flat.w, 49);
+  EXPECT_EQ(flat.oc, s.oc);
+  auto keeps_rows = [&](const schedule::ConvShape& c, int64_t ow_block, bool epilogue_flat) {
+    const schedule::ConvShape t = schedule::OcVecTileShape(c, ow_block, epilogue_flat, &host);
+    return t.oh == c.oh && t.ow == c.ow && t.h == c.h && t.w == c.w;
+  };
+  EXPECT_TRUE(keeps_rows(s, 6, false));  // an epilogue operand broadcast along a spatial axis
+  EXPECT_TRUE(keeps_rows(s, 7, true));   // the tiles cover the rows whole
+  EXPECT_FALSE(keeps_rows(s, 6, true));
+  schedule::ConvShape k3 = s;
+  k3.kh = k3.kw = 3;
+  k3.pad_t = k3.pad_l = 1;
+  EXPECT_TRUE(keeps_rows(k3, 6, true));
+  schedule::ConvShape strided = s;
+  strided.h = strided.w = 13;
+  strided.s_h = strided.s_w = 2;
+  EXPECT_TRUE(keeps_rows(strided, 6, true));
+  // A big input whose rows are chunked so that each chunk stays in L2.
+  schedule::ConvShape big = s;
+  big.c = big.icg = 16;
+  big.oc = big.ocg = 96;
+  big.h = big.w = big.oh = big.ow = 113;
+  ASSERT_LT(schedule::CacheRowChunk(big, host), big.oh);
+  EXPECT_TRUE(keeps_rows(big, 6, true));
 }
 
 // The NEON entry takes a pixel's four channels (NCHW4c) or a row's nearby columns (NCHW, stride 1

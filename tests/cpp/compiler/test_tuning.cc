@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../../../compiler/schedule/conv_group.h"
 #include "../../../compiler/schedule/tuning.h"
 #include "kernel_test_util.h"
 #include "onnx_builder.h"
@@ -321,9 +322,12 @@ TEST(TuningHook, EveryCandidateIsCorrect) {
 
 TEST(TuningHook, OcVecBlockWidthFromTheLog) {
   ConvKernel ck;
+  schedule::ConvGroup m;
+  ASSERT_TRUE(schedule::MatchConvGroup(ck.Group(), &m));
+  const schedule::ConvShape& shape = m.s;
   testing::HostTuning tuning;
   lower::ScheduleOptions so = tuning.Options();
-  schedule::OcVecBlocking b = schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 8, 6);
+  schedule::OcVecBlocking b = schedule::TunedConv2dOcVecBlocking(shape, so, 2, 8, 6);
   EXPECT_EQ(b.ow_block, 6);
   // A small input fits any L2; the 10 rows still come in at least 4 chunks (CacheRowChunk).
   constexpr int64_t kRowChunk = 2;
@@ -343,25 +347,25 @@ TEST(TuningHook, OcVecBlockWidthFromTheLog) {
   log.Put(TuningRecord{t.key, {{"ow_block", 3}, {"row_chunk", 5}, {"ic_chunk", 2}}, 1.0, "test"});
   so.tuning_tasks = nullptr;
   so.tuning_log = &log;
-  b = schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 8, 6);
+  b = schedule::TunedConv2dOcVecBlocking(shape, so, 2, 8, 6);
   EXPECT_EQ(b.ow_block, 3);
   EXPECT_EQ(b.row_chunk, 5);
   EXPECT_EQ(b.ic_chunk, 2);
-  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 1, 4, 6).ow_block,
+  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(shape, so, 1, 4, 6).ow_block,
             6);  // another key
   log.Put(
       TuningRecord{t.key, {{"ow_block", 100000}, {"row_chunk", 5}, {"ic_chunk", 2}}, 1.0, "test"});
-  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 8, 6).ow_block, 6);  // absurd
+  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(shape, so, 2, 8, 6).ow_block, 6);  // absurd
   log.Put(TuningRecord{t.key,
                        {{"ow_block", 4}, {"row_chunk", 3}, {"ic_chunk", 2}},
                        1.0,
                        "test"});  // 3 does not divide 10
-  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 8, 6).row_chunk, kRowChunk);
+  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(shape, so, 2, 8, 6).row_chunk, kRowChunk);
   log.Put(TuningRecord{t.key,
                        {{"ow_block", 4}, {"row_chunk", 5}, {"ic_chunk", 3}},
                        1.0,
                        "test"});  // 3 does not divide 8
-  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(ck.Group(), so, 2, 8, 6).ic_chunk, ConvKernel::kC);
+  EXPECT_EQ(schedule::TunedConv2dOcVecBlocking(shape, so, 2, 8, 6).ic_chunk, ConvKernel::kC);
 }
 
 // The channels-in-lanes conv with chunked rows (as CacheRowChunk picks on small-L2 targets), a
