@@ -102,9 +102,11 @@ Expr Finished(const TileContext& c, const Expr& ob, int64_t vec, const Expr& oh,
 
 // One tile: `rows` output rows from oh times `width` columns from ow0, channels
 // [ob*ocb, ob*ocb + ocb), input channels of reduction chunk `chunk` (partial sums of earlier
-// chunks are in the result already).
+// chunks are in the result already). With `sums` > 1 (TilePartialSums), each accumulator is
+// `sums` independent ones over interleaved lanes of the input's blocks, added before the store.
 Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, const Expr& oh,
-              int64_t rows, const Expr& ow0, int64_t width, const Expr& chunk) {
+              int64_t rows, const Expr& ow0, int64_t width, const Expr& chunk,
+              int64_t sums = 1) {
   const ConvShape& s = c.s;
   Expr ic_v = te::MakeVar("ic"), kh_v = te::MakeVar("kh"), kw_v = te::MakeVar("kw");
   Expr ici_v = te::MakeVar("ici");
@@ -141,8 +143,10 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
   auto at_lane = [&](const Expr& e, int64_t j) {
     return steps > 1 ? lower::Substitute(e, {{ici_v.get(), Expr(j)}}) : e;
   };
-  std::vector<Stmt> init, resume, update, partial, store;
+  std::vector<Stmt> init, resume, update, partial, store, gather;
   std::vector<AccumulatorPiece> pieces;
+  // extra[q][i]: partial sum q + 1 of pieces[i].
+  std::vector<std::vector<AccumulatorPiece>> extra(sums - 1);
   std::vector<Expr> xs;
   for (int64_t rr = 0; rr < rows; ++rr) {
     // Without, lane steps let the row's columns closer than a vector apart share its loads.
@@ -166,11 +170,24 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
         const int lanes = static_cast<int>(std::min(c.piece_lanes, c.ocb - first));
         const bool whole = lanes == c.lanes;  // one block: a vector local
         const std::string piece = name + "_" + std::to_string(first / c.lanes);
-        Buffer a = whole ? NewVectorAccumulator(piece, lanes)
-                         : NewFloatBuffer(piece, lanes, BufferScope::kLocal);
-        c.f->locals.push_back(a);
-        pieces.push_back({a, first, lanes});
-        init.push_back(lower::Store(a, 0, te::Const(te::WithLanes(te::Float(32), lanes), 0)));
+        auto accumulator = [&](const std::string& local) {
+          Buffer a = whole ? NewVectorAccumulator(local, lanes)
+                           : NewFloatBuffer(local, lanes, BufferScope::kLocal);
+          c.f->locals.push_back(a);
+          init.push_back(lower::Store(a, 0, te::Const(te::WithLanes(te::Float(32), lanes), 0)));
+          return AccumulatorPiece{a, first, lanes};
+        };
+        pieces.push_back(accumulator(piece));
+        const Buffer a = pieces.back().buf;
+        for (int64_t q = 1; q < sums; ++q) {
+          extra[q - 1].push_back(accumulator(piece + "_s" + std::to_string(q)));
+          const Buffer e = extra[q - 1].back().buf;
+          Expr sum = whole ? BufferLoad(a, 0) + BufferLoad(e, 0)
+                           : lower::VectorLoad(a, 0, lanes) + lower::VectorLoad(e, 0, lanes);
+          gather.push_back(lower::Store(a, 0, sum));
+          // A resumed chunk starts the main sum from the result and the others from zero.
+          resume.push_back(init.back());
+        }
         for (int64_t v = first; v < first + lanes; v += c.lanes) {
           const int64_t at = v - first;
           Expr value = whole ? BufferLoad(a, 0) : lower::VectorLoad(a, at, c.lanes);
@@ -187,14 +204,22 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
   // The input value is broadcast against a vector of packed weights (step-major, so each step's
   // weights are loaded once for the tile).
   const size_t per_column = pieces.size() / xs.size();
-  for (int j = 0; j < steps; ++j) {
-    for (size_t i = 0; i < xs.size(); ++i) {
-      Expr x = StepValue(xs[i], j);
-      for (size_t k = 0; k < per_column; ++k) {
-        const AccumulatorPiece& a = pieces[i * per_column + k];
-        Expr w = lower::VectorLoad(c.weights, at_lane(w_base, j) + a.first, a.lanes);
-        Expr sum = a.lanes == c.lanes ? BufferLoad(a.buf, 0) : lower::VectorLoad(a.buf, 0, a.lanes);
-        update.push_back(lower::Store(a.buf, 0, sum + x * w));
+  // Partial sum q takes lanes ici * sums + q of the input's blocks.
+  auto for_sum = [&](const Expr& e, int64_t q) {
+    return sums > 1 ? lower::Substitute(e, {{ici_v.get(), ici_v * sums + q}}) : e;
+  };
+  for (int64_t q = 0; q < sums; ++q) {
+    const std::vector<AccumulatorPiece>& accs = q == 0 ? pieces : extra[q - 1];
+    for (int j = 0; j < steps; ++j) {
+      for (size_t i = 0; i < xs.size(); ++i) {
+        Expr x = StepValue(for_sum(xs[i], q), j);
+        for (size_t k = 0; k < per_column; ++k) {
+          const AccumulatorPiece& a = accs[i * per_column + k];
+          Expr w = lower::VectorLoad(c.weights, for_sum(at_lane(w_base, j), q) + a.first, a.lanes);
+          Expr sum =
+              a.lanes == c.lanes ? BufferLoad(a.buf, 0) : lower::VectorLoad(a.buf, 0, a.lanes);
+          update.push_back(lower::Store(a.buf, 0, sum + x * w));
+        }
       }
     }
   }
@@ -202,7 +227,7 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
     PrefetchFloats(c.weights, at_lane(w_base, 0) + c.prefetch_ahead, c.ocb * steps, &update);
   }
   Stmt red = lower::Seq(update);
-  if (split && steps == 1) red = lower::KeepScalarFor(ici_v, unit, red);
+  if (split && steps == 1) red = lower::KeepScalarFor(ici_v, unit / sums, red);
   red = lower::KeepScalarFor(kw_v, s.kw, red);
   red = lower::KeepScalarFor(kh_v, s.kh, red);
   red = lower::KeepScalarFor(ic_v, ic_outer, red);
@@ -213,6 +238,7 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
     tile.push_back(lower::If(chunk == Expr(0), lower::Seq(init), lower::Seq(resume)));
   }
   tile.push_back(red);
+  tile.insert(tile.end(), gather.begin(), gather.end());
   if (c.at != nullptr && c.chunks > 1) {
     // Earlier chunks leave raw partial sums in the output; the last one applies the epilogue.
     tile.push_back(lower::If(chunk == Expr(c.chunks - 1), lower::Seq(store), lower::Seq(partial)));
@@ -222,11 +248,32 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
   return lower::Seq(tile);
 }
 
+// FMAs a core keeps in flight (4 cycles of latency x 2 pipes on the x86 and the big ARM cores):
+// a tile with fewer accumulators waits on each one's previous FMA (a one-column tail tile of two
+// vectors took 4 cycles per reduction step where a 6-column tile takes 6 for 6 pixels).
+constexpr int64_t kFmasInFlight = 8;
+
+// Partial sums per accumulator of a tile with `accumulators` vectors (MakeTile's `sums`): doubled
+// until the FMAs in flight find independent accumulators, within `registers` accumulator
+// registers and the lanes of the input's blocks, which the sums interleave over. 1 where the
+// reduction does not step through a block's lanes one at a time.
+int64_t TilePartialSums(const TileContext& c, int64_t accumulators, int64_t registers) {
+  const int64_t unit = InputUnit(c.s);
+  const bool split = c.wx > 1 && c.icc % c.wx == 0;
+  if (!split || c.lane_steps == unit) return 1;
+  int64_t sums = 1;
+  while (sums * accumulators < kFmasInFlight && 2 * sums * accumulators <= registers &&
+         unit % (2 * sums) == 0) {
+    sums *= 2;
+  }
+  return sums;
+}
+
 // A grid of equal single-row tiles over every output row: `tiles_per_row` tiles of `width`
-// columns from column ow0.
+// columns from column ow0, each accumulator in `sums` partial sums.
 struct TileGrid {
   std::string tag;
-  int64_t tiles_per_row, width, ow0;
+  int64_t tiles_per_row, width, ow0, sums;
 };
 
 // Packs OIHW weights into [OC/ocb][ICg][KH][KW][ocb] (when emberc did not at compile time).
@@ -476,6 +523,10 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
   auto over_parts = [&](Stmt body) {
     return chunks > 1 ? lower::For(ic_part, chunks, ForKind::kSerial, std::move(body)) : body;
   };
+  // Partial sums for a tile of `pixels` columns.
+  auto partial_sums = [&](int64_t pixels) {
+    return TilePartialSums(ctx, pixels * vectors, TargetVectorRegisters(opts) - 4);
+  };
   auto tile_loop = [&](const TileGrid& g) {
     const int64_t per_ob = rows * g.tiles_per_row, per_chunk = ocbs * per_ob;
     Expr t = te::MakeVar("t");
@@ -491,12 +542,14 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
     const int64_t work = tiles * g.width * ocb * ctx.icc * s.kh * s.kw;
     bool par = opts.parallel && tiles > 1 && work >= opts.parallel_min_work;
     return lower::For(t, tiles, par ? ForKind::kParallel : ForKind::kSerial,
-                      MakeTile(ctx, g.tag, ob, oh, 1, ow0, g.width, ic_part));
+                      MakeTile(ctx, g.tag, ob, oh, 1, ow0, g.width, ic_part, g.sums));
   };
   const int64_t groups = ts.oh / tile_rows, row_tail = ts.oh % tile_rows;
   if (tile_rows == 1) {
-    std::vector<Stmt> grids{tile_loop(TileGrid{"m", full, owb, 0})};
-    if (tail > 0) grids.push_back(tile_loop(TileGrid{"t", 1, tail, full * owb}));
+    std::vector<Stmt> grids{tile_loop(TileGrid{"m", full, owb, 0, partial_sums(owb)})};
+    if (tail > 0) {
+      grids.push_back(tile_loop(TileGrid{"t", 1, tail, full * owb, partial_sums(tail)}));
+    }
     image.push_back(over_parts(lower::Seq(grids)));
   } else {
     // Small planes: one task per channel block runs all its row groups and the leftover rows,
@@ -509,10 +562,12 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
     Expr ob = te::MakeVar("ob"), grp = te::MakeVar("g");
     std::vector<Stmt> per_part{
         lower::For(grp, groups, ForKind::kSerial,
-                   MakeTile(ctx, "m", ob, grp * tile_rows, tile_rows, 0, owb, ic_part))};
+                   MakeTile(ctx, "m", ob, grp * tile_rows, tile_rows, 0, owb, ic_part,
+                            partial_sums(tile_rows * owb)))};
     if (row_tail > 0) {
       per_part.push_back(
-          MakeTile(ctx, "r", ob, Expr(groups * tile_rows), row_tail, 0, owb, ic_part));
+          MakeTile(ctx, "r", ob, Expr(groups * tile_rows), row_tail, 0, owb, ic_part,
+                   partial_sums(row_tail * owb)));
     }
     const int64_t work = s.oh * s.ow * s.oc * s.icg * s.kh * s.kw;
     bool par = opts.parallel && ocbs > 1 && work >= opts.parallel_min_work;
