@@ -330,6 +330,14 @@ TEST(BlockedLayout, NeonKernelsMultiplyByLanesOfOneLoad) {
   }
 }
 
+// A row of 13 in AVX2 tiles of 6 ends in a one-column tile of two accumulators: it keeps four
+// partial sums of each (over the lanes of the input's blocks) so that 8 FMAs are in flight.
+TEST(BlockedLayout, TailTilesSplitTheirSumsToFillTheFmaPipes) {
+  const BlockedCase c{1, 32, 12, 13, 16, 3, 1, 1, 1, true, true, true, 8, 8};
+  const schedule::ScheduleEntry& e = Entry("conv2d_nchw_ocvec_avx2");
+  CheckBlockedConv("conv2d_nchw_ocvec_avx2", "acct0_0_s3[", {OcVecPacking(c, e.conv_ocvec), 8}, c);
+}
+
 // Small planes: every reduction step prefetches the next chunk's weights (past the last channel
 // block's, the clamped end of the buffer) while the row groups reuse this chunk's from L1.
 TEST(BlockedLayout, SmallPlanesPrefetchTheNextChunksWeights) {
@@ -466,6 +474,29 @@ TEST(BlockedLayout, WinogradTakesFewOutputChannelsOverManyInputs) {
   EXPECT_EQ(schedule::WinogradTileFor(shape(64, 64, 16), p), 4);
   EXPECT_EQ(schedule::WinogradTileFor(shape(32, 16, 16), p), 0);
   EXPECT_EQ(schedule::WinogradTileFor(shape(16, 16, 16), p), 0);
+}
+
+// Small planes: Winograd where its padded tiles waste less than the direct kernel's tail tiles.
+// ResNet-18's 7x7 layers stay direct on AVX-512 (14 columns per tile take two whole rows) and
+// take F(2x2) on AVX2 (6 columns per tile: each row ends in a one-column tile); its 14x14 layers
+// take F(2x2) on AVX-512 and F(4x4) on AVX2.
+TEST(BlockedLayout, WinogradOnSmallPlanesWeighsTheDirectKernelsTails) {
+  auto shape = [](int64_t plane, int64_t c, int64_t block) {
+    return schedule::ConvShape{1, c, plane, plane, c, plane, plane, 3,     3,
+                               1, 1, 1,     1,     1, c,     c,     block, block};
+  };
+  const schedule::Conv2dOcVecParams& avx512 = Entry("conv2d_nchw_ocvec_avx512").conv_ocvec;
+  const schedule::Conv2dOcVecParams& avx2 = Entry("conv2d_nchw_ocvec_avx2").conv_ocvec;
+  EXPECT_EQ(schedule::WinogradTileFor(shape(7, 512, 16), avx512), 0);
+  EXPECT_EQ(schedule::WinogradTileFor(shape(7, 512, 8), avx2), 2);
+  EXPECT_EQ(schedule::WinogradTileFor(shape(14, 256, 16), avx512), 2);
+  EXPECT_EQ(schedule::WinogradTileFor(shape(14, 256, 8), avx2), 4);
+  // Planes the tiles cover whole, either kernel.
+  EXPECT_EQ(schedule::WinogradTileFor(shape(56, 64, 16), avx512), 4);
+  EXPECT_EQ(schedule::WinogradTileFor(shape(56, 64, 8), avx2), 4);
+  EXPECT_EQ(schedule::WinogradTileFor(shape(6, 512, 8), avx2), 2);
+  // Too small for a tile either way.
+  EXPECT_EQ(schedule::WinogradTileFor(shape(3, 512, 8), avx2), 0);
 }
 
 // ---- MaxPool ----
