@@ -181,7 +181,7 @@ cross_wheel() {
 }
 
 # --- 3. whole models: ARM outputs against x86-64 ------------------------------------------------
-MODELS=(mlp mlp_batch64 cnn mobilenetv2 resnet18)
+MODELS=(mlp mlp_batch64 cnn mobilenetv2 resnet18 mobilenetv3)
 prepare_models() {
   mkdir -p "$WORK/models" || return 1
   local m need=0
@@ -190,7 +190,7 @@ prepare_models() {
   done
   if [ $need = 1 ]; then
     "$PY" "$ROOT/tests/models/gen_models.py" "$WORK/models" --only mlp --only mlp_batch64 \
-      --only cnn --only mobilenetv2 --only resnet18 || return 1
+      --only cnn --only mobilenetv2 --only resnet18 --only mobilenetv3 || return 1
   fi
   # One seeded input per model, shared by every target.
   "$PY" - "$WORK/models" "${MODELS[@]}" <<'EOF' || return 1

@@ -324,6 +324,13 @@ TEST(BlockedLayout, NeonKernelsMultiplyByLanesOfOneLoad) {
   const BlockedCase excite{1, 24, 1, 1, 72, 1, 1, 0, 1, true, false, false, 4, 4};
   ASSERT_EQ(OcVecPacking(excite, e.conv_ocvec), 36);
   CheckBlockedConv(name, "accm0_8[", {36, excite.in_block}, excite);
+  // A narrower one: the 24-channel squeeze's 6 vectors take two of the 18 input blocks per pass
+  // of its channel loop (`icu`), so the loop control and input loads meet 48 FMAs, not 24; with
+  // an odd count of blocks (9) the loop keeps one per pass.
+  const BlockedCase squeeze{1, 72, 1, 1, 24, 1, 1, 0, 1, true, true, false, 4, 4};
+  CheckBlockedConv(name, "for icu in [0, 9)", {OcVecPacking(squeeze, e.conv_ocvec), 4}, squeeze);
+  const BlockedCase odd{1, 36, 1, 1, 24, 1, 1, 0, 1, true, true, false, 4, 4};
+  CheckBlockedConv(name, "lane(", {OcVecPacking(odd, e.conv_ocvec), 4}, odd);
   for (int64_t tile : {2, 4}) {
     const BlockedCase c{1, 8, 10, 9, 16, 3, 1, 1, 1, true, true, true, 4, 4};
     CheckBlockedConv(name, "lane(", {OcVecPacking(c, e.conv_ocvec), 0, tile}, c);
