@@ -68,8 +68,8 @@ struct TileContext {
   // Channels per accumulator vector: `lanes`, or more when the output's blocks are narrower
   // than the target's vectors (see AccumulatorLanes).
   int64_t piece_lanes = 0;
-  // One-pixel tiles: input-channel loop iterations per iteration of the code (see
-  // ChannelUnroll).
+  // Input-channel loop iterations per pass where they divide its count (> 1 only for a one-pixel
+  // output, see ChannelUnroll).
   int64_t channel_unroll = 1;
 };
 
@@ -245,8 +245,7 @@ Stmt MakeTile(const TileContext& c, const std::string& tag, const Expr& ob, cons
   if (split && steps == 1) red = lower::KeepScalarFor(ici_v, unit / sums, red);
   red = lower::KeepScalarFor(kw_v, s.kw, red);
   red = lower::KeepScalarFor(kh_v, s.kh, red);
-  const int64_t unroll =
-      rows * width == 1 && ic_outer % c.channel_unroll == 0 ? c.channel_unroll : 1;
+  const int64_t unroll = ic_outer % c.channel_unroll == 0 ? c.channel_unroll : 1;
   if (unroll > 1) {  // ic_v = ic_u * unroll + k: `unroll` copies per iteration
     Expr ic_u = te::MakeVar("icu");
     std::vector<Stmt> copies;

@@ -189,8 +189,9 @@ prepare_models() {
     [ "$WORK/models/$m.onnx" -nt "$ROOT/tests/models/gen_models.py" ] || need=1
   done
   if [ $need = 1 ]; then
-    "$PY" "$ROOT/tests/models/gen_models.py" "$WORK/models" --only mlp --only mlp_batch64 \
-      --only cnn --only mobilenetv2 --only resnet18 --only mobilenetv3 || return 1
+    # shellcheck disable=SC2046
+    "$PY" "$ROOT/tests/models/gen_models.py" "$WORK/models" \
+      $(printf -- '--only %s ' "${MODELS[@]}") || return 1
   fi
   # One seeded input per model, shared by every target.
   "$PY" - "$WORK/models" "${MODELS[@]}" <<'EOF' || return 1
