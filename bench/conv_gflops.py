@@ -19,7 +19,9 @@ Steps:
     the `anchor` attr that emberc writes on every tvm_op node of graph.json:
     the name of the node that heads the fused kernel (for a conv group, the
     Conv; unnamed ONNX nodes are called OPTYPE_K as emberc's importer does,
-    K counting the unnamed nodes in graph order).  FLOPs of a Conv:
+    K counting the unnamed nodes in graph order); a kernel that computes a
+    1x1 conv and the depthwise conv it feeds names the latter `fused_anchor`,
+    and its row counts both (algorithm "1x1 + depthwise").  FLOPs of a Conv:
         2 * N * OC * OH * OW * (IC / group) * KH * KW
     (bias and fused epilogues are not counted);
  4. the peak: the fastest threads:1 line of `bench_peak --benchmark_format=json`
@@ -122,6 +124,10 @@ def conv_layers(model):
     for init in g.initializer:
         shapes[init.name] = [int(d) for d in init.dims]
     layers = {}
+    nodes, names = list(g.node), emberc_node_names(g)
+    producer = {out: i for i, node in enumerate(nodes) for out in node.output}
+    constants = {init.name for init in g.initializer} | {
+        out for node in g.node if node.op_type == "Constant" for out in node.output}
     for name, node in zip(emberc_node_names(g), g.node):
         if node.op_type != "Conv":
             continue
@@ -142,8 +148,22 @@ def conv_layers(model):
                 "strides": list(attrs.get("strides", [1] * len(kernel))),
                 "macs_per_output": int(w[1] * int(np.prod(kernel)))}
         info["flops"] = conv_flops(y, w) if y is not None else None
+        info["fed_by"] = feeding_conv(node.input[0], nodes, producer, constants, names)
         layers[name] = info
     return layers
+
+
+def feeding_conv(value, nodes, producer, constants, names):
+    """The emberc name of the Conv whose output reaches `value` through nodes of one computed
+    input each (an activation between a 1x1 conv and the depthwise conv emberc may fuse with
+    it), or None. `producer` maps a value to the index of its node in `nodes` and `names`."""
+    i = producer.get(value)
+    while i is not None and nodes[i].op_type != "Conv":
+        computed = [v for v in nodes[i].input if v and v not in constants and v in producer]
+        if len(computed) != 1 or len(nodes[i].output) != 1:
+            return None
+        i = producer.get(computed[0])
+    return names[i] if i is not None else None
 
 
 def conv_flops(out_shape, weight_shape):
@@ -175,6 +195,7 @@ def read_graph(art):
         attrs = node.get("attrs") or {}
         anchored += "anchor" in attrs
         kernels[nid] = {"name": node.get("name"), "anchor": attrs.get("anchor"),
+                        "fused_anchor": attrs.get("fused_anchor"),
                         "winograd_tile": int(attrs.get("winograd_tile", 0)),
                         "output_shape": shapes[row_ptr[nid]]}
     if kernels and not anchored:
@@ -255,12 +276,22 @@ def conv_rows(kernels, layers, best_us, rows, peak):
         if y is None:  # dynamic in the model: the compiled graph knows it
             y = k["output_shape"]
         flops = conv_flops(y, info["weight_shape"])
+        # A 1x1 conv fused with the depthwise conv it feeds: the kernel writes the latter's output.
+        fused_with = k["fused_anchor"]
+        if fused_with is not None:
+            if fused_with not in layers or layers[fused_with]["fed_by"] != anchor:
+                raise MatchError("kernel %s: its second conv '%s' is no Conv of the model fed by "
+                                 "'%s'" % (k["name"], fused_with, anchor))
+            flops += layers[fused_with]["flops"]
+            y = layers[fused_with]["output_shape"] or k["output_shape"]
         if int(np.prod(k["output_shape"])) != int(np.prod(y)):
             raise MatchError("kernel %s: output %s in graph.json, but Conv '%s' gives %s"
                              % (k["name"], k["output_shape"], anchor, y))
         t = best_us[nid]
         gflops = flops / (t * 1e3) if t > 0 else float("inf")
-        out.append({"node_id": nid, "kernel": k["name"], "conv": anchor,
+        out.append({"node_id": nid, "kernel": k["name"],
+                    "conv": anchor + ("+" + fused_with if fused_with else ""),
+                    "fused_with": fused_with,
                     "input_shape": info["input_shape"], "weight_shape": info["weight_shape"],
                     "output_shape": y, "group": info["group"], "strides": info["strides"],
                     "winograd_tile": k["winograd_tile"],
@@ -295,7 +326,7 @@ def print_table(result):
     print("|---:|---|---|---|---|---|---:|---:|---:|---:|---:|")
     for i, r in enumerate(result["top"]):
         algo = ("Winograd F(%dx%d)" % (r["winograd_tile"], r["winograd_tile"])
-                if r["winograd_tile"] else "direct")
+                if r["winograd_tile"] else "1x1 + depthwise" if r["fused_with"] else "direct")
         print("| %d | %s | %s | %s | %s | %s%s | %s | %.1f | %.1f | %.1f | %.1f |" % (
             i + 1, r["conv"], r["kernel"], algo, dims(r["input_shape"]), dims(r["weight_shape"]),
             " g%d" % r["group"] if r["group"] != 1 else "", dims(r["strides"]),
@@ -392,7 +423,8 @@ def main(argv):
         print("conv_gflops.py: no kernel of %s is anchored on a Conv of %s" % (art, model),
               file=sys.stderr)
         return 1
-    matched = set(r["conv"] for r in convs)
+    matched = set(r["conv"].split("+")[0] for r in convs) | set(
+        r["fused_with"] for r in convs if r["fused_with"])
     unmatched = [name for name in layers if name not in matched]
     if unmatched:  # their FLOPs would be missing from the totals: say so
         print("conv_gflops.py: warning: %d of the model's %d Convs head no kernel of graph.json "

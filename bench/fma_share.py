@@ -266,14 +266,18 @@ def hot_loops(loop_dump):
 
 
 def plans(dump_dir):
-    """{kernel function: schedule} for the kernels anchored by a planned node."""
-    by_node = {}
+    """{kernel function: schedule} for the kernels anchored by a planned node: the first planned
+    node's, or that of a depthwise conv planned together with the 1x1 conv before it
+    (ember_plan_fused_with_producer), which names the kernel of both."""
+    by_node, fused = {}, set()
     plan_dump = [f for f in os.listdir(dump_dir) if f.endswith("_plan_kernels.txt")][0]
     with open(os.path.join(dump_dir, plan_dump)) as f:
         for line in f:
             m = re.search(r'ember_plan_kernel="([^"]+)".*#\s*(\S+)\s*$', line)
             if m:
                 by_node[m.group(2)] = m.group(1)
+                if "ember_plan_fused_with_producer=1" in line:
+                    fused.add(m.group(2))
     out, func = {}, None
     with open(os.path.join(dump_dir, "groups.txt")) as f:
         for line in f:
@@ -281,7 +285,7 @@ def plans(dump_dir):
                 func = line.split("(")[0].strip()
             else:
                 node = line.split("#")[-1].strip()
-                if node in by_node and func not in out:
+                if node in by_node and (func not in out or node in fused):
                     out[func] = by_node[node]
     return out
 

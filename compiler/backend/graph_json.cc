@@ -75,6 +75,12 @@ GraphArtifact BuildGraphArtifact(const Graph& graph, const std::vector<FusedGrou
       if (anchor.HasAttr(kWinogradTileAttr)) {
         nodes << ", \"winograd_tile\": \"" << anchor.GetInt(kWinogradTileAttr, 0) << "\"";
       }
+      // A second conv the kernel computes too (a depthwise conv fused with its 1x1 producer).
+      for (size_t i = static_cast<size_t>(g.anchor) + 1; i < g.nodes.size(); ++i) {
+        if (g.nodes[i]->op != anchor.op) continue;
+        nodes << ", \"fused_anchor\": " << JsonString(g.nodes[i]->name);
+        break;
+      }
     }
     nodes << "}, \"inputs\": [";
     std::vector<int> r;

@@ -24,6 +24,7 @@ StrategyOptions StrategyOptionsFromEnvironment() {
   if (forced != nullptr) o.forced_schedule = forced;
   o.blocked_layout = !FlagSet("EMBER_KEEP_NCHW");
   o.winograd = !FlagSet("EMBER_NO_WINOGRAD");
+  o.fuse_expansions = !FlagSet("EMBER_NO_EXPAND_FUSION");
   return o;
 }
 

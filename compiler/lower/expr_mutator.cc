@@ -41,7 +41,7 @@ Expr ExprMutator::Visit(const Expr& e) {
     }
     case ExprKind::kBufferLoad: {
       auto* l = e.as<BufferLoadNode>();
-      return Expr(std::make_shared<BufferLoadNode>(l->dtype, l->buffer, Visit(l->index)));
+      return VisitBufferLoad(l, Visit(l->index));
     }
     case ExprKind::kReduce:
       throw std::runtime_error("lower: a reduction may only be the whole body of a compute");

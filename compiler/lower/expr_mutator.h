@@ -25,6 +25,9 @@ class ExprMutator {
   virtual te::Expr VisitTensorLoad(const te::TensorLoadNode* l, std::vector<te::Expr> indices) {
     return l->tensor(indices);
   }
+  virtual te::Expr VisitBufferLoad(const BufferLoadNode* l, te::Expr index) {
+    return te::Expr(std::make_shared<BufferLoadNode>(l->dtype, l->buffer, std::move(index)));
+  }
 };
 
 }  // namespace ember::compiler::lower

@@ -272,8 +272,33 @@ struct DepthwiseInt8Params {
   }
 };
 
+/*! \brief A 1x1 conv and the depthwise conv reading its result, in one kernel
+ * (expand_depthwise.cc): tiles of the 1x1 conv's rows with `expand_accumulators` accumulator
+ * vectors, depthwise tiles of `dw_pixels` output pixels. */
+struct ExpandDepthwiseParams {
+  int64_t lanes = 8;
+  int prefer_vector_bits = 0;
+  int64_t expand_accumulators = 12;
+  int64_t dw_pixels = 4;
+
+  ExpandDepthwiseParams& Lanes(int64_t v) {
+    lanes = v;
+    return *this;
+  }
+  ExpandDepthwiseParams& VectorBits(int v) {
+    prefer_vector_bits = v;
+    return *this;
+  }
+  ExpandDepthwiseParams& Tiles(int64_t accumulators, int64_t pixels) {
+    expand_accumulators = accumulators;
+    dw_pixels = pixels;
+    return *this;
+  }
+};
+
 /*! \brief Which kernel an entry describes; the table lists them in order of preference. */
 enum class ScheduleKind {
+  kExpandDepthwise,
   kDepthwiseConv2d,
   kConv2d1x1,
   kConv2dWide,
@@ -289,12 +314,13 @@ struct ScheduleEntry {
   const char* name;
   TargetClass target;
   ScheduleKind kind;
-  Conv2dParams conv;             // kConv2d1x1, kConv2dWide
-  Conv2dOcVecParams conv_ocvec;  // kConv2dOcVec
-  DepthwiseParams depthwise;     // kDepthwiseConv2d
-  DenseParams dense;             // kDense
-  Conv2dInt8Params conv_int8;    // kConv2dInt8
-  DepthwiseInt8Params dw_int8;   // kDepthwiseConv2dInt8
+  Conv2dParams conv;                // kConv2d1x1, kConv2dWide
+  Conv2dOcVecParams conv_ocvec;     // kConv2dOcVec
+  DepthwiseParams depthwise;        // kDepthwiseConv2d
+  DenseParams dense;                // kDense
+  Conv2dInt8Params conv_int8;       // kConv2dInt8
+  DepthwiseInt8Params dw_int8;      // kDepthwiseConv2dInt8
+  ExpandDepthwiseParams expand_dw;  // kExpandDepthwise
 };
 
 /*! \brief Whether entry e's kernel can run on `target` at all (the int8 kernels need the
@@ -348,6 +374,24 @@ DenseParams DenseParamsForRows(const DenseParams& entry, int64_t rows);
  */
 bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
                              const DepthwiseParams& p, lower::LoweredFunc* out);
+
+/*! \brief Whether the expand-depthwise kernel takes a 1x1 conv `expand` (stride 1, no padding,
+ * one group) whose result, through elementwise nodes, is the data of the depthwise conv `dw`,
+ * both writing NCHW[lanes]c (the 1x1 conv may read a narrower block, or NCHW), the 1x1 conv's
+ * weights packed in blocks of `expand_block` output channels (a multiple of lanes). */
+bool ExpandDepthwiseFits(const ConvShape& expand, int64_t expand_block, const ConvShape& dw,
+                         int64_t lanes);
+
+/*!
+ * \brief A group of a 1x1 conv, its elementwise epilogue, a depthwise conv of that result and its
+ * epilogue (FuseOps joins them where the strategy planned it: KernelPlan::fused_with_producer),
+ * as one pass over bands of output rows: each task computes the expanded rows one channel block
+ * at a time into a small ring of rows that stays in cache and runs the depthwise conv from it,
+ * so the expanded tensor (the block's largest) is never written out; see expand_depthwise.cc.
+ * Returns false (and leaves *out alone) when the group does not fit.
+ */
+bool TryExpandDepthwise(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                        const ExpandDepthwiseParams& p, lower::LoweredFunc* out);
 
 /*! \brief Whether TryDepthwiseConv2dNchwc takes the conv on `target`: every tap's weight vector
  * in a register (plus three working registers) and few border rows (large pads and dilations

@@ -41,6 +41,10 @@ ScheduleEntry Depthwise(const char* name, TargetClass target, DepthwiseParams p)
   return Entry(name, target, ScheduleKind::kDepthwiseConv2d, &ScheduleEntry::depthwise, p);
 }
 
+ScheduleEntry ExpandDw(const char* name, TargetClass target, const ExpandDepthwiseParams& p) {
+  return Entry(name, target, ScheduleKind::kExpandDepthwise, &ScheduleEntry::expand_dw, p);
+}
+
 ScheduleEntry Conv1x1(const char* name, TargetClass target, const Conv2dParams& p) {
   return Entry(name, target, ScheduleKind::kConv2d1x1, &ScheduleEntry::conv, p);
 }
@@ -152,6 +156,12 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
       ConvInt8("conv2d_int8_neon32", T::kNeon32,
                Conv2dInt8Params().Lanes(4).OcVectors(2).OwBlock(3).WideningDot()),
       DwInt8("depthwise_conv2d_int8_neon32", T::kNeon32, DepthwiseInt8Params().Lanes(4)),
+      // A 1x1 conv and the depthwise conv after it in one kernel (the plan says where): the
+      // 1x1 tiles as the channels-in-lanes kernel's (28 zmm accumulators, 12 ymm), the depthwise
+      // ones as wide as the registers the taps leave.
+      ExpandDw("expand_depthwise_avx512", T::kAvx512,
+               ExpandDepthwiseParams().Lanes(16).Tiles(28, 8).VectorBits(512)),
+      ExpandDw("expand_depthwise_avx2", T::kAvx2, ExpandDepthwiseParams().Lanes(8).Tiles(12, 4)),
       Depthwise("depthwise_conv2d_avx512", T::kAvx512, DW().Lanes(16).VectorBits(512)),
       Depthwise("depthwise_conv2d_avx2", T::kAvx2, DW().Lanes(8)),
       Depthwise("depthwise_conv2d_sse", T::kSse, DW().Lanes(4)),
@@ -198,6 +208,8 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
 bool TryEntry(const ScheduleEntry& e, const FusedGroup& group, const lower::ScheduleOptions& opts,
               lower::LoweredFunc* out) {
   switch (e.kind) {
+    case ScheduleKind::kExpandDepthwise:
+      return TryExpandDepthwise(group, opts, e.expand_dw, out);
     case ScheduleKind::kDepthwiseConv2d:
       return TryDepthwiseConv2d(group, opts, e.depthwise, out);
     case ScheduleKind::kConv2d1x1:

@@ -3,8 +3,10 @@
 #include "table_strategy.h"
 
 #include <ember/compiler/ir/layout.h>
+#include <ember/compiler/ir/op_registry.h>
 
 #include <cstring>
+#include <set>
 
 #include "conv_group.h"
 
@@ -30,6 +32,8 @@ bool IsDepthwise(const ConvShape& s) {
 // Whether the kernel of entry e takes a conv of this shape (in its final layout).
 bool ConvKernelApplies(const ScheduleEntry& e, const ConvShape& s) {
   switch (e.kind) {
+    case ScheduleKind::kExpandDepthwise:  // with its producer only (ChooseConv)
+      return false;
     case ScheduleKind::kDepthwiseConv2d:  // NCHW: adjacent taps only (the row buffers)
       return IsDepthwise(s) && (!IsNchw(s) || Undilated(s));
     case ScheduleKind::kConv2d1x1:
@@ -49,6 +53,7 @@ bool ConvKernelApplies(const ScheduleEntry& e, const ConvShape& s) {
 // The output-channel block of the packed weights entry e's kernel reads (0: OIHW).
 int64_t ConvWeightBlock(const ScheduleEntry& e, const ConvShape& s) {
   switch (e.kind) {
+    case ScheduleKind::kExpandDepthwise:  // as the depthwise kernel's, which it falls back on
     case ScheduleKind::kDepthwiseConv2d:  // blocked: [C/x][1][KH][KW][x]
       return IsNchw(s) ? 0 : s.out_block;
     case ScheduleKind::kConv2d1x1:
@@ -189,12 +194,86 @@ KernelPlan TableStrategy::ChooseInt8Conv(const Graph& g, const Node& conv) const
   return plan;
 }
 
+const Node* TableStrategy::ExpansionOf(const Graph& g, const Node& dw, const ConvShape& s,
+                                       const ExpandDepthwiseParams& p) const {
+  if (!IsDepthwise(s) || !dw.HasInput(0)) return nullptr;
+  // Back from the data through elementwise nodes of the data's shape (an activation: Relu,
+  // Clip, x * HardSigmoid(x)) to the one conv they all start from, as FuseOps joins them onto it.
+  const std::vector<int> producers = g.Producers();
+  std::vector<std::vector<size_t>> readers(g.values().size());
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    for (int in : g.nodes()[i].inputs) {
+      if (in != kAbsentValue) readers[static_cast<size_t>(in)].push_back(i);
+    }
+  }
+  const std::vector<int64_t>& shape = g.value(dw.inputs[0]).type.shape;
+  std::set<size_t> chain;
+  int conv = -1;
+  std::vector<int> pending{dw.inputs[0]};
+  while (!pending.empty()) {
+    const int v = pending.back();
+    pending.pop_back();
+    const int pi = producers.at(static_cast<size_t>(v));
+    if (pi < 0) return nullptr;  // a graph input
+    const Node& n = g.nodes()[static_cast<size_t>(pi)];
+    if (n.op == "Conv") {
+      if (conv >= 0 && conv != pi) return nullptr;
+      conv = pi;
+      continue;
+    }
+    if (!chain.insert(static_cast<size_t>(pi)).second) continue;
+    const OpDef* def = OpRegistry::Global()->Find(n.op);
+    if (def == nullptr || !def->has_compute() || def->Pattern(n) > OpPattern::kBroadcast ||
+        n.outputs.size() != 1 || g.value(n.outputs[0]).type.shape != shape) {
+      return nullptr;
+    }
+    for (int in : n.inputs) {
+      if (in != kAbsentValue && !g.value(in).is_constant()) pending.push_back(in);
+    }
+  }
+  if (conv < 0) return nullptr;
+  const Node& expand = g.nodes()[static_cast<size_t>(conv)];
+  // Nothing else reads the conv's result or the chain's values (else it must be stored).
+  std::vector<int> values{expand.outputs.at(0)};
+  for (size_t ni : chain) values.push_back(g.nodes()[ni].outputs[0]);
+  for (int v : values) {
+    for (int out : g.outputs()) {
+      if (out == v) return nullptr;
+    }
+    for (size_t r : readers[static_cast<size_t>(v)]) {
+      const bool by_dw = &g.nodes()[r] == &dw && v == dw.inputs[0];
+      if (!by_dw && chain.count(r) == 0) return nullptr;
+    }
+  }
+  ConvGroup em;
+  if (expand.HasAttr(kDataZeroPointAttr) || !MatchLoneConv(g, expand, &em)) return nullptr;
+  // The 1x1 conv keeps its own plan (its weights packed for the channels-in-lanes kernel).
+  const KernelPlan ep = ChooseConv(g, expand);
+  const ScheduleEntry* own = nullptr;
+  for (const ScheduleEntry* e : entries_) {
+    if (e->name == ep.kernel) own = e;
+  }
+  if (own == nullptr || own->kind != ScheduleKind::kConv2dOcVec || ep.winograd_tile != 0 ||
+      !g.value(expand.inputs[1]).is_constant() ||
+      !ExpandDepthwiseFits(em.s, ep.weight_block, s, p.lanes)) {
+    return nullptr;
+  }
+  return &expand;
+}
+
 KernelPlan TableStrategy::ChooseConv(const Graph& g, const Node& conv) const {
   if (conv.HasAttr(kDataZeroPointAttr)) return ChooseInt8Conv(g, conv);
   KernelPlan plan;
   ConvGroup m;
   if (!MatchLoneConv(g, conv, &m)) return plan;
   for (const ScheduleEntry* e : entries_) {
+    if (e->kind == ScheduleKind::kExpandDepthwise && options_.fuse_expansions &&
+        ExpansionOf(g, conv, m.s, e->expand_dw) != nullptr) {
+      plan.kernel = e->name;
+      plan.weight_block = ConvWeightBlock(*e, m.s);
+      plan.fused_with_producer = true;
+      return plan;
+    }
     if (!ConvKernelApplies(*e, m.s)) continue;
     plan.kernel = e->name;
     const int64_t block = ConvWeightBlock(*e, m.s);
@@ -238,12 +317,13 @@ bool TableStrategy::Schedule(const FusedGroup& group, const lower::ScheduleOptio
   if (TryLayoutTransform(group, opts, out)) return true;
   // The group's conv or dense product carries its plan (a group built by hand, as in tests, has
   // it chosen here by the same rule).
+  // A depthwise conv fused with the 1x1 conv before it names the kernel of both.
   std::string planned;
   for (const Node* n : group.nodes) {
     if (n->op != "Conv" && n->op != "Gemm") continue;
-    planned =
-        KernelPlan::IsPlanned(*n) ? KernelPlan::Of(*n).kernel : Choose(*group.graph, *n).kernel;
-    break;
+    const KernelPlan plan =
+        KernelPlan::IsPlanned(*n) ? KernelPlan::Of(*n) : Choose(*group.graph, *n);
+    if (planned.empty() || plan.fused_with_producer) planned = plan.kernel;
   }
   const ScheduleEntry* first = nullptr;
   for (const ScheduleEntry* e : entries_) {

@@ -37,6 +37,10 @@ class TableStrategy : public KernelStrategy, public lower::GroupScheduler {
    * blocked and the output channels fill it), else 0. */
   int64_t Int8LayoutBlock(const Graph& graph, const Node& conv) const;
   KernelPlan ChooseDense(const Graph& graph, const Node& gemm) const;
+  /*! \brief The 1x1 conv whose result (through elementwise nodes) is the depthwise conv `dw`'s
+   * data, when entry params `p`'s kernel can compute both in one pass; else null. */
+  const Node* ExpansionOf(const Graph& graph, const Node& dw, const ConvShape& s,
+                          const ExpandDepthwiseParams& p) const;
 
   Target target_;
   StrategyOptions options_;

@@ -8,7 +8,10 @@
 // A node that reads both an anchored group (a conv) and a chain of elementwise nodes joins the
 // anchored group and takes the chain with it, as TVM's post-dominator fusion does: the residual
 // Add of a quantized model then dequantizes its other operand in the conv's epilogue instead of
-// a kernel of its own reading the conv's result back in float32.
+// a kernel of its own reading the conv's result back in float32. A depthwise conv the strategy
+// planned together with the 1x1 conv that produces its data (KernelPlan::fused_with_producer)
+// joins that conv's group, so one kernel computes both.
+#include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/ir/op_registry.h>
 #include <ember/compiler/transform.h>
 
@@ -129,14 +132,8 @@ int DiamondAnchor(const Graph& graph, const std::vector<bool>& graph_out,
 // anchored group when all the result's readers are in it, as TVM's post-dominator fusion joins
 // such a diamond: one kernel instead of the conv's store and a pass that reads it back.
 void JoinDiamonds(const Graph& graph, const std::vector<bool>& graph_out,
-                  const std::vector<int>& producer, std::vector<Building>* groups,
-                  std::vector<int>* group_of) {
-  std::vector<std::vector<size_t>> readers(graph.values().size());
-  for (size_t i = 0; i < graph.nodes().size(); ++i) {
-    for (int in : graph.nodes()[i].inputs) {
-      if (in != kAbsentValue) readers[static_cast<size_t>(in)].push_back(i);
-    }
-  }
+                  const std::vector<int>& producer, const std::vector<std::vector<size_t>>& readers,
+                  std::vector<Building>* groups, std::vector<int>* group_of) {
   for (size_t h = 0; h < groups->size(); ++h) {
     Building& chain = (*groups)[h];
     if (chain.nodes.empty() || chain.master > OpPattern::kBroadcast) continue;
@@ -147,6 +144,54 @@ void JoinDiamonds(const Graph& graph, const std::vector<bool>& graph_out,
     const Value& out = graph.value(graph.nodes()[chain.nodes.back()].outputs[0]);
     if (!SameElementCount(out, result)) continue;  // no spreading
     MoveIntoAnchor(h, anchor, groups, group_of);
+  }
+}
+
+// The nodes reading each value.
+std::vector<std::vector<size_t>> Readers(const Graph& graph) {
+  std::vector<std::vector<size_t>> readers(graph.values().size());
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    for (int in : graph.nodes()[i].inputs) {
+      if (in != kAbsentValue) readers[static_cast<size_t>(in)].push_back(i);
+    }
+  }
+  return readers;
+}
+
+// A group headed by a depthwise conv the strategy planned together with the 1x1 conv before it
+// (KernelPlan::fused_with_producer) joins that conv's group, epilogue and all, after the
+// diamonds (a hard-swish between them) have joined theirs: when that group is anchored on the
+// conv alone and the depthwise conv is the one reader of anything it computes. Otherwise the
+// depthwise conv runs apart, in the plain depthwise kernel, which reads the same weights.
+void JoinExpansions(const Graph& graph, const std::vector<bool>& graph_out,
+                    const std::vector<int>& producer,
+                    const std::vector<std::vector<size_t>>& readers, std::vector<Building>* groups,
+                    std::vector<int>* group_of) {
+  for (size_t h = 0; h < groups->size(); ++h) {
+    if ((*groups)[h].nodes.empty()) continue;
+    const size_t dw_index = (*groups)[h].nodes.front();
+    const Node& dw = graph.nodes()[dw_index];
+    if (dw.op != "Conv" || !KernelPlan::Of(dw).fused_with_producer || !dw.HasInput(0)) continue;
+    const int prod = producer[static_cast<size_t>(dw.inputs[0])];
+    if (prod < 0) continue;
+    const int g = (*group_of)[static_cast<size_t>(prod)];
+    const Building& b = (*groups)[static_cast<size_t>(g)];
+    if (static_cast<size_t>(g) == h || b.master != OpPattern::kOutEWiseFusable ||
+        b.nodes.size() + (*groups)[h].nodes.size() > kMaxGroupNodes) {
+      continue;
+    }
+    bool alone = graph.nodes()[b.nodes.front()].op == "Conv";
+    for (size_t ni : b.nodes) {
+      if (ni != b.nodes.front() && graph.nodes()[ni].op == "Conv") alone = false;
+      for (int out : graph.nodes()[ni].outputs) {
+        if (graph_out[static_cast<size_t>(out)]) alone = false;
+        for (size_t r : readers[static_cast<size_t>(out)]) {
+          const bool inside = (*group_of)[r] == g;
+          if (!inside && !(r == dw_index && out == dw.inputs[0])) alone = false;
+        }
+      }
+    }
+    if (alone) MoveIntoAnchor(h, g, groups, group_of);
   }
 }
 
@@ -220,7 +265,11 @@ std::vector<FusedGroup> FuseOps(Graph* graph, int opt_level) {
 
   std::vector<bool> graph_out(graph->values().size(), false);
   for (int out : graph->outputs()) graph_out[static_cast<size_t>(out)] = true;
-  if (opt_level > 0) JoinDiamonds(*graph, graph_out, producer, &groups, &group_of);
+  if (opt_level > 0) {
+    const std::vector<std::vector<size_t>> readers = Readers(*graph);
+    JoinDiamonds(*graph, graph_out, producer, readers, &groups, &group_of);
+    JoinExpansions(*graph, graph_out, producer, readers, &groups, &group_of);
+  }
 
   // Inputs: values read by a group but not produced in it; outputs: produced values read outside
   // (by another group) or graph outputs.

@@ -28,6 +28,9 @@ struct StrategyOptions {
   bool blocked_layout = true;
   /*! \brief False: 3 x 3 convs stay direct (params.bin keeps the model's size). */
   bool winograd = true;
+  /*! \brief False: a depthwise conv never computes the 1x1 conv before it in its own kernel
+   *  (KernelPlan::fused_with_producer), each runs apart (to compare the two). */
+  bool fuse_expansions = true;
 };
 
 class KernelStrategy {

@@ -63,6 +63,7 @@ Build ForEntry(const schedule::ScheduleEntry& e) {
     case schedule::ScheduleKind::kDense:                // test_dense.cc
     case schedule::ScheduleKind::kConv2dInt8:           // test_conv_int8.cc
     case schedule::ScheduleKind::kDepthwiseConv2dInt8:  // tests/python/test_quantized.py
+    case schedule::ScheduleKind::kExpandDepthwise:      // tests/python/test_expand_depthwise.py
       break;
   }
   return Build{e.name, "acc0_0[", 0};
@@ -191,6 +192,10 @@ TEST(Schedule, TableNamesAreUniqueAndCarryTheTarget) {
     EXPECT_TRUE(names.insert(e.name).second) << e.name;
     if (e.kind == schedule::ScheduleKind::kDepthwiseConv2d) {
       EXPECT_GE(e.depthwise.lanes, 1);
+    } else if (e.kind == schedule::ScheduleKind::kExpandDepthwise) {
+      EXPECT_GE(e.expand_dw.lanes, 1);
+      EXPECT_GE(e.expand_dw.expand_accumulators, 1);
+      EXPECT_GE(e.expand_dw.dw_pixels, 1);
     } else if (e.kind == schedule::ScheduleKind::kDense) {
       EXPECT_GE(e.dense.lanes, 1);
       EXPECT_GE(e.dense.rows, 1);

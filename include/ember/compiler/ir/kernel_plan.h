@@ -58,6 +58,11 @@ struct KernelPlan {
   /*! \brief With int8_dot and packed weights: each weight vector in halves order
    * (kPackedInt8HalvesAttr), as the channels form of the NEON widening dot reads it. */
   bool int8_weight_halves = false;
+  /*! \brief A depthwise conv whose kernel also computes the 1x1 conv (and its elementwise
+   * epilogue) that produces its data, row band by row band, so the expanded channels stay in
+   * cache (MobileNet's inverted residual blocks); FuseOps puts the two in one group. Its weights
+   * are packed as the plain depthwise kernel's, which takes it when they end up apart. */
+  bool fused_with_producer = false;
 
   /*! \brief True when PlanKernels attached a plan to `node`. */
   static bool IsPlanned(const Node& node);
