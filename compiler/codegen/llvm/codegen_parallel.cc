@@ -103,7 +103,6 @@ void CodeGenLLVM::EmitParallelFor(const lower::ForNode* f) {
   llvm::Value* chunks = b_.CreateBinaryIntrinsic(
       llvm::Intrinsic::smin, extent,
       b_.CreateMul(nt, llvm::ConstantInt::get(index_ty_, kParallelChunksPerTask)));
-  llvm::Value* chunk = b_.CreateSDiv(b_.CreateAdd(extent, b_.CreateSub(chunks, one)), chunks);
   llvm::Value* ranges = b_.CreateBinaryIntrinsic(
       llvm::Intrinsic::smin, b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, nt, chunks),
       llvm::ConstantInt::get(index_ty_, kParallelHomeRanges));
@@ -136,9 +135,19 @@ void CodeGenLLVM::EmitParallelFor(const lower::ForNode* f) {
   llvm::Value* c = b_.CreateAdd(first, CastInt(claimed, index_ty_, true));
   b_.CreateCondBr(b_.CreateICmpSLT(c, last), run, range_done);
   b_.SetInsertPoint(run);
-  llvm::Value* begin = b_.CreateMul(c, chunk);
-  llvm::Value* end =
-      b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, b_.CreateAdd(begin, chunk), extent);
+  // Chunk c is iterations [c * extent / chunks, (c + 1) * extent / chunks): sizes differ by one
+  // at most, so each home range holds its share of the loop. (Chunks of ceil(extent / chunks)
+  // left the last ones empty: 9 iterations on two threads made home ranges of 8 and 1, and the
+  // second thread took the first's rows, from the first core's cache.)
+  // In 64 bits: c * extent may not fit a 32-bit target's index type.
+  auto bound = [&](llvm::Value* k) {
+    llvm::Value* wide =
+        b_.CreateSDiv(b_.CreateMul(CastInt(k, i64_, true), llvm::ConstantInt::get(i64_, f->extent)),
+                      CastInt(chunks, i64_, true));
+    return CastInt(wide, index_ty_, true);
+  };
+  llvm::Value* begin = bound(c);
+  llvm::Value* end = bound(b_.CreateAdd(c, one));
   EmitLoop(f->var, begin, end, 0, f->body);
   b_.CreateBr(take);
   b_.SetInsertPoint(range_done);

@@ -2,6 +2,7 @@
 // reference loops, and check the generated argument checks.
 #include <ember/compiler/lower.h>
 #include <ember/runtime/c_runtime_api.h>
+#include <ember/runtime/threading.h>
 
 #include <algorithm>
 #include <cmath>
@@ -508,6 +509,37 @@ TEST(Codegen, Conv2DPaddedStridedWithBias) {
             }
         EXPECT_NEAR(out.data<float>()[(oc * 5 + oh) * 5 + ow], acc, 1e-4);
       }
+}
+
+// A parallel loop's chunks cover its iterations exactly, whatever the extent and the thread
+// count (chunk boundaries are c * extent / chunks: uneven extents split evenly).
+TEST(Codegen, ParallelLoopsRunEveryIterationOnAnyThreadCount) {
+  const int saved = runtime::threading::NumThreads();
+  for (int64_t rows : {5, 9, 12, 30, 97}) {
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    KernelGraph kg;
+    int a = kg.Input("a", {rows, 8192});
+    int y = kg.Add("Relu", {a}, {TensorType{{rows, 8192}, kFloat32}})[0];
+    std::string loops;
+    std::unique_ptr<Library> lib = testing::BuildKernelWithLoops(kg, y, &loops);
+    EXPECT_NE(loops.find("parallel for"), std::string::npos) << loops;
+    auto f = lib->Get("conv");
+    ASSERT_NE(f, nullptr);
+    HostArray ha({rows, 8192}, kFloat32), out({rows, 8192}, kFloat32);
+    ha.FillRandom(static_cast<uint64_t>(rows));
+    for (int threads : {1, 2, 3, 4, 7}) {
+      runtime::threading::SetNumThreads(threads);
+      std::fill(out.data<float>(), out.data<float>() + out.size(),
+                std::numeric_limits<float>::quiet_NaN());
+      ASSERT_EQ(Call(f, {&ha, &out}), 0) << TVMGetLastError();
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < out.size(); ++i) {
+        wrong += out.data<float>()[i] != std::max(ha.data<float>()[i], 0.0f) ? 1 : 0;
+      }
+      EXPECT_EQ(wrong, 0) << threads << " threads";
+    }
+  }
+  runtime::threading::SetNumThreads(saved);
 }
 
 TEST(Codegen, GemmTransBParallel) {
