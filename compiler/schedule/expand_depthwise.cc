@@ -115,6 +115,15 @@ struct Pass {
   lower::LoweredFunc* f;
 };
 
+// The bias vector of block cb of a half's conv (zeros without one): its accumulators start
+// from it, so the epilogue has no add left.
+Expr BlockBias(const Pass& c, const Half& h, const Expr& cb) {
+  const Expr lane = te::MakeVar("lane");
+  const Expr row = h.bias ? h.bias({c.n, cb, Expr(0), Expr(0), lane}) : Expr();
+  return row.defined() ? lower::VectorizeLanes(row, lane.get(), Expr(0), c.lanes)
+                       : te::Const(te::WithLanes(te::Float(32), c.lanes), 0);
+}
+
 // Element offset of column j of block v of ring row `slot` of the task's ring.
 Expr RingIndex(const Pass& c, const Expr& slot, int64_t v, const Expr& j) {
   return (((c.task * c.dw.kh + slot) * c.vectors + v) * c.ring_w + j) * c.lanes;
@@ -162,6 +171,7 @@ Stmt ExpandTile(const Pass& c, const std::string& tag, const Expr& ih, const Exp
                             EpilogueOnBlockVector(c.a.at, c.n, cb, ih, iw, acc, c.lanes));
       },
       c.f);
+  tile.StartFrom([&](int64_t v) { return BlockBias(c, c.a, c.group * c.vectors + v); });
   Stmt red = lower::Seq(tile.update);
   red =
       in_block > 1 ? lower::KeepScalarFor(lane, in_block, red) : lower::SubstituteVar(red, lane, 0);
@@ -174,7 +184,9 @@ Stmt ExpandRow(const Pass& c, int64_t most_pixels, const Expr& ih) {
   const Expr slot = RingSlot(c, ih);
   const int64_t pad_l = c.dw.pad_l;
   const int64_t cols = std::min(c.ex.w, c.ring_w - pad_l);
-  const int64_t pixels = std::min(most_pixels, cols);
+  // Equal tiles where a width near the most divides the row (a narrow tail tile has too few
+  // accumulators for the FMAs in flight).
+  const int64_t pixels = ChooseOwBlock(cols, most_pixels);
   const int64_t full = cols / pixels, tail = cols % pixels;
   std::vector<Stmt> row{ZeroColumns(c, slot, 0, pad_l)};
   row.push_back(Range("et", 0, full, lower::ForKind::kSerial, [&](const Expr& t) {
@@ -188,14 +200,10 @@ Stmt ExpandRow(const Pass& c, int64_t most_pixels, const Expr& ih) {
 // `count` output pixels of row oh from column ow0, block v of the task: the depthwise taps read
 // the ring, the accumulators start from the bias and end with the group's epilogue.
 Stmt DepthwiseTile(const Pass& c, const std::string& tag, const Expr& oh, int64_t v,
-                   const Expr& ow0, int64_t count) {
+                   const std::vector<Expr>& taps, const Expr& ow0, int64_t count) {
   const ConvShape& s = c.dw;
   const Expr cb = c.group * c.vectors + v;
-  const Expr lane = te::MakeVar("lane");
-  const Expr bias_row = c.b.bias ? c.b.bias({c.n, cb, Expr(0), Expr(0), lane}) : Expr();
-  const Expr start = bias_row.defined()
-                         ? lower::VectorizeLanes(bias_row, lane.get(), Expr(0), c.lanes)
-                         : te::Const(te::WithLanes(te::Float(32), c.lanes), 0);
+  const Expr start = BlockBias(c, c.b, cb);
   std::vector<Buffer> acc;
   std::vector<Stmt> body;
   for (int64_t k = 0; k < count; ++k) {
@@ -206,7 +214,7 @@ Stmt DepthwiseTile(const Pass& c, const std::string& tag, const Expr& oh, int64_
   for (int64_t kh = 0; kh < s.kh; ++kh) {
     const Expr slot = RingSlot(c, oh * s.s_h - s.pad_t + kh);
     for (int64_t kw = 0; kw < s.kw; ++kw) {
-      const Expr w = lower::VectorLoad(c.b.w, ((cb * s.kh + kh) * s.kw + kw) * c.lanes, c.lanes);
+      const Expr& w = taps[static_cast<size_t>(kh * s.kw + kw)];
       for (int64_t k = 0; k < count; ++k) {
         const Expr in =
             lower::VectorLoad(c.ring, RingIndex(c, slot, v, (ow0 + k) * s.s_w + kw), c.lanes);
@@ -227,12 +235,24 @@ Stmt DepthwiseTile(const Pass& c, const std::string& tag, const Expr& oh, int64_
 Stmt DepthwiseRow(const Pass& c, int64_t most_pixels, const Expr& oh) {
   const int64_t pixels = std::min(most_pixels, c.dw.ow);
   const int64_t full = c.dw.ow / pixels, tail = c.dw.ow % pixels;
+  const ConvShape& s = c.dw;
   std::vector<Stmt> row;
   for (int64_t v = 0; v < c.vectors; ++v) {
+    // The block's tap weights, loaded once per row into locals the tiles keep in registers.
+    const Expr cb = c.group * c.vectors + v;
+    std::vector<Expr> taps;
+    for (int64_t k = 0; k < s.kh * s.kw; ++k) {
+      Buffer w =
+          NewVectorAccumulator("wtap" + std::to_string(v) + "_" + std::to_string(k), c.lanes);
+      c.f->locals.push_back(w);
+      row.push_back(
+          lower::Store(w, 0, lower::VectorLoad(c.b.w, (cb * s.kh * s.kw + k) * c.lanes, c.lanes)));
+      taps.push_back(BufferLoad(w, 0));
+    }
     row.push_back(Range("dt", 0, full, lower::ForKind::kSerial, [&](const Expr& t) {
-      return DepthwiseTile(c, "m", oh, v, t * pixels, pixels);
+      return DepthwiseTile(c, "m", oh, v, taps, t * pixels, pixels);
     }));
-    if (tail > 0) row.push_back(DepthwiseTile(c, "t", oh, v, Expr(full * pixels), tail));
+    if (tail > 0) row.push_back(DepthwiseTile(c, "t", oh, v, taps, Expr(full * pixels), tail));
   }
   return SeqOf(row);
 }
@@ -272,7 +292,7 @@ bool TryExpandDepthwise(const FusedGroup& group, const lower::ScheduleOptions& o
   Half a, b;
   a.group = SubGroup(group, 0, second, group.inputs, mid);
   b.group = SubGroup(group, second, group.nodes.size(), b_inputs, group.outputs[0]);
-  if (!BuildHalf(f, group.inputs.size(), false, &a) ||
+  if (!BuildHalf(f, group.inputs.size(), true, &a) ||
       !BuildHalf(f, group.inputs.size(), true, &b)) {
     return false;
   }

@@ -12,7 +12,8 @@ BroadcastTile::BroadcastTile(
     const std::function<lower::Stmt(int64_t r, int64_t v, const te::Expr& acc)>& store_at,
     lower::LoweredFunc* f) {
   std::vector<te::Expr> xs;
-  std::vector<lower::Buffer> accs;
+  std::vector<lower::Buffer>& accs = accumulators;
+  this->vectors = vectors;
   for (int64_t r = 0; r < rows; ++r) {
     xs.push_back(x(r));  // broadcast against the tile's weight vectors
     for (int64_t v = 0; v < vectors; ++v) {
@@ -52,6 +53,12 @@ std::vector<te::Expr> CoveringLanes(const lower::Buffer& b, const te::Expr& base
     for (; i < end; ++i) out.push_back(te::Lane(vec, static_cast<int>(offsets[i] - start)));
   }
   return out;
+}
+
+void BroadcastTile::StartFrom(const std::function<te::Expr(int64_t v)>& start) {
+  for (size_t i = 0; i < accumulators.size(); ++i) {
+    init[i] = lower::Store(accumulators[i], 0, start(static_cast<int64_t>(i) % vectors));
+  }
 }
 
 lower::Stmt BroadcastTile::With(const lower::Stmt& reduction) const {

@@ -110,8 +110,12 @@ struct BroadcastTile {
                 lower::LoweredFunc* f);
   /*! \brief init, then `reduction` (loops around `update`), then the stores. */
   lower::Stmt With(const lower::Stmt& reduction) const;
+  /*! \brief `init` sets each row's accumulator v to start(v) instead (a bias vector). */
+  void StartFrom(const std::function<te::Expr(int64_t v)>& start);
 
   std::vector<lower::Stmt> init, update, store;
+  std::vector<lower::Buffer> accumulators;  // row-major: rows x vectors
+  int64_t vectors = 0;
 };
 
 }  // namespace ember::compiler::schedule
