@@ -224,15 +224,16 @@ def multiply_adds(tree):
     return int(own) + multiply_adds(left) + multiply_adds(right)
 
 
-LOOP = re.compile(r"^(\s*)(?:\w+ )?for \S+ in \[0, (\d+)\):$")
+LOOP = re.compile(r"^(\s*)(?:\w+ )?for (\S+) in \[0, (\d+)\):$")
 GUARD = re.compile(r"^(\s*)(if|else)\b(.*)$")
 STORE = re.compile(r"^(\s*)\S+\[.*?\] = (.*)$")
 
 
-def hot_loops(loop_dump):
+def hot_loops(loop_dump, var=None):
     """{function: multiply-adds per iteration of its loop that runs the most of them}, from the
     loop IR: a loop's multiply-adds (in its body, outside nested loops and `if 0` branches)
-    times its trip count and those of the loops around it."""
+    times its trip count and those of the loops around it. With `var`, only loops over a
+    variable of that name count."""
     out, func, stack = {}, None, []
     for line in open(loop_dump):
         if line.startswith("func "):
@@ -244,14 +245,16 @@ def hot_loops(loop_dump):
             stack.pop()
         m = LOOP.match(line)
         if m:
-            trips = int(m.group(2)) * (stack[-1][1] if stack else 1)
-            stack.append([indent, trips, 0, False])  # indent, runs, multiply-adds, dead
+            trips = int(m.group(3)) * (stack[-1][1] if stack else 1)
+            counted = var is None or m.group(2) == var
+            # indent, runs, multiply-adds, dead, counted
+            stack.append([indent, trips, 0, False, counted])
             continue
         m = GUARD.match(line)
         if m:
             dead = (m.group(2) == "if" and m.group(3).strip() == "0:") or any(
                 f[3] for f in stack)
-            stack.append([indent, stack[-1][1] if stack else 1, None, dead])
+            stack.append([indent, stack[-1][1] if stack else 1, None, dead, False])
             continue
         m = STORE.match(line)
         if not m or func is None:
@@ -260,7 +263,7 @@ def hot_loops(loop_dump):
         if loop is None or any(f[3] for f in stack):
             continue
         loop[2] += multiply_adds(parse_value(m.group(2).rstrip()))
-        if loop[2] * loop[1] > out[func][0] * out[func][1]:
+        if loop[4] and loop[2] * loop[1] > out[func][0] * out[func][1]:
             out[func] = (loop[2], loop[1])
     return {f: per for f, (per, _) in out.items() if per}
 
@@ -299,6 +302,11 @@ def measure(model_path, target, work):
                     "--dump-ir", dump], check=True, stdout=subprocess.DEVNULL)
     funcs = functions(os.path.join(art, "lib.so"))
     hot = hot_loops(os.path.join(dump, "kernels.loop.txt"))
+    # A 1x1 conv fused with a depthwise conv: its hottest loop is the 1x1's, so the depthwise
+    # tiles get a row of their own: their loop over `dt` (expand_depthwise.cc), or where a row
+    # is one tile, the loop over rows `r` (whose own multiply-adds are the tiles').
+    depthwise_tiles = hot_loops(os.path.join(dump, "kernels.loop.txt"), var="r")
+    depthwise_tiles.update(hot_loops(os.path.join(dump, "kernels.loop.txt"), var="dt"))
     rows = []
     for func, schedule in sorted(plans(dump).items()):
         loops = [(symbol,) + loop for symbol, code in funcs.items()
@@ -306,9 +314,13 @@ def measure(model_path, target, work):
                  for loop in loop_fmas(code, fma)]
         if not loops or func not in hot:
             continue
-        count, size, matched = hot_loop_code(loops, hot[func])
-        rows.append({"kernel": func, "schedule": schedule, "share": count / size, "fma": count,
-                     "instructions": size, "matched": matched})
+        parts = [(schedule, hot[func])]
+        if schedule.startswith("expand_depthwise") and func in depthwise_tiles:
+            parts.append((schedule + " (depthwise tiles)", depthwise_tiles[func]))
+        for name, per in parts:
+            count, size, matched = hot_loop_code(loops, per)
+            rows.append({"kernel": func, "schedule": name, "share": count / size, "fma": count,
+                         "instructions": size, "matched": matched})
     return rows
 
 

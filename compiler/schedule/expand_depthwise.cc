@@ -18,6 +18,7 @@
 #include "conv_group.h"
 #include "loop_builders.h"
 #include "schedule.h"
+#include "tuning.h"
 
 namespace ember::compiler::schedule {
 namespace {
@@ -334,7 +335,12 @@ bool TryExpandDepthwise(const FusedGroup& group, const lower::ScheduleOptions& o
          t,
          &f};
   const Expr oh0 = te::FloorMod(te::FloorDiv(t, Expr(groups)), Expr(bands)) * band_rows;
+  // The depthwise tiles' accumulators fill the registers the taps leave (as the plain depthwise
+  // kernel's: a 5x5 conv's 25 tap vectors leave 4 of AVX-512's 32).
+  const int registers = TargetVectorRegisters(opts);
   const int64_t expand_pixels = std::max<int64_t>(1, p.expand_accumulators / vectors);
+  const int64_t dw_pixels =
+      std::clamp<int64_t>(registers - dw.kh * dw.kw - 3, 1, std::max<int64_t>(1, p.dw_pixels));
   // The band's first output row needs its taps' rows but the last `stride`; each output row
   // then expands the `stride` rows below them first.
   const int64_t ahead = dw.kh - dw.s_h;
@@ -347,7 +353,7 @@ bool TryExpandDepthwise(const FusedGroup& group, const lower::ScheduleOptions& o
     step.push_back(Range("nr", 0, dw.s_h, lower::ForKind::kSerial, [&](const Expr& k) {
       return ExpandRow(c, expand_pixels, oh * dw.s_h - dw.pad_t + ahead + k);
     }));
-    step.push_back(DepthwiseRow(c, p.dw_pixels, oh));
+    step.push_back(DepthwiseRow(c, dw_pixels, oh));
     Stmt row = SeqOf(step);
     return bands * band_rows > dw.oh ? lower::If(oh < dw.oh, row) : row;
   }));

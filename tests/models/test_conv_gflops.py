@@ -85,6 +85,23 @@ def test_conv_flops_agree_with_the_model_generator(tmp_path):
     assert sum(l["flops"] for l in layers.values()) == 2 * net.macs - 2 * (1024 * 64 + 64 * 10)
 
 
+def test_a_kernel_of_two_convs_counts_both():
+    # emberc fuses a 1x1 conv with the depthwise conv it feeds into one kernel and names the
+    # second conv `fused_anchor`; the row then holds both convs' FLOPs and the second's output.
+    layers = conv_gflops.conv_layers(tiny_model())
+    assert layers["Conv_2"]["fed_by"] == "Conv_1"
+    assert layers["Conv_1"]["fed_by"] == "stem"  # through the Relu
+    assert layers["stem"]["fed_by"] is None  # a graph input
+    kernels = {7: {"name": "fused_conv_conv", "anchor": "Conv_1", "fused_anchor": "Conv_2",
+                   "output_shape": [2, 6, 5, 5], "winograd_tile": None}}
+    (row,) = conv_gflops.conv_rows(kernels, layers, {7: 1.0}, {7: {"percent": 100.0}}, 100.0)
+    assert row["conv"] == "Conv_1+Conv_2" and row["fused_with"] == "Conv_2"
+    assert row["flops"] == GROUP_FLOPS + DEPTHWISE_FLOPS
+    kernels[7]["fused_anchor"] = "stem"  # not fed by Conv_1: a mismatch, not a silent count
+    with pytest.raises(conv_gflops.MatchError, match="stem"):
+        conv_gflops.conv_rows(kernels, layers, {7: 1.0}, {7: {"percent": 100.0}}, 100.0)
+
+
 def test_rejects_a_group_that_does_not_divide_the_channels():
     model = tiny_model()
     model.graph.node[2].attribute[0].i = 3  # group 3: 8 channels in, weight wants 12

@@ -63,3 +63,29 @@ def test_a_loop_nested_in_another_with_as_many_fmas_is_the_hot_one():
     # An unrolled copy (twice the FMAs) fits; nothing fitting: the most FMAs, unmatched.
     assert fma_share.hot_loop_code([("f", 4, 7, frozenset({1}))], 2) == (4, 7, True)
     assert fma_share.hot_loop_code([outer, ("f", 3, 8, frozenset({9}))], 4) == (3, 8, False)
+
+
+# Loop IR of a kernel with a hot 1x1 reduction and, beside it, a loop of depthwise tiles, as
+# expand_depthwise.cc writes them.
+FUSED_LOOP_IR = """\
+func fused_conv_clip_conv_clip(x: float32[1,1,8,8,16])
+  parallel for t in [0, 4):
+    for r in [0, 8):
+      for et in [0, 2):
+        for icb in [0, 16):
+          acce0_0[0] = (<buffer load> + (<buffer load> * <buffer load>))
+          acce0_1[0] = (<buffer load> + (<buffer load> * <buffer load>))
+      for dt in [0, 2):
+        accdm0[0] = (<buffer load> + (<buffer load> * <buffer load>))
+        accdm0[0] = (<buffer load> + (<buffer load> * <buffer load>))
+        accdm0[0] = (<buffer load> + (<buffer load> * <buffer load>))
+"""
+
+
+def test_a_loop_over_a_named_variable_can_be_asked_for(tmp_path):
+    path = tmp_path / "kernels.loop.txt"
+    path.write_text(FUSED_LOOP_IR)
+    # The 1x1 reduction runs 2 multiply-adds 4 x 8 x 2 x 16 times; the depthwise tiles 3, 4 x 8 x 2.
+    assert fma_share.hot_loops(str(path)) == {"fused_conv_clip_conv_clip": 2}
+    assert fma_share.hot_loops(str(path), var="dt") == {"fused_conv_clip_conv_clip": 3}
+    assert fma_share.hot_loops(str(path), var="nothing") == {}
