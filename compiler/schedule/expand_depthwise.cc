@@ -308,8 +308,10 @@ bool TryExpandDepthwise(const FusedGroup& group, const lower::ScheduleOptions& o
   }
 
   const int64_t vectors = expand_block / p.lanes, groups = ex.oc / expand_block;
-  const int64_t bands = std::clamp<int64_t>((kMinTasks + groups - 1) / groups, 1,
-                                            std::max<int64_t>(1, dw.oh / kMinBandRows));
+  // An even task count where the rows allow one more band: 9 tasks split 4 + 5 on two threads.
+  const int64_t most_bands = std::max<int64_t>(1, dw.oh / kMinBandRows);
+  int64_t bands = std::clamp<int64_t>((kMinTasks + groups - 1) / groups, 1, most_bands);
+  if (bands * groups % 2 == 1 && bands < most_bands) ++bands;
   const int64_t band_rows = (dw.oh + bands - 1) / bands;
   const int64_t tasks = dw.n * bands * groups;
   const int64_t ring_w = (dw.ow - 1) * dw.s_w + dw.kw;
