@@ -258,6 +258,16 @@ Stmt DepthwiseRow(const Pass& c, int64_t most_pixels, const Expr& oh) {
   return SeqOf(row);
 }
 
+// Bands of output rows per (image, weight block of the expansion): enough for kMinTasks tasks
+// where the rows allow, and an even task count where one more band gives it (9 tasks split
+// 4 + 5 on two threads).
+int64_t Bands(const ConvShape& dw, int64_t groups) {
+  const int64_t most = std::max<int64_t>(1, dw.oh / kMinBandRows);
+  int64_t bands = std::clamp<int64_t>((kMinTasks + groups - 1) / groups, 1, most);
+  if (bands * groups % 2 == 1 && bands < most) ++bands;
+  return bands;
+}
+
 }  // namespace
 
 bool ExpandDepthwiseFits(const ConvShape& ex, int64_t expand_block, const ConvShape& dw,
@@ -272,7 +282,11 @@ bool ExpandDepthwiseFits(const ConvShape& ex, int64_t expand_block, const ConvSh
          (ex.in_block == 0 || input_blocked) && ex.out_block == lanes && dw.in_block == lanes &&
          dw.out_block == lanes && expand_block > 0 && expand_block % lanes == 0 &&
          ex.oc % expand_block == 0 && ex.oc == dw.c && ex.n == dw.n && ex.oh == dw.h &&
-         ex.ow == dw.w;
+         ex.ow == dw.w &&
+         // Too few tasks for the threads (a short plane of few channel blocks: PP-OCR's
+         // recognizer ran 1.13x its time at two threads fused): apart, the two kernels split
+         // their pixels finer.
+         dw.n * Bands(dw, ex.oc / expand_block) * (ex.oc / expand_block) >= kMinTasks;
 }
 
 bool TryExpandDepthwise(const FusedGroup& group, const lower::ScheduleOptions& opts,
@@ -309,9 +323,7 @@ bool TryExpandDepthwise(const FusedGroup& group, const lower::ScheduleOptions& o
 
   const int64_t vectors = expand_block / p.lanes, groups = ex.oc / expand_block;
   // An even task count where the rows allow one more band: 9 tasks split 4 + 5 on two threads.
-  const int64_t most_bands = std::max<int64_t>(1, dw.oh / kMinBandRows);
-  int64_t bands = std::clamp<int64_t>((kMinTasks + groups - 1) / groups, 1, most_bands);
-  if (bands * groups % 2 == 1 && bands < most_bands) ++bands;
+  const int64_t bands = Bands(dw, groups);
   const int64_t band_rows = (dw.oh + bands - 1) / bands;
   const int64_t tasks = dw.n * bands * groups;
   const int64_t ring_w = (dw.ow - 1) * dw.s_w + dw.kw;

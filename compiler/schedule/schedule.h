@@ -378,7 +378,8 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
 /*! \brief Whether the expand-depthwise kernel takes a 1x1 conv `expand` (stride 1, no padding,
  * one group) whose result, through elementwise nodes, is the data of the depthwise conv `dw`,
  * both writing NCHW[lanes]c (the 1x1 conv may read a narrower block, or NCHW), the 1x1 conv's
- * weights packed in blocks of `expand_block` output channels (a multiple of lanes). */
+ * weights packed in blocks of `expand_block` output channels (a multiple of lanes), with enough
+ * rows and channel blocks for the tasks of a launch. */
 bool ExpandDepthwiseFits(const ConvShape& expand, int64_t expand_block, const ConvShape& dw,
                          int64_t lanes);
 
