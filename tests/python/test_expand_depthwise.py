@@ -31,7 +31,7 @@ def _pointwise(x, w, b):
 
 
 def _depthwise(x, w, b, stride, pads):
-    """y[n, c, i, j] = b[c] + sum over taps (p, q) of w[c, 0, p, q] * xpad[n, c, i*s + p, j*s + q]."""
+    """y[n, c, i, j] = b[c] + sum over taps (p, q) of w[c, 0, p, q] * xpad[n, c, i*s+p, j*s+q]."""
     k = w.shape[2]
     xp = np.pad(x, [(0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])])
     oh = (xp.shape[2] - k) // stride + 1
@@ -39,7 +39,8 @@ def _depthwise(x, w, b, stride, pads):
     y = np.zeros(x.shape[:2] + (oh, ow))
     for p in range(k):
         for q in range(k):
-            window = xp[:, :, p:p + (oh - 1) * stride + 1:stride, q:q + (ow - 1) * stride + 1:stride]
+            rows = slice(p, p + (oh - 1) * stride + 1, stride)
+            window = xp[:, :, rows, q:q + (ow - 1) * stride + 1:stride]
             y += w[:, 0, p, q].reshape(1, -1, 1, 1) * window
     return y + b.reshape(1, -1, 1, 1) if b is not None else y
 
