@@ -160,6 +160,16 @@ std::vector<int> Graph::Producers() const {
   return prod;
 }
 
+std::vector<std::vector<size_t>> Graph::Readers() const {
+  std::vector<std::vector<size_t>> readers(values_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    for (int in : nodes_[i].inputs) {
+      if (in != kAbsentValue) readers[static_cast<size_t>(in)].push_back(i);
+    }
+  }
+  return readers;
+}
+
 void Graph::ReplaceAllUses(int from, int to) {
   for (Node& n : nodes_) {
     for (int& in : n.inputs) {

@@ -320,10 +320,8 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
   }
   // The bias depends on the channel only (OutputChannel): one load per task, not per pixel.
   Buffer bias;
-  Expr lane = te::MakeVar("lane");
-  Expr bias_row = bias_at({n, cb, Expr(0), Expr(0), lane});
-  if (bias_row.defined()) {
-    bias = task_vector("bias", lower::VectorizeLanes(bias_row, lane.get(), Expr(0), lanes));
+  if (Expr bias_vector = BiasOnBlockVector(bias_at, n, cb, lanes); bias_vector.defined()) {
+    bias = task_vector("bias", bias_vector);
   }
   RowContext ctx{s,  lanes, xb,    f.args.back().buffer,   weights, bias, at, n,
                  cb, &f,    pairs, RowStreams(s, block, p)};

@@ -328,6 +328,12 @@ te::Expr EpilogueOnBlockVector(const EpilogueAt& at, const te::Expr& n, const te
   return lower::VectorizeLanes(at({n, cb, oh, ow, lane}, acc), lane.get(), te::Expr(0), lanes);
 }
 
+te::Expr BiasOnBlockVector(const BiasAt& bias, const te::Expr& n, const te::Expr& cb, int lanes) {
+  te::Expr lane = te::MakeVar("lane");
+  te::Expr row = bias ? bias({n, cb, te::Expr(0), te::Expr(0), lane}) : te::Expr();
+  return row.defined() ? lower::VectorizeLanes(row, lane.get(), te::Expr(0), lanes) : row;
+}
+
 bool EpilogueVectorizes(const EpilogueAt& at, int lanes, te::DataType acc_type) {
   te::Expr acc = te::MakeVar("acc", te::WithLanes(acc_type, lanes));
   return EpilogueOnBlockVector(at, te::MakeVar("n"), te::MakeVar("cb"), te::MakeVar("h"),

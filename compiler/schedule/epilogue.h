@@ -91,6 +91,10 @@ te::Expr EpilogueOnBlockVector(const EpilogueAt& at, const te::Expr& n, const te
                                const te::Expr& oh, const te::Expr& ow, const te::Expr& acc,
                                int lanes);
 
+/*! \brief The vector of the bias `bias` adds to the `lanes` channels of NCHW[lanes]c block cb of
+ * image n (the bias depends on the channel only); undefined without a bias. */
+te::Expr BiasOnBlockVector(const BiasAt& bias, const te::Expr& n, const te::Expr& cb, int lanes);
+
 /*! \brief True when EpilogueOnBlockVector is defined for this epilogue on a vector of `acc`
  * (float32 sums, or an integer conv's int32 ones). */
 bool EpilogueVectorizes(const EpilogueAt& at, int lanes, te::DataType acc = te::Float(32));

@@ -119,10 +119,8 @@ struct Pass {
 // The bias vector of block cb of a half's conv (zeros without one): its accumulators start
 // from it, so the epilogue has no add left.
 Expr BlockBias(const Pass& c, const Half& h, const Expr& cb) {
-  const Expr lane = te::MakeVar("lane");
-  const Expr row = h.bias ? h.bias({c.n, cb, Expr(0), Expr(0), lane}) : Expr();
-  return row.defined() ? lower::VectorizeLanes(row, lane.get(), Expr(0), c.lanes)
-                       : te::Const(te::WithLanes(te::Float(32), c.lanes), 0);
+  const Expr bias = BiasOnBlockVector(h.bias, c.n, cb, c.lanes);
+  return bias.defined() ? bias : te::Const(te::WithLanes(te::Float(32), c.lanes), 0);
 }
 
 // Element offset of column j of block v of ring row `slot` of the task's ring.

@@ -200,12 +200,7 @@ const Node* TableStrategy::ExpansionOf(const Graph& g, const Node& dw, const Con
   // Back from the data through elementwise nodes of the data's shape (an activation: Relu,
   // Clip, x * HardSigmoid(x)) to the one conv they all start from, as FuseOps joins them onto it.
   const std::vector<int> producers = g.Producers();
-  std::vector<std::vector<size_t>> readers(g.values().size());
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
-    for (int in : g.nodes()[i].inputs) {
-      if (in != kAbsentValue) readers[static_cast<size_t>(in)].push_back(i);
-    }
-  }
+  const std::vector<std::vector<size_t>> readers = g.Readers();
   const std::vector<int64_t>& shape = g.value(dw.inputs[0]).type.shape;
   std::set<size_t> chain;
   int conv = -1;

@@ -147,17 +147,6 @@ void JoinDiamonds(const Graph& graph, const std::vector<bool>& graph_out,
   }
 }
 
-// The nodes reading each value.
-std::vector<std::vector<size_t>> Readers(const Graph& graph) {
-  std::vector<std::vector<size_t>> readers(graph.values().size());
-  for (size_t i = 0; i < graph.nodes().size(); ++i) {
-    for (int in : graph.nodes()[i].inputs) {
-      if (in != kAbsentValue) readers[static_cast<size_t>(in)].push_back(i);
-    }
-  }
-  return readers;
-}
-
 // A group headed by a depthwise conv the strategy planned together with the 1x1 conv before it
 // (KernelPlan::fused_with_producer) joins that conv's group, epilogue and all, after the
 // diamonds (a hard-swish between them) have joined theirs: when that group is anchored on the
@@ -266,7 +255,7 @@ std::vector<FusedGroup> FuseOps(Graph* graph, int opt_level) {
   std::vector<bool> graph_out(graph->values().size(), false);
   for (int out : graph->outputs()) graph_out[static_cast<size_t>(out)] = true;
   if (opt_level > 0) {
-    const std::vector<std::vector<size_t>> readers = Readers(*graph);
+    const std::vector<std::vector<size_t>> readers = graph->Readers();
     JoinDiamonds(*graph, graph_out, producer, readers, &groups, &group_of);
     JoinExpansions(*graph, graph_out, producer, readers, &groups, &group_of);
   }

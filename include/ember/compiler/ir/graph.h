@@ -108,6 +108,8 @@ class Graph {
   std::vector<int> UseCounts() const;
   /*! \brief Index of the node producing each value, or -1 (indexed by value id). */
   std::vector<int> Producers() const;
+  /*! \brief Indices of the nodes reading each value, in node order (indexed by value id). */
+  std::vector<std::vector<size_t>> Readers() const;
   /*! \brief Replace every use of `from` (node inputs and graph outputs) by `to`. */
   void ReplaceAllUses(int from, int to);
 
