@@ -124,7 +124,7 @@ Expr BlockBias(const Pass& c, const Half& h, const Expr& cb) {
 }
 
 // Element offset of column j of block v of ring row `slot` of the task's ring.
-Expr RingIndex(const Pass& c, const Expr& slot, int64_t v, const Expr& j) {
+Expr RingIndex(const Pass& c, const Expr& slot, const Expr& v, const Expr& j) {
   return (((c.task * c.dw.kh + slot) * c.vectors + v) * c.ring_w + j) * c.lanes;
 }
 
@@ -198,7 +198,7 @@ Stmt ExpandRow(const Pass& c, int64_t most_pixels, const Expr& ih) {
 
 // `count` output pixels of row oh from column ow0, block v of the task: the depthwise taps read
 // the ring, the accumulators start from the bias and end with the group's epilogue.
-Stmt DepthwiseTile(const Pass& c, const std::string& tag, const Expr& oh, int64_t v,
+Stmt DepthwiseTile(const Pass& c, const std::string& tag, const Expr& oh, const Expr& v,
                    const std::vector<Expr>& taps, const Expr& ow0, int64_t count) {
   const ConvShape& s = c.dw;
   const Expr cb = c.group * c.vectors + v;
@@ -235,14 +235,14 @@ Stmt DepthwiseRow(const Pass& c, int64_t most_pixels, const Expr& oh) {
   const int64_t pixels = std::min(most_pixels, c.dw.ow);
   const int64_t full = c.dw.ow / pixels, tail = c.dw.ow % pixels;
   const ConvShape& s = c.dw;
-  std::vector<Stmt> row;
-  for (int64_t v = 0; v < c.vectors; ++v) {
-    // The block's tap weights, loaded once per row into locals the tiles keep in registers.
+  // A loop over the task's blocks (one copy of the tiles, not one per block); each block's tap
+  // weights are loaded once per row into locals the tiles keep in registers.
+  return Range("dv", 0, c.vectors, lower::ForKind::kSerial, [&](const Expr& v) {
     const Expr cb = c.group * c.vectors + v;
+    std::vector<Stmt> row;
     std::vector<Expr> taps;
     for (int64_t k = 0; k < s.kh * s.kw; ++k) {
-      Buffer w =
-          NewVectorAccumulator("wtap" + std::to_string(v) + "_" + std::to_string(k), c.lanes);
+      Buffer w = NewVectorAccumulator("wtap" + std::to_string(k), c.lanes);
       c.f->locals.push_back(w);
       row.push_back(
           lower::Store(w, 0, lower::VectorLoad(c.b.w, (cb * s.kh * s.kw + k) * c.lanes, c.lanes)));
@@ -252,8 +252,8 @@ Stmt DepthwiseRow(const Pass& c, int64_t most_pixels, const Expr& oh) {
       return DepthwiseTile(c, "m", oh, v, taps, t * pixels, pixels);
     }));
     if (tail > 0) row.push_back(DepthwiseTile(c, "t", oh, v, taps, Expr(full * pixels), tail));
-  }
-  return SeqOf(row);
+    return SeqOf(row);
+  });
 }
 
 // Bands of output rows per (image, weight block of the expansion): enough for kMinTasks tasks
@@ -353,26 +353,24 @@ bool TryExpandDepthwise(const FusedGroup& group, const lower::ScheduleOptions& o
   const int64_t expand_pixels = std::max<int64_t>(1, p.expand_accumulators / vectors);
   const int64_t dw_pixels =
       std::clamp<int64_t>(registers - dw.kh * dw.kw - 3, 1, std::max<int64_t>(1, p.dw_pixels));
-  // The band's first output row needs its taps' rows but the last `stride`; each output row
-  // then expands the `stride` rows below them first.
+  // One loop over the band's input rows, each expanded once into the ring: the first output
+  // row needs kh of them, each later one `stride` more, so output row j is ready after input
+  // row ahead + (j + 1) * stride - 1. (The expansion's tiles are the kernel's bulk: one copy of
+  // them, not one for the band's first rows and another for the rest.)
   const int64_t ahead = dw.kh - dw.s_h;
-  std::vector<Stmt> task{Range("pr", 0, ahead, lower::ForKind::kSerial, [&](const Expr& r) {
-    return ExpandRow(c, expand_pixels, oh0 * dw.s_h - dw.pad_t + r);
-  })};
-  task.push_back(Range("r", 0, band_rows, lower::ForKind::kSerial, [&](const Expr& r) {
-    const Expr oh = oh0 + r;
-    std::vector<Stmt> step;
-    step.push_back(Range("nr", 0, dw.s_h, lower::ForKind::kSerial, [&](const Expr& k) {
-      return ExpandRow(c, expand_pixels, oh * dw.s_h - dw.pad_t + ahead + k);
-    }));
-    step.push_back(DepthwiseRow(c, dw_pixels, oh));
-    Stmt row = SeqOf(step);
-    return bands * band_rows > dw.oh ? lower::If(oh < dw.oh, row) : row;
-  }));
+  Stmt task =
+      Range("r", 0, ahead + band_rows * dw.s_h, lower::ForKind::kSerial, [&](const Expr& q) {
+        const Expr done = q + (1 - ahead);  // input rows past `ahead` expanded so far
+        const Expr oh = oh0 + te::FloorDiv(done, Expr(dw.s_h)) - 1;
+        Expr ready = done >= dw.s_h;
+        if (dw.s_h > 1) ready = ready && te::FloorMod(done, Expr(dw.s_h)) == Expr(0);
+        if (bands * band_rows > dw.oh) ready = ready && oh < dw.oh;
+        return lower::Seq({ExpandRow(c, expand_pixels, oh0 * dw.s_h - dw.pad_t + q),
+                           lower::If(ready, DepthwiseRow(c, dw_pixels, oh))});
+      });
   const int64_t work = ex.n * ex.oc * ex.h * ex.w * ex.c;
   const bool par = opts.parallel && tasks > 1 && work >= opts.parallel_min_work;
-  f.body =
-      lower::For(t, tasks, par ? lower::ForKind::kParallel : lower::ForKind::kSerial, SeqOf(task));
+  f.body = lower::For(t, tasks, par ? lower::ForKind::kParallel : lower::ForKind::kSerial, task);
   f.prefer_vector_bits = p.prefer_vector_bits;
   *out = std::move(f);
   return true;
