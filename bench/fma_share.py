@@ -304,8 +304,8 @@ def measure(model_path, target, work):
     hot = hot_loops(os.path.join(dump, "kernels.loop.txt"))
     # A 1x1 conv fused with a depthwise conv: its hottest loop is the 1x1's, so the depthwise
     # tiles get a row of their own: their loop over `dt` (expand_depthwise.cc), or where a row
-    # is one tile, the loop over rows `r` (whose own multiply-adds are the tiles').
-    depthwise_tiles = hot_loops(os.path.join(dump, "kernels.loop.txt"), var="r")
+    # is one tile, the loop over a row's blocks `dv` (whose own multiply-adds are the tiles').
+    depthwise_tiles = hot_loops(os.path.join(dump, "kernels.loop.txt"), var="dv")
     depthwise_tiles.update(hot_loops(os.path.join(dump, "kernels.loop.txt"), var="dt"))
     rows = []
     for func, schedule in sorted(plans(dump).items()):
