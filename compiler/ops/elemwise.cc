@@ -107,12 +107,12 @@ const bool kRegistered = [] {
   });
   Unary("HardSwish", [](const Node& n, Expr x) {
     RequireFloat(n, x);
-    return x * te::Max(C(x, 0), te::Min(C(x, 1), x * C(x, 1.0 / 6.0) + C(x, 0.5)));
+    return x * te::Max(te::Min(x * C(x, 1.0 / 6.0) + C(x, 0.5), C(x, 1)), C(x, 0));
   });
   Unary("HardSigmoid", [](const Node& n, Expr x) {
     RequireFloat(n, x);
     double alpha = n.GetFloat("alpha", 0.2), beta = n.GetFloat("beta", 0.5);
-    return te::Max(C(x, 0), te::Min(C(x, 1), x * C(x, alpha) + C(x, beta)));
+    return te::Max(te::Min(x * C(x, alpha) + C(x, beta), C(x, 1)), C(x, 0));
   });
   Unary("Mish", [](const Node& n, Expr x) {
     RequireFloat(n, x);
@@ -127,8 +127,8 @@ const bool kRegistered = [] {
   Unary("Celu", [](const Node& n, Expr x) {
     RequireFloat(n, x);
     double alpha = n.GetFloat("alpha", 1.0);
-    return te::Max(C(x, 0), x) +
-           te::Min(C(x, 0), C(x, alpha) * (te::Exp(x / C(x, alpha)) - C(x, 1)));
+    return te::Max(x, C(x, 0)) +
+           te::Min(C(x, alpha) * (te::Exp(x / C(x, alpha)) - C(x, 1)), C(x, 0));
   });
   Unary("Selu", [](const Node& n, Expr x) {
     RequireFloat(n, x);
