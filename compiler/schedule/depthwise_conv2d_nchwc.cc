@@ -4,7 +4,9 @@
 // multiplies each pixel's vector by the tap's weight vector (weights packed [C/x][KH][KW][x]):
 // no shuffles, no row copies. One parallel task is (image, block of output rows, channel block):
 // one row, or on small planes as many as make `task_pixels`, so the weights and the bias are
-// loaded once for all of them. A row runs in tiles of up to `columns` output pixels whose
+// loaded once for all of them (or, where all the taps would leave too few registers for a tile,
+// one tap row's at a time, reloaded from L1 per tile; TapPlan). A row runs in tiles of up to
+// `columns` output pixels whose
 // accumulators stay in registers (independent FMA chains) and start from the bias; only the few
 // border pixels, whose taps can fall into the padding, test their columns, and the border rows
 // have copies of the row that leave out the tap rows in the padding (one per run of rows that
@@ -31,7 +33,8 @@ struct RowContext {
   const ConvShape& s;
   int lanes;                    // = the layout's block
   Buffer x, out;                // [N][C/x][H][W][x], [N][C/x][OH][OW][x]
-  std::vector<Buffer> weights;  // one local per tap, loaded once per task
+  std::vector<Buffer> weights;  // one local per tap, loaded once per task; or none:
+  Buffer packed_weights;        // [C/x][KH][KW][x], read per tile when the taps stay in memory
   Buffer bias;                  // local holding the task's bias, loaded once; or null
   const EpilogueAt& at;         // the group's epilogue per element of the blocked output
   Expr n, cb;                   // the task
@@ -53,6 +56,14 @@ Expr InputIndex(const RowContext& c, const Expr& image, const Expr& ih, const Ex
 // The first `lanes` values of a weight or bias local (one block, or both copies of a pair's).
 Expr LocalVector(const RowContext& c, const Buffer& b, int lanes) {
   return c.pairs ? lower::VectorLoad(b, 0, lanes) : BufferLoad(b, 0);
+}
+
+// Tap k's weight vector (`lanes` values: one block, or a pair's two copies).
+Expr TapVector(const RowContext& c, int64_t k, int lanes) {
+  if (c.weights.empty()) {
+    return lower::VectorLoad(c.packed_weights, (c.cb * (c.s.kh * c.s.kw) + k) * c.lanes, lanes);
+  }
+  return LocalVector(c, c.weights[static_cast<size_t>(k)], lanes);
 }
 
 // Tap rows [kh_begin, kh_end) are those inside the image for the output row a Row computes.
@@ -85,9 +96,8 @@ Stmt Pixels(const RowContext& c, const std::string& tag, const Expr& oh, const T
       for (int64_t t = 0; t < count; ++t) {
         Expr iw = (ow0 + t) * s.s_w + (kw * s.d_w - s.pad_l);
         Expr in = lower::VectorLoad(c.x, InputIndex(c, image, ih, iw), c.lanes);
-        Stmt fma = lower::Store(
-            acc[t], 0,
-            BufferLoad(acc[t], 0) + in * LocalVector(c, c.weights[kh * s.kw + kw], c.lanes));
+        Stmt fma = lower::Store(acc[t], 0,
+                                BufferLoad(acc[t], 0) + in * TapVector(c, kh * s.kw + kw, c.lanes));
         body.push_back(check_columns ? lower::If((iw >= 0) && (iw < s.w), fma) : fma);
       }
     }
@@ -124,7 +134,7 @@ Stmt PixelPairs(const RowContext& c, const std::string& tag, const Expr& oh, con
       for (int64_t q = 0; q < count / 2; ++q) {
         Expr iw = ow0 + (2 * q + kw * s.d_w - s.pad_l);
         Expr in = lower::VectorLoad(c.x, InputIndex(c, image, ih, iw), pair);
-        Expr w = LocalVector(c, c.weights[kh * s.kw + kw], pair);
+        Expr w = TapVector(c, kh * s.kw + kw, pair);
         body.push_back(lower::Store(acc[q], 0, lower::VectorLoad(acc[q], 0, pair) + in * w));
       }
     }
@@ -197,8 +207,28 @@ bool RowStreams(const ConvShape& s, int64_t block, const DepthwiseParams& p) {
   return p.row_streams_past > 0 && tap_rows_apart > p.row_streams_past;
 }
 
-bool TapsFit(const ConvShape& s, int64_t registers) {
-  return s.kh * s.kw + kWorkingRegisters <= registers;
+// Where a task's tap weights live, and the accumulator registers a tile gets. All the taps in
+// registers for the whole task, unless that leaves fewer accumulators than half a tile of
+// `columns`: then the taps stay in memory (L1) and every tile reloads them, one tap row's worth
+// live at a time, so a 5x5 conv on AVX2's 16 registers runs blocked in tiles of 8 (it left the
+// blocked layout for the NCHW schedule, 2-3x slower). Half a tile is where the reloads start to
+// cost less than the narrow tile's extra input loads: a 3x3 conv on AVX2 (4 accumulators with
+// every tap held) ran no faster in tiles of 8 that reload its taps, and stride 2 slower.
+struct TapPlan {
+  bool in_registers;
+  int64_t tile_registers;  // 0: no tile fits
+};
+
+TapPlan PlanTaps(const ConvShape& s, int64_t registers, int64_t columns) {
+  const int64_t wanted = std::max<int64_t>(columns, 1);
+  const int64_t all_taps = registers - s.kh * s.kw - kWorkingRegisters;
+  if (all_taps >= (wanted + 1) / 2) return {true, std::min(all_taps, wanted)};
+  const int64_t one_row = registers - s.kw - kWorkingRegisters;
+  return {false, std::clamp<int64_t>(one_row, 0, wanted)};
+}
+
+bool TapsFit(const ConvShape& s, int64_t registers, int64_t columns) {
+  return PlanTaps(s, registers, columns).tile_registers > 0;
 }
 
 // Output rows [begin, end) whose taps all fall inside the image's rows.
@@ -250,8 +280,13 @@ bool BorderRowsFit(const ConvShape& s) {
 
 }  // namespace
 
+bool DepthwiseTapsHeld(const ConvShape& s, int64_t registers, int64_t columns) {
+  return PlanTaps(s, registers, columns).in_registers;
+}
+
 bool DepthwiseNchwcApplies(const ConvShape& s, const Target& target) {
-  return TapsFit(s, VectorRegisters(ClassifyTarget(target))) && BorderRowsFit(s);
+  // The widest tile any entry asks for: a conv whose one tap row fits fits every entry.
+  return TapsFit(s, VectorRegisters(ClassifyTarget(target)), 1) && BorderRowsFit(s);
 }
 
 bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptions& opts,
@@ -266,13 +301,14 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
   if (s.in_block != block || m.conv->GetInt(kPackedWeightBlockAttr, 0) != block) return false;
   const int64_t registers =
       p.vector_registers > 0 ? p.vector_registers : VectorRegisters(ClassifyTarget(*opts.target));
-  if (!TapsFit(s, registers)) return false;
+  const TapPlan plan = PlanTaps(s, registers, p.columns);
   const int64_t taps = s.kh * s.kw;
   const bool pairs = s.s_w == 1 && p.lanes >= 2 * block;
+  // Pairs hold their weights twice over in locals; taps read from memory would need each block
+  // broadcast to both halves of the vector.
+  if (plan.tile_registers == 0 || (pairs && !plan.in_registers)) return false;
   // Accumulator registers per tile; a pair's holds two pixels.
-  const int64_t tile_registers =
-      std::clamp<int64_t>(registers - taps - kWorkingRegisters, 1, std::max<int64_t>(p.columns, 1));
-  const int64_t columns = pairs ? 2 * tile_registers : tile_registers;
+  const int64_t columns = pairs ? 2 * plan.tile_registers : plan.tile_registers;
 
   lower::LoweredFunc f;
   Buffer xb, wb;
@@ -314,7 +350,7 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
     if (pairs) task.push_back(lower::Store(b, block, value));
     return b;
   };
-  for (int64_t k = 0; k < taps; ++k) {
+  for (int64_t k = 0; plan.in_registers && k < taps; ++k) {
     weights.push_back(task_vector("wvec" + std::to_string(k),
                                   lower::VectorLoad(wb, (cb * taps + k) * block, lanes)));
   }
@@ -323,7 +359,7 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
   if (Expr bias_vector = BiasOnBlockVector(bias_at, n, cb, lanes); bias_vector.defined()) {
     bias = task_vector("bias", bias_vector);
   }
-  RowContext ctx{s,  lanes, xb,    f.args.back().buffer,   weights, bias, at, n,
+  RowContext ctx{s,  lanes, xb,    f.args.back().buffer,   weights, wb, bias, at, n,
                  cb, &f,    pairs, RowStreams(s, block, p)};
   auto border_rows = [&](int64_t begin, int64_t end) {
     std::vector<Stmt> v;

@@ -269,12 +269,13 @@ int64_t Bands(const ConvShape& dw, int64_t groups) {
 }  // namespace
 
 bool ExpandDepthwiseFits(const ConvShape& ex, int64_t expand_block, const ConvShape& dw,
-                         int64_t lanes) {
+                         const ExpandDepthwiseParams& p, int64_t registers) {
+  const int64_t lanes = p.lanes;
   const bool pointwise = ex.kh == 1 && ex.kw == 1 && ex.s_h == 1 && ex.s_w == 1 && ex.pad_t == 0 &&
                          ex.pad_l == 0 && ex.oh == ex.h && ex.ow == ex.w && ex.group == 1;
   const bool depthwise = dw.group == dw.c && dw.oc == dw.c && dw.icg == 1 && Undilated(dw) &&
                          dw.kh >= dw.s_h && dw.kw >= dw.s_w && dw.pad_t < dw.kh &&
-                         dw.pad_l < dw.kw && dw.kh * dw.kw <= 25;
+                         dw.pad_l < dw.kw && DepthwiseTapsHeld(dw, registers, p.dw_pixels);
   const bool input_blocked = ex.in_block >= kMinLayoutBlock && ex.c % ex.in_block == 0;
   return pointwise && depthwise && lanes >= kMinLayoutBlock &&
          (ex.in_block == 0 || input_blocked) && ex.out_block == lanes && dw.in_block == lanes &&
@@ -312,8 +313,8 @@ bool TryExpandDepthwise(const FusedGroup& group, const lower::ScheduleOptions& o
   const ConvShape &ex = a.m.s, &dw = b.m.s;
   const int64_t expand_block = a.m.conv->GetInt(kPackedWeightBlockAttr, 0);
   const int lanes = static_cast<int>(p.lanes);
-  if (!ExpandDepthwiseFits(ex, expand_block, dw, p.lanes) || !a.x || !a.w || !b.w ||
-      b.m.conv->GetInt(kPackedWeightBlockAttr, 0) != p.lanes ||
+  if (!ExpandDepthwiseFits(ex, expand_block, dw, p, TargetVectorRegisters(opts)) || !a.x || !a.w ||
+      !b.w || b.m.conv->GetInt(kPackedWeightBlockAttr, 0) != p.lanes ||
       group.graph->value(mid).type.dtype != kFloat32 || !EpilogueVectorizes(a.at, lanes) ||
       !EpilogueVectorizes(b.at, lanes)) {
     return false;

@@ -379,9 +379,10 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
  * one group) whose result, through elementwise nodes, is the data of the depthwise conv `dw`,
  * both writing NCHW[lanes]c (the 1x1 conv may read a narrower block, or NCHW), the 1x1 conv's
  * weights packed in blocks of `expand_block` output channels (a multiple of lanes), with enough
- * rows and channel blocks for the tasks of a launch. */
+ * rows and channel blocks for the tasks of a launch, and the depthwise taps held in `registers`
+ * vector registers beside half a tile of p.dw_pixels (DepthwiseTapsHeld). */
 bool ExpandDepthwiseFits(const ConvShape& expand, int64_t expand_block, const ConvShape& dw,
-                         int64_t lanes);
+                         const ExpandDepthwiseParams& p, int64_t registers);
 
 /*!
  * \brief A group of a 1x1 conv, its elementwise epilogue, a depthwise conv of that result and its
@@ -394,10 +395,15 @@ bool ExpandDepthwiseFits(const ConvShape& expand, int64_t expand_block, const Co
 bool TryExpandDepthwise(const FusedGroup& group, const lower::ScheduleOptions& opts,
                         const ExpandDepthwiseParams& p, lower::LoweredFunc* out);
 
-/*! \brief Whether TryDepthwiseConv2dNchwc takes the conv on `target`: every tap's weight vector
- * in a register (plus three working registers) and few border rows (large pads and dilations
- * make many); convs it cannot take are left in NCHW by the layout pass. */
+/*! \brief Whether TryDepthwiseConv2dNchwc takes the conv on `target`: one tap row's weight
+ * vectors and a tile in the registers (plus three working registers) and few border rows (large
+ * pads and dilations make many); convs it cannot take are left in NCHW by the layout pass. */
 bool DepthwiseNchwcApplies(const ConvShape& s, const Target& target);
+
+/*! \brief Whether a depthwise kernel with `registers` vector registers keeps every tap's weight
+ * vector in one for a whole task, beside at least half a tile of `columns` accumulators; where
+ * not, the blocked depthwise kernel reads the taps from memory per tile. */
+bool DepthwiseTapsHeld(const ConvShape& s, int64_t registers, int64_t columns);
 
 /*!
  * \brief MaxPool (without Indices), AveragePool (2-D, dilation 1) and GlobalMaxPool /

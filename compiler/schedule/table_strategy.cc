@@ -9,6 +9,7 @@
 #include <set>
 
 #include "conv_group.h"
+#include "tuning.h"
 
 namespace ember::compiler::schedule {
 namespace {
@@ -250,7 +251,7 @@ const Node* TableStrategy::ExpansionOf(const Graph& g, const Node& dw, const Con
   }
   if (own == nullptr || own->kind != ScheduleKind::kConv2dOcVec || ep.winograd_tile != 0 ||
       !g.value(expand.inputs[1]).is_constant() ||
-      !ExpandDepthwiseFits(em.s, ep.weight_block, s, p.lanes)) {
+      !ExpandDepthwiseFits(em.s, ep.weight_block, s, p, VectorRegisters(ClassifyTarget(target_)))) {
     return nullptr;
   }
   return &expand;

@@ -370,16 +370,26 @@ TEST(BlockedLayout, DepthwiseKernelMatchesTheReference) {
       {1, 24, 10, 13, 24, 5, 1, 2, 24, true, true, true, 8, 8},      // 5x5, residual
       {1, 16, 9, 12, 16, 3, 1, 2, 16, true, false, false, 8, 8, 2},  // dilated
       {1, 12, 8, 9, 12, 3, 1, 1, 12, false, true, false, 4, 4},      // 4-wide blocks, no bias
+      // Taps that would leave too few registers for a tile: read from memory per tile.
+      {1, 16, 12, 14, 16, 7, 1, 3, 16, true, true, false, 16, 16},  // 7x7
+      {1, 8, 13, 15, 8, 7, 2, 3, 8, true, false, true, 8, 8},       // 7x7 stride 2, residual
+      {1, 32, 9, 11, 32, 5, 2, 2, 32, false, true, false, 8, 8},    // 5x5 stride 2, no bias
   };
   for (const char* name : {"depthwise_conv2d_avx512", "depthwise_conv2d_avx2"}) {
     const int64_t lanes = Entry(name).depthwise.lanes, registers = lanes == 16 ? 32 : 16;
     for (const BlockedCase& c : cases) {
-      // The kernel takes blocks it can fill and taps that leave registers for the tile.
-      if (c.out_block > lanes || c.k * c.k + 3 > registers) continue;
+      if (c.out_block > lanes) continue;  // blocks the kernel can fill
+      // Every tap in a register where that leaves half a tile of 8; else taps from memory,
+      // which pixel pairs (their weights held twice over) do not take.
+      const bool taps_held = c.k * c.k + 3 + 4 <= registers;
+      const bool pairs_wanted = c.stride == 1 && lanes >= 2 * c.out_block;
+      if (pairs_wanted && !taps_held) continue;
       // Pairs where two interior columns read no padding.
-      const bool pairs = c.stride == 1 && lanes >= 2 * c.out_block &&
-                         c.w - (c.k - 1) * c.dilation >= 2 && c.h > (c.k - 1) * c.dilation;
-      CheckBlockedConv(name, pairs ? "tp0[0] = " : "wvec0[", {c.out_block, 0}, c);
+      const bool pairs =
+          pairs_wanted && c.w - (c.k - 1) * c.dilation >= 2 && c.h > (c.k - 1) * c.dilation;
+      std::string ir;
+      CheckBlockedConv(name, pairs ? "tp0[0] = " : "acc", {c.out_block, 0}, c, &ir);
+      EXPECT_EQ(ir.find("wvec") != std::string::npos, taps_held) << name << " " << CaseName(c);
     }
   }
 }
@@ -396,6 +406,8 @@ TEST(BlockedLayout, NeonDepthwiseStartsFromTheBiasOverBlocksOfRows) {
       {1, 8, 4, 4, 8, 3, 1, 0, 8, true, false, false, 4, 4},      // no border rows
       {1, 8, 10, 9, 8, 3, 1, 2, 8, true, true, false, 4, 4, 2},   // dilated
       {1, 8, 18, 17, 8, 3, 1, 8, 8, true, true, false, 4, 4, 8},  // 8 border rows a side
+      {1, 8, 12, 15, 8, 7, 1, 3, 8, true, true, true, 4, 4},      // 7x7: taps from memory
+      {1, 4, 16, 16, 4, 7, 2, 3, 4, true, false, false, 4, 4},    // 7x7 stride 2
   };
   for (const BlockedCase& c : cases) {
     CheckBlockedConv("depthwise_conv2d_neon", "[0] = bias[0]", {c.out_block, 0}, c);
@@ -878,19 +890,23 @@ struct DepthwiseConv {
   }
 };
 
-// The blocked depthwise kernel keeps a weight vector per tap in a register; where 16 registers
-// cannot hold a 5x5 kernel's (AVX2, NEON on armv7) the conv stays in NCHW for its own schedule.
-TEST(BlockedLayout, PassBlocksDepthwiseConvsOnlyWhereTheirTapsFitTheRegisters) {
+// The blocked depthwise kernel keeps a weight vector per tap in a register, or, where that leaves
+// too few for a tile (5x5 and 7x7 on AVX2's or armv7's 16 registers), one tap row's, so these
+// convs are blocked too (they stayed in NCHW, 2-3x slower, with layout transforms around them).
+TEST(BlockedLayout, PassBlocksDepthwiseConvsWhoseTapsLeaveATile) {
   struct Case {
     const char* target;
     int64_t k;
     const char* layout;  // "" = left in NCHW
   };
-  for (const Case& c : {Case{"llvm -mcpu=haswell", 3, "NCHW8c"}, Case{"llvm -mcpu=haswell", 5, ""},
-                        Case{"llvm -mtriple=armv7a-linux-gnueabihf -mattr=+neon", 3, "NCHW4c"},
-                        Case{"llvm -mtriple=armv7a-linux-gnueabihf -mattr=+neon", 5, ""},
-                        Case{"llvm -mtriple=aarch64-linux-gnu", 5, "NCHW4c"},
-                        Case{"llvm -mcpu=skylake-avx512", 5, "NCHW16c"}}) {
+  for (const Case& c :
+       {Case{"llvm -mcpu=haswell", 3, "NCHW8c"}, Case{"llvm -mcpu=haswell", 5, "NCHW8c"},
+        Case{"llvm -mcpu=haswell", 7, "NCHW8c"},
+        Case{"llvm -mtriple=armv7a-linux-gnueabihf -mattr=+neon", 3, "NCHW4c"},
+        Case{"llvm -mtriple=armv7a-linux-gnueabihf -mattr=+neon", 5, "NCHW4c"},
+        Case{"llvm -mtriple=aarch64-linux-gnu", 5, "NCHW4c"},
+        Case{"llvm -mtriple=aarch64-linux-gnu", 7, "NCHW4c"},
+        Case{"llvm -mcpu=skylake-avx512", 5, "NCHW16c"}}) {
     SCOPED_TRACE(std::string(c.target) + ", " + std::to_string(c.k) + "x" + std::to_string(c.k));
     DepthwiseConv d(c.k);
     AlterConvLayout(&d.kg.graph, StrategyFor(Target::Parse(c.target)));
