@@ -153,17 +153,19 @@ def conv_layers(model):
     return layers
 
 
-def feeding_conv(value, nodes, producer, constants, names):
-    """The emberc name of the Conv whose output reaches `value` through nodes of one computed
-    input each (an activation between a 1x1 conv and the depthwise conv emberc may fuse with
-    it), or None. `producer` maps a value to the index of its node in `nodes` and `names`."""
+def feeding_conv(value, nodes, producer, constants, names, depth=8):
+    """The emberc name of the Conv whose output alone reaches `value` through at most `depth`
+    elementwise-like nodes (an activation between a 1x1 conv and the depthwise conv emberc may
+    fuse with it, a hard-swish x * HardSigmoid(x) diamond included), or None. `producer` maps a
+    value to the index of its node in `nodes` and `names`."""
     i = producer.get(value)
-    while i is not None and nodes[i].op_type != "Conv":
-        computed = [v for v in nodes[i].input if v and v not in constants and v in producer]
-        if len(computed) != 1 or len(nodes[i].output) != 1:
-            return None
-        i = producer.get(computed[0])
-    return names[i] if i is not None else None
+    if i is None or depth < 0 or len(nodes[i].output) != 1:
+        return None
+    if nodes[i].op_type == "Conv":
+        return names[i]
+    computed = [v for v in nodes[i].input if v and v not in constants and v in producer]
+    found = {feeding_conv(v, nodes, producer, constants, names, depth - 1) for v in computed}
+    return found.pop() if len(found) == 1 else None
 
 
 def conv_flops(out_shape, weight_shape):

@@ -102,6 +102,38 @@ def test_a_kernel_of_two_convs_counts_both():
         conv_gflops.conv_rows(kernels, layers, {7: 1.0}, {7: {"percent": 100.0}}, 100.0)
 
 
+def test_a_hard_swish_diamond_between_the_convs_is_walked():
+    # x * HardSigmoid(x) after the 1x1 conv (MobileNetV3): the Mul has two computed inputs, both
+    # from the one conv; an Add of two different convs feeds neither.
+    rs = np.random.RandomState(1)
+
+    def w(name, shape):
+        return numpy_helper.from_array(rs.uniform(-0.5, 0.5, shape).astype(np.float32), name)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w_a"], ["a"], name="expand", kernel_shape=[1, 1]),
+        helper.make_node("HardSigmoid", ["a"], ["s"]),
+        helper.make_node("Mul", ["a", "s"], ["h"]),
+        helper.make_node("Conv", ["h", "w_dw"], ["d"], name="dw", group=8, kernel_shape=[3, 3],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["x", "w_b"], ["b"], name="other", kernel_shape=[1, 1]),
+        helper.make_node("Add", ["d", "b"], ["e"]),
+        helper.make_node("Conv", ["e", "w_dw2"], ["y"], name="dw2", group=8,
+                         kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+    ]
+    graph = helper.make_graph(
+        nodes, "diamond",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 6, 6])],
+        initializer=[w("w_a", (8, 4, 1, 1)), w("w_dw", (8, 1, 3, 3)), w("w_b", (8, 4, 1, 1)),
+                     w("w_dw2", (8, 1, 3, 3))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    model.ir_version = 7
+    layers = conv_gflops.conv_layers(model)
+    assert layers["dw"]["fed_by"] == "expand"
+    assert layers["dw2"]["fed_by"] is None
+
+
 def test_rejects_a_group_that_does_not_divide_the_channels():
     model = tiny_model()
     model.graph.node[2].attribute[0].i = 3  # group 3: 8 channels in, weight wants 12
