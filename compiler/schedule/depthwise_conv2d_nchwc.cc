@@ -74,38 +74,47 @@ struct TapRows {
 Stmt PixelPairs(const RowContext& c, const std::string& tag, const Expr& oh, const TapRows& rows,
                 const Expr& ow0, int64_t count);
 
-// `count` output pixels from column ow0 of row oh. With check_columns, taps left or right of the
-// image are skipped per pixel (border pixels). The accumulators start from the bias, so the
-// epilogue has no add left to do.
+// `count` output pixels from column ow0 of `out_rows` rows from oh. With check_columns, taps left
+// or right of the image are skipped per pixel (border pixels). The accumulators start from the
+// bias, so the epilogue has no add left to do. Rows of a tile read the same input pixels where
+// their taps overlap (stride 1: two rows share kh - 1 input rows); those loads have the same
+// address, so LLVM loads each once for the whole tile.
 Stmt Pixels(const RowContext& c, const std::string& tag, const Expr& oh, const TapRows& rows,
-            const Expr& ow0, int64_t count, bool check_columns) {
+            const Expr& ow0, int64_t count, bool check_columns, int64_t out_rows) {
   if (c.pairs && !check_columns && count % 2 == 0) return PixelPairs(c, tag, oh, rows, ow0, count);
   const ConvShape& s = c.s;
   const Expr image = c.n * (s.c / c.lanes) + c.cb;
   std::vector<Buffer> acc;
   std::vector<Stmt> body;
-  for (int64_t t = 0; t < count; ++t) {
+  for (int64_t t = 0; t < out_rows * count; ++t) {
     acc.push_back(NewVectorAccumulator("acc" + tag + std::to_string(t), c.lanes));
     c.f->locals.push_back(acc.back());
     Expr start = c.bias ? LocalVector(c, c.bias, c.lanes) : te::Const(acc.back()->dtype, 0);
     body.push_back(lower::Store(acc.back(), 0, start));
   }
   for (int64_t kh = rows.begin; kh < rows.end; ++kh) {
-    Expr ih = oh * s.s_h + (kh * s.d_h - s.pad_t);
     for (int64_t kw = 0; kw < s.kw; ++kw) {
-      for (int64_t t = 0; t < count; ++t) {
-        Expr iw = (ow0 + t) * s.s_w + (kw * s.d_w - s.pad_l);
-        Expr in = lower::VectorLoad(c.x, InputIndex(c, image, ih, iw), c.lanes);
-        Stmt fma = lower::Store(acc[t], 0,
-                                BufferLoad(acc[t], 0) + in * TapVector(c, kh * s.kw + kw, c.lanes));
-        body.push_back(check_columns ? lower::If((iw >= 0) && (iw < s.w), fma) : fma);
+      for (int64_t r = 0; r < out_rows; ++r) {
+        Expr ih = (oh + r) * s.s_h + (kh * s.d_h - s.pad_t);
+        for (int64_t t = 0; t < count; ++t) {
+          Expr iw = (ow0 + t) * s.s_w + (kw * s.d_w - s.pad_l);
+          Expr in = lower::VectorLoad(c.x, InputIndex(c, image, ih, iw), c.lanes);
+          const Buffer& a = acc[static_cast<size_t>(r * count + t)];
+          Stmt fma =
+              lower::Store(a, 0, BufferLoad(a, 0) + in * TapVector(c, kh * s.kw + kw, c.lanes));
+          body.push_back(check_columns ? lower::If((iw >= 0) && (iw < s.w), fma) : fma);
+        }
       }
     }
   }
-  for (int64_t t = 0; t < count; ++t) {
-    Expr ow = ow0 + t;
-    Expr value = EpilogueOnBlockVector(c.at, c.n, c.cb, oh, ow, BufferLoad(acc[t], 0), c.lanes);
-    body.push_back(lower::Store(c.out, ((image * s.oh + oh) * s.ow + ow) * c.lanes, value));
+  for (int64_t r = 0; r < out_rows; ++r) {
+    for (int64_t t = 0; t < count; ++t) {
+      Expr ow = ow0 + t, row = oh + r;
+      Expr value =
+          EpilogueOnBlockVector(c.at, c.n, c.cb, row, ow,
+                                BufferLoad(acc[static_cast<size_t>(r * count + t)], 0), c.lanes);
+      body.push_back(lower::Store(c.out, ((image * s.oh + row) * s.ow + ow) * c.lanes, value));
+    }
   }
   return lower::Seq(body);
 }
@@ -150,10 +159,10 @@ Stmt PixelPairs(const RowContext& c, const std::string& tag, const Expr& oh, con
   return lower::Seq(body);
 }
 
-// Pixels [begin, end) of row oh, `columns` at a time, the rest as one narrower tile (border
-// pixels, check_columns, one at a time).
+// Pixels [begin, end) of `out_rows` rows from oh, `columns` at a time, the rest as one narrower
+// tile (border pixels, check_columns, one at a time).
 Stmt Run(const RowContext& c, const std::string& tag, const Expr& oh, const TapRows& rows,
-         int64_t begin, int64_t end, int64_t columns, bool check_columns) {
+         int64_t begin, int64_t end, int64_t columns, bool check_columns, int64_t out_rows) {
   if (end <= begin) return nullptr;
   const int64_t tiles = (end - begin) / columns, rest = (end - begin) % columns;
   std::vector<Stmt> parts;
@@ -162,34 +171,35 @@ Stmt Run(const RowContext& c, const std::string& tag, const Expr& oh, const TapR
     parts.push_back(lower::KeepScalarFor(
         tile, tiles,
         Pixels(c, tag + "t", oh, rows, tiles > 1 ? tile * columns + begin : Expr(begin), columns,
-               check_columns)));
+               check_columns, out_rows)));
   }
   if (rest > 0 && !check_columns) {
-    parts.push_back(Pixels(c, tag + "r", oh, rows, Expr(begin + tiles * columns), rest, false));
+    parts.push_back(
+        Pixels(c, tag + "r", oh, rows, Expr(begin + tiles * columns), rest, false, out_rows));
   } else if (rest > 0) {
     Expr ow = te::MakeVar(tag + "r");
     parts.push_back(lower::KeepScalarFor(
         ow, rest,
         Pixels(c, tag + "r", oh, rows,
                rest > 1 ? ow + (begin + tiles * columns) : Expr(begin + tiles * columns), 1,
-               check_columns)));
+               check_columns, out_rows)));
   }
   return SeqOf(parts);
 }
 
-// Output row oh, reading tap rows `rows`: its border pixels, then its interior in tiles of up to
-// `columns` pixels.
+// `out_rows` output rows from oh (1, or 2 for row pairs), reading tap rows `rows`: their border
+// pixels, then their interior in tiles of up to `columns` pixels a row.
 Stmt Row(const RowContext& c, const std::string& tag, const Expr& oh, const TapRows& rows,
-         int64_t columns) {
+         int64_t columns, int64_t out_rows = 1) {
   const ConvShape& s = c.s;
   // Output columns whose taps all fall inside the image's columns.
   const int64_t lo = std::min(s.ow, (s.pad_l + s.s_w - 1) / s.s_w);
   const int64_t hi = std::clamp((s.w - SpanW(s) + s.pad_l) / s.s_w + 1, lo, s.ow);
   int64_t width = std::clamp<int64_t>(hi - lo, 1, columns);
   if (c.pairs && width > 1 && width % 2 == 1) --width;  // whole pairs; the rest one pixel
-  return SeqOf({Run(c, tag + "l", oh, rows, 0, lo, 1, true),
-                Run(c, tag + "m", oh, rows, lo, hi, width, false),
-                Run(c, tag + "r", oh, rows, hi, s.ow, 1, true)});
+  return SeqOf({Run(c, tag + "l", oh, rows, 0, lo, 1, true, out_rows),
+                Run(c, tag + "m", oh, rows, lo, hi, width, false, out_rows),
+                Run(c, tag + "r", oh, rows, hi, s.ow, 1, true, out_rows)});
 }
 
 // Vector registers beyond the taps' weights: accumulators need at least one, plus the input
@@ -328,8 +338,11 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
   // One task per (image, block of `rows` interior output rows, channel block).
   const int64_t blocks = s.c / block;
   const int64_t interior = row_hi - row_lo;
+  // Row pairs (stride 1) want two rows a task at least.
+  const bool row_pairs = p.row_pairs && s.s_h == 1 && !pairs;
   const int64_t want_rows =
-      std::clamp<int64_t>(p.task_pixels / s.ow, 1, std::max<int64_t>(interior, 1));
+      std::clamp<int64_t>(std::max<int64_t>(p.task_pixels / s.ow, row_pairs ? 2 : 1), 1,
+                          std::max<int64_t>(interior, 1));
   const int64_t row_blocks = std::max<int64_t>(1, (interior + want_rows - 1) / want_rows);
   const int64_t rows = (interior + row_blocks - 1) / row_blocks;
   // Row blocks outside channel blocks: a thread's share of the tasks is a band of rows, as in
@@ -373,11 +386,28 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
     return lower::If(rb == Expr(begin == 0 ? 0 : row_blocks - 1), rows_stmt);
   };
   task.push_back(border_rows(0, row_lo));
-  task.push_back(Range("r", 0, rows, lower::ForKind::kSerial, [&](const Expr& r) {
-    Expr oh = rows > 1 ? oh0 + r : oh0;
-    Stmt row = Row(ctx, "i", oh, TapRows{0, s.kh}, columns);
-    return row_blocks * rows > interior ? lower::If(oh < row_hi, row) : row;
+  // Interior rows one at a time, or two at a time (the tile's accumulators split between them)
+  // where the entry asks for row pairs and the rows overlap (stride 1); an odd row runs alone.
+  const TapRows all_taps{0, s.kh};
+  const bool past_end = row_blocks * rows > interior;  // the last task's rows run past row_hi
+  const int64_t row_step = row_pairs && rows >= 2 ? 2 : 1;
+  const int64_t pair_columns = std::max<int64_t>(1, plan.tile_registers / 2);
+  task.push_back(Range("r", 0, rows / row_step, lower::ForKind::kSerial, [&](const Expr& r) {
+    Expr oh = rows > 1 ? oh0 + r * row_step : oh0;
+    if (row_step == 1) {
+      Stmt row = Row(ctx, "i", oh, all_taps, columns);
+      return past_end ? lower::If(oh < row_hi, row) : row;
+    }
+    Stmt both = Row(ctx, "p", oh, all_taps, pair_columns, 2);
+    if (!past_end) return both;
+    return lower::If(oh + 1 < row_hi, both,
+                     lower::If(oh < row_hi, Row(ctx, "j", oh, all_taps, columns)));
   }));
+  if (row_step == 2 && rows % 2 == 1) {
+    Expr oh = oh0 + (rows - 1);
+    Stmt row = Row(ctx, "o", oh, all_taps, columns);
+    task.push_back(past_end ? lower::If(oh < row_hi, row) : row);
+  }
   task.push_back(border_rows(row_hi, s.oh));
 
   const int64_t tasks = s.n * blocks * row_blocks;

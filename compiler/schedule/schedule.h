@@ -112,6 +112,10 @@ struct DepthwiseParams {
    * (te::StreamBase), for targets whose paired loads reach only so far (AArch64 ldp q: 1008).
    * Nearer rows share one base (their own bases would only cost address arithmetic). */
   int64_t row_streams_past = 0;
+  /*! \brief NCHW[x]c, stride 1: interior rows two at a time, the tile's accumulators split
+   * between them, so that the kh - 1 input rows they share are loaded once for both (AArch64:
+   * the loads, not the FMAs, are what keeps a 3x3 conv's loop below 60% multiply-adds). */
+  bool row_pairs = false;
 
   DepthwiseParams& Lanes(int64_t v) {
     lanes = v;
@@ -128,6 +132,10 @@ struct DepthwiseParams {
   }
   DepthwiseParams& RowStreamsPast(int64_t bytes) {
     row_streams_past = bytes;
+    return *this;
+  }
+  DepthwiseParams& RowPairs() {
+    row_pairs = true;
     return *this;
   }
 };

@@ -170,7 +170,7 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
       // (7x7, 14x14) take several rows per task. Tap rows over 1008 bytes apart (ldp q's reach)
       // load from bases of their own (DepthwiseParams::row_streams_past).
       Depthwise("depthwise_conv2d_neon", T::kNeon64,
-                DW().Lanes(4).Tile(8, 64).RowStreamsPast(1008)),
+                DW().Lanes(4).Tile(8, 64).RowStreamsPast(1008).RowPairs()),
       Depthwise("depthwise_conv2d_neon32", T::kNeon32, DW().Lanes(4)),
       Conv1x1("conv2d_1x1_avx512", T::kAvx512,
               C().Lanes(64).OcBlock(4).SimdLanes(16).VectorBits(512)),

@@ -416,6 +416,20 @@ TEST(BlockedLayout, NeonDepthwiseStartsFromTheBiasOverBlocksOfRows) {
                    {1, 8, 7, 7, 8, 3, 1, 1, 8, false, true, false, 4, 4});  // no bias
 }
 
+// Stride 1 on NEON: interior rows two at a time (accumulators "accp..."), so the input rows the
+// two share are loaded once; tasks of one row would leave no pair, so they take two at least.
+TEST(BlockedLayout, NeonDepthwiseComputesStrideOneRowsInPairs) {
+  const std::vector<BlockedCase> cases = {
+      {1, 8, 20, 40, 8, 3, 1, 1, 8, true, true, false, 4, 4},   // wide rows: tasks of 2
+      {1, 8, 13, 13, 8, 3, 1, 1, 8, true, false, true, 4, 4},   // odd rows per task
+      {1, 4, 12, 16, 4, 5, 1, 2, 4, false, true, false, 4, 4},  // 5x5, no bias
+      {1, 8, 15, 17, 8, 7, 1, 3, 8, true, true, false, 4, 4},   // 7x7, taps from memory
+  };
+  for (const BlockedCase& c : cases) {
+    CheckBlockedConv("depthwise_conv2d_neon", "accpmt0", {c.out_block, 0}, c);
+  }
+}
+
 // Tap rows more than the paired load's reach apart (1008 bytes: 3x3 taps on rows of 32 NCHW4c
 // pixels or more) load from bases of their own, so that AArch64 can pair each row's loads;
 // nearer rows share one.
