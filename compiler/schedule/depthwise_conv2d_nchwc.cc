@@ -295,7 +295,7 @@ bool DepthwiseTapsHeld(const ConvShape& s, int64_t registers, int64_t columns) {
 }
 
 bool DepthwiseNchwcApplies(const ConvShape& s, const Target& target) {
-  // The widest tile any entry asks for: a conv whose one tap row fits fits every entry.
+  // One accumulator beside a tap row's weights: then every entry's PlanTaps gives a tile.
   return TapsFit(s, VectorRegisters(ClassifyTarget(target)), 1) && BorderRowsFit(s);
 }
 
@@ -312,11 +312,11 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
   const int64_t registers =
       p.vector_registers > 0 ? p.vector_registers : VectorRegisters(ClassifyTarget(*opts.target));
   const TapPlan plan = PlanTaps(s, registers, p.columns);
+  if (plan.tile_registers == 0) return false;
   const int64_t taps = s.kh * s.kw;
-  const bool pairs = s.s_w == 1 && p.lanes >= 2 * block;
   // Pairs hold their weights twice over in locals; taps read from memory would need each block
-  // broadcast to both halves of the vector.
-  if (plan.tile_registers == 0 || (pairs && !plan.in_registers)) return false;
+  // broadcast to both halves of the vector, so those take one pixel a (narrower) vector.
+  const bool pairs = s.s_w == 1 && p.lanes >= 2 * block && plan.in_registers;
   // Accumulator registers per tile; a pair's holds two pixels.
   const int64_t columns = pairs ? 2 * plan.tile_registers : plan.tile_registers;
 

@@ -374,16 +374,16 @@ TEST(BlockedLayout, DepthwiseKernelMatchesTheReference) {
       {1, 16, 12, 14, 16, 7, 1, 3, 16, true, true, false, 16, 16},  // 7x7
       {1, 8, 13, 15, 8, 7, 2, 3, 8, true, false, true, 8, 8},       // 7x7 stride 2, residual
       {1, 32, 9, 11, 32, 5, 2, 2, 32, false, true, false, 8, 8},    // 5x5 stride 2, no bias
+      {1, 12, 9, 10, 12, 5, 1, 2, 12, true, true, false, 4, 4},     // 5x5 in 4-wide blocks
   };
   for (const char* name : {"depthwise_conv2d_avx512", "depthwise_conv2d_avx2"}) {
     const int64_t lanes = Entry(name).depthwise.lanes, registers = lanes == 16 ? 32 : 16;
     for (const BlockedCase& c : cases) {
       if (c.out_block > lanes) continue;  // blocks the kernel can fill
       // Every tap in a register where that leaves half a tile of 8; else taps from memory,
-      // which pixel pairs (their weights held twice over) do not take.
+      // which pixel pairs (their weights held twice over) do not take: a pixel a vector then.
       const bool taps_held = c.k * c.k + 3 + 4 <= registers;
-      const bool pairs_wanted = c.stride == 1 && lanes >= 2 * c.out_block;
-      if (pairs_wanted && !taps_held) continue;
+      const bool pairs_wanted = c.stride == 1 && lanes >= 2 * c.out_block && taps_held;
       // Pairs where two interior columns read no padding.
       const bool pairs =
           pairs_wanted && c.w - (c.k - 1) * c.dilation >= 2 && c.h > (c.k - 1) * c.dilation;
