@@ -6,12 +6,12 @@
 // one row, or on small planes as many as make `task_pixels`, so the weights and the bias are
 // loaded once for all of them (or, where all the taps would leave too few registers for a tile,
 // one tap row's at a time, reloaded from L1 per tile; TapPlan). A row runs in tiles of up to
-// `columns` output pixels whose
-// accumulators stay in registers (independent FMA chains) and start from the bias; only the few
-// border pixels, whose taps can fall into the padding, test their columns, and the border rows
-// have copies of the row that leave out the tap rows in the padding (one per run of rows that
-// leave out the same ones). The rest of the epilogue is applied to each finished vector before
-// its one store.
+// `columns` output pixels (on NEON, stride 1, two rows at a time: row_pairs) whose accumulators
+// stay in registers (independent FMA chains) and start from the bias; only the few border
+// pixels, whose taps can fall into the padding, test their columns, and the border rows have
+// copies of the row that leave out the tap rows in the padding (one per run of rows that leave
+// out the same ones). The rest of the epilogue is applied to each finished vector before its one
+// store.
 #include <ember/compiler/ir/weight_layout.h>
 
 #include <algorithm>
