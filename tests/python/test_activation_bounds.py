@@ -3,14 +3,11 @@ operand of their Max and Min: a NaN input then stays NaN, as in ONNX's reference
 (with the constant first, the select returned the constant: HardSigmoid(NaN) was 0), and on
 AArch64 each bound is one fmax / fmin where a zero first took a compare and a mask (fcmge + and),
 which kept MobileNetV3's depthwise hard-swish loops below 60% multiply-adds."""
-import subprocess
-
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from test_compile import _compiler_or_skip, _model, _run_graph
-from ember import compiler
+from test_compile import _dump_ir, _model, _run_graph
 
 X = np.array([np.nan, -0.0, 0.0, 1.0, -1.0, -3.0, 3.0, 2.5, -2.5, np.inf, -np.inf, 0.4],
              np.float32)
@@ -48,15 +45,8 @@ def test_nan_stays_nan_and_the_bounds_hold(tmp_path, op):
 
 @pytest.mark.parametrize("op", ["HardSigmoid", "HardSwish"])
 def test_aarch64_bounds_are_single_max_and_min(tmp_path, op):
-    _compiler_or_skip()
-    emberc = compiler.find_emberc()
-    if emberc is None:
-        pytest.skip("emberc not built")
-    path = tmp_path / "model.onnx"
-    path.write_bytes(_model(_graph(op, 4096), opset=14).SerializeToString())
-    subprocess.run([emberc, "compile", str(path), "-o", str(tmp_path / "art"), "--target",
-                    "llvm -mtriple=aarch64-linux-gnu", "--dump-ir", str(tmp_path / "ir")],
-                   check=True, stdout=subprocess.DEVNULL)
-    ir = (tmp_path / "ir" / "kernels.opt.ll").read_text()
+    ir_dir = _dump_ir(tmp_path, _model(_graph(op, 4096), opset=14),
+                      target="llvm -mtriple=aarch64-linux-gnu")
+    ir = (ir_dir / "kernels.opt.ll").read_text()
     assert "@llvm.maximum." in ir and "@llvm.minimum." in ir, "bounds not max / min"
     assert "fcmp" not in ir, "a bound still compares and selects"

@@ -29,16 +29,18 @@ def _model(graph, opset=13):
     return model
 
 
-def _dump_ir(tmp_path, model):
-    """Compiles a ModelProto with `emberc compile --dump-ir`; returns the dump directory."""
+def _dump_ir(tmp_path, model, target=None):
+    """Compiles a ModelProto with `emberc compile --dump-ir` (for `target`, else the host);
+    returns the dump directory."""
     _compiler_or_skip()
     emberc = compiler.find_emberc()
     if emberc is None:
         pytest.skip("emberc not built")
     path = tmp_path / "dumped.onnx"
     path.write_bytes(model.SerializeToString())
+    target_args = ["--target", target] if target else []
     subprocess.run([emberc, "compile", str(path), "-o", str(tmp_path / "dumped"), "--dump-ir",
-                    str(tmp_path / "ir")], check=True, stdout=subprocess.DEVNULL)
+                    str(tmp_path / "ir")] + target_args, check=True, stdout=subprocess.DEVNULL)
     return tmp_path / "ir"
 
 
