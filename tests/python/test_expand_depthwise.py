@@ -8,13 +8,14 @@ for the threads' tasks keeps two kernels, and so does a 1x1 conv whose result ha
 reader."""
 import json
 import platform
+import re
 
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import ember
-from test_compile import _model
+from test_compile import _dump_ir, _model
 
 ACTIVATIONS = {
     "relu6": lambda v: np.clip(v, 0, 6),
@@ -166,3 +167,17 @@ def test_an_expansion_read_twice_keeps_its_own_kernel(tmp_path):
     assert not any("fused_anchor" in k for k in kernels), kernels
     np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
     np.testing.assert_allclose(a, expanded, rtol=1e-4, atol=1e-4 * np.abs(expanded).max())
+
+
+def test_each_expansion_step_prefetches_the_next_blocks_weights(tmp_path):
+    """In a model a task's first row would wait for its weights from L3, which a small plane
+    reuses too little to hide: each step of the expansion's reduction also fetches the same
+    step's weights of the next weight block, the task its thread runs next."""
+    model, _, _, _ = _block(CASES["mobilenet_stride2"], "prefetch")
+    ir = (_dump_ir(tmp_path, model) / "kernels.loop.txt").read_text()
+    (fused,) = [f for f in ir.split("\nfunc ") if "_ring_ws" in f]
+    prefetches = re.findall(r"prefetch (\w+)\[(.*)\]", fused)
+    assert prefetches, fused
+    for buffer, index in prefetches:
+        assert buffer.startswith("w1"), buffer  # the expansion's weights, not the depthwise's
+        assert "+ 1) *" in index, index  # the next weight block's
