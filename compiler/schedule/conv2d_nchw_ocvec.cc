@@ -354,6 +354,23 @@ Stmt BlockedEpilogue(const ConvShape& s, int64_t ocb, const Buffer& result, cons
   return lower::For(t, tasks, par ? ForKind::kParallel : ForKind::kSerial, st);
 }
 
+// A small plane's tasks: each channel block's row groups (and the rows after the last, `tail`)
+// in `tasks_per_block` tasks of `groups_per_task` groups.
+struct RowSplit {
+  int64_t tasks_per_block, groups_per_task;
+};
+
+// One task per channel block fetches the block's weights once; where the blocks are fewer than
+// kMinTasks (MobileNetV2's 160-channel 7x7 convs have 5: three blocks' time on one thread of
+// two, the other idle for one), each block's row groups split between tasks that each fetch them.
+RowSplit SplitRowGroups(int64_t blocks, int64_t groups, bool tail, bool parallel) {
+  const int64_t units = groups + (tail ? 1 : 0);
+  if (!parallel || blocks >= kMinTasks || units < 2) return {1, groups};
+  const int64_t wanted = std::min(units, (kMinTasks + blocks - 1) / blocks);
+  const int64_t per_task = (units + wanted - 1) / wanted;
+  return {(units + per_task - 1) / per_task, per_task};
+}
+
 int64_t AccumulatorLanes(const Conv2dOcVecParams& entry, const Conv2dOcVecParams& blocked,
                          int64_t ocb) {
   // Output blocks narrower than the target's vectors (24 channels in 8-wide blocks on AVX-512)
@@ -578,24 +595,39 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
     }
     image.push_back(over_parts(lower::Seq(grids)));
   } else {
-    // Small planes: one task per channel block runs all its row groups and the leftover rows,
-    // so the block's weights (often larger than L2 in total) are fetched once, not twice; with
-    // a chunked reduction, each chunk's weights stay in L1 across the row groups.
-    // Every row group streams the chunk's weights from L1; the first would wait for them from
-    // memory (a small plane does little work per weight), so each step fetches the same weights
-    // of the next chunk (the next channel block's first, after the last chunk) meanwhile.
+    // Small planes: one task per channel block runs all its row groups and the leftover rows
+    // (or a share of them, SplitRowGroups), so the block's weights (often larger than L2 in
+    // total) are fetched once, not twice; with a chunked reduction, each chunk's weights stay
+    // in L1 across the row groups. Every row group streams the chunk's weights from L1; the first
+    // would wait for them from memory (a small plane does little work per weight), so each step
+    // fetches the same weights of the next chunk (the next channel block's first, after the last
+    // chunk) meanwhile.
     ctx.prefetch_ahead = ctx.icc * s.kh * s.kw * ocb;
-    Expr ob = te::MakeVar("ob"), grp = te::MakeVar("g");
-    std::vector<Stmt> per_part{lower::For(grp, groups, ForKind::kSerial,
-                                          MakeTile(ctx, "m", ob, grp * tile_rows, tile_rows, 0, owb,
-                                                   ic_part, partial_sums(tile_rows * owb)))};
-    if (row_tail > 0) {
-      per_part.push_back(MakeTile(ctx, "r", ob, Expr(groups * tile_rows), row_tail, 0, owb, ic_part,
-                                  partial_sums(row_tail * owb)));
-    }
     const int64_t work = s.oh * s.ow * s.oc * s.icg * s.kh * s.kw;
-    bool par = opts.parallel && ocbs > 1 && work >= opts.parallel_min_work;
-    image.push_back(lower::For(ob, ocbs, par ? ForKind::kParallel : ForKind::kSerial,
+    const bool par = opts.parallel && work >= opts.parallel_min_work;
+    const RowSplit split = SplitRowGroups(ocbs, groups, row_tail > 0, par);
+    Expr task = te::MakeVar("ob"), grp = te::MakeVar("g");
+    Expr ob = split.tasks_per_block > 1 ? te::FloorDiv(task, Expr(split.tasks_per_block)) : task;
+    Expr first = split.tasks_per_block > 1
+                     ? te::FloorMod(task, Expr(split.tasks_per_block)) * split.groups_per_task
+                     : Expr(0);
+    Stmt tile = MakeTile(ctx, "m", ob, (first + grp) * tile_rows, tile_rows, 0, owb, ic_part,
+                         partial_sums(tile_rows * owb));
+    if (split.groups_per_task * split.tasks_per_block > groups) {
+      tile = lower::If(first + grp < Expr(groups), tile);
+    }
+    std::vector<Stmt> per_part{lower::For(grp, split.groups_per_task, ForKind::kSerial, tile)};
+    if (row_tail > 0) {
+      Stmt tail = MakeTile(ctx, "r", ob, Expr(groups * tile_rows), row_tail, 0, owb, ic_part,
+                           partial_sums(row_tail * owb));
+      if (split.tasks_per_block > 1) {  // the block's last task takes the tail rows
+        tail = lower::If(first == Expr((split.tasks_per_block - 1) * split.groups_per_task), tail);
+      }
+      per_part.push_back(tail);
+    }
+    const int64_t tasks = ocbs * split.tasks_per_block;
+    image.push_back(lower::For(task, tasks,
+                               par && tasks > 1 ? ForKind::kParallel : ForKind::kSerial,
                                over_parts(lower::Seq(per_part))));
   }
   if (own_epilogue && !blocked_out)

@@ -35,8 +35,6 @@ using lower::ForKind;
 using lower::Stmt;
 using te::Expr;
 
-// Tasks a launch wants at least (two per thread on a four-core board).
-constexpr int64_t kMinTasks = 8;
 // Rows from which copying a panel pays for itself (a GEMV reads each weight once).
 constexpr int64_t kMinRowsToPack = 4;
 

@@ -28,10 +28,8 @@ using lower::BufferLoad;
 using lower::Stmt;
 using te::Expr;
 
-// Tasks a kernel should offer at least (2 threads x 4 chunks, or 8 threads), met by cutting the
-// rows into bands; a band keeps at least kMinBandRows output rows, so the rows computed twice at
-// its top stay a small share.
-constexpr int64_t kMinTasks = 8;
+// kMinTasks is met by cutting the rows into bands; a band keeps at least kMinBandRows output
+// rows, so the rows computed twice at its top stay a small share.
 constexpr int64_t kMinBandRows = 8;
 
 // Loads of one sub-group's argument buffers rewritten to the fused function's.

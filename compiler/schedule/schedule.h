@@ -539,6 +539,10 @@ bool TryDepthwiseConv2dInt8Nchwc(const FusedGroup& group, const lower::ScheduleO
 /*! \brief Narrowest channel block of the NCHW[x]c layout: one SSE / NEON vector of floats. */
 constexpr int64_t kMinLayoutBlock = 4;
 
+/*! \brief Tasks a parallel kernel offers at least where its shape allows (two threads x four
+ * chunks, or eight threads): fewer leave a thread idle for a task's time at the end. */
+constexpr int64_t kMinTasks = 8;
+
 /*! \brief A table entry's channels-in-lanes parameters for a conv of this shape: for an
  * NCHW[x]c output narrower than the entry's vectors (channels that do not fill them), vectors of
  * x floats with the same register block; otherwise p itself. */

@@ -352,6 +352,21 @@ TEST(BlockedLayout, SmallPlanesPrefetchTheNextChunksWeights) {
   CheckBlockedConv("conv2d_nchw_ocvec_avx512", "prefetch ", {32, 16}, c);
 }
 
+// Small planes of fewer channel blocks than kMinTasks: a block's row groups (rows 0-1, 2-3, 4-5
+// of 7, then row 6 alone) in tasks of their own, every row still computed once.
+TEST(BlockedLayout, SmallPlanesOfFewBlocksSplitTheirRowsBetweenTasks) {
+  const std::vector<std::pair<BlockedCase, const char*>> cases = {
+      // One block: a task per row group and one for row 6.
+      {{1, 64, 7, 7, 32, 1, 1, 0, 1, true, true, true, 16, 16}, "parallel for ob in [0, 4)"},
+      {{1, 32, 7, 7, 32, 3, 1, 1, 1, true, false, false, 16, 16}, "parallel for ob in [0, 4)"},
+      // Five blocks (MobileNetV2's 160 channels): two tasks a block, rows 0-3 and 4-6.
+      {{1, 32, 7, 7, 160, 1, 1, 0, 1, true, true, false, 16, 16}, "parallel for ob in [0, 10)"},
+  };
+  for (const auto& [c, marker] : cases) {
+    CheckBlockedConv("conv2d_nchw_ocvec_avx512", marker, {32, 16}, c);
+  }
+}
+
 TEST(BlockedLayout, DepthwiseKernelMatchesTheReference) {
   const std::vector<BlockedCase> cases = {
       {1, 32, 12, 13, 32, 3, 1, 1, 32, true, true, false, 16, 16},      // odd width
