@@ -606,11 +606,11 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
     const int64_t work = s.oh * s.ow * s.oc * s.icg * s.kh * s.kw;
     const bool par = opts.parallel && work >= opts.parallel_min_work;
     const RowSplit split = SplitRowGroups(ocbs, groups, row_tail > 0, par);
+    // One task a block: ob is the task, part 0 (te folds the division and the modulo by 1).
     Expr task = te::MakeVar("ob"), grp = te::MakeVar("g");
-    Expr ob = split.tasks_per_block > 1 ? te::FloorDiv(task, Expr(split.tasks_per_block)) : task;
-    Expr first = split.tasks_per_block > 1
-                     ? te::FloorMod(task, Expr(split.tasks_per_block)) * split.groups_per_task
-                     : Expr(0);
+    Expr ob = te::FloorDiv(task, Expr(split.tasks_per_block));
+    Expr part = te::FloorMod(task, Expr(split.tasks_per_block));
+    Expr first = part * split.groups_per_task;
     Stmt tile = MakeTile(ctx, "m", ob, (first + grp) * tile_rows, tile_rows, 0, owb, ic_part,
                          partial_sums(tile_rows * owb));
     if (split.groups_per_task * split.tasks_per_block > groups) {
@@ -621,7 +621,7 @@ bool TryConv2dOcVec(const FusedGroup& group, const lower::ScheduleOptions& opts,
       Stmt tail = MakeTile(ctx, "r", ob, Expr(groups * tile_rows), row_tail, 0, owb, ic_part,
                            partial_sums(row_tail * owb));
       if (split.tasks_per_block > 1) {  // the block's last task takes the tail rows
-        tail = lower::If(first == Expr((split.tasks_per_block - 1) * split.groups_per_task), tail);
+        tail = lower::If(part == Expr(split.tasks_per_block - 1), tail);
       }
       per_part.push_back(tail);
     }
