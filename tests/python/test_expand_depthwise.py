@@ -72,6 +72,10 @@ CASES = {
     # keep their own kernels, which split the pixels finer.
     "short_plane_few_blocks": dict(n=1, c=16, e=32, h=6, w=40, k=3, s=1, pads=[1, 1, 1, 1],
                                    act=("relu6", "relu6"), dw_bias=True, fuses=False),
+    # 14 output rows of six weight blocks (AVX-512): two bands of seven make the tasks
+    # (MobileNetV2's stride-2 block to 14x14).
+    "fourteen_rows_two_bands": dict(n=1, c=32, e=192, h=28, w=28, k=3, s=2, pads=[1, 1, 1, 1],
+                                    act=("relu6", "relu6"), dw_bias=True),
     "tall_plane_many_bands": dict(n=1, c=16, e=32, h=70, w=5, k=3, s=1, pads=[1, 1, 1, 1],
                                   act=("relu6", "relu6"), dw_bias=True),
 }
