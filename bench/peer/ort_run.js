@@ -4,6 +4,7 @@
 //   node ort_run.js MODEL.onnx [--threads T] [--warmup W] [--runs N] [--seed S]
 //                   [--inputs DIR] [--input NAME=FILE.npy]... [--save-inputs DIR]
 //                   [--dump-outputs DIR] [--shape NAME=1x3x224x224] [--opt LEVEL] [--ort-dir DIR]
+//                   [--profile FILE]
 //
 // Inputs: --input NAME=FILE.npy gives one input its value (a value emberc --bind fixed, say);
 // the others are read from DIR/NAME.npy with --inputs, otherwise generated from --seed (default 0): float
@@ -17,6 +18,11 @@
 // Session: CPU execution provider, intra-op threads T, inter-op threads 1, sequential execution,
 // graph optimisation level LEVEL (default "all").
 //
+// --profile FILE turns on ORT's own profiling and writes FILE: one JSON row per node in execution
+// order ({node, op, median_us, runs}: the median of its kernel time over every run, warm-up
+// included), to set beside `ember-run ART --bench --trace` kernel by kernel. Profiling slows the
+// runs: the JSON line's timings are then not the plain ones.
+//
 // The JSON line holds: model, threads, runs, warmup, median_ms, mean_ms, p10_ms, p90_ms, p99_ms,
 // min_ms, max_ms, load_ms, ort_version, cpu_per_wall (process CPU time / wall time over the timed runs;
 // near T when the run had its cores), loadavg_1m, inputs and outputs ({name: {shape, type, file}}).
@@ -29,7 +35,7 @@ const path = require('path');
 const USAGE = 'usage: node ort_run.js MODEL.onnx [--threads T] [--warmup W] [--runs N] [--seed S] ' +
     '[--inputs DIR] [--input NAME=FILE.npy]... [--save-inputs DIR] [--dump-outputs DIR] ' +
     '[--shape NAME=DxDx..] [--opt LEVEL] ' +
-    '[--ort-dir DIR]';
+    '[--ort-dir DIR] [--profile FILE]';
 
 function fail(message) {
   process.stderr.write('ort_run.js: ' + message + '\n');
@@ -42,7 +48,7 @@ function fail(message) {
 function parseArgs(argv) {
   const opts = {
     model: null, threads: 1, warmup: 5, runs: 20, seed: 0, inputs: null, saveInputs: null,
-    dumpOutputs: null, shapes: {}, files: {}, opt: 'all',
+    dumpOutputs: null, shapes: {}, files: {}, opt: 'all', profile: null,
     ortDir: process.env.EMBER_ORT_DIR || path.join(os.homedir(), '.cache', 'ember', 'ort'),
   };
   const intOption = (name, value, min) => {
@@ -72,6 +78,7 @@ function parseArgs(argv) {
       case '--save-inputs': opts.saveInputs = value(); break;
       case '--dump-outputs': opts.dumpOutputs = value(); break;
       case '--ort-dir': opts.ortDir = value(); break;
+      case '--profile': opts.profile = value(); break;
       case '--opt': {
         opts.opt = value();
         const levels = ['disabled', 'basic', 'extended', 'layout', 'all'];
@@ -278,6 +285,7 @@ async function main() {
       interOpNumThreads: 1,
       executionMode: 'sequential',
       graphOptimizationLevel: opts.opt,
+      ...(opts.profile ? {enableProfiling: true, profileFilePrefix: profilePrefix(opts.profile)} : {}),
     });
   } catch (e) {
     fail(`ONNX Runtime could not load ${opts.model}: ${e.message.split('\n')[0]}`);
@@ -374,8 +382,44 @@ async function main() {
     inputs: inputsReport,
     outputs: outputsReport,
   };
+  if (opts.profile) report.profile = opts.profile;
   process.stdout.write(JSON.stringify(report) + '\n');
   if (session.release) await session.release();
+  if (opts.profile) writeProfile(opts.profile);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Profile
+
+// Where ORT writes its trace: a prefix in a directory of our own next to FILE (ORT appends a
+// timestamp to the prefix).
+function profilePrefix(file) {
+  const dir = fs.mkdtempSync(path.join(path.dirname(path.resolve(file)), '.ort-profile-'));
+  return path.join(dir, 'ort');
+}
+
+// ORT's trace (written at release) as per-node medians in execution order, into FILE.
+function writeProfile(file) {
+  const dirs = fs.readdirSync(path.dirname(path.resolve(file)))
+      .filter((d) => d.startsWith('.ort-profile-'))
+      .map((d) => path.join(path.dirname(path.resolve(file)), d));
+  const traces = dirs.flatMap((d) => fs.readdirSync(d).map((f) => path.join(d, f)));
+  if (traces.length === 0) fail('--profile: ONNX Runtime wrote no profile');
+  const latest = traces.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
+  const events = JSON.parse(fs.readFileSync(latest, 'utf8'));
+  const nodes = new Map();
+  for (const e of events) {
+    if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
+    const name = e.name.slice(0, -'_kernel_time'.length);
+    if (!nodes.has(name)) nodes.set(name, {op: (e.args && e.args.op_name) || '', times: []});
+    nodes.get(name).times.push(e.dur);
+  }
+  const rows = Array.from(nodes, ([node, {op, times}]) => {
+    const sorted = times.slice().sort((a, b) => a - b);
+    return {node, op, median_us: percentile(sorted, 0.5), runs: times.length};
+  });
+  fs.writeFileSync(file, JSON.stringify(rows, null, 1) + '\n');
+  for (const d of dirs) fs.rmSync(d, {recursive: true, force: true});
 }
 
 main().catch((e) => fail(e && e.stack ? e.stack.split('\n')[0] : String(e)));

@@ -261,3 +261,22 @@ def test_seeded_inputs_are_reproducible(models, tmp_path):
     a = np.load(str(tmp_path / "a" / "input.npy"), allow_pickle=False)
     b = np.load(str(tmp_path / "b" / "input.npy"), allow_pickle=False)
     assert a.shape == (1, 3, 32, 32) and np.array_equal(a, b)
+
+
+@needs_node
+def test_ort_profile_lists_each_node_once_in_execution_order(models, tmp_path):
+    """--profile writes ORT's per-node kernel times, the peer's side of `ember-run --trace`."""
+    ort_run = os.path.join(ROOT, "bench", "peer", "ort_run.js")
+    profile = tmp_path / "profile.json"
+    proc = subprocess.run(["node", ort_run, os.path.join(models, "cnn.onnx"), "--runs", "3",
+                           "--warmup", "1", "--profile", str(profile)],
+                          check=True, capture_output=True, text=True)
+    assert json.loads(proc.stdout)["profile"] == str(profile)
+    rows = json.loads(profile.read_text())
+    names = [r["node"] for r in rows]
+    assert len(names) == len(set(names)) and names, rows
+    # The model's order: conv, pool three times, then the classifier's Gemms.
+    ops = [r["op"] for r in rows if r["op"] in ("Conv", "MaxPool", "Gemm", "FusedGemm")]
+    assert ops[:6] == ["Conv", "MaxPool"] * 3 and ops[-1].endswith("Gemm"), ops
+    assert all(r["runs"] == 4 and r["median_us"] >= 0 for r in rows), rows
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".ort-profile-")]
