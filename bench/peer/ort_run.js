@@ -276,6 +276,10 @@ async function main() {
   if (!fs.existsSync(opts.model)) fail(`model file ${opts.model} does not exist`);
   const ort = loadOrt(opts.ortDir);
 
+  // ORT writes its trace at release, under a prefix it appends a timestamp to: a directory of
+  // this run's own next to FILE holds it, so runs in the same directory never share one.
+  const profileDir = opts.profile ?
+      fs.mkdtempSync(path.join(path.dirname(path.resolve(opts.profile)), '.ort-profile-')) : null;
   const loadStart = process.hrtime.bigint();
   let session;
   try {
@@ -285,7 +289,7 @@ async function main() {
       interOpNumThreads: 1,
       executionMode: 'sequential',
       graphOptimizationLevel: opts.opt,
-      ...(opts.profile ? {enableProfiling: true, profileFilePrefix: profilePrefix(opts.profile)} : {}),
+      ...(profileDir ? {enableProfiling: true, profileFilePrefix: path.join(profileDir, 'ort')} : {}),
     });
   } catch (e) {
     fail(`ONNX Runtime could not load ${opts.model}: ${e.message.split('\n')[0]}`);
@@ -385,28 +389,18 @@ async function main() {
   if (opts.profile) report.profile = opts.profile;
   process.stdout.write(JSON.stringify(report) + '\n');
   if (session.release) await session.release();
-  if (opts.profile) writeProfile(opts.profile);
+  if (profileDir) writeProfile(profileDir, opts.profile);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Profile
 
-// Where ORT writes its trace: a prefix in a directory of our own next to FILE (ORT appends a
-// timestamp to the prefix).
-function profilePrefix(file) {
-  const dir = fs.mkdtempSync(path.join(path.dirname(path.resolve(file)), '.ort-profile-'));
-  return path.join(dir, 'ort');
-}
-
-// ORT's trace (written at release) as per-node medians in execution order, into FILE.
-function writeProfile(file) {
-  const dirs = fs.readdirSync(path.dirname(path.resolve(file)))
-      .filter((d) => d.startsWith('.ort-profile-'))
-      .map((d) => path.join(path.dirname(path.resolve(file)), d));
-  const traces = dirs.flatMap((d) => fs.readdirSync(d).map((f) => path.join(d, f)));
-  if (traces.length === 0) fail('--profile: ONNX Runtime wrote no profile');
-  const latest = traces.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
-  const events = JSON.parse(fs.readFileSync(latest, 'utf8'));
+// ORT's trace in `dir` (written at release) as per-node medians in execution order, into FILE;
+// then `dir` is removed.
+function writeProfile(dir, file) {
+  const traces = fs.readdirSync(dir);
+  if (traces.length !== 1) fail(`--profile: expected one ONNX Runtime trace in ${dir}, found ${traces.length}`);
+  const events = JSON.parse(fs.readFileSync(path.join(dir, traces[0]), 'utf8'));
   const nodes = new Map();
   for (const e of events) {
     if (e.cat !== 'Node' || !e.name.endsWith('_kernel_time')) continue;
@@ -419,7 +413,7 @@ function writeProfile(file) {
     return {node, op, median_us: percentile(sorted, 0.5), runs: times.length};
   });
   fs.writeFileSync(file, JSON.stringify(rows, null, 1) + '\n');
-  for (const d of dirs) fs.rmSync(d, {recursive: true, force: true});
+  fs.rmSync(dir, {recursive: true, force: true});
 }
 
 main().catch((e) => fail(e && e.stack ? e.stack.split('\n')[0] : String(e)));
