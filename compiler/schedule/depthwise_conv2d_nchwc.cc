@@ -53,6 +53,15 @@ Expr InputIndex(const RowContext& c, const Expr& image, const Expr& ih, const Ex
   return te::StreamBase((image * c.s.h + ih) * (c.s.w * c.lanes)) + iw * c.lanes;
 }
 
+// The index of output pixel (oh, ow) in image `image`. With row streams a tile of two rows
+// (row pairs) stores each row from a base of its own: rows of wide planes lie farther apart
+// than a paired store (stp q) reaches, and the second row's stores would go one at a time.
+Expr OutputIndex(const RowContext& c, const Expr& image, const Expr& oh, const Expr& ow,
+                 int64_t out_rows) {
+  if (!c.row_streams || out_rows == 1) return ((image * c.s.oh + oh) * c.s.ow + ow) * c.lanes;
+  return te::StreamBase((image * c.s.oh + oh) * (c.s.ow * c.lanes)) + ow * c.lanes;
+}
+
 // The first `lanes` values of a weight or bias local (one block, or both copies of a pair's).
 Expr LocalVector(const RowContext& c, const Buffer& b, int lanes) {
   return c.pairs ? lower::VectorLoad(b, 0, lanes) : BufferLoad(b, 0);
@@ -113,7 +122,7 @@ Stmt Pixels(const RowContext& c, const std::string& tag, const Expr& oh, const T
       Expr value =
           EpilogueOnBlockVector(c.at, c.n, c.cb, row, ow,
                                 BufferLoad(acc[static_cast<size_t>(r * count + t)], 0), c.lanes);
-      body.push_back(lower::Store(c.out, ((image * s.oh + row) * s.ow + ow) * c.lanes, value));
+      body.push_back(lower::Store(c.out, OutputIndex(c, image, row, ow, out_rows), value));
     }
   }
   return lower::Seq(body);
@@ -153,7 +162,7 @@ Stmt PixelPairs(const RowContext& c, const std::string& tag, const Expr& oh, con
       Expr ow = ow0 + (2 * q + half);
       Expr value = EpilogueOnBlockVector(
           c.at, c.n, c.cb, oh, ow, lower::VectorLoad(acc[q], half * c.lanes, c.lanes), c.lanes);
-      body.push_back(lower::Store(c.out, ((image * s.oh + oh) * s.ow + ow) * c.lanes, value));
+      body.push_back(lower::Store(c.out, OutputIndex(c, image, oh, ow, 1), value));
     }
   }
   return lower::Seq(body);
@@ -187,14 +196,22 @@ Stmt Run(const RowContext& c, const std::string& tag, const Expr& oh, const TapR
   return SeqOf(parts);
 }
 
+// Output columns [begin, end) whose taps all fall inside the image's columns.
+struct InteriorColumns {
+  int64_t begin, end;
+};
+
+InteriorColumns InteriorColumnsOf(const ConvShape& s) {
+  const int64_t begin = std::min(s.ow, (s.pad_l + s.s_w - 1) / s.s_w);
+  return {begin, std::clamp((s.w - SpanW(s) + s.pad_l) / s.s_w + 1, begin, s.ow)};
+}
+
 // `out_rows` output rows from oh (1, or 2 for row pairs), reading tap rows `rows`: their border
 // pixels, then their interior in tiles of up to `columns` pixels a row.
 Stmt Row(const RowContext& c, const std::string& tag, const Expr& oh, const TapRows& rows,
          int64_t columns, int64_t out_rows = 1) {
   const ConvShape& s = c.s;
-  // Output columns whose taps all fall inside the image's columns.
-  const int64_t lo = std::min(s.ow, (s.pad_l + s.s_w - 1) / s.s_w);
-  const int64_t hi = std::clamp((s.w - SpanW(s) + s.pad_l) / s.s_w + 1, lo, s.ow);
+  const auto [lo, hi] = InteriorColumnsOf(s);
   int64_t width = std::clamp<int64_t>(hi - lo, 1, columns);
   if (c.pairs && width > 1 && width % 2 == 1) --width;  // whole pairs; the rest one pixel
   return SeqOf({Run(c, tag + "l", oh, rows, 0, lo, 1, true, out_rows),
@@ -235,6 +252,20 @@ TapPlan PlanTaps(const ConvShape& s, int64_t registers, int64_t columns) {
   if (all_taps >= (wanted + 1) / 2) return {true, std::min(all_taps, wanted)};
   const int64_t one_row = registers - s.kw - kWorkingRegisters;
   return {false, std::clamp<int64_t>(one_row, 0, wanted)};
+}
+
+// Output pixels per row of a row pair's tile: half the accumulators of a single row's tile, or
+// the entry's wider pair_columns where the row's interior makes three such tiles or more. A tile
+// loop of two trips LLVM addresses load by load (AArch64: register offsets, no paired loads), and
+// one tile plus a rest is straight-line code that holds both tiles' accumulators at once.
+int64_t PairColumns(const ConvShape& s, int64_t registers, const DepthwiseParams& p,
+                    const TapPlan& plan) {
+  const int64_t narrow = std::max<int64_t>(1, plan.tile_registers / 2);
+  if (p.pair_columns <= narrow) return narrow;
+  const int64_t wide =
+      std::min(p.pair_columns, PlanTaps(s, registers, 2 * p.pair_columns).tile_registers / 2);
+  const InteriorColumns inner = InteriorColumnsOf(s);
+  return wide > narrow && (inner.end - inner.begin) / wide >= 3 ? wide : narrow;
 }
 
 bool TapsFit(const ConvShape& s, int64_t registers, int64_t columns) {
@@ -391,7 +422,7 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
   const TapRows all_taps{0, s.kh};
   const bool past_end = row_blocks * rows > interior;  // the last task's rows run past row_hi
   const int64_t row_step = row_pairs && rows >= 2 ? 2 : 1;
-  const int64_t pair_columns = std::max<int64_t>(1, plan.tile_registers / 2);
+  const int64_t pair_columns = PairColumns(s, registers, p, plan);
   task.push_back(Range("r", 0, rows / row_step, lower::ForKind::kSerial, [&](const Expr& r) {
     Expr oh = rows > 1 ? oh0 + r * row_step : oh0;
     if (row_step == 1) {

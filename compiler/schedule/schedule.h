@@ -116,6 +116,10 @@ struct DepthwiseParams {
    * between them, so that the kh - 1 input rows they share are loaded once for both (AArch64:
    * the loads, not the FMAs, are what keeps a 3x3 conv's loop below 60% multiply-adds). */
   bool row_pairs = false;
+  /*! \brief Row pairs, > 0: output pixels a pair's tile spans per row at most, where a row's
+   * interior makes three such tiles or more (fewer: `columns` / 2, see TryDepthwiseConv2dNchwc);
+   * 0: `columns` / 2. */
+  int64_t pair_columns = 0;
 
   DepthwiseParams& Lanes(int64_t v) {
     lanes = v;
@@ -134,8 +138,9 @@ struct DepthwiseParams {
     row_streams_past = bytes;
     return *this;
   }
-  DepthwiseParams& RowPairs() {
+  DepthwiseParams& RowPairs(int64_t max_columns = 0) {
     row_pairs = true;
+    pair_columns = max_columns;
     return *this;
   }
 };
