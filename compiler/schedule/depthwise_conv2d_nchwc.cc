@@ -255,9 +255,8 @@ TapPlan PlanTaps(const ConvShape& s, int64_t registers, int64_t columns) {
 }
 
 // Output pixels per row of a row pair's tile: half the accumulators of a single row's tile, or
-// the entry's wider pair_columns where the row's interior makes three such tiles or more. A tile
-// loop of two trips LLVM addresses load by load (AArch64: register offsets, no paired loads), and
-// one tile plus a rest is straight-line code that holds both tiles' accumulators at once.
+// the entry's wider pair_columns where the row's interior makes two such tiles or more (one
+// tile and a rest would be straight-line code that holds both tiles' accumulators at once).
 int64_t PairColumns(const ConvShape& s, int64_t registers, const DepthwiseParams& p,
                     const TapPlan& plan) {
   const int64_t narrow = std::max<int64_t>(1, plan.tile_registers / 2);
@@ -265,7 +264,7 @@ int64_t PairColumns(const ConvShape& s, int64_t registers, const DepthwiseParams
   const int64_t wide =
       std::min(p.pair_columns, PlanTaps(s, registers, 2 * p.pair_columns).tile_registers / 2);
   const InteriorColumns inner = InteriorColumnsOf(s);
-  return wide > narrow && (inner.end - inner.begin) / wide >= 3 ? wide : narrow;
+  return wide > narrow && (inner.end - inner.begin) / wide >= 2 ? wide : narrow;
 }
 
 bool TapsFit(const ConvShape& s, int64_t registers, int64_t columns) {

@@ -117,7 +117,7 @@ struct DepthwiseParams {
    * the loads, not the FMAs, are what keeps a 3x3 conv's loop below 60% multiply-adds). */
   bool row_pairs = false;
   /*! \brief Row pairs, > 0: output pixels a pair's tile spans per row at most, where a row's
-   * interior makes three such tiles or more (fewer: `columns` / 2, see TryDepthwiseConv2dNchwc);
+   * interior makes two such tiles or more (fewer: `columns` / 2, see TryDepthwiseConv2dNchwc);
    * 0: `columns` / 2. */
   int64_t pair_columns = 0;
 

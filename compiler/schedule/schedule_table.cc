@@ -169,8 +169,8 @@ const std::vector<ScheduleEntry>& ScheduleTable() {
       // schedule then spills (fma_share.py: 54% vs 55%, stride 2 42% vs 46%). Small planes
       // (7x7, 14x14) take several rows per task. Tap rows over 1008 bytes apart (ldp q's reach)
       // load from bases of their own (DepthwiseParams::row_streams_past). Row pairs tile 6
-      // columns of two rows where a row holds three such tiles (12 accumulators: fma_share.py
-      // 61% at 112x112 and 56x56, against 59-60% in tiles of 4x2).
+      // columns of two rows where a row holds two such tiles (12 accumulators: fma_share.py
+      // 61-63% at 112x112 to 14x14, against 59-61.5% in tiles of 4x2).
       Depthwise("depthwise_conv2d_neon", T::kNeon64,
                 DW().Lanes(4).Tile(8, 64).RowStreamsPast(1008).RowPairs(6)),
       Depthwise("depthwise_conv2d_neon32", T::kNeon32, DW().Lanes(4)),

@@ -965,8 +965,13 @@ void CodeGenLLVM::EmitFor(const lower::ForNode* f) {
     EmitParallelFor(f);
     return;
   }
-  EmitLoop(f->var, llvm::ConstantInt::get(index_ty_, 0),
-           llvm::ConstantInt::get(index_ty_, f->extent),
+  llvm::Value* begin = llvm::ConstantInt::get(index_ty_, 0);
+  // A register-blocked loop of two trips takes its back edge once, so LLVM folds the induction
+  // variable there to the constant of the second trip; it is then no recurrence to strength-
+  // reduce, and every load and store of the body computes its address apart (AArch64: register
+  // offsets, no paired loads). A start LLVM cannot see keeps the recurrence.
+  if (f->keep_scalar && f->extent == 2) begin = EmitStreamBase(begin);
+  EmitLoop(f->var, begin, llvm::ConstantInt::get(index_ty_, f->extent),
            f->for_kind == ForKind::kVectorized ? std::max(1, f->vector_lanes)
                                                : (f->keep_scalar ? -1 : 0),
            f->body);
