@@ -108,7 +108,8 @@ void TransformLikeEmberc(HostArray& w, int64_t tile, int64_t block, HostArray* u
 // IR, runs it and compares with a direct conv on the NCHW data. *llvm_ir, if given, receives the
 // kernel's LLVM IR.
 void CheckBlockedConv(const char* schedule, const char* marker, const WeightForm& form,
-                      const BlockedCase& bc, std::string* llvm_ir = nullptr) {
+                      const BlockedCase& bc, std::string* llvm_ir = nullptr,
+                      std::string* loop_ir = nullptr) {
   const int64_t packed_block = form.block, packed_ic_block = form.ic_block;
   SCOPED_TRACE(std::string(schedule != nullptr ? schedule : "default") + " " + CaseName(bc) +
                " packed " + std::to_string(packed_block) + "/" + std::to_string(packed_ic_block) +
@@ -155,6 +156,7 @@ void CheckBlockedConv(const char* schedule, const char* marker, const WeightForm
   if (marker != nullptr) {
     EXPECT_NE(loops.find(marker), std::string::npos) << "schedule did not take the group";
   }
+  if (loop_ir != nullptr) *loop_ir = loops;
   auto f = lib->Get("conv");
   ASSERT_NE(f, nullptr);
   HostArray hx(xshape, kFloat32), hw({bc.oc, icg, bc.k, bc.k}, kFloat32), hb({bc.oc}, kFloat32),
@@ -442,6 +444,31 @@ TEST(BlockedLayout, NeonDepthwiseComputesStrideOneRowsInPairs) {
   };
   for (const BlockedCase& c : cases) {
     CheckBlockedConv("depthwise_conv2d_neon", "accpmt0", {c.out_block, 0}, c);
+  }
+}
+
+// NEON row pairs tile 6 columns of two rows (12 accumulators) where a row's interior makes two
+// such tiles, else 4; and a row whose interior is one tile and a rest of more than half a tile
+// runs as two tiles of half of it through the tile loop (one block with both tiles' accumulators
+// spilled). The loop IR names the tiles' accumulators and loops.
+TEST(BlockedLayout, NeonDepthwiseTilesRowsSoThatNoBlockHoldsTwoTiles) {
+  struct Tiling {
+    BlockedCase c;
+    const char* present;
+    const char* absent;
+  };
+  const std::vector<Tiling> cases = {
+      // 14 interior columns: 6x2 tiles, twice, and a rest of 2.
+      {{1, 8, 10, 16, 8, 3, 1, 1, 8, true, true, false, 4, 4}, "accpmt11[", "accpmt12["},
+      // 10 interior columns: one 6x2 tile would leave a rest, so 4x2 tiles.
+      {{1, 8, 10, 12, 8, 3, 1, 1, 8, true, true, false, 4, 4}, "accpmt7[", "accpmt8["},
+      // Stride 2, 13 interior columns of a 14-pixel row: two tiles of 6 (not 8 and 5) and one.
+      {{1, 8, 9, 28, 8, 3, 2, 1, 8, true, true, false, 4, 4}, "for imt in [0, 2)", "accimt6["},
+  };
+  for (const Tiling& t : cases) {
+    std::string loops;
+    CheckBlockedConv("depthwise_conv2d_neon", t.present, {t.c.out_block, 0}, t.c, nullptr, &loops);
+    EXPECT_EQ(loops.find(t.absent), std::string::npos) << CaseName(t.c) << ": " << t.absent;
   }
 }
 
