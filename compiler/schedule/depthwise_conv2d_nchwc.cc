@@ -203,14 +203,24 @@ Stmt Run(const RowContext& c, const std::string& tag, const Expr& oh, const TapR
   return SeqOf(parts);
 }
 
-// Output columns [begin, end) whose taps all fall inside the image's columns.
-struct InteriorColumns {
+// Output positions [begin, end) along one axis whose taps all fall inside the image.
+struct Interior {
   int64_t begin, end;
 };
 
-InteriorColumns InteriorColumnsOf(const ConvShape& s) {
-  const int64_t begin = std::min(s.ow, (s.pad_l + s.s_w - 1) / s.s_w);
-  return {begin, std::clamp((s.w - SpanW(s) + s.pad_l) / s.s_w + 1, begin, s.ow)};
+// The interior of an axis of `in` input and `out` output positions, its taps spanning `span`
+// from the first one at -pad, `stride` apart.
+Interior InteriorOfAxis(int64_t pad, int64_t stride, int64_t in, int64_t span, int64_t out) {
+  const int64_t begin = std::min(out, (pad + stride - 1) / stride);
+  return {begin, std::clamp((in - span + pad) / stride + 1, begin, out)};
+}
+
+Interior InteriorColumnsOf(const ConvShape& s) {
+  return InteriorOfAxis(s.pad_l, s.s_w, s.w, SpanW(s), s.ow);
+}
+
+Interior InteriorRowsOf(const ConvShape& s) {
+  return InteriorOfAxis(s.pad_t, s.s_h, s.h, SpanH(s), s.oh);
 }
 
 // `out_rows` output rows from oh (1, or 2 for row pairs), reading tap rows `rows`: their border
@@ -270,22 +280,12 @@ int64_t PairColumns(const ConvShape& s, int64_t registers, const DepthwiseParams
   if (p.pair_columns <= narrow) return narrow;
   const int64_t wide =
       std::min(p.pair_columns, PlanTaps(s, registers, 2 * p.pair_columns).tile_registers / 2);
-  const InteriorColumns inner = InteriorColumnsOf(s);
+  const Interior inner = InteriorColumnsOf(s);
   return wide > narrow && (inner.end - inner.begin) / wide >= 2 ? wide : narrow;
 }
 
 bool TapsFit(const ConvShape& s, int64_t registers, int64_t columns) {
   return PlanTaps(s, registers, columns).tile_registers > 0;
-}
-
-// Output rows [begin, end) whose taps all fall inside the image's rows.
-struct InteriorRows {
-  int64_t begin, end;
-};
-
-InteriorRows InteriorOf(const ConvShape& s) {
-  const int64_t begin = std::min(s.oh, (s.pad_t + s.s_h - 1) / s.s_h);
-  return {begin, std::clamp((s.h - SpanH(s) + s.pad_t) / s.s_h + 1, begin, s.oh)};
 }
 
 // The taps of output row oh that fall inside the image.
@@ -319,7 +319,7 @@ std::vector<BorderRows> BorderRunsOf(const ConvShape& s, int64_t begin, int64_t 
 }
 
 bool BorderRowsFit(const ConvShape& s) {
-  const InteriorRows inner = InteriorOf(s);
+  const Interior inner = InteriorRowsOf(s);
   const size_t copies =
       BorderRunsOf(s, 0, inner.begin).size() + BorderRunsOf(s, inner.end, s.oh).size();
   return copies <= kMaxBorderRowCopies;
@@ -369,7 +369,7 @@ bool TryDepthwiseConv2dNchwc(const FusedGroup& group, const lower::ScheduleOptio
   // above and below them has its own copy that reads only the tap rows inside the image (no row
   // checks anywhere), run by the first or the last task of its channel block.
   if (!BorderRowsFit(s)) return false;
-  const InteriorRows inner = InteriorOf(s);
+  const Interior inner = InteriorRowsOf(s);
   const int64_t row_lo = inner.begin, row_hi = inner.end;
 
   // One task per (image, block of `rows` interior output rows, channel block).
