@@ -124,7 +124,8 @@ class IfFunctionBuilder {
       // The kernel's checks of its run-time indices run where it would start, in the branch.
       for (const lower::IndexCheck& check : lf.index_checks) {
         const Buffer& indices = lf.args.at(static_cast<size_t>(check.arg)).buffer;
-        body.push_back(lower::CheckIndices(indices, indices->size, check.extent, check.message));
+        body.push_back(lower::CheckIndices(indices, indices->size, check.extent, check.message,
+                                           check.first, check.step));
       }
       // After the kernel's own arguments: a nested If's views name its arguments.
       f_.aliases.insert(f_.aliases.end(), lf.aliases.begin(), lf.aliases.end());

@@ -282,6 +282,87 @@ Types GatherRule(const Node& n, const Types& in) {
   return {TensorType{out, in[0].dtype}};
 }
 
+// GatherElements, ScatterElements: indices of the data's rank, each axis but `axis` within the
+// data's (the kernel reads or writes the data at the indices' own positions there).
+void CheckElementIndices(const Node& n, const TensorType& data, const TensorType& indices) {
+  const int64_t axis = n.GetInt("axis");
+  bool fits = indices.ndim() == data.ndim();
+  for (int64_t d = 0; fits && d < data.ndim(); ++d) {
+    fits = d == axis || indices.shape[d] <= data.shape[d];
+  }
+  if (!fits) {
+    NodeError(n, "indices " + indices.ToString() + " must have the rank of data " +
+                     data.ToString() + " and no larger extent off axis " + std::to_string(axis));
+  }
+}
+
+Types GatherElementsRule(const Node& n, const Types& in) {
+  CheckElementIndices(n, in[0], in[1]);
+  return {TensorType{in[1].shape, in[0].dtype}};
+}
+
+Types ScatterElementsRule(const Node& n, const Types& in) {
+  CheckElementIndices(n, in[0], in[1]);
+  if (in[2].shape != in[1].shape || in[2].dtype != in[0].dtype) {
+    NodeError(n, "updates " + in[2].ToString() + " must have the shape of indices " +
+                     in[1].ToString() + " and the dtype of data " + in[0].ToString());
+  }
+  return {in[0]};
+}
+
+// GatherND, ScatterND: indices [..., k] address slices of data past its first batch_dims + k axes.
+int64_t TupleLength(const Node& n, const TensorType& data, const TensorType& indices,
+                    int64_t batch_dims) {
+  const int64_t k = indices.ndim() > 0 ? indices.shape.back() : 0;
+  bool ok = indices.ndim() > batch_dims && data.ndim() > batch_dims && k >= 1 &&
+            k <= data.ndim() - batch_dims;
+  for (int64_t d = 0; ok && d < batch_dims; ++d) ok = indices.shape[d] == data.shape[d];
+  if (!ok) {
+    NodeError(n, "indices " + indices.ToString() + " must end in tuples of 1.." +
+                     std::to_string(data.ndim() - batch_dims) + " indices into data " +
+                     data.ToString() + " (batch_dims " + std::to_string(batch_dims) +
+                     ", whose axes the two share)");
+  }
+  return k;
+}
+
+Types GatherNDRule(const Node& n, const Types& in) {
+  const int64_t b = n.GetInt("batch_dims");
+  const int64_t k = TupleLength(n, in[0], in[1], b);
+  std::vector<int64_t> out(in[1].shape.begin(), in[1].shape.end() - 1);
+  out.insert(out.end(), in[0].shape.begin() + b + k, in[0].shape.end());
+  return {TensorType{out, in[0].dtype}};
+}
+
+Types ScatterNDRule(const Node& n, const Types& in) {
+  const int64_t k = TupleLength(n, in[0], in[1], 0);
+  std::vector<int64_t> want(in[1].shape.begin(), in[1].shape.end() - 1);
+  want.insert(want.end(), in[0].shape.begin() + k, in[0].shape.end());
+  if (in[2].shape != want || in[2].dtype != in[0].dtype) {
+    NodeError(n, "updates must be " + TensorType{want, in[0].dtype}.ToString() + ", got " +
+                     in[2].ToString());
+  }
+  return {in[0]};
+}
+
+// OneHot: "depth" classes inserted at "axis"; the values' dtype (input 2: off, on).
+Types OneHotRule(const Node& n, const Types& in) {
+  std::vector<int64_t> out = in[0].shape;
+  out.insert(out.begin() + n.GetInt("axis"), n.GetInt("depth"));
+  return {TensorType{out, in[2].dtype}};
+}
+
+Types EyeLikeRule(const Node& n, const Types& in) {
+  if (in[0].ndim() != 2) NodeError(n, "expected a 2-D input, got " + in[0].ToString());
+  return {TensorType{in[0].shape, DTypeFromString(n.GetString("__dtype"))}};
+}
+
+Types TopKRule(const Node& n, const Types& in) {
+  TensorType values = in[0];
+  values.shape.at(static_cast<size_t>(n.GetInt("axis"))) = n.GetInt("k");
+  return {values, TensorType{values.shape, kInt64}};
+}
+
 Types TileRule(const Node& n, const Types& in) {
   auto r = n.GetInts("repeats");
   TensorType t = in[0];
@@ -436,17 +517,25 @@ void RegisterNoOps() {
 
 const bool kRegistered = [] {
   for (const char* u :
-       {"Abs",        "Neg", "Relu",     "Sigmoid",  "Tanh",      "Exp",  "Log",   "Sqrt",
-        "Reciprocal", "Erf", "Softplus", "Softsign", "Floor",     "Ceil", "Round", "Sign",
-        "Not",        "Sin", "Cos",      "Identity", "HardSwish", "Mish"}) {
+       {"Abs",        "Neg",  "Relu",     "Sigmoid",  "Tanh",      "Exp",   "Log",   "Sqrt",
+        "Reciprocal", "Erf",  "Softplus", "Softsign", "Floor",     "Ceil",  "Round", "Sign",
+        "Not",        "Sin",  "Cos",      "Identity", "HardSwish", "Mish",  "Tan",   "Asin",
+        "Acos",       "Atan", "Sinh",     "Cosh",     "Asinh",     "Acosh", "Atanh"}) {
     Unary(u);
   }
-  Op(
-      "IsNaN", OpPattern::kElemWise,
-      [](const Node&, const Types& in) {
-        return Types{TensorType{in[0].shape, kBool}};
-      },
-      1, 1);
+  Unary("Shrink", {{"lambd", 0.5}, {"bias", 0.0}});
+  for (const char* test : {"IsNaN", "IsInf"}) {
+    Op(
+        test, OpPattern::kElemWise,
+        [](const Node&, const Types& in) {
+          return Types{TensorType{in[0].shape, kBool}};
+        },
+        1, 1);
+  }
+  OpRegistry::Global()
+      ->Mutable("IsInf")
+      .set_attr_default("detect_positive", int64_t{1})
+      .set_attr_default("detect_negative", int64_t{1});
   Unary("Elu", {{"alpha", 1.0}});
   Unary("Celu", {{"alpha", 1.0}});
   Unary("LeakyRelu", {{"alpha", 0.01}});
@@ -532,6 +621,30 @@ const bool kRegistered = [] {
   Op("Split", OpPattern::kInjective, SplitRule, 1, 1);
   Op("Gather", OpPattern::kInjective, GatherRule, 2, 2);
   Op("Tile", OpPattern::kInjective, TileRule, 1, 1);
+  Op("GatherElements", OpPattern::kInjective, GatherElementsRule, 2, 2);
+  Op("GatherND", OpPattern::kInjective, GatherNDRule, 2, 2);
+  OpRegistry::Global()->Mutable("GatherND").set_attr_default("batch_dims", int64_t{0});
+  Op("OneHot", OpPattern::kInjective, OneHotRule, 3, 3);
+  Op("EyeLike", OpPattern::kInjective, EyeLikeRule, 1, 1);
+  OpRegistry::Global()->Mutable("EyeLike").set_attr_default("k", int64_t{0});
+  Op("Trilu", OpPattern::kInjective, SameAsFirst, 1, 1);
+  OpRegistry::Global()->Mutable("Trilu").set_attr_default("upper", int64_t{1});
+  // Kernels of their own, written as loops (compiler/ops/loop_kernels.cc).
+  Op("CumSum", OpPattern::kOpaque, SameAsFirst, 1, 1);
+  OpRegistry::Global()
+      ->Mutable("CumSum")
+      .set_attr_default("exclusive", int64_t{0})
+      .set_attr_default("reverse", int64_t{0});
+  Op("TopK", OpPattern::kOpaque, TopKRule, 1, 1);
+  OpRegistry::Global()
+      ->Mutable("TopK")
+      .set_attr_default("largest", int64_t{1})
+      .set_attr_default("sorted", int64_t{1});
+  Op("ScatterElements", OpPattern::kOpaque, ScatterElementsRule, 3, 3);
+  Op("ScatterND", OpPattern::kOpaque, ScatterNDRule, 3, 3);
+  for (const char* s : {"ScatterElements", "ScatterND"}) {
+    OpRegistry::Global()->Mutable(s).set_attr_default("reduction", std::string("none"));
+  }
   Op("Pad", OpPattern::kInjective, PadRule, 1, 1);
   Op("DepthToSpace", OpPattern::kInjective, DepthToSpaceRule, 1, 1);
   OpRegistry::Global()->Mutable("DepthToSpace").set_attr_default("mode", std::string("DCR"));

@@ -57,8 +57,9 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
     }
     case StmtKind::kIndexCheck: {
       auto* p = static_cast<const IndexCheckNode*>(s.get());
-      os << pad << "check " << p->buffer->name << "[0:" << p->count << "] in [-" << p->extent
-         << ", " << p->extent << ")\n";
+      os << pad << "check " << p->buffer->name << "[" << p->first << ":" << p->count;
+      if (p->step != 1) os << ":" << p->step;
+      os << "] in [-" << p->extent << ", " << p->extent << ")\n";
       break;
     }
     case StmtKind::kIf: {

@@ -52,8 +52,11 @@ Expr VectorLoad(const Buffer& b, Expr index, int lanes) {
       std::make_shared<BufferLoadNode>(te::WithLanes(b->dtype, lanes), b, std::move(index)));
 }
 
-Stmt CheckIndices(Buffer buffer, int64_t count, int64_t extent, std::string message) {
+Stmt CheckIndices(Buffer buffer, int64_t count, int64_t extent, std::string message, int64_t first,
+                  int64_t step) {
   auto n = std::make_shared<IndexCheckNode>();
+  n->first = first;
+  n->step = step;
   n->buffer = std::move(buffer);
   n->count = count;
   n->extent = extent;
@@ -686,24 +689,81 @@ LoweredFunc LowerTensors(const std::string& name, const std::vector<Tensor>& inp
 
 namespace {
 
+// The axes a gather's indices (input 1) address, component by component: Gather's and
+// GatherElements' one axis, GatherND's tuple of axes from batch_dims on; none for other ops.
+std::vector<int64_t> GatheredAxes(const Node& node, const Graph& g) {
+  if (node.op == "Gather" || node.op == "GatherElements") return {node.GetInt("axis")};
+  if (node.op != "GatherND") return {};
+  const int64_t k = g.value(node.inputs.at(1)).type.shape.back();
+  std::vector<int64_t> axes;
+  for (int64_t j = 0; j < k; ++j) axes.push_back(node.GetInt("batch_dims") + j);
+  return axes;
+}
+
 // Gathers whose indices arrive as an argument (known only at run time): the compute rule clamps
 // them to stay in bounds, and the function refuses them first so the clamp never hides a bad one.
 std::vector<IndexCheck> GatherIndexChecks(const FusedGroup& group) {
   const Graph& g = *group.graph;
   std::vector<IndexCheck> checks;
   for (const Node* node : group.nodes) {
-    if (node->op != "Gather") continue;
+    const std::vector<int64_t> axes = GatheredAxes(*node, g);
+    if (axes.empty()) continue;
     auto arg = std::find(group.inputs.begin(), group.inputs.end(), node->inputs.at(1));
     if (arg == group.inputs.end()) continue;
-    int64_t axis = node->GetInt("axis");
-    int64_t dim = g.value(node->inputs[0]).type.shape.at(static_cast<size_t>(axis));
-    checks.push_back(IndexCheck{static_cast<int>(arg - group.inputs.begin()), dim,
-                                node->Describe() + ": indices '" + g.value(*arg).name +
-                                    "' hold an index outside " + std::to_string(-dim) + ".." +
-                                    std::to_string(dim - 1) + " (axis " + std::to_string(axis) +
-                                    " has size " + std::to_string(dim) + "): "});
+    const int64_t components = static_cast<int64_t>(axes.size());
+    for (int64_t j = 0; j < components; ++j) {
+      const int64_t axis = axes[static_cast<size_t>(j)];
+      const int64_t dim = g.value(node->inputs[0]).type.shape.at(static_cast<size_t>(axis));
+      checks.push_back(IndexCheck{static_cast<int>(arg - group.inputs.begin()), dim,
+                                  node->Describe() + ": indices '" + g.value(*arg).name +
+                                      "' hold an index outside " + std::to_string(-dim) + ".." +
+                                      std::to_string(dim - 1) + " (axis " + std::to_string(axis) +
+                                      " has size " + std::to_string(dim) + "): ",
+                                  j, components});
+    }
   }
   return checks;
+}
+
+// A group of one node whose op writes its own loop nest (OpDef::loop_kernel): the group's
+// arguments, the node's inputs and outputs as their buffers (an output no other kernel reads, such
+// as TopK's unused indices, in workspace memory), and the op's body.
+LoweredFunc LowerLoopKernel(const FusedGroup& group, const Node& node, const FLoopKernel& rule) {
+  const Graph& g = *group.graph;
+  LoweredFunc f;
+  f.name = group.func_name;
+  std::map<int, Buffer> arg_of;
+  auto add_arg = [&](int vid) {
+    const Value& v = g.value(vid);
+    ArgInfo a{v.name, v.type.shape, v.type.dtype, nullptr};
+    a.buffer = NewArgBuffer(a, static_cast<int>(f.args.size()));
+    arg_of[vid] = a.buffer;
+    f.args.push_back(a);
+  };
+  for (int vid : group.inputs) add_arg(vid);
+  for (int vid : group.outputs) add_arg(vid);
+  std::vector<Buffer> inputs, outputs;
+  for (int vid : node.inputs) {
+    if (vid == kAbsentValue) {
+      inputs.push_back(nullptr);
+    } else if (arg_of.count(vid) != 0) {
+      inputs.push_back(arg_of[vid]);
+    } else {
+      throw CompileError(node.Describe() + ": input '" + g.value(vid).name +
+                         "' is not an argument of its kernel " + group.func_name);
+    }
+  }
+  for (int vid : node.outputs) {
+    if (arg_of.count(vid) == 0) {
+      const Value& v = g.value(vid);
+      f.workspaces.push_back(NewBuffer(v.name, ops::ExprType(v.type.dtype), v.type.NumElements(),
+                                       BufferScope::kWorkspace));
+      arg_of[vid] = f.workspaces.back();
+    }
+    outputs.push_back(arg_of[vid]);
+  }
+  f.body = rule(node, inputs, outputs, &f);
+  return f;
 }
 
 }  // namespace
@@ -712,6 +772,13 @@ LoweredFunc LowerGroup(const FusedGroup& group, const ScheduleOptions& opts) {
   LoweredFunc scheduled;
   if (opts.scheduler != nullptr && opts.scheduler->Schedule(group, opts, &scheduled)) {
     return scheduled;
+  }
+  if (group.nodes.size() == 1) {
+    const OpDef* def = OpRegistry::Global()->Find(group.nodes[0]->op);
+    if (def != nullptr && def->loop_kernel()) {
+      ops::GraphScope scope(group.graph);
+      return LowerLoopKernel(group, *group.nodes[0], def->loop_kernel());
+    }
   }
   const Graph& g = *group.graph;
   ops::GraphScope scope(&g);

@@ -96,6 +96,12 @@ const bool kRegistered = [] {
       return te::Call(f, {x});
     });
   }
+  // Shrink: x + bias below -lambd, x - bias above lambd, 0 between (integers too).
+  Unary("Shrink", [](const Node& n, Expr x) {
+    const double lambd = n.GetFloat("lambd", 0.5), bias = n.GetFloat("bias", 0.0);
+    return te::Select(x < C(x, -lambd), x + C(x, bias),
+                      te::Select(x > C(x, lambd), x - C(x, bias), C(x, 0)));
+  });
   Unary("Softplus", [](const Node& n, Expr x) {
     RequireFloat(n, x);
     // log(1 + exp(x)) without overflow: max(x, 0) + log(1 + exp(-|x|))

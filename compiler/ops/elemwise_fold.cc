@@ -94,6 +94,17 @@ const UnaryEntry kUnary[] = {
     {"Tanh", [](double x) { return std::tanh(x); }, true},
     {"Erf", [](double x) { return std::erf(x); }, true},
     {"Not", [](double x) -> double { return x == 0 ? 1 : 0; }, false},
+    {"Sin", [](double x) { return std::sin(x); }, true},
+    {"Cos", [](double x) { return std::cos(x); }, true},
+    {"Tan", [](double x) { return std::tan(x); }, true},
+    {"Asin", [](double x) { return std::asin(x); }, true},
+    {"Acos", [](double x) { return std::acos(x); }, true},
+    {"Atan", [](double x) { return std::atan(x); }, true},
+    {"Sinh", [](double x) { return std::sinh(x); }, true},
+    {"Cosh", [](double x) { return std::cosh(x); }, true},
+    {"Asinh", [](double x) { return std::asinh(x); }, true},
+    {"Acosh", [](double x) { return std::acosh(x); }, true},
+    {"Atanh", [](double x) { return std::atanh(x); }, true},
 };
 
 const bool kRegistered = [] {

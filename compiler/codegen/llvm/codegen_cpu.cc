@@ -133,8 +133,8 @@ void CodeGenLLVM::Check(llvm::Value* ok, const std::string& prefix, llvm::Value*
 }
 
 void CodeGenLLVM::EmitIndexCheck(llvm::Value* data, int bits, int64_t count, int64_t extent,
-                                 const std::string& message) {
-  if (count == 0) return;
+                                 const std::string& message, int64_t first, int64_t step) {
+  if (first >= count) return;
   llvm::Type* elem_ty = llvm::IntegerType::get(ctx_, bits);
   auto* pre = b_.GetInsertBlock();
   auto* loop = llvm::BasicBlock::Create(ctx_, "index_check", func_);
@@ -142,12 +142,12 @@ void CodeGenLLVM::EmitIndexCheck(llvm::Value* data, int bits, int64_t count, int
   b_.CreateBr(loop);
   b_.SetInsertPoint(loop);
   auto* i = b_.CreatePHI(i64_, 2);
-  i->addIncoming(b_.getInt64(0), pre);
+  i->addIncoming(b_.getInt64(first), pre);
   llvm::Value* v = b_.CreateSExt(b_.CreateLoad(elem_ty, b_.CreateGEP(elem_ty, data, i)), i64_);
   Check(b_.CreateAnd(b_.CreateICmpSGE(v, b_.getInt64(-extent)),
                      b_.CreateICmpSLT(v, b_.getInt64(extent))),
         message, v);
-  auto* next = b_.CreateAdd(i, b_.getInt64(1));
+  auto* next = b_.CreateAdd(i, b_.getInt64(step));
   i->addIncoming(next, b_.GetInsertBlock());
   b_.CreateCondBr(b_.CreateICmpSLT(next, b_.getInt64(count)), loop, done);
   b_.SetInsertPoint(done);
@@ -266,7 +266,7 @@ llvm::Function* CodeGenLLVM::AddFunction(const lower::LoweredFunc& f) {
   for (const lower::IndexCheck& check : f.index_checks) {
     const lower::ArgInfo& a = f.args.at(static_cast<size_t>(check.arg));
     EmitIndexCheck(buffers_.at(a.buffer.get()), a.dtype.bits, a.buffer->size, check.extent,
-                   check.message);
+                   check.message, check.first, check.step);
   }
   // Workspaces, freed on every exit through the cleanup block.
   status_ = b_.CreateAlloca(i32_, nullptr, "status");

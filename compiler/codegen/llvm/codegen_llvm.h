@@ -128,10 +128,10 @@ class CodeGenLLVM {
   llvm::Value* Str(const std::string& s);
   // Branches to an error block (message prefix + got value) when !ok.
   void Check(llvm::Value* ok, const std::string& prefix, llvm::Value* got);
-  // Returns -1 naming the first element of an argument outside [-extent, extent).
-  // Every one of `count` integers of `bits` at data in [-extent, extent), else an error.
+  // Integers of `bits` at data, elements first, first + step, ... below count, must lie in
+  // [-extent, extent): else the function returns -1 naming the first one outside.
   void EmitIndexCheck(llvm::Value* data, int bits, int64_t count, int64_t extent,
-                      const std::string& message);
+                      const std::string& message, int64_t first = 0, int64_t step = 1);
 
   llvm::Module* module_;
   llvm::LLVMContext& ctx_;

@@ -253,7 +253,8 @@ class GraphReader {
                                "QLinearSigmoid and QLinearGlobalAveragePool)");
       }
       const OpDef* def = OpRegistry::Global()->Find(n.op);
-      if (!HandledByFrontend(n.op) && (!def || !def->infer_type())) {
+      // An op with a canonical form but no shape rule is rewritten into others (Scatter).
+      if (!HandledByFrontend(n.op) && (!def || (!def->infer_type() && !def->canonicalize()))) {
         throw UnsupportedError(source_ + ": operator '" + n.op + "' (node '" + n.name +
                                "', opset " + std::to_string(opset_) +
                                ") is not supported by emberc");

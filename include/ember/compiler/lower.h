@@ -122,9 +122,11 @@ class IndexCheckNode : public StmtNode {
  public:
   IndexCheckNode() : StmtNode(StmtKind::kIndexCheck) {}
   Buffer buffer;
-  int64_t count = 0;
+  int64_t count = 0;  // elements first, first + step, ... below count
   int64_t extent = 0;
   std::string message;
+  int64_t first = 0;
+  int64_t step = 1;
 };
 
 class IfNode : public StmtNode {
@@ -149,7 +151,10 @@ Stmt Store(Buffer buffer, te::Expr index, te::Expr value);
 Stmt If(te::Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt Prefetch(Buffer buffer, te::Expr index);
 Stmt Seq(std::vector<Stmt> stmts);
-Stmt CheckIndices(Buffer buffer, int64_t count, int64_t extent, std::string message);
+/*! \brief Elements first, first + step, ... below count of integer `buffer` must lie in
+ * [-extent, extent) (see IndexCheck). */
+Stmt CheckIndices(Buffer buffer, int64_t count, int64_t extent, std::string message,
+                  int64_t first = 0, int64_t step = 1);
 
 /*! \brief One argument of the packed function: a DLTensor with a static shape and dtype. */
 struct ArgInfo {
@@ -165,11 +170,15 @@ Buffer NewArgBuffer(const ArgInfo& a, int index);
 
 /*! \brief Every element of integer argument `arg` must lie in [-extent, extent): indices a kernel
  * reads at run time (Gather), checked once per call before the body rather than per element.
- * A bad one makes the function return -1 with TVMAPISetLastError(`message` + the index). */
+ * A bad one makes the function return -1 with TVMAPISetLastError(`message` + the index). With
+ * step > 1 only elements first, first + step, ... are checked: one component of index tuples
+ * (GatherND's), whose components index axes of different sizes. */
 struct IndexCheck {
   int arg = 0;
   int64_t extent = 0;
   std::string message;
+  int64_t first = 0;
+  int64_t step = 1;
 };
 
 struct LoweredFunc {

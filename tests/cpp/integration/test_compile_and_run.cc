@@ -290,6 +290,76 @@ TEST_F(CompileAndRun, GatherRefusesARunTimeIndexOutOfRange) {
   }
 }
 
+rt::NDArray Int64s(std::vector<int64_t> shape, const std::vector<int64_t>& v) {
+  rt::NDArray a = rt::NDArray::Empty(rt::ShapeTuple(shape), rt::kInt64, rt::kCPU);
+  a.CopyFromBytes(v.data(), v.size() * sizeof(int64_t));
+  return a;
+}
+
+std::vector<int64_t> Int64Values(const rt::NDArray& a) {
+  std::vector<int64_t> v(static_cast<size_t>(a.NumElements()));
+  a.CopyToBytes(v.data(), v.size() * sizeof(int64_t));
+  return v;
+}
+
+std::string RunError(rt::Module& gmod) {
+  try {
+    gmod.GetFunction("run")();
+  } catch (const rt::Error& e) {
+    return e.what();
+  }
+  return "(it ran)";
+}
+
+// Each component of an index tuple is checked against the axis it indexes: 4 is a valid column
+// of a 3 x 5 tensor but not a valid row.
+TEST_F(CompileAndRun, GatherNdAndScatterNdCheckEachComponentOfARunTimeIndex) {
+  OnnxBuilder b;
+  b.Input("x", {3, 5}).Input("at", {2, 2}, onnx::TensorProto::INT64).Input("u", {2});
+  b.Output("picked", {2}).Output("scattered", {3, 5});
+  b.Node("GatherND", "pick", {"x", "at"}, {"picked"});
+  b.Node("ScatterND", "put", {"x", "at", "u"}, {"scattered"});
+  rt::Module gmod = Build(b.Bytes());
+  std::vector<float> x = Ramp(15, 1.0f, 0.0f);
+  gmod.GetFunction("set_input")("x", Floats({3, 5}, x));
+  gmod.GetFunction("set_input")("u", Floats({2}, {-7.0f, -8.0f}));
+  gmod.GetFunction("set_input")("at", Int64s({2, 2}, {2, 4, -3, -1}));  // (2, 4), (0, 4)
+  gmod.GetFunction("run")();
+  ExpectNear(Values(gmod.GetFunction("get_output")(0)), {x[14], x[4]});
+  std::vector<float> scattered = x;
+  scattered[14] = -7.0f;
+  scattered[4] = -8.0f;
+  ExpectNear(Values(gmod.GetFunction("get_output")(1)), scattered);
+
+  gmod.GetFunction("set_input")("at", Int64s({2, 2}, {4, 1, 0, 0}));
+  EXPECT_NE(RunError(gmod).find("indices 'at' hold an index outside -3..2 (axis 0 has size 3): 4"),
+            std::string::npos)
+      << RunError(gmod);
+  gmod.GetFunction("set_input")("at", Int64s({2, 2}, {0, 1, 0, -6}));
+  EXPECT_NE(RunError(gmod).find("indices 'at' hold an index outside -5..4 (axis 1 has size 5): -6"),
+            std::string::npos)
+      << RunError(gmod);
+}
+
+// TopK keeps the k best in order, the lower index first among equals; an indices output that
+// nothing reads goes to workspace memory.
+TEST_F(CompileAndRun, TopKOrdersTiesByIndexAndMayDropItsIndices) {
+  OnnxBuilder b;
+  b.Input("x", {2, 6}).Output("top", {2, 4}).Output("top_at", {2, 4}, onnx::TensorProto::INT64);
+  b.Output("low", {2, 3});
+  b.IntInit("k4", {1}, {4}).IntInit("k3", {1}, {3});
+  b.Node("TopK", "top", {"x", "k4"}, {"top", "top_at"});
+  auto* low = b.Node("TopK", "low", {"x", "k3"}, {"low", "low_at"});
+  OnnxBuilder::IntAttr(low, "largest", 0);
+  rt::Module gmod = Build(b.Bytes());
+  gmod.GetFunction("set_input")("x", Floats({2, 6}, {3, 1, 3, 2, 5, 1, 0, 0, 9, 0, 9, 0}));
+  gmod.GetFunction("run")();
+  ExpectNear(Values(gmod.GetFunction("get_output")(0)), {5, 3, 3, 2, 9, 9, 0, 0});
+  EXPECT_EQ(Int64Values(gmod.GetFunction("get_output")(1)),
+            (std::vector<int64_t>{4, 0, 2, 3, 2, 4, 0, 1}));
+  ExpectNear(Values(gmod.GetFunction("get_output")(2)), {1, 1, 2, 0, 0, 0});
+}
+
 TEST_F(CompileAndRun, ErrorsNameTheProblem) {
   ember::compiler::CompileOptions opt;
   opt.model_path = (dir_ / "missing.onnx").string();

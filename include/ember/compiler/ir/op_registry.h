@@ -25,6 +25,11 @@ namespace compiler {
 namespace te {
 class Tensor;  // defined by the kernel side in include/ember/compiler/te/
 }  // namespace te
+namespace lower {  // the loop IR, include/ember/compiler/lower.h
+class BufferNode;
+class StmtNode;
+struct LoweredFunc;
+}  // namespace lower
 class CanonicalizeContext;  // compiler/transform/canonicalize_context.h
 
 /*! \brief TVM's fusion patterns; smaller values fuse more freely. */
@@ -59,6 +64,15 @@ using FCanonicalize = std::function<void(Node node, CanonicalizeContext* ctx)>;
 using FCompute =
     std::function<std::vector<te::Tensor>(const Node& node, const std::vector<te::Tensor>& inputs,
                                           const std::vector<TensorType>& out_types)>;
+
+/*! \brief Loop rule (kernel side), for an op whose kernel is a loop nest written by hand instead
+ *  of a compute rule (a scan, a selection, a scatter: outputs that depend on each other or on
+ *  the order of the updates): the kernel's body from the buffers of the node's inputs (null where
+ *  absent) and outputs. It may add locals, workspaces and index checks to `f`, whose arguments
+ *  are set. Such an op is opaque, a kernel of its own. */
+using FLoopKernel = std::function<std::shared_ptr<const lower::StmtNode>(
+    const Node& node, const std::vector<std::shared_ptr<const lower::BufferNode>>& inputs,
+    const std::vector<std::shared_ptr<const lower::BufferNode>>& outputs, lower::LoweredFunc* f)>;
 
 /*! \brief True when the node's output equals its first input element for element, given their
  *  types (Simplify forwards the input): Identity always, Transpose with the identity perm, ... */
@@ -100,6 +114,10 @@ class OpDef {
     compute_ = std::move(fn);
     return *this;
   }
+  OpDef& set_loop_kernel(FLoopKernel fn) {
+    loop_kernel_ = std::move(fn);
+    return *this;
+  }
   OpDef& set_is_no_op(FIsNoOp fn) {
     is_no_op_ = std::move(fn);
     return *this;
@@ -132,6 +150,7 @@ class OpDef {
   const FCanonicalize& canonicalize() const { return canonicalize_; }
   const FFold& fold() const { return fold_; }
   const FCompute& compute() const { return compute_; }
+  const FLoopKernel& loop_kernel() const { return loop_kernel_; }
   const FIsNoOp& is_no_op() const { return is_no_op_; }
   bool reshape_like() const { return reshape_like_; }
   bool has_compute() const { return static_cast<bool>(compute_); }
@@ -148,6 +167,7 @@ class OpDef {
   FCanonicalize canonicalize_;
   FFold fold_;
   FCompute compute_;
+  FLoopKernel loop_kernel_;
   FIsNoOp is_no_op_;
   bool reshape_like_ = false;
   int min_inputs_ = 0;

@@ -1,0 +1,199 @@
+// Loop rules (OpDef::loop_kernel) of the ops whose outputs depend on each other or on the order
+// of their updates, so that no compute rule over te tensors can say them: CumSum (a scan),
+// TopK (a selection), ScatterElements and ScatterND (updates in order, duplicates reduced).
+// Each writes its loops over flat buffers; indices read at run time are checked before the body.
+#include <string>
+#include <vector>
+
+#include "ember/compiler/lower.h"
+#include "op_common.h"
+
+namespace ember::compiler::ops {
+namespace {
+
+using lower::Buffer;
+using lower::BufferLoad;
+using lower::ForKind;
+using lower::Stmt;
+
+// A loop nest does at least this many element updates before its rows run in parallel.
+constexpr int64_t kParallelWork = int64_t{1} << 15;
+
+ForKind RowsLoop(int64_t rows, int64_t work) {
+  return rows > 1 && work >= kParallelWork ? ForKind::kParallel : ForKind::kSerial;
+}
+
+// A shape seen around one axis: [outer][n][inner].
+struct AroundAxis {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+AroundAxis Around(const std::vector<int64_t>& shape, int64_t axis) {
+  AroundAxis a;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    const int64_t e = shape[static_cast<size_t>(d)];
+    (d < axis ? a.outer : d == axis ? a.n : a.inner) *= e;
+  }
+  return a;
+}
+
+// An index read at run time (negative counts from the end; checked to lie in [-extent, extent)).
+Expr Normalized(const Expr& k, int64_t extent) {
+  Expr i = te::Cast(te::Index(), k);
+  return te::Select(i < 0, i + extent, i);
+}
+
+std::string IndexMessage(const Node& n, const Buffer& indices, int64_t axis, int64_t extent) {
+  return n.Describe() + ": indices '" + indices->name + "' hold an index outside " +
+         std::to_string(-extent) + ".." + std::to_string(extent - 1) + " (axis " +
+         std::to_string(axis) + " has size " + std::to_string(extent) + "): ";
+}
+
+// y[..., j, ...] = x[..., 0, ...] + ... + x[..., j, ...] (exclusive: up to j - 1; reverse: from the
+// end). Each step adds one row to the row before it, so the inner axes run as vectors.
+Stmt CumSum(const Node& n, const std::vector<Buffer>& in, const std::vector<Buffer>& out,
+            lower::LoweredFunc*) {
+  const Buffer &x = in.at(0), &y = out.at(0);
+  const AroundAxis a = Around(InputType(n, 0).shape, n.GetInt("axis"));
+  const bool exclusive = n.GetInt("exclusive") != 0, reverse = n.GetInt("reverse") != 0;
+  Expr o = te::MakeVar("o"), j = te::MakeVar("j"), i = te::MakeVar("i");
+  auto at = [&](const Expr& step) {  // flat index of step `step` of the scan, in scan order
+    Expr pos = reverse ? Expr(a.n - 1) - step : step;
+    return (o * a.n + pos) * a.inner + i;
+  };
+  Expr zero = te::Const(y->dtype, 0);
+  Stmt first =
+      lower::For(i, a.inner, ForKind::kVectorized,
+                 lower::Store(y, at(Expr(0)), exclusive ? zero : BufferLoad(x, at(Expr(0)))));
+  std::vector<Stmt> row{first};
+  if (a.n > 1) {
+    Expr step = j + 1;
+    Expr added = BufferLoad(x, at(exclusive ? j : step));
+    row.push_back(lower::For(j, a.n - 1, ForKind::kSerial,
+                             lower::For(i, a.inner, ForKind::kVectorized,
+                                        lower::Store(y, at(step), BufferLoad(y, at(j)) + added))));
+  }
+  return lower::For(o, a.outer, RowsLoop(a.outer, a.outer * a.n * a.inner), lower::Seq(row));
+}
+
+// The k largest (or smallest) along the axis, best first, ties to the lower index: each element
+// in turn is inserted into the output row kept sorted, when it beats the row's last.
+Stmt TopK(const Node& n, const std::vector<Buffer>& in, const std::vector<Buffer>& out,
+          lower::LoweredFunc*) {
+  const Buffer &x = in.at(0), &values = out.at(0), &indices = out.at(1);
+  const int64_t axis = n.GetInt("axis"), k = n.GetInt("k");
+  const bool largest = n.GetInt("largest") != 0;
+  const AroundAxis a = Around(InputType(n, 0).shape, axis);
+  Expr row = te::MakeVar("row"), j = te::MakeVar("j"), r = te::MakeVar("r");
+  Expr o = te::FloorDiv(row, Expr(a.inner)), i = te::FloorMod(row, Expr(a.inner));
+  auto x_at = [&](const Expr& step) { return (o * a.n + step) * a.inner + i; };
+  auto out_at = [&](const Expr& slot) { return (o * k + slot) * a.inner + i; };
+  auto better = [&](const Expr& p, const Expr& q) { return largest ? p > q : p < q; };
+  Expr v = BufferLoad(x, x_at(j));
+  Expr held = te::Min(j, Expr(k));  // values the row holds before element j
+  // Walking the slots from the last: m moves down one where v beats it, and v lands in the first
+  // slot it beats (or the first free one) once the slot before holds a better or equal value.
+  Expr m = Expr(k - 1) - r;
+  Expr beats = (m < held) && better(v, BufferLoad(values, out_at(m)));
+  Expr lands = (m <= held) && ((m == held) || beats) &&
+               ((m == 0) || !better(v, BufferLoad(values, out_at(te::Max(m - 1, Expr(0))))));
+  Stmt shift =
+      lower::If(beats && (m + 1 < k),
+                lower::Seq({lower::Store(values, out_at(m + 1), BufferLoad(values, out_at(m))),
+                            lower::Store(indices, out_at(m + 1), BufferLoad(indices, out_at(m)))}));
+  Stmt land =
+      lower::If(lands, lower::Seq({lower::Store(values, out_at(m), v),
+                                   lower::Store(indices, out_at(m), te::Cast(indices->dtype, j))}));
+  Stmt insert = lower::If((j < k) || better(v, BufferLoad(values, out_at(Expr(k - 1)))),
+                          lower::For(r, k, ForKind::kSerial, lower::Seq({shift, land})));
+  const int64_t rows = a.outer * a.inner;
+  return lower::For(row, rows, RowsLoop(rows, rows * a.n),
+                    lower::For(j, a.n, ForKind::kSerial, insert));
+}
+
+// out[pos] = reduction(out[pos], update), in the updates' order, over a copy of the data.
+Expr Reduced(const Node& n, const Expr& old, const Expr& update) {
+  const std::string r = n.GetString("reduction");
+  if (r == "add") return old + update;
+  if (r == "mul") return old * update;
+  if (r == "max") return te::Max(old, update);
+  if (r == "min") return te::Min(old, update);
+  return update;
+}
+
+Stmt CopyData(const Buffer& data, const Buffer& out) {
+  Expr e = te::MakeVar("e");
+  return lower::For(e, out->size, ForKind::kVectorized, lower::Store(out, e, BufferLoad(data, e)));
+}
+
+// ScatterElements: update u goes to the data position of u with the axis replaced by indices[u].
+Stmt ScatterElements(const Node& n, const std::vector<Buffer>& in, const std::vector<Buffer>& out,
+                     lower::LoweredFunc*) {
+  const Buffer &data = in.at(0), &indices = in.at(1), &updates = in.at(2), &y = out.at(0);
+  const std::vector<int64_t>& dshape = InputType(n, 0).shape;
+  const std::vector<int64_t>& ushape = InputType(n, 1).shape;
+  const int64_t axis = n.GetInt("axis"), extent = dshape.at(static_cast<size_t>(axis));
+  // One loop per axis of the updates; flat indices of the update and of its place in the data.
+  std::vector<Expr> vars;
+  Expr u = 0, pos = 0;
+  for (size_t d = 0; d < ushape.size(); ++d) {
+    vars.push_back(te::MakeVar("u" + std::to_string(d)));
+    u = u * ushape[d] + vars.back();
+  }
+  for (size_t d = 0; d < ushape.size(); ++d) {
+    Expr at =
+        static_cast<int64_t>(d) == axis ? Normalized(BufferLoad(indices, u), extent) : vars[d];
+    pos = pos * dshape[d] + at;
+  }
+  Stmt body = lower::Store(y, pos, Reduced(n, BufferLoad(y, pos), BufferLoad(updates, u)));
+  for (size_t d = ushape.size(); d-- > 0;)
+    body = lower::For(vars[d], ushape[d], ForKind::kSerial, body);
+  return lower::Seq(
+      {lower::CheckIndices(indices, indices->size, extent, IndexMessage(n, indices, axis, extent)),
+       CopyData(data, y), body});
+}
+
+// ScatterND: tuple t of indices addresses a slice of data past its first k axes; update slice t
+// goes there.
+Stmt ScatterND(const Node& n, const std::vector<Buffer>& in, const std::vector<Buffer>& out,
+               lower::LoweredFunc*) {
+  const Buffer &data = in.at(0), &indices = in.at(1), &updates = in.at(2), &y = out.at(0);
+  const std::vector<int64_t>& dshape = InputType(n, 0).shape;
+  const int64_t k = InputType(n, 1).shape.back();
+  const int64_t tuples = indices->size / k;
+  int64_t slice = 1;
+  for (size_t d = static_cast<size_t>(k); d < dshape.size(); ++d) slice *= dshape[d];
+  std::vector<Stmt> body{};
+  Expr t = te::MakeVar("t"), s = te::MakeVar("s");
+  Expr offset = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    const int64_t extent = dshape[static_cast<size_t>(j)];
+    body.push_back(lower::CheckIndices(indices, indices->size, extent,
+                                       IndexMessage(n, indices, j, extent), j, k));
+    offset = offset * extent + Normalized(BufferLoad(indices, t * k + j), extent);
+  }
+  Expr pos = offset * slice + s;
+  body.push_back(CopyData(data, y));
+  // Within a slice the positions are distinct, so its elements run as vectors; the slices run in
+  // order, as duplicates must.
+  body.push_back(lower::For(
+      t, tuples, ForKind::kSerial,
+      lower::For(s, slice, ForKind::kVectorized,
+                 lower::Store(
+                     y, pos, Reduced(n, BufferLoad(y, pos), BufferLoad(updates, t * slice + s))))));
+  return lower::Seq(body);
+}
+
+const bool kRegistered = [] {
+  auto reg = [](const char* op, FLoopKernel fn) {
+    OpRegistry::Global()->Mutable(op).set_loop_kernel(std::move(fn));
+  };
+  reg("CumSum", CumSum);
+  reg("TopK", TopK);
+  reg("ScatterElements", ScatterElements);
+  reg("ScatterND", ScatterND);
+  return true;
+}();
+
+}  // namespace
+}  // namespace ember::compiler::ops

@@ -1,0 +1,168 @@
+// Canonical forms of the indexing, scan and selection ops: GatherElements, GatherND, OneHot,
+// Trilu, EyeLike, CumSum, TopK, ScatterElements (and the older Scatter), ScatterND. Axes are
+// normalized, the scalar inputs a static shape needs (TopK's k, CumSum's axis, OneHot's depth,
+// Trilu's k) become attributes, enumerated strings are checked, and indices known at compile
+// time are checked against the axes they index, so the kernels never meet a bad one.
+#include <ember/compiler/ir/op_registry.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "frontend/onnx/onnx_dtype.h"
+#include "ir/shape_util.h"
+#include "transform/canonicalize_context.h"
+
+namespace ember {
+namespace compiler {
+namespace {
+
+// OneHot's depth at most: one index makes `depth` outputs, so a larger one is a malformed model
+// asking for gigabytes, refused before anything is allocated.
+constexpr double kMaxOneHotDepth = 1 << 24;
+
+// The one value of a scalar (or one-element) constant input.
+double ScalarInput(Node& n, size_t i, const char* what, CanonicalizeContext* ctx) {
+  HostTensorPtr c = ctx->ConstInput(n, i, what);
+  if (!c || c->NumElements() != 1) {
+    NodeError(n, std::string("input ") + std::to_string(i) + " ('" + what +
+                     "') must hold one value, got " + (c ? c->type.ToString() : "none"));
+  }
+  return c->GetAsDouble(0);
+}
+
+// Elements first, first + step, ... of constant indices must lie in [-extent, extent).
+void CheckConstantIndices(const Node& n, size_t input, int64_t extent, const std::string& what,
+                          CanonicalizeContext* ctx, int64_t first = 0, int64_t step = 1) {
+  const Value& indices = ctx->graph().value(n.inputs.at(input));
+  if (!indices.is_constant()) return;
+  for (int64_t i = first; i < indices.constant->NumElements(); i += step) {
+    const int64_t k = indices.constant->GetAsInt(i);
+    if (k < -extent || k >= extent) {
+      NodeError(n, "index " + std::to_string(k) + " (element " + std::to_string(i) +
+                       " of indices '" + indices.name + "') is out of range for " + what +
+                       " of size " + std::to_string(extent) +
+                       "; valid: " + std::to_string(-extent) + ".." + std::to_string(extent - 1));
+    }
+  }
+}
+
+void CheckReduction(const Node& n, const std::vector<std::string>& valid) {
+  const std::string r = n.GetString("reduction", "none");
+  if (std::find(valid.begin(), valid.end(), r) != valid.end()) return;
+  std::string list;
+  for (const std::string& v : valid) list += (list.empty() ? "" : ", ") + v;
+  NodeUnsupported(n, "reduction '" + r + "' (supported: " + list + ")");
+}
+
+void GatherElementsOp(Node n, CanonicalizeContext* ctx) {
+  const TensorType& data = ctx->TypeOf(n.inputs.at(0));
+  const int64_t axis = NormalizeAxis(n, n.GetInt("axis", 0), data.ndim());
+  n.attrs["axis"] = axis;
+  CheckConstantIndices(n, 1, data.shape.at(axis), "axis " + std::to_string(axis), ctx);
+  ctx->EmitInto(std::move(n));
+}
+
+void ScatterElementsOp(Node n, CanonicalizeContext* ctx) {
+  n.op = "ScatterElements";  // Scatter (opsets 9-10) is its older name
+  CheckReduction(n, {"none", "add", "mul", "max", "min"});
+  const TensorType& data = ctx->TypeOf(n.inputs.at(0));
+  const int64_t axis = NormalizeAxis(n, n.GetInt("axis", 0), data.ndim());
+  n.attrs["axis"] = axis;
+  CheckConstantIndices(n, 1, data.shape.at(axis), "axis " + std::to_string(axis), ctx);
+  ctx->EmitInto(std::move(n));
+}
+
+// Index tuples of GatherND and ScatterND: component j indexes axis batch_dims + j.
+void CheckConstantTuples(const Node& n, int64_t batch_dims, CanonicalizeContext* ctx) {
+  const TensorType& data = ctx->TypeOf(n.inputs.at(0));
+  const TensorType& indices = ctx->TypeOf(n.inputs.at(1));
+  if (indices.ndim() == 0) return;  // the shape rule refuses it
+  const int64_t k = indices.shape.back();
+  for (int64_t j = 0; j < k && batch_dims + j < data.ndim(); ++j) {
+    const int64_t axis = batch_dims + j;
+    CheckConstantIndices(n, 1, data.shape[axis], "axis " + std::to_string(axis), ctx, j, k);
+  }
+}
+
+void GatherNDOp(Node n, CanonicalizeContext* ctx) {
+  CheckConstantTuples(n, n.GetInt("batch_dims", 0), ctx);
+  ctx->EmitInto(std::move(n));
+}
+
+void ScatterNDOp(Node n, CanonicalizeContext* ctx) {
+  CheckReduction(n, {"none", "add", "mul", "max", "min"});
+  CheckConstantTuples(n, 0, ctx);
+  ctx->EmitInto(std::move(n));
+}
+
+// OneHot(indices, depth, values): depth becomes an attribute; the values [off, on] stay input 2.
+void OneHotOp(Node n, CanonicalizeContext* ctx) {
+  const double depth = ScalarInput(n, 1, "depth", ctx);
+  if (!(depth >= 1 && depth <= kMaxOneHotDepth)) {
+    NodeError(n, "depth must be 1.." + std::to_string(static_cast<int64_t>(kMaxOneHotDepth)) +
+                     ", got " + std::to_string(depth));
+  }
+  if (ctx->TypeOf(n.inputs.at(2)).NumElements() != 2) {
+    NodeError(
+        n, "values must hold two elements (off, on), got " + ctx->TypeOf(n.inputs[2]).ToString());
+  }
+  n.attrs["depth"] = static_cast<int64_t>(depth);
+  n.attrs["axis"] = NormalizeAxis(n, n.GetInt("axis", -1), ctx->Rank(n, 0) + 1);
+  n.inputs.erase(n.inputs.begin() + 1);
+  ctx->EmitInto(std::move(n));
+}
+
+void TriluOp(Node n, CanonicalizeContext* ctx) {
+  if (ctx->Rank(n, 0) < 2) {
+    NodeError(n, "expected rank >= 2, got " + ctx->TypeOf(n.inputs[0]).ToString());
+  }
+  n.attrs["k"] = n.HasInput(1) ? static_cast<int64_t>(ScalarInput(n, 1, "k", ctx)) : int64_t{0};
+  ctx->DropInputsFrom(n, 1);
+  ctx->EmitInto(std::move(n));
+}
+
+void EyeLikeOp(Node n, CanonicalizeContext* ctx) {
+  const DLDataType dtype = n.HasAttr("dtype") ? OnnxToDType(static_cast<int32_t>(n.GetInt("dtype")),
+                                                            n.Describe() + ": attribute 'dtype'")
+                                              : ctx->TypeOf(n.inputs.at(0)).dtype;
+  n.attrs["__dtype"] = DTypeToString(dtype);
+  ctx->EmitInto(std::move(n));
+}
+
+void CumSumOp(Node n, CanonicalizeContext* ctx) {
+  n.attrs["axis"] =
+      NormalizeAxis(n, static_cast<int64_t>(ScalarInput(n, 1, "axis", ctx)), ctx->Rank(n, 0));
+  ctx->DropInputsFrom(n, 1);
+  ctx->EmitInto(std::move(n));
+}
+
+// TopK: k an attribute in every opset (opset 1 had it so already), 1..the axis's size.
+void TopKOp(Node n, CanonicalizeContext* ctx) {
+  const TensorType& x = ctx->TypeOf(n.inputs.at(0));
+  const int64_t axis = NormalizeAxis(n, n.GetInt("axis", -1), x.ndim());
+  const double k = n.HasInput(1) ? ScalarInput(n, 1, "K", ctx) : n.GetInt("k", 0);
+  if (!(k >= 1 && k <= static_cast<double>(x.shape[axis]))) {
+    NodeError(n, "k must be 1.." + std::to_string(x.shape[axis]) + " (the size of axis " +
+                     std::to_string(axis) + " of " + x.ToString() + "), got " + std::to_string(k));
+  }
+  n.attrs["axis"] = axis;
+  n.attrs["k"] = static_cast<int64_t>(k);
+  ctx->DropInputsFrom(n, 1);
+  ctx->EmitInto(std::move(n));
+}
+
+}  // namespace
+
+EMBER_REGISTER_OP_CANONICALIZE("GatherElements", GatherElementsOp);
+EMBER_REGISTER_OP_CANONICALIZE("GatherND", GatherNDOp);
+EMBER_REGISTER_OP_CANONICALIZE("ScatterElements", ScatterElementsOp);
+EMBER_REGISTER_OP_CANONICALIZE("Scatter", ScatterElementsOp);
+EMBER_REGISTER_OP_CANONICALIZE("ScatterND", ScatterNDOp);
+EMBER_REGISTER_OP_CANONICALIZE("OneHot", OneHotOp);
+EMBER_REGISTER_OP_CANONICALIZE("Trilu", TriluOp);
+EMBER_REGISTER_OP_CANONICALIZE("EyeLike", EyeLikeOp);
+EMBER_REGISTER_OP_CANONICALIZE("CumSum", CumSumOp);
+EMBER_REGISTER_OP_CANONICALIZE("TopK", TopKOp);
+
+}  // namespace compiler
+}  // namespace ember
