@@ -313,6 +313,10 @@ Types ScatterElementsRule(const Node& n, const Types& in) {
 // GatherND, ScatterND: indices [..., k] address slices of data past its first batch_dims + k axes.
 int64_t TupleLength(const Node& n, const TensorType& data, const TensorType& indices,
                     int64_t batch_dims) {
+  if (batch_dims >= std::min(data.ndim(), indices.ndim())) {
+    NodeError(n, "batch_dims " + std::to_string(batch_dims) + " must be below the ranks of data " +
+                     data.ToString() + " and indices " + indices.ToString());
+  }
   const int64_t k = indices.ndim() > 0 ? indices.shape.back() : 0;
   bool ok = indices.ndim() > batch_dims && data.ndim() > batch_dims && k >= 1 &&
             k <= data.ndim() - batch_dims;

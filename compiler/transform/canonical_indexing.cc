@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "frontend/onnx/onnx_dtype.h"
 #include "ir/shape_util.h"
@@ -19,6 +20,13 @@ namespace {
 // OneHot's depth at most: one index makes `depth` outputs, so a larger one is a malformed model
 // asking for gigabytes, refused before anything is allocated.
 constexpr double kMaxOneHotDepth = 1 << 24;
+
+// A scalar input's value as the model holds it: 3, not 3.000000.
+std::string Written(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
 
 // The one value of a scalar (or one-element) constant input.
 double ScalarInput(Node& n, size_t i, const char* what, CanonicalizeContext* ctx) {
@@ -100,7 +108,7 @@ void OneHotOp(Node n, CanonicalizeContext* ctx) {
   const double depth = ScalarInput(n, 1, "depth", ctx);
   if (!(depth >= 1 && depth <= kMaxOneHotDepth)) {
     NodeError(n, "depth must be 1.." + std::to_string(static_cast<int64_t>(kMaxOneHotDepth)) +
-                     ", got " + std::to_string(depth));
+                     ", got " + Written(depth));
   }
   if (ctx->TypeOf(n.inputs.at(2)).NumElements() != 2) {
     NodeError(
@@ -143,7 +151,7 @@ void TopKOp(Node n, CanonicalizeContext* ctx) {
   const double k = n.HasInput(1) ? ScalarInput(n, 1, "K", ctx) : n.GetInt("k", 0);
   if (!(k >= 1 && k <= static_cast<double>(x.shape[axis]))) {
     NodeError(n, "k must be 1.." + std::to_string(x.shape[axis]) + " (the size of axis " +
-                     std::to_string(axis) + " of " + x.ToString() + "), got " + std::to_string(k));
+                     std::to_string(axis) + " of " + x.ToString() + "), got " + Written(k));
   }
   n.attrs["axis"] = axis;
   n.attrs["k"] = static_cast<int64_t>(k);

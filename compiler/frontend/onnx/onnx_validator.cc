@@ -56,11 +56,12 @@ enum class Window {
 struct OpRules {
   std::vector<const char*> ops;
   std::vector<ListRule> lists;
-  std::vector<const char*> positive_ints;  // INT attributes inference divides by
+  std::vector<const char*> positive_ints;      // INT attributes inference divides by
   Axis axis = Axis::kNone;
   Ranks ranks = Ranks::kAny;
   Window window = Window::kNone;
   int weight_input = 1;
+  std::vector<const char*> non_negative_ints = {};  // INT attributes inference sizes vectors with
 };
 
 const std::vector<ListRule> kConvLists = {
@@ -124,6 +125,7 @@ const std::vector<OpRules>& RuleTable() {
       {{"Flatten"}, {}, {}, Axis::kSplitPoint, Ranks::kAny},
       {{"DepthToSpace", "SpaceToDepth"}, {}, {"blocksize"}, Axis::kNone, Ranks::kAny},
       {{"LRN"}, {}, {"size"}, Axis::kNone, Ranks::kAny},
+      {{"GatherND"}, {}, {}, Axis::kNone, Ranks::kAny, Window::kNone, 1, {"batch_dims"}},
   };
   return table;
 }
@@ -352,17 +354,19 @@ class Validator {
         CheckList(*a, rule, rank, first_input, where);
       }
     }
-    for (const char* name : rules.positive_ints) {
+    auto check_int = [&](const char* name, int64_t low, const char* what) {
       const onnx::AttributeProto* a = FindAttr(n, name);
-      if (!a) continue;
+      if (!a) return;
       if (a->type() != onnx::AttributeProto::INT) {
         Fail(where, std::string("attribute '") + name + "' must be an int");
       }
-      if (a->i() < 1) {
-        Fail(where, std::string("attribute '") + name + "' must be positive, got " +
+      if (a->i() < low) {
+        Fail(where, std::string("attribute '") + name + "' must be " + what + ", got " +
                         std::to_string(a->i()));
       }
-    }
+    };
+    for (const char* name : rules.positive_ints) check_int(name, 1, "positive");
+    for (const char* name : rules.non_negative_ints) check_int(name, 0, "non-negative");
     if (rules.axis != Axis::kNone) {
       const onnx::AttributeProto* a = FindAttr(n, "axis");
       if (!a) return;

@@ -128,6 +128,16 @@ TEST(OnnxValidator, AxesAndAxisMustBeInRange) {
   EXPECT_ERROR_HAS(concat, "node 'cat' (Concat): every input must have the rank of input 'a'");
 }
 
+// libonnx's GatherND inference sizes a vector with rank - batch_dims: a negative one reached it
+// as a length_error that named neither the file nor the node.
+TEST(OnnxValidator, GatherNdBatchDimsMustBeNonNegative) {
+  OnnxBuilder b;
+  b.Input("x", {3, 4}).IntInit("at", {1, 2}, {0, 1});
+  OnnxBuilder::IntAttr(b.Node("GatherND", "g", {"x", "at"}, {"y"}), "batch_dims", -1);
+  b.Output("y", {});
+  EXPECT_ERROR_HAS(b, "node 'g' (GatherND): attribute 'batch_dims' must be non-negative, got -1");
+}
+
 TEST(OnnxValidator, ValidModelsStillImport) {
   OnnxBuilder b;
   b.Input("x", {1, 1, 4, 4}).FloatInit("w", {1, 1, 3, 3}, std::vector<float>(9, 1.f));
