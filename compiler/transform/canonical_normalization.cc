@@ -1,8 +1,9 @@
-// Canonical forms of LayerNormalization, BatchNormalization and GroupNormalization (registered
-// as their canonicalization rules): the forms with statistics outputs, training mode or groups
-// written out as primitive ops.
+// Canonical forms of LayerNormalization, BatchNormalization, GroupNormalization and
+// MeanVarianceNormalization (registered as their canonicalization rules): the forms with
+// statistics outputs, training mode or groups, and MVN, written out as primitive ops.
 #include <ember/compiler/ir/op_registry.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "ir/shape_util.h"
@@ -12,22 +13,38 @@ namespace ember {
 namespace compiler {
 namespace {
 
+// x's mean over `axes`, x minus it, and the mean of that squared (the biased variance), each
+// kept at x's rank.
+struct Moments {
+  int mean, centered, variance;
+};
+
+Moments MomentsOver(const Node& n, int x, const std::vector<int64_t>& axes,
+                    CanonicalizeContext* ctx) {
+  AttrMap red{{"axes", axes}, {"keepdims", int64_t{1}}};
+  Moments m;
+  m.mean = ctx->Emit("ReduceMean", n.name + "_mean", {x}, red);
+  m.centered = ctx->Emit("Sub", n.name + "_centered", {x, m.mean});
+  m.variance = ctx->Emit("ReduceMean", n.name + "_var",
+                         {ctx->Emit("Mul", n.name + "_square", {m.centered, m.centered})}, red);
+  return m;
+}
+
+int ScalarOf(const Node& n, DLDataType dt, double v, CanonicalizeContext* ctx) {
+  return ctx->graph().AddConstant(ctx->graph().UniqueName(n.name + "_c"), MakeScalarTensor(dt, v));
+}
+
 // LayerNormalization whose Mean / InvStdDev outputs are wanted: written out as primitive ops.
 void LayerNormWithStats(Node n, CanonicalizeContext* ctx) {
   int64_t r = ctx->Rank(n, 0);
   int64_t axis = n.GetInt("axis");
   std::vector<int64_t> axes;
   for (int64_t i = axis; i < r; ++i) axes.push_back(i);
-  AttrMap red{{"axes", axes}, {"keepdims", int64_t{1}}};
-  int x = n.inputs[0];
-  DLDataType dt = ctx->TypeOf(x).dtype;
-  int mean = ctx->Emit("ReduceMean", n.name + "_mean", {x}, red);
-  int d = ctx->Emit("Sub", n.name + "_centered", {x, mean});
-  int dd = ctx->Emit("Mul", n.name + "_square", {d, d});
-  int var = ctx->Emit("ReduceMean", n.name + "_var", {dd}, red);
-  int eps = ctx->graph().AddConstant(ctx->graph().UniqueName(n.name + "_epsilon"),
-                                     MakeScalarTensor(dt, n.GetFloat("epsilon", 1e-5)));
-  int ve = ctx->Emit("Add", n.name + "_var_eps", {var, eps});
+  const DLDataType dt = ctx->TypeOf(n.inputs[0]).dtype;
+  const Moments m = MomentsOver(n, n.inputs[0], axes, ctx);
+  const int mean = m.mean, d = m.centered;
+  int ve = ctx->Emit("Add", n.name + "_var_eps",
+                     {m.variance, ScalarOf(n, dt, n.GetFloat("epsilon", 1e-5), ctx)});
   int sd = ctx->Emit("Sqrt", n.name + "_std", {ve});
   int inv = ctx->Emit("Reciprocal", n.name + "_inv_std", {sd});
   int norm = ctx->Emit("Mul", n.name + "_norm", {d, inv});
@@ -54,20 +71,12 @@ void BatchNormTraining(Node n, CanonicalizeContext* ctx) {
     axes.push_back(i);
     cshape.push_back(1);
   }
-  AttrMap red{{"axes", axes}, {"keepdims", int64_t{1}}};
-  DLDataType dt = xt.dtype;
-  auto scalar = [&](double v) {
-    return ctx->graph().AddConstant(ctx->graph().UniqueName(n.name + "_c"),
-                                    MakeScalarTensor(dt, v));
-  };
+  auto scalar = [&](double v) { return ScalarOf(n, xt.dtype, v, ctx); };
   auto reshape = [&](int v, std::vector<int64_t> shape, const std::string& tag) {
     return ctx->Emit("Reshape", n.name + tag, {v}, {{"__out_shape", shape}});
   };
-  int x = n.inputs[0];
-  int mean = ctx->Emit("ReduceMean", n.name + "_batch_mean", {x}, red);
-  int d = ctx->Emit("Sub", n.name + "_centered", {x, mean});
-  int var = ctx->Emit("ReduceMean", n.name + "_batch_var",
-                      {ctx->Emit("Mul", n.name + "_sq", {d, d})}, red);
+  const Moments m = MomentsOver(n, n.inputs[0], axes, ctx);
+  const int mean = m.mean, d = m.centered, var = m.variance;
   int sd = ctx->Emit(
       "Sqrt", n.name + "_std",
       {ctx->Emit("Add", n.name + "_var_eps", {var, scalar(n.GetFloat("epsilon", 1e-5))})});
@@ -134,6 +143,23 @@ void GroupNormOp(Node n, CanonicalizeContext* ctx) {
   ctx->EmitInto(Node{"Add", n.name, {}, {scaled, bias}, n.outputs});
 }
 
+// MeanVarianceNormalization: (x - mean) / (std + 1e-9) over `axes` (default N, H, W), the
+// epsilon of ONNX's own definition of the op.
+void MvnOp(Node n, CanonicalizeContext* ctx) {
+  const int64_t r = ctx->Rank(n, 0);
+  std::vector<int64_t> axes = n.GetInts("axes", {0, 2, 3});
+  for (int64_t& a : axes) a = NormalizeAxis(n, a, r, "axes entry");
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) {
+    NodeError(n, "axes must not repeat an axis, got " + ShapeToString(n.GetInts("axes")));
+  }
+  const Moments m = MomentsOver(n, n.inputs.at(0), axes, ctx);
+  int sd = ctx->Emit("Sqrt", n.name + "_std", {m.variance});
+  int sde = ctx->Emit("Add", n.name + "_std_eps",
+                      {sd, ScalarOf(n, ctx->TypeOf(n.inputs[0]).dtype, 1e-9, ctx)});
+  ctx->EmitInto(Node{"Div", n.name, {}, {m.centered, sde}, n.outputs});
+}
+
 void CanonicalizeLayerNorm(Node n, CanonicalizeContext* ctx) {
   n.attrs["axis"] = NormalizeAxis(n, n.GetInt("axis", -1), ctx->Rank(n, 0));
   if (n.outputs.size() > 1) {
@@ -161,6 +187,7 @@ void CanonicalizeBatchNorm(Node n, CanonicalizeContext* ctx) {
 EMBER_REGISTER_OP_CANONICALIZE("LayerNormalization", CanonicalizeLayerNorm);
 EMBER_REGISTER_OP_CANONICALIZE("BatchNormalization", CanonicalizeBatchNorm);
 EMBER_REGISTER_OP_CANONICALIZE("GroupNormalization", GroupNormOp);
+EMBER_REGISTER_OP_CANONICALIZE("MeanVarianceNormalization", MvnOp);
 
 }  // namespace compiler
 }  // namespace ember
