@@ -349,16 +349,27 @@ Types ScatterNDRule(const Node& n, const Types& in) {
   return {in[0]};
 }
 
-// OneHot: "depth" classes inserted at "axis"; the values' dtype (input 2: off, on).
+// OneHot (canonical: indices, values [off, on]): "depth" classes inserted at "axis", of the
+// values' dtype.
 Types OneHotRule(const Node& n, const Types& in) {
   std::vector<int64_t> out = in[0].shape;
   out.insert(out.begin() + n.GetInt("axis"), n.GetInt("depth"));
-  return {TensorType{out, in[2].dtype}};
+  return {TensorType{out, in[1].dtype}};
 }
 
 Types EyeLikeRule(const Node& n, const Types& in) {
   if (in[0].ndim() != 2) NodeError(n, "expected a 2-D input, got " + in[0].ToString());
   return {TensorType{in[0].shape, DTypeFromString(n.GetString("__dtype"))}};
+}
+
+// GridSample: X [N, C, H, W] sampled at grid [N, Ho, Wo, 2] gives [N, C, Ho, Wo].
+Types GridSampleRule(const Node& n, const Types& in) {
+  const TensorType &x = in[0], &grid = in[1];
+  if (x.ndim() != 4 || grid.ndim() != 4 || grid.shape[3] != 2 || grid.shape[0] != x.shape[0]) {
+    NodeError(n, "expected X [N, C, H, W] and grid [N, H_out, W_out, 2], got " + x.ToString() +
+                     " and " + grid.ToString());
+  }
+  return {TensorType{{x.shape[0], x.shape[1], grid.shape[1], grid.shape[2]}, x.dtype}};
 }
 
 Types TopKRule(const Node& n, const Types& in) {
@@ -628,10 +639,16 @@ const bool kRegistered = [] {
   Op("GatherElements", OpPattern::kInjective, GatherElementsRule, 2, 2);
   Op("GatherND", OpPattern::kInjective, GatherNDRule, 2, 2);
   OpRegistry::Global()->Mutable("GatherND").set_attr_default("batch_dims", int64_t{0});
-  Op("OneHot", OpPattern::kInjective, OneHotRule, 3, 3);
+  Op("OneHot", OpPattern::kInjective, OneHotRule, 2, 2);
   Op("EyeLike", OpPattern::kInjective, EyeLikeRule, 1, 1);
   OpRegistry::Global()->Mutable("EyeLike").set_attr_default("k", int64_t{0});
   Op("Trilu", OpPattern::kInjective, SameAsFirst, 1, 1);
+  Op("GridSample", OpPattern::kInjective, GridSampleRule, 2, 2);
+  OpRegistry::Global()
+      ->Mutable("GridSample")
+      .set_attr_default("mode", std::string("bilinear"))
+      .set_attr_default("padding_mode", std::string("zeros"))
+      .set_attr_default("align_corners", int64_t{0});
   OpRegistry::Global()->Mutable("Trilu").set_attr_default("upper", int64_t{1});
   // Kernels of their own, written as loops (compiler/ops/loop_kernels.cc).
   Op("CumSum", OpPattern::kOpaque, SameAsFirst, 1, 1);

@@ -144,6 +144,22 @@ void CumSumOp(Node n, CanonicalizeContext* ctx) {
   ctx->EmitInto(std::move(n));
 }
 
+// GridSample: opset 20's names of the modes ("linear", "cubic") as opset 16's, each checked.
+void GridSampleOp(Node n, CanonicalizeContext* ctx) {
+  std::string mode = n.GetString("mode", "bilinear");
+  if (mode == "linear") mode = "bilinear";
+  if (mode == "cubic") mode = "bicubic";
+  const std::string padding = n.GetString("padding_mode", "zeros");
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") {
+    NodeUnsupported(n, "mode '" + mode + "' (supported: bilinear/linear, nearest, bicubic/cubic)");
+  }
+  if (padding != "zeros" && padding != "border" && padding != "reflection") {
+    NodeUnsupported(n, "padding_mode '" + padding + "' (supported: zeros, border, reflection)");
+  }
+  n.attrs["mode"] = mode;
+  ctx->EmitInto(std::move(n));
+}
+
 // TopK: k an attribute in every opset (opset 1 had it so already), 1..the axis's size.
 void TopKOp(Node n, CanonicalizeContext* ctx) {
   const TensorType& x = ctx->TypeOf(n.inputs.at(0));
@@ -171,6 +187,7 @@ EMBER_REGISTER_OP_CANONICALIZE("Trilu", TriluOp);
 EMBER_REGISTER_OP_CANONICALIZE("EyeLike", EyeLikeOp);
 EMBER_REGISTER_OP_CANONICALIZE("CumSum", CumSumOp);
 EMBER_REGISTER_OP_CANONICALIZE("TopK", TopKOp);
+EMBER_REGISTER_OP_CANONICALIZE("GridSample", GridSampleOp);
 
 }  // namespace compiler
 }  // namespace ember

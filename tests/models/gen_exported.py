@@ -44,6 +44,14 @@ Kinds:
                   dilated 2/4/8, pads = dilation), DeepLab's dilated depthwise convs and ASPP
                   (a window wider than the plane), a strided dilated conv, and the U^2-Net
                   upsampling (a bilinear Resize given by sizes)
+  attention_*     a decoder's attention as exporters write it with Einsum (scores and context),
+                  a Trilu causal mask, CumSum position ids and TopK over the scores
+  gather_scatter  GatherElements, GatherND (batch_dims 0 and 1), ScatterND and ScatterElements
+                  with reductions, OneHot of an ArgMax, EyeLike, int64 CumSum of token ids
+  grid_sample     GridSample in every mode, padding mode and align_corners, the grid reaching
+                  past the image (deformable attention and warping layers)
+  einsum_forms    Einsum with three operands, a broadcasting ellipsis, implicit outputs, sums
+  mvn_window      MeanVarianceNormalization and a Hann window over a signal (opset 17)
 """
 
 import os
@@ -737,11 +745,124 @@ def convt_models():
     ]
 
 
+def attention_einsum_causal():
+    m = Model("attention_einsum_causal", 560, "Einsum attention scores and context, Trilu "
+              "causal mask, Softmax, CumSum position ids, TopK of the scores", opset=14)
+    x = m.input("x", [1, 6, 16])
+
+    def heads(tag):
+        p = m.node("MatMul", [x, m.weight("w" + tag, [16, 16], 0.3)], [tag + "_proj"])
+        p = m.node("Reshape", [p, m.ints(tag + "_shape", [1, 6, 2, 8])], [tag + "_heads"])
+        return m.node("Transpose", [p], [tag + "_t"], perm=[0, 2, 1, 3])
+
+    q, k, v = heads("q"), heads("k"), heads("v")
+    s = m.node("Einsum", [q, k], ["scores"], equation="bhqd,bhkd->bhqk")
+    s = m.node("Mul", [s, m.weight_values("scale", 0.35)], ["scaled"])
+    lower = m.node("Trilu", [m.weight_values("ones", np.ones((6, 6))), m.ints("diag", 0)],
+                   ["lower"], upper=0)
+    masked = m.node("Equal", [lower, m.weight_values("zero", 0.0)], ["masked"])
+    s = m.node("Where", [masked, m.weight_values("neg", -1e9), s], ["causal"])
+    p = m.node("Softmax", [s], ["probs"], axis=-1)
+    m.node("Einsum", [p, v], ["context"], equation="bhqk,bhkd->bhqd")
+    m.node("TopK", [s, m.ints("k3", [3])], ["top_scores", "top_keys"], axis=-1)
+    first = m.node("Gather", [x, m.ints("col0", 0)], ["first"], axis=2)
+    mask = m.node("Cast", [m.node("Greater", [first, m.weight_values("z", 0.0)], ["pos"])],
+                  ["mask"], to=TensorProto.FLOAT)
+    m.node("CumSum", [mask, m.ints("axis1", 1)], ["positions"])
+    m.output("context", rank=4)
+    m.output("top_scores", rank=4)
+    m.output("top_keys", TensorProto.INT64, rank=4)
+    m.output("positions", rank=2)
+    return m
+
+
+def gather_scatter():
+    m = Model("gather_scatter", 570, "GatherElements, GatherND (batch_dims 0, 1), ScatterND add, "
+              "ScatterElements max, OneHot of an ArgMax, EyeLike, int64 CumSum", opset=18,
+              ir_version=8)
+    x = m.input("x", [2, 5, 4])
+    ids = m.input("ids", [2, 3], TensorProto.INT64)
+    rs = np.random.RandomState(571)
+    m.node("GatherElements", [x, m.ints("ge_at", rs.randint(-5, 5, (2, 3, 4)))], ["ge"], axis=1)
+    m.node("GatherND", [x, m.ints("nd_at", [[1, 2], [0, -1], [1, 4]])], ["nd"])
+    m.node("GatherND", [x, m.ints("nd_batch_at", [[[3], [0]], [[4], [4]]])], ["nd_batch"],
+           batch_dims=1)
+    upd = m.node("Slice", [x, m.ints("s0", [0, 0]), m.ints("s1", [1, 3]), m.ints("s2", [0, 1])],
+                 ["upd"])
+    m.node("ScatterND", [x, m.ints("snd_at", [[1, 2], [0, 4], [1, 2]]),
+                         m.node("Reshape", [upd, m.ints("upd_shape", [3, 4])], ["upd3"])],
+           ["snd"], reduction="add")
+    m.node("ScatterElements", [x, m.ints("se_at", rs.randint(-4, 4, (2, 5, 3))),
+                               m.node("Slice", [x, m.ints("t0", [0]), m.ints("t1", [3]),
+                                                m.ints("t2", [2])], ["se_upd"])],
+           ["se"], axis=2, reduction="max")
+    arg = m.node("ArgMax", [x], ["arg"], axis=2, keepdims=0)
+    m.node("OneHot", [arg, m.ints("depth", 4), m.weight_values("onoff", [-1.0, 2.0])], ["onehot"])
+    m.node("EyeLike", [m.node("Reshape", [x, m.ints("sq", [5, 8])], ["x58"])], ["eye"], k=2)
+    m.node("CumSum", [ids, m.ints("ax", 1)], ["id_sum"], reverse=1)
+    for name, rank in [("ge", 3), ("nd", 2), ("nd_batch", 3), ("snd", 3), ("se", 3),
+                       ("onehot", 3), ("eye", 2)]:
+        m.output(name, rank=rank)
+    m.output("id_sum", TensorProto.INT64, rank=2)
+    return m
+
+
+def grid_sample():
+    m = Model("grid_sample", 580, "GridSample: bilinear, nearest, bicubic x zeros, border, "
+              "reflection x align_corners 0, 1, the grid reaching 1.4x past the image", opset=16)
+    x = m.input("x", [1, 3, 5, 7])
+    g = m.node("Mul", [m.input("g", [1, 4, 6, 2]), m.weight_values("reach", 1.4)], ["grid"])
+    for mode in ("bilinear", "nearest", "bicubic"):
+        for padding in ("zeros", "border", "reflection"):
+            for align in (0, 1):
+                name = "%s_%s_%d" % (mode, padding, align)
+                m.node("GridSample", [x, g], [name], mode=mode, padding_mode=padding,
+                       align_corners=align)
+                m.output(name, rank=4)
+    return m
+
+
+def einsum_forms():
+    m = Model("einsum_forms", 590, "Einsum: a bilinear form of three operands, a broadcasting "
+              "ellipsis, an implicit output, a full sum, a transpose", opset=13)
+    a = m.input("a", [2, 3])
+    b = m.input("b", [1, 4, 3])
+    m.node("Einsum", [a, m.weight("w", [5, 3, 4]), m.input("c", [2, 4])], ["bilinear"],
+           equation="bn,anm,bm->ba")
+    m.node("Einsum", [b, m.weight("v", [3, 3, 2])], ["batched"], equation="...ij,...jk->...ik")
+    m.node("Einsum", [a, m.weight("u", [3, 6])], ["implicit"], equation="ij,jk")
+    m.node("Einsum", [b], ["total"], equation="abc->")
+    m.node("Einsum", [b], ["swapped"], equation="abc->cba")
+    for name, rank in [("bilinear", 2), ("batched", 3), ("implicit", 2), ("total", 0),
+                       ("swapped", 3)]:
+        m.output(name, rank=rank)
+    return m
+
+
+def mvn_window():
+    m = Model("mvn_window", 600, "MeanVarianceNormalization after a conv, and a Hann window "
+              "(periodic) times a framed signal", opset=17, ir_version=8)
+    x = m.input("x", [2, 4, 6, 6])
+    y = m.node("Conv", [x, m.weight("w", [8, 4, 3, 3]), m.weight("b", [8])], ["conv"])
+    m.node("MeanVarianceNormalization", [y], ["mvn"])
+    window = m.node("HannWindow", [m.ints("size", 16)], ["window"])
+    m.node("Mul", [m.input("frames", [3, 16]), window], ["windowed"])
+    m.output("mvn", rank=4)
+    m.output("windowed", rank=2)
+    return m
+
+
+def indexing_models():
+    return [attention_einsum_causal(), gather_scatter(), grid_sample(), einsum_forms(),
+            mvn_window()]
+
+
 def all_models():
     return (edge_pools() + [if_on_shape(), if_on_bound_rate(16000), if_on_bound_rate(8000)] +
             control_flow() + [qoperator(), qdq(), qdq(depthwise=True), qdq(pool=True)] +
             tf_computed_attributes() + recurrent_models() + newer_opsets() + convt_models() +
-            [blocked_se_resize_concat(), dilated_segmentation(), float16_convnet()])
+            [blocked_se_resize_concat(), dilated_segmentation(), float16_convnet()] +
+            indexing_models())
 
 
 def main(argv):
