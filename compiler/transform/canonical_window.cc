@@ -1,7 +1,8 @@
 // Canonical forms of the sliding-window ops (Conv, ConvTranspose, MaxPool, AveragePool, LpPool):
 // kernel_shape, strides, dilations and explicit pads always present, auto_pad resolved against
 // the input shape, and ConvTranspose's output_shape turned into pads and output_padding; a 2-D
-// ConvTranspose with constant weights then becomes a Conv (conv_transpose_as_conv.h).
+// ConvTranspose with constant weights then becomes a Conv (conv_transpose_as_conv.h). LpPool
+// becomes an AveragePool of |x|^p, times the window's size, to the power 1/p.
 #include <ember/compiler/ir/op_registry.h>
 
 #include <algorithm>
@@ -99,13 +100,90 @@ void PoolOp(Node n, CanonicalizeContext* ctx) {
   ctx->EmitInto(std::move(n));
 }
 
+// |x|^p (p = 1: |x|; 2: x * x), and its inverse on a sum (1: the sum; 2: its square root).
+int PowerOf(const Node& n, int x, double p, CanonicalizeContext* ctx) {
+  if (p == 1) return ctx->Emit("Abs", n.name + "_abs", {x});
+  if (p == 2) return ctx->Emit("Mul", n.name + "_square", {x, x});
+  int a = ctx->Emit("Abs", n.name + "_abs", {x});
+  const DLDataType dt = ctx->TypeOf(x).dtype;
+  return ctx->Emit("Pow", n.name + "_pow",
+                   {a, ctx->Constant(n.name + "_p", MakeScalarTensor(dt, p))});
+}
+
+int RootOf(const Node& n, int sum, double p, CanonicalizeContext* ctx) {
+  if (p == 1) return sum;
+  if (p == 2) return ctx->Emit("Sqrt", n.name + "_root", {sum});
+  const DLDataType dt = ctx->TypeOf(sum).dtype;
+  int inv = ctx->Constant(n.name + "_inv_p", MakeScalarTensor(dt, 1.0 / p));
+  return ctx->Emit("Pow", n.name + "_root", {sum, inv});
+}
+
+// The exponent p of an Lp op: a positive integer (ONNX's type).
+double ExponentOf(const Node& n) {
+  const int64_t p = n.GetInt("p", 2);
+  if (p < 1) NodeError(n, "attribute 'p' must be positive, got " + std::to_string(p));
+  return static_cast<double>(p);
+}
+
+void LpPoolOp(Node n, CanonicalizeContext* ctx) {
+  Window(n, false, ctx);
+  if (n.GetInt("ceil_mode", 0) != 0) {
+    NodeUnsupported(n, "ceil_mode 1 (a window past the padded input sums fewer taps)");
+  }
+  const double p = ExponentOf(n);
+  int64_t taps = 1;
+  for (int64_t k : n.GetInts("kernel_shape")) taps *= k;
+  AttrMap pool = n.attrs;
+  pool.erase("p");
+  pool["ceil_mode"] = int64_t{0};
+  pool["count_include_pad"] = int64_t{1};
+  int powered = PowerOf(n, n.inputs.at(0), p, ctx);
+  int mean = ctx->Emit("AveragePool", n.name + "_mean", {powered}, pool);
+  const DLDataType dt = ctx->TypeOf(mean).dtype;
+  int sum = ctx->Emit("Mul", n.name + "_sum",
+                      {mean, ctx->Constant(n.name + "_taps", MakeScalarTensor(dt, taps))});
+  ctx->EmitInto(Node{"Identity", n.name, {}, {RootOf(n, sum, p, ctx)}, n.outputs});
+}
+
+// GlobalLpPool: the Lp norm of each channel's plane; LpNormalization: x over its Lp norm along
+// an axis (p 1 or 2, as ONNX allows).
+void LpNormOver(const Node& n, std::vector<int64_t> axes, bool divide, CanonicalizeContext* ctx) {
+  const double p = ExponentOf(n);
+  int powered = PowerOf(n, n.inputs.at(0), p, ctx);
+  int sum = ctx->Emit("ReduceSum", n.name + "_sum", {powered},
+                      {{"axes", axes}, {"keepdims", int64_t{1}}});
+  const int norm = RootOf(n, sum, p, ctx);
+  if (divide) {
+    ctx->EmitInto(Node{"Div", n.name, {}, {n.inputs[0], norm}, n.outputs});
+  } else {
+    ctx->EmitInto(Node{"Identity", n.name, {}, {norm}, n.outputs});
+  }
+}
+
+void GlobalLpPoolOp(Node n, CanonicalizeContext* ctx) {
+  const int64_t r = ctx->Rank(n, 0);
+  if (r < 3)
+    NodeError(n, "expected input of rank >= 3, got " + ctx->TypeOf(n.inputs[0]).ToString());
+  std::vector<int64_t> axes;
+  for (int64_t a = 2; a < r; ++a) axes.push_back(a);
+  LpNormOver(n, axes, false, ctx);
+}
+
+void LpNormalizationOp(Node n, CanonicalizeContext* ctx) {
+  const int64_t p = n.GetInt("p", 2);
+  if (p != 1 && p != 2) NodeError(n, "attribute 'p' must be 1 or 2, got " + std::to_string(p));
+  LpNormOver(n, {NormalizeAxis(n, n.GetInt("axis", -1), ctx->Rank(n, 0))}, true, ctx);
+}
+
 }  // namespace
 
 EMBER_REGISTER_OP_CANONICALIZE("Conv", ConvOp);
 EMBER_REGISTER_OP_CANONICALIZE("ConvTranspose", ConvTransposeOp);
 EMBER_REGISTER_OP_CANONICALIZE("MaxPool", PoolOp);
 EMBER_REGISTER_OP_CANONICALIZE("AveragePool", PoolOp);
-EMBER_REGISTER_OP_CANONICALIZE("LpPool", PoolOp);
+EMBER_REGISTER_OP_CANONICALIZE("LpPool", LpPoolOp);
+EMBER_REGISTER_OP_CANONICALIZE("GlobalLpPool", GlobalLpPoolOp);
+EMBER_REGISTER_OP_CANONICALIZE("LpNormalization", LpNormalizationOp);
 
 }  // namespace compiler
 }  // namespace ember

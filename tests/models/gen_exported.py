@@ -52,6 +52,7 @@ Kinds:
                   past the image (deformable attention and warping layers)
   einsum_forms    Einsum with three operands, a broadcasting ellipsis, implicit outputs, sums
   mvn_window      MeanVarianceNormalization and a Hann window over a signal (opset 17)
+  lp_norms        LpNormalization (p 1, 2: embedding heads), GlobalLpPool and LpPool (p 2, 3)
 """
 
 import os
@@ -852,9 +853,25 @@ def mvn_window():
     return m
 
 
+def lp_norms():
+    m = Model("lp_norms", 610, "LpNormalization p 1 and 2, GlobalLpPool p 2 and 3, LpPool 3x3 "
+              "stride 2 pads 1 p 2 and p 3", opset=13)
+    x = m.input("x", [2, 4, 7, 6])
+    m.node("LpNormalization", [x], ["l2_rows"], axis=-1, p=2)
+    m.node("LpNormalization", [x], ["l1_channels"], axis=1, p=1)
+    m.node("GlobalLpPool", [x], ["global_l2"], p=2)
+    m.node("GlobalLpPool", [x], ["global_l3"], p=3)
+    for p in (2, 3):
+        m.node("LpPool", [x], ["pool_l%d" % p], kernel_shape=[3, 3], strides=[2, 2],
+               pads=[1, 1, 1, 1], p=p)
+    for name in ("l2_rows", "l1_channels", "global_l2", "global_l3", "pool_l2", "pool_l3"):
+        m.output(name, rank=4)
+    return m
+
+
 def indexing_models():
     return [attention_einsum_causal(), gather_scatter(), grid_sample(), einsum_forms(),
-            mvn_window()]
+            mvn_window(), lp_norms()]
 
 
 def all_models():
