@@ -53,6 +53,8 @@ Kinds:
   einsum_forms    Einsum with three operands, a broadcasting ellipsis, implicit outputs, sums
   mvn_window      MeanVarianceNormalization and a Hann window over a signal (opset 17)
   lp_norms        LpNormalization (p 1, 2: embedding heads), GlobalLpPool and LpPool (p 2, 3)
+  spectral        STFT with a folded Hann window and with a window given at run time, DFT real
+                  onesided with dft_length and complex inverse (torch.stft and torch.fft exports)
 """
 
 import os
@@ -869,9 +871,23 @@ def lp_norms():
     return m
 
 
+def spectral():
+    m = Model("spectral", 620, "STFT (Hann window folded; window at run time, two-sided), DFT "
+              "real onesided padded to 16, complex inverse on axis 2", opset=17, ir_version=8)
+    signal = m.input("signal", [2, 64, 1])
+    hann = m.node("HannWindow", [m.ints("size", 16)], ["hann"])
+    m.node("STFT", [signal, m.ints("step", 4), hann, m.ints("frame", 16)], ["spec"])
+    m.node("STFT", [signal, m.ints("step6", 6), m.input("window", [12])], ["spec2"], onesided=0)
+    m.node("DFT", [m.input("real", [2, 12, 1]), m.ints("dft_len", 16)], ["rfft"], onesided=1)
+    m.node("DFT", [m.input("complex", [1, 3, 8, 2])], ["ifft"], axis=2, inverse=1)
+    for name in ("spec", "spec2", "rfft", "ifft"):
+        m.output(name, rank=4 if name != "rfft" else 3)
+    return m
+
+
 def indexing_models():
     return [attention_einsum_causal(), gather_scatter(), grid_sample(), einsum_forms(),
-            mvn_window(), lp_norms()]
+            mvn_window(), lp_norms(), spectral()]
 
 
 def all_models():

@@ -174,8 +174,9 @@ int64_t PrepareOnnxModel(onnx::ModelProto* model, const std::string& source,
     opset = kConvertTargetOpset;
   }
   // libonnx's opset-17 schemas would misread newer ops (ReduceMean-18's axes input, Split-18's
-  // num_outputs); canonicalize infers every type itself, so nothing is lost by skipping.
-  if (opset > kLibonnxMaxOpset) return opset;
+  // num_outputs), and its STFT inference is wrong; canonicalize infers every type itself, so
+  // nothing is lost by skipping.
+  if (opset > kLibonnxMaxOpset || !LibonnxKnowsEveryOp(model->graph(), opset)) return opset;
   try {
     onnx::ShapeInferenceOptions opts;
     opts.check_type = false;

@@ -24,6 +24,9 @@ constexpr int64_t kMaxImportIrVersion = 10;
  */
 bool LibonnxKnowsOp(const std::string& op, int64_t opset);
 
+/*! \brief Whether libonnx knows every ai.onnx op of `graph` and its subgraphs (LibonnxKnowsOp). */
+bool LibonnxKnowsEveryOp(const onnx::GraphProto& graph, int64_t opset);
+
 /*!
  * \brief What libonnx's checker would check, for a model it cannot read (IR > 8 or opset > 17):
  * the IR version (<= kMaxImportIrVersion), that every node input and graph output is defined

@@ -56,7 +56,7 @@ enum class Window {
 struct OpRules {
   std::vector<const char*> ops;
   std::vector<ListRule> lists;
-  std::vector<const char*> positive_ints;      // INT attributes inference divides by
+  std::vector<const char*> positive_ints;  // INT attributes inference divides by
   Axis axis = Axis::kNone;
   Ranks ranks = Ranks::kAny;
   Window window = Window::kNone;
