@@ -1,0 +1,175 @@
+// Malformed nodes of the indexing, scan, selection, scatter, Einsum, window and spectral ops are
+// refused at import with a message naming the node and what is wrong, never a crash, a hang or a
+// huge allocation (the ASan/UBSan stage runs these too).
+#include <ember/compiler/frontend.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "onnx_builder.h"
+
+namespace ember {
+namespace compiler {
+namespace {
+
+using testing::OnnxBuilder;
+using Build = std::function<void(OnnxBuilder&)>;
+
+std::string ErrorOf(int64_t opset, const Build& build) {
+  OnnxBuilder b(opset);
+  b.model().set_ir_version(8);
+  build(b);
+  try {
+    ImportOnnxBytes(b.Bytes(), "m.onnx", {});
+  } catch (const CompileError& e) {
+    return e.what();
+  }
+  return "(imported)";
+}
+
+struct Refusal {
+  const char* what;
+  int64_t opset;
+  Build build;
+  const char* message;
+};
+
+// x [3, 4] and a rank-2 output y of unknown size, around one node.
+Build Around(const char* op, std::vector<std::string> inputs,
+             std::function<void(onnx::NodeProto*)> attrs = nullptr) {
+  return [=](OnnxBuilder& b) {
+    b.Input("x", {3, 4}).Output("y", {-1, -1});
+    onnx::NodeProto* n = b.Node(op, "n", inputs, {"y"});
+    if (attrs) attrs(n);
+  };
+}
+
+const std::vector<Refusal>& Refusals() {
+  using B = OnnxBuilder;
+  static const std::vector<Refusal> rows = {
+      {"GatherND batch_dims past the ranks", 13,
+       [](B& b) {
+         b.IntInit("at", {1, 2}, {0, 1});
+         Around("GatherND", {"x", "at"}, [](auto* n) { B::IntAttr(n, "batch_dims", 5); })(b);
+       },
+       "batch_dims 5 must be below the ranks of data float32[3,4] and indices int64[1,2]"},
+      {"GatherND tuples longer than the rank", 13,
+       [](B& b) {
+         b.IntInit("at", {1, 3}, {0, 1, 2});
+         Around("GatherND", {"x", "at"})(b);
+       },
+       "must end in tuples of 1..2 indices"},
+      {"GatherElements indices wider than the data", 13,
+       [](B& b) {
+         b.IntInit("at", {2, 9}, std::vector<int64_t>(18, 0));
+         Around("GatherElements", {"x", "at"})(b);
+       },
+       "no larger extent off axis 0"},
+      {"ScatterElements constant index out of range", 13,
+       [](B& b) {
+         b.IntInit("at", {1, 2}, {0, 9}).Input("u", {1, 2});
+         Around("ScatterElements", {"x", "at", "u"})(b);
+       },
+       "index 9 (element 1 of indices 'at') is out of range for axis 0 of size 3; valid: -3..2"},
+      {"ScatterElements unknown reduction", 18,
+       [](B& b) {
+         b.IntInit("at", {1, 2}, {0, 1}).Input("u", {1, 2});
+         Around("ScatterElements", {"x", "at", "u"},
+                [](auto* n) { B::StringAttr(n, "reduction", "xor"); })(b);
+       },
+       "reduction 'xor' (supported: none, add, mul, max, min)"},
+      {"ScatterND updates of the wrong shape", 13,
+       [](B& b) {
+         b.IntInit("at", {1, 1}, {0}).Input("u", {1, 3});
+         Around("ScatterND", {"x", "at", "u"})(b);
+       },
+       "updates must be float32[1,4], got float32[1,3]"},
+      {"TopK k past the axis", 13,
+       [](B& b) {
+         b.IntInit("k", {1}, {99}).Output("i", {-1, -1}, onnx::TensorProto::INT64);
+         b.Input("x", {3, 4}).Output("y", {-1, -1});
+         b.Node("TopK", "n", {"x", "k"}, {"y", "i"});
+       },
+       "k must be 1..4 (the size of axis 1 of float32[3,4]), got 99"},
+      {"TopK k at run time", 13,
+       [](B& b) {
+         b.Input("k", {1}, onnx::TensorProto::INT64)
+             .Output("i", {-1, -1}, onnx::TensorProto::INT64);
+         b.Input("x", {3, 4}).Output("y", {-1, -1});
+         b.Node("TopK", "n", {"x", "k"}, {"y", "i"});
+       },
+       "input 1 ('K', value 'k') must be a constant"},
+      {"CumSum axis of two values", 13,
+       [](B& b) {
+         b.IntInit("axis", {2}, {0, 1});
+         Around("CumSum", {"x", "axis"})(b);
+       },
+       "input 1 ('axis') must hold one value, got int64[2]"},
+      {"OneHot depth of a trillion", 13,
+       [](B& b) {
+         b.Input("i", {3}, onnx::TensorProto::INT64).Output("y", {-1, -1});
+         b.IntInit("depth", {}, {1000000000000}).FloatInit("v", {2}, {0, 1});
+         b.Node("OneHot", "n", {"i", "depth", "v"}, {"y"});
+       },
+       "depth must be 1..16777216, got 1e+12"},
+      {"Trilu of a vector", 14,
+       [](B& b) {
+         b.Input("v", {3}).Output("y", {-1});
+         b.Node("Trilu", "n", {"v"}, {"y"});
+       },
+       "expected rank >= 2, got float32[3]"},
+      {"Einsum label not in any input", 13,
+       Around("Einsum", {"x", "x"}, [](auto* n) { B::StringAttr(n, "equation", "ij,jk->iq"); }),
+       "output label 'q' is in no input term"},
+      {"Einsum diagonal", 13,
+       [](B& b) {
+         b.Input("m", {3, 3}).Output("y", {-1});
+         B::StringAttr(b.Node("Einsum", "n", {"m"}, {"y"}), "equation", "ii->i");
+       },
+       "label 'i' repeats within one term (a diagonal)"},
+      {"Einsum sizes that differ", 13,
+       Around("Einsum", {"x", "x"}, [](auto* n) { B::StringAttr(n, "equation", "ij,jk->ik"); }),
+       "label 'j' has size 4 in one term and 3 in another"},
+      {"HannWindow of ten billion", 17,
+       [](B& b) {
+         b.IntInit("size", {}, {10000000000}).Output("y", {-1});
+         b.Node("HannWindow", "n", {"size"}, {"y"});
+       },
+       "size must be 1..16777216, got 10000000000"},
+      {"GridSample unknown padding", 16,
+       [](B& b) {
+         b.Input("img", {1, 2, 4, 4}).Input("g", {1, 3, 3, 2}).Output("y", {-1, -1, -1, -1});
+         B::StringAttr(b.Node("GridSample", "n", {"img", "g"}, {"y"}), "padding_mode", "wrap");
+       },
+       "padding_mode 'wrap' (supported: zeros, border, reflection)"},
+      {"DFT over the batch axis", 17,
+       [](B& b) {
+         b.Input("s", {2, 8, 1}).Output("y", {-1, -1, -1});
+         B::IntAttr(b.Node("DFT", "n", {"s"}, {"y"}), "axis", 0);
+       },
+       "axis must be a signal axis (1..1), got 0"},
+      {"STFT frames longer than the signal", 17,
+       [](B& b) {
+         b.Input("s", {1, 16, 1}).IntInit("step", {}, {4}).IntInit("len", {}, {32});
+         b.Output("y", {-1, -1, -1, -1});
+         b.Node("STFT", "n", {"s", "step", "", "len"}, {"y"});
+       },
+       "frame_step must be positive and frame_length 1..16 (the signal's length), got 4 and 32"},
+      {"LpNormalization p 3", 13,
+       Around("LpNormalization", {"x"}, [](auto* n) { B::IntAttr(n, "p", 3); }),
+       "attribute 'p' must be 1 or 2, got 3"},
+  };
+  return rows;
+}
+
+TEST(OpRefusals, EachMalformedNodeIsRefusedNamingTheNodeAndTheProblem) {
+  for (const Refusal& r : Refusals()) {
+    const std::string err = ErrorOf(r.opset, r.build);
+    EXPECT_NE(err.find("node 'n'"), std::string::npos) << r.what << ": " << err;
+    EXPECT_NE(err.find(r.message), std::string::npos) << r.what << ": " << err;
+  }
+}
+
+}  // namespace
+}  // namespace compiler
+}  // namespace ember
