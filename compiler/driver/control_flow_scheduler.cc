@@ -125,7 +125,7 @@ class IfFunctionBuilder {
       for (const lower::IndexCheck& check : lf.index_checks) {
         const Buffer& indices = lf.args.at(static_cast<size_t>(check.arg)).buffer;
         body.push_back(lower::CheckIndices(indices, indices->size, check.extent, check.message,
-                                           check.first, check.step));
+                                           check.first, check.step, check.non_negative));
       }
       // After the kernel's own arguments: a nested If's views name its arguments.
       f_.aliases.insert(f_.aliases.end(), lf.aliases.begin(), lf.aliases.end());

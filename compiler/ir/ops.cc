@@ -644,6 +644,9 @@ const bool kRegistered = [] {
   OpRegistry::Global()->Mutable("EyeLike").set_attr_default("k", int64_t{0});
   Op("Trilu", OpPattern::kInjective, SameAsFirst, 1, 1);
   Op("GridSample", OpPattern::kInjective, GridSampleRule, 2, 2);
+  Op("ReverseSequence", OpPattern::kInjective, SameAsFirst, 2, 2);
+  // Canonical: the output shape in "__out_shape", the output_shape input gone.
+  Op("MaxUnpool", OpPattern::kOpaque, OutputTypeIsAttr, 2, 2);
   OpRegistry::Global()
       ->Mutable("GridSample")
       .set_attr_default("mode", std::string("bilinear"))

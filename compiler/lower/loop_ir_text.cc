@@ -59,7 +59,7 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
       auto* p = static_cast<const IndexCheckNode*>(s.get());
       os << pad << "check " << p->buffer->name << "[" << p->first << ":" << p->count;
       if (p->step != 1) os << ":" << p->step;
-      os << "] in [-" << p->extent << ", " << p->extent << ")\n";
+      os << "] in [" << (p->non_negative ? 0 : -p->extent) << ", " << p->extent << ")\n";
       break;
     }
     case StmtKind::kIf: {

@@ -103,6 +103,25 @@ std::vector<Tensor> EyeLike(const Node& n, const std::vector<Tensor>&,
       n.name + "_out")};
 }
 
+// ReverseSequence: the first len[b] steps of each batch entry reversed along the time axis.
+std::vector<Tensor> ReverseSequence(const Node& n, const std::vector<Tensor>& in,
+                                    const std::vector<TensorType>& out) {
+  const Tensor& x = In(n, in, 0);
+  const Tensor& lens = In(n, in, 1);
+  const int64_t time = n.GetInt("time_axis"), batch = n.GetInt("batch_axis");
+  const int64_t steps = x.shape()[time];
+  return {te::Compute(
+      out.at(0).shape,
+      [&](const std::vector<Expr>& i) {
+        Expr len = te::Cast(te::Index(), lens({i[batch]}));
+        len = te::Min(te::Max(len, Expr(0)), Expr(steps));
+        std::vector<Expr> xi = i;
+        xi[time] = te::Select(i[time] < len, len - 1 - i[time], i[time]);
+        return x(xi);
+      },
+      n.name + "_out")};
+}
+
 const bool kRegistered = [] {
   auto reg = [](const char* op, FCompute fn) { OpRegistry::Global()->Mutable(op).set_compute(fn); };
   reg("GatherElements", GatherElements);
@@ -110,6 +129,7 @@ const bool kRegistered = [] {
   reg("OneHot", OneHot);
   reg("Trilu", Trilu);
   reg("EyeLike", EyeLike);
+  reg("ReverseSequence", ReverseSequence);
   return true;
 }();
 

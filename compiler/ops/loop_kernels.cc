@@ -184,6 +184,35 @@ Stmt ScatterND(const Node& n, const std::vector<Buffer>& in, const std::vector<B
   return lower::Seq(body);
 }
 
+// MaxUnpool: zeros, and each input value at the output position its index names: MaxPool's
+// Indices, flat over the unpooled shape ("indexed_shape"), which a larger output pads at the end
+// of each axis. A later value wins where two indices name the same position.
+Stmt MaxUnpool(const Node& n, const std::vector<Buffer>& in, const std::vector<Buffer>& out,
+               lower::LoweredFunc*) {
+  const Buffer &x = in.at(0), &at = in.at(1), &y = out.at(0);
+  const std::vector<int64_t> indexed = n.GetInts("indexed_shape");
+  const std::vector<int64_t>& shape = GraphScope::Current()->value(n.outputs.at(0)).type.shape;
+  int64_t positions = 1;
+  for (int64_t d : indexed) positions *= d;
+  Expr e = te::MakeVar("e"), k = te::MakeVar("k");
+  // The flat index in the indexed shape, re-laid in the output's.
+  Expr rest = te::Cast(te::Index(), BufferLoad(at, k)), pos = 0;
+  int64_t stride = 1;
+  for (size_t d = indexed.size(); d-- > 0;) {
+    pos = pos + te::FloorMod(rest, Expr(indexed[d])) * stride;
+    rest = te::FloorDiv(rest, Expr(indexed[d]));
+    stride *= shape[d];
+  }
+  return lower::Seq(
+      {lower::CheckIndices(at, at->size, positions,
+                           n.Describe() + ": indices '" + at->name +
+                               "' hold a position outside 0.." + std::to_string(positions - 1) +
+                               " (the unpooled " + ShapeToString(indexed) + "): ",
+                           0, 1, true),
+       lower::For(e, y->size, ForKind::kVectorized, lower::Store(y, e, te::Const(y->dtype, 0))),
+       lower::For(k, x->size, ForKind::kSerial, lower::Store(y, pos, BufferLoad(x, k)))});
+}
+
 const bool kRegistered = [] {
   auto reg = [](const char* op, FLoopKernel fn) {
     OpRegistry::Global()->Mutable(op).set_loop_kernel(std::move(fn));
@@ -192,6 +221,7 @@ const bool kRegistered = [] {
   reg("TopK", TopK);
   reg("ScatterElements", ScatterElements);
   reg("ScatterND", ScatterND);
+  reg("MaxUnpool", MaxUnpool);
   return true;
 }();
 

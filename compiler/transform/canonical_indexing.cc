@@ -4,6 +4,7 @@
 // Trilu's k) become attributes, enumerated strings are checked, and indices known at compile
 // time are checked against the axes they index, so the kernels never meet a bad one.
 #include <ember/compiler/ir/op_registry.h>
+#include <ember/compiler/transform.h>
 
 #include <algorithm>
 #include <cmath>
@@ -144,6 +145,77 @@ void CumSumOp(Node n, CanonicalizeContext* ctx) {
   ctx->EmitInto(std::move(n));
 }
 
+// ReverseSequence: time and batch axes 0 and 1 (either way round); constant lengths checked.
+void ReverseSequenceOp(Node n, CanonicalizeContext* ctx) {
+  const TensorType& x = ctx->TypeOf(n.inputs.at(0));
+  const int64_t time = n.GetInt("time_axis", 0), batch = n.GetInt("batch_axis", 1);
+  if (x.ndim() < 2 || time == batch || time < 0 || time > 1 || batch < 0 || batch > 1) {
+    NodeError(n, "expected time_axis and batch_axis 0 and 1 of an input of rank >= 2, got " +
+                     std::to_string(time) + " and " + std::to_string(batch) + " for " +
+                     x.ToString());
+  }
+  const TensorType& lens = ctx->TypeOf(n.inputs.at(1));
+  if (lens.shape != std::vector<int64_t>{x.shape[batch]}) {
+    NodeError(n, "sequence_lens must be [" + std::to_string(x.shape[batch]) +
+                     "] (the batch), got " + lens.ToString());
+  }
+  const Value& given = ctx->graph().value(n.inputs[1]);
+  for (int64_t b = 0; given.is_constant() && b < x.shape[batch]; ++b) {
+    const int64_t len = given.constant->GetAsInt(b);
+    if (len < 0 || len > x.shape[time]) {
+      NodeError(n, "sequence length " + std::to_string(len) + " (batch " + std::to_string(b) +
+                       ") is outside 0.." + std::to_string(x.shape[time]));
+    }
+  }
+  n.attrs["time_axis"] = time;
+  n.attrs["batch_axis"] = batch;
+  ctx->EmitInto(std::move(n));
+}
+
+// MaxUnpool: the output's shape from output_shape (a constant) or from the window. MaxPool's
+// indices count positions in the window's shape ("indexed_shape"); a larger output_shape pads it
+// at the end of each axis.
+void MaxUnpoolOp(Node n, CanonicalizeContext* ctx) {
+  const TensorType& x = ctx->TypeOf(n.inputs.at(0));
+  const TensorType& at = ctx->TypeOf(n.inputs.at(1));
+  const int64_t sp = x.ndim() - 2;
+  if (sp < 1 || at.shape != x.shape || at.dtype != kInt64) {
+    NodeError(n, "expected X [N, C, ...] and int64 indices of its shape, got " + x.ToString() +
+                     " and " + at.ToString());
+  }
+  const std::vector<int64_t> k = n.GetInts("kernel_shape", {});
+  const std::vector<int64_t> s = n.GetInts("strides", std::vector<int64_t>(sp, 1));
+  const std::vector<int64_t> p = n.GetInts("pads", std::vector<int64_t>(2 * sp, 0));
+  if (static_cast<int64_t>(k.size()) != sp || static_cast<int64_t>(s.size()) != sp ||
+      static_cast<int64_t>(p.size()) != 2 * sp) {
+    NodeError(n, "kernel_shape and strides must hold " + std::to_string(sp) + " values, pads " +
+                     std::to_string(2 * sp));
+  }
+  std::vector<int64_t> out{x.shape[0], x.shape[1]};
+  for (int64_t d = 0; d < sp; ++d) {
+    out.push_back((x.shape[2 + d] - 1) * s[d] - p[d] - p[sp + d] + k[d]);
+  }
+  const std::vector<int64_t> indexed = out;
+  if (HostTensorPtr given = n.HasInput(2) ? ctx->ConstInput(n, 2, "output_shape") : nullptr) {
+    out = given->ToIntVector();
+    bool fits = out.size() == indexed.size() && out[0] == x.shape[0] && out[1] == x.shape[1];
+    for (size_t d = 2; fits && d < out.size(); ++d) fits = out[d] >= indexed[d];
+    if (!fits) {
+      NodeError(n, "output_shape must keep N and C and hold the unpooled " +
+                       ShapeToString(indexed) + ", got " + ShapeToString(out));
+    }
+  }
+  for (int64_t d : out) {
+    if (d < 1 || d > kMaxFoldElements) {
+      NodeError(n, "output shape " + ShapeToString(out) + " has a dimension outside 1.." +
+                       std::to_string(kMaxFoldElements));
+    }
+  }
+  ctx->DropInputsFrom(n, 2);
+  n.attrs = {{"__out_shape", out}, {"indexed_shape", indexed}};
+  ctx->EmitInto(std::move(n));
+}
+
 // GridSample: opset 20's names of the modes ("linear", "cubic") as opset 16's, each checked.
 void GridSampleOp(Node n, CanonicalizeContext* ctx) {
   std::string mode = n.GetString("mode", "bilinear");
@@ -188,6 +260,8 @@ EMBER_REGISTER_OP_CANONICALIZE("EyeLike", EyeLikeOp);
 EMBER_REGISTER_OP_CANONICALIZE("CumSum", CumSumOp);
 EMBER_REGISTER_OP_CANONICALIZE("TopK", TopKOp);
 EMBER_REGISTER_OP_CANONICALIZE("GridSample", GridSampleOp);
+EMBER_REGISTER_OP_CANONICALIZE("ReverseSequence", ReverseSequenceOp);
+EMBER_REGISTER_OP_CANONICALIZE("MaxUnpool", MaxUnpoolOp);
 
 }  // namespace compiler
 }  // namespace ember

@@ -53,6 +53,8 @@ Kinds:
   einsum_forms    Einsum with three operands, a broadcasting ellipsis, implicit outputs, sums
   mvn_window      MeanVarianceNormalization and a Hann window over a signal (opset 17)
   lp_norms        LpNormalization (p 1, 2: embedding heads), GlobalLpPool and LpPool (p 2, 3)
+  unpool_reverse  SegNet's MaxPool indices into MaxUnpool, and
+                  ReverseSequence with lengths given at run time (tf2onnx's bidirectional RNNs)
   spectral        STFT with a folded Hann window and with a window given at run time, DFT real
                   onesided with dft_length and complex inverse (torch.stft and torch.fft exports)
 """
@@ -885,9 +887,26 @@ def spectral():
     return m
 
 
+def unpool_reverse():
+    # A larger output_shape is left out: ONNX's definition (the node tests) lays the indices out
+    # again in the padded shape, ORT reads them as flat positions of it; Ember follows ONNX.
+    m = Model("unpool_reverse", 630, "conv -> MaxPool 2x2 with Indices -> MaxUnpool; "
+              "ReverseSequence with run-time lengths", opset=11)
+    x = m.input("x", [1, 3, 8, 6])
+    y = m.node("Conv", [x, m.weight("w", [4, 3, 3, 3]), m.weight("b", [4])], ["conv"],
+               pads=[1, 1, 1, 1])
+    pooled, at = m.node("MaxPool", [y], ["pooled", "at"], kernel_shape=[2, 2], strides=[2, 2])
+    m.node("MaxUnpool", [pooled, at], ["unpooled"], kernel_shape=[2, 2], strides=[2, 2])
+    m.node("ReverseSequence", [m.input("seq", [10, 3, 5]), m.input("lens", [3], TensorProto.INT64)],
+           ["reversed"], time_axis=0, batch_axis=1)
+    for name in ("unpooled", "reversed"):
+        m.output(name, rank=4 if name != "reversed" else 3)
+    return m
+
+
 def indexing_models():
     return [attention_einsum_causal(), gather_scatter(), grid_sample(), einsum_forms(),
-            mvn_window(), lp_norms(), spectral()]
+            mvn_window(), lp_norms(), spectral(), unpool_reverse()]
 
 
 def all_models():

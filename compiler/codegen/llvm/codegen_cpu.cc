@@ -133,7 +133,8 @@ void CodeGenLLVM::Check(llvm::Value* ok, const std::string& prefix, llvm::Value*
 }
 
 void CodeGenLLVM::EmitIndexCheck(llvm::Value* data, int bits, int64_t count, int64_t extent,
-                                 const std::string& message, int64_t first, int64_t step) {
+                                 const std::string& message, int64_t first, int64_t step,
+                                 bool non_negative) {
   if (first >= count) return;
   llvm::Type* elem_ty = llvm::IntegerType::get(ctx_, bits);
   auto* pre = b_.GetInsertBlock();
@@ -144,7 +145,7 @@ void CodeGenLLVM::EmitIndexCheck(llvm::Value* data, int bits, int64_t count, int
   auto* i = b_.CreatePHI(i64_, 2);
   i->addIncoming(b_.getInt64(first), pre);
   llvm::Value* v = b_.CreateSExt(b_.CreateLoad(elem_ty, b_.CreateGEP(elem_ty, data, i)), i64_);
-  Check(b_.CreateAnd(b_.CreateICmpSGE(v, b_.getInt64(-extent)),
+  Check(b_.CreateAnd(b_.CreateICmpSGE(v, b_.getInt64(non_negative ? 0 : -extent)),
                      b_.CreateICmpSLT(v, b_.getInt64(extent))),
         message, v);
   auto* next = b_.CreateAdd(i, b_.getInt64(step));
@@ -266,7 +267,7 @@ llvm::Function* CodeGenLLVM::AddFunction(const lower::LoweredFunc& f) {
   for (const lower::IndexCheck& check : f.index_checks) {
     const lower::ArgInfo& a = f.args.at(static_cast<size_t>(check.arg));
     EmitIndexCheck(buffers_.at(a.buffer.get()), a.dtype.bits, a.buffer->size, check.extent,
-                   check.message, check.first, check.step);
+                   check.message, check.first, check.step, check.non_negative);
   }
   // Workspaces, freed on every exit through the cleanup block.
   status_ = b_.CreateAlloca(i32_, nullptr, "status");

@@ -934,7 +934,7 @@ void CodeGenLLVM::EmitStmt(const Stmt& s) {
     case StmtKind::kIndexCheck: {
       auto* p = static_cast<const lower::IndexCheckNode*>(s.get());
       EmitIndexCheck(BufferPtr(p->buffer.get()), p->buffer->dtype.bits, p->count, p->extent,
-                     p->message, p->first, p->step);
+                     p->message, p->first, p->step, p->non_negative);
       break;
     }
     case StmtKind::kIf: {

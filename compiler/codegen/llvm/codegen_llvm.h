@@ -129,9 +129,11 @@ class CodeGenLLVM {
   // Branches to an error block (message prefix + got value) when !ok.
   void Check(llvm::Value* ok, const std::string& prefix, llvm::Value* got);
   // Integers of `bits` at data, elements first, first + step, ... below count, must lie in
-  // [-extent, extent): else the function returns -1 naming the first one outside.
+  // [-extent, extent) ([0, extent) when non_negative): else the function returns -1 naming the
+  // first one outside.
   void EmitIndexCheck(llvm::Value* data, int bits, int64_t count, int64_t extent,
-                      const std::string& message, int64_t first = 0, int64_t step = 1);
+                      const std::string& message, int64_t first = 0, int64_t step = 1,
+                      bool non_negative = false);
 
   llvm::Module* module_;
   llvm::LLVMContext& ctx_;

@@ -127,6 +127,7 @@ class IndexCheckNode : public StmtNode {
   std::string message;
   int64_t first = 0;
   int64_t step = 1;
+  bool non_negative = false;  // [0, extent) instead
 };
 
 class IfNode : public StmtNode {
@@ -152,9 +153,9 @@ Stmt If(te::Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt Prefetch(Buffer buffer, te::Expr index);
 Stmt Seq(std::vector<Stmt> stmts);
 /*! \brief Elements first, first + step, ... below count of integer `buffer` must lie in
- * [-extent, extent) (see IndexCheck). */
+ * [-extent, extent), or [0, extent) when non_negative (see IndexCheck). */
 Stmt CheckIndices(Buffer buffer, int64_t count, int64_t extent, std::string message,
-                  int64_t first = 0, int64_t step = 1);
+                  int64_t first = 0, int64_t step = 1, bool non_negative = false);
 
 /*! \brief One argument of the packed function: a DLTensor with a static shape and dtype. */
 struct ArgInfo {
@@ -172,13 +173,15 @@ Buffer NewArgBuffer(const ArgInfo& a, int index);
  * reads at run time (Gather), checked once per call before the body rather than per element.
  * A bad one makes the function return -1 with TVMAPISetLastError(`message` + the index). With
  * step > 1 only elements first, first + step, ... are checked: one component of index tuples
- * (GatherND's), whose components index axes of different sizes. */
+ * (GatherND's), whose components index axes of different sizes. With non_negative, values must
+ * lie in [0, extent): flat positions and lengths, which do not count from the end. */
 struct IndexCheck {
   int arg = 0;
   int64_t extent = 0;
   std::string message;
   int64_t first = 0;
   int64_t step = 1;
+  bool non_negative = false;
 };
 
 struct LoweredFunc {

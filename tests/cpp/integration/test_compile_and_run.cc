@@ -341,6 +341,45 @@ TEST_F(CompileAndRun, GatherNdAndScatterNdCheckEachComponentOfARunTimeIndex) {
       << RunError(gmod);
 }
 
+// Lengths and flat positions do not count from the end: -1 is refused like one past the end.
+TEST_F(CompileAndRun, ReverseSequenceLengthsAndUnpoolPositionsAreCheckedAtRunTime) {
+  OnnxBuilder b(11);
+  b.Input("seq", {4, 2, 3}).Input("lens", {2}, onnx::TensorProto::INT64).Output("rev", {4, 2, 3});
+  b.Input("v", {1, 1, 2, 2}).Input("at", {1, 1, 2, 2}, onnx::TensorProto::INT64);
+  b.Output("up", {1, 1, 4, 4});
+  auto* rev = b.Node("ReverseSequence", "rev", {"seq", "lens"}, {"rev"});
+  OnnxBuilder::IntAttr(rev, "time_axis", 0);
+  OnnxBuilder::IntAttr(rev, "batch_axis", 1);
+  auto* up = b.Node("MaxUnpool", "up", {"v", "at"}, {"up"});
+  OnnxBuilder::IntsAttr(up, "kernel_shape", {2, 2});
+  OnnxBuilder::IntsAttr(up, "strides", {2, 2});
+  rt::Module gmod = Build(b.Bytes());
+  std::vector<float> seq = Ramp(24, 1.0f, 0.0f);
+  gmod.GetFunction("set_input")("seq", Floats({4, 2, 3}, seq));
+  gmod.GetFunction("set_input")("v", Floats({1, 1, 2, 2}, {5, 6, 7, 8}));
+  gmod.GetFunction("set_input")("lens", Int64s({2}, {3, 0}));
+  gmod.GetFunction("set_input")("at", Int64s({1, 1, 2, 2}, {5, 7, 13, 15}));
+  gmod.GetFunction("run")();
+  std::vector<float> want = seq;  // batch 0: steps 0..2 reversed; batch 1 as it is
+  for (int t = 0; t < 3; ++t) {
+    for (int c = 0; c < 3; ++c) want[(t * 2) * 3 + c] = seq[((2 - t) * 2) * 3 + c];
+  }
+  ExpectNear(Values(gmod.GetFunction("get_output")(0)), want);
+  std::vector<float> unpooled(16, 0.0f);
+  unpooled[5] = 5, unpooled[7] = 6, unpooled[13] = 7, unpooled[15] = 8;
+  ExpectNear(Values(gmod.GetFunction("get_output")(1)), unpooled);
+
+  gmod.GetFunction("set_input")("lens", Int64s({2}, {3, -1}));
+  EXPECT_NE(
+      RunError(gmod).find("sequence_lens 'lens' hold a length outside 0..4 (time axis 0): -1"),
+      std::string::npos)
+      << RunError(gmod);
+  gmod.GetFunction("set_input")("lens", Int64s({2}, {3, 4}));
+  gmod.GetFunction("set_input")("at", Int64s({1, 1, 2, 2}, {5, 7, 13, -1}));
+  EXPECT_NE(RunError(gmod).find("indices 'at' hold a position outside 0..15"), std::string::npos)
+      << RunError(gmod);
+}
+
 // TopK keeps the k best in order, the lower index first among equals; an indices output that
 // nothing reads goes to workspace memory.
 TEST_F(CompileAndRun, TopKOrdersTiesByIndexAndMayDropItsIndices) {
