@@ -236,6 +236,63 @@ int64_t ElementBytes(int32_t elem_type) {
   }
 }
 
+// How many values a tensor's typed field holds per element (complex numbers: two), and the
+// field's size in t, for the element types ONNX stores outside raw_data.
+struct TypedField {
+  int per_element;
+  int size;
+};
+
+TypedField TypedFieldOf(const onnx::TensorProto& t) {
+  using T = onnx::TensorProto;
+  switch (t.data_type()) {
+    case T::FLOAT:
+      return {1, t.float_data_size()};
+    case T::COMPLEX64:
+      return {2, t.float_data_size()};
+    case T::DOUBLE:
+      return {1, t.double_data_size()};
+    case T::COMPLEX128:
+      return {2, t.double_data_size()};
+    case T::INT64:
+      return {1, t.int64_data_size()};
+    case T::UINT32:
+    case T::UINT64:
+      return {1, t.uint64_data_size()};
+    case T::STRING:
+      return {1, t.string_data_size()};
+    default:  // the 8- and 16-bit types, int32, bool
+      return {1, t.int32_data_size()};
+  }
+}
+
+// A constant's data must be as large as its dims say before libonnx reads it (its ParseData
+// copies dims' worth of bytes from raw_data whatever raw_data holds).
+void CheckTensorPayload(const onnx::TensorProto& t, const std::string& where,
+                        const std::string& what) {
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) return;  // read and checked elsewhere
+  int64_t elements = 1;
+  for (int64_t d : t.dims()) elements *= d;  // CheckSize bounded the product
+  std::string dims;
+  for (int64_t d : t.dims()) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+  if (t.has_raw_data()) {
+    const int64_t want = elements * ElementBytes(t.data_type());
+    if (t.data_type() != onnx::TensorProto::STRING &&
+        static_cast<int64_t>(t.raw_data().size()) != want) {
+      throw CompileError(where + ": " + what + " holds " + std::to_string(t.raw_data().size()) +
+                         " bytes of raw_data, expected " + std::to_string(want) + " for dims [" +
+                         dims + "]");
+    }
+    return;
+  }
+  const TypedField field = TypedFieldOf(t);
+  if (field.size != elements * field.per_element) {
+    throw CompileError(where + ": " + what + " holds " + std::to_string(field.size) +
+                       " values, expected " + std::to_string(elements * field.per_element) +
+                       " for dims [" + dims + "]");
+  }
+}
+
 // Types and constant values in scope while walking one graph (a subgraph sees its parents').
 class Scope {
  public:
@@ -302,6 +359,7 @@ class Validator {
       for (int64_t d : t.dims())
         type.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
       CheckSize(source_, "initializer '" + t.name() + "'", type);
+      CheckTensorPayload(t, source_, "initializer '" + t.name() + "'");
       scope->SetType(t.name(), type);
       scope->SetConstant(t.name(), &t);
     }
@@ -700,6 +758,7 @@ class Validator {
     }
     if (n.op_type() == "Constant" && n.output_size() == 1) {
       if (const onnx::AttributeProto* value = FindAttr(n, "value")) {
+        CheckTensorPayload(value->t(), where, "attribute 'value'");
         scope->SetConstant(n.output(0), &value->t());
       }
     }

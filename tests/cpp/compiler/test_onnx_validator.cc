@@ -138,6 +138,27 @@ TEST(OnnxValidator, GatherNdBatchDimsMustBeNonNegative) {
   EXPECT_ERROR_HAS(b, "node 'g' (GatherND): attribute 'batch_dims' must be non-negative, got -1");
 }
 
+// libonnx's inference reads a constant input's dims' worth of bytes from raw_data: a short one was
+// a heap overflow inside libonnx (found by fuzz_onnx_import on a Pad's pads).
+TEST(OnnxValidator, ConstantDataMustHoldWhatItsDimsSay) {
+  OnnxBuilder raw;
+  raw.Input("x", {3, 4});
+  auto* pads = raw.model().mutable_graph()->add_initializer();
+  pads->set_name("pads");
+  pads->set_data_type(onnx::TensorProto::INT64);
+  pads->add_dims(4);
+  pads->set_raw_data(std::string(10, '\0'));
+  raw.Node("Pad", "p", {"x", "pads"}, {"y"});
+  raw.Output("y", {});
+  EXPECT_ERROR_HAS(raw, "initializer 'pads' holds 10 bytes of raw_data, expected 32 for dims [4]");
+
+  OnnxBuilder typed;
+  typed.Input("x", {3, 4}).IntInit("shape", {2}, {12});
+  typed.Node("Reshape", "r", {"x", "shape"}, {"y"});
+  typed.Output("y", {});
+  EXPECT_ERROR_HAS(typed, "initializer 'shape' holds 1 values, expected 2 for dims [2]");
+}
+
 TEST(OnnxValidator, ValidModelsStillImport) {
   OnnxBuilder b;
   b.Input("x", {1, 1, 4, 4}).FloatInit("w", {1, 1, 3, 3}, std::vector<float>(9, 1.f));
