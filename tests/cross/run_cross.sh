@@ -26,7 +26,9 @@
 #      definition; for aarch64 +dotprod and +i8mm, the int8 models of 3c the same way;
 #   4. the `core` ONNX conformance tier (tests/onnx/run_conformance.py) with the ARM artifacts under
 #      qemu against the same cases on x86-64: every case that passes on x86-64 must pass on ARM.
-#      Default: one case per operator, aarch64 only. --full: the whole tier, aarch64 and armv7.
+#      Default: one case per operator of the core and extended tiers (the loop kernels, Einsum,
+#      GridSample, the spectral ops...), aarch64 only. --full: the whole core tier, aarch64 and
+#      armv7.
 #
 # Environment (all optional):
 #   EMBER_HOST_BUILD        host build directory holding bin/emberc, bin/ember-run (default: build)
@@ -386,32 +388,38 @@ exec "$HOST_BUILD/bin/emberc" "\$@" --target "${TARGET[$arch]}"
 EOF
     chmod +x "$WORK/bin/emberc-$arch" || return 1
   done
-  local list=$WORK/core-cases.txt
+  local list=$WORK/core-cases.txt extended=$WORK/extended-cases.txt
   "$PY" "$ROOT/tests/onnx/run_conformance.py" --corpus "$CORPUS" --tier core --list >"$list" ||
     return 1
-  # The default subset: the first core case of each operator, as a corpus of links.
+  "$PY" "$ROOT/tests/onnx/run_conformance.py" --corpus "$CORPUS" --tier extended --list \
+    >"$extended" || return 1
+  # The default subset: the first case of each operator (ops list) of the core and extended
+  # tiers, as a corpus of links.
   rm -rf "$WORK/onnx-subset" && mkdir -p "$WORK/onnx-subset/node" || return 1
-  awk -F'\t' 'NF >= 3 && !seen[$3]++ { print $1 }' "$list" | while read -r c; do
+  cat "$list" "$extended" | awk -F'\t' 'NF >= 3 && !seen[$3]++ { print $1 }' | while read -r c; do
     ln -s "$CORPUS/node/$c" "$WORK/onnx-subset/node/$c"
   done
-  echo "core tier: $(awk -F'\t' 'NF >= 3' "$list" | wc -l) cases; default subset: $(ls "$WORK/onnx-subset/node" | wc -l) (one per operator)"
+  echo "core tier: $(awk -F'\t' 'NF >= 3' "$list" | wc -l) cases, extended $(awk -F'\t' 'NF >= 3' "$extended" | wc -l); default subset: $(ls "$WORK/onnx-subset/node" | wc -l) (one per operator)"
 }
-# conformance LABEL CORPUS EMBERC EMBER_RUN: writes $WORK/conformance-LABEL.json
+# conformance LABEL CORPUS EMBERC EMBER_RUN [TIER]: writes $WORK/conformance-LABEL.json; without
+# TIER every case of CORPUS runs.
 conformance() {
-  local label=$1 corpus=$2
+  local label=$1 corpus=$2 tier=()
+  [ -n "${5:-}" ] && tier=(--tier "$5")
   EMBERC=$3 EMBER_RUN=$4 "$PY" "$ROOT/tests/onnx/run_conformance.py" --corpus "$corpus" \
-    --no-generate --tier core --freeze-int-inputs -j "$JOBS" --timeout 300 --report-only \
+    --no-generate "${tier[@]}" --freeze-int-inputs -j "$JOBS" --timeout 300 --report-only \
     --json "$WORK/conformance-$label.json" >"$WORK/logs/conformance-$label.log" 2>&1
   tail -1 "$WORK/logs/conformance-$label.log"
 }
 conformance_check() {
-  local arch=$1 corpus=$2 set=$3
+  local arch=$1 corpus=$2 set=$3 tier=
+  [ "$set" = core ] && tier=core
   [ -f "$WORK/conformance-x86_64-$set.json" ] || {
-    conformance "x86_64-$set" "$corpus" "$HOST_BUILD/bin/emberc" "$HOST_BUILD/bin/ember-run" ||
-      return 1
+    conformance "x86_64-$set" "$corpus" "$HOST_BUILD/bin/emberc" "$HOST_BUILD/bin/ember-run" \
+      "$tier" || return 1
   }
   conformance "$arch-$set" "$corpus" "$WORK/bin/emberc-$arch" \
-    "$(emulator "$arch") ${BUILD[$arch]}/bin/ember-run" || return 1
+    "$(emulator "$arch") ${BUILD[$arch]}/bin/ember-run" "$tier" || return 1
   "$PY" "$ROOT/tests/cross/compare_conformance.py" "$WORK/conformance-x86_64-$set.json" \
     "$WORK/conformance-$arch-$set.json" --label "$arch"
 }
@@ -493,7 +501,7 @@ if [ $FULL = 1 ]; then
     step "$arch: core conformance tier vs x86-64" conformance_check "$arch" "$CORPUS" core
   done
 elif [[ " ${ARCHES[*]} " == *" aarch64 "* ]]; then
-  step "aarch64: core conformance, one case per operator, vs x86-64" \
+  step "aarch64: core and extended conformance, one case per operator, vs x86-64" \
     conformance_check aarch64 "$WORK/onnx-subset" subset
 fi
 
