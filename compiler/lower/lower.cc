@@ -690,58 +690,20 @@ LoweredFunc LowerTensors(const std::string& name, const std::vector<Tensor>& inp
 
 namespace {
 
-// Positions a node reads at run time from its input 1: the range each must lie in. Gather's and
-// GatherElements' indices address one axis, GatherND's tuples one axis a component (from
-// batch_dims on); ReverseSequence's lengths run from 0 to its time axis's size.
-struct RunTimeIndices {
-  int64_t extent, first, step;
-  bool non_negative;
-  std::string input;  // the input's name in ONNX's definition of the op
-  std::string what;   // "an index outside -5..4 (axis 1 has size 5)"
-};
-
-std::vector<RunTimeIndices> RunTimeIndicesOf(const Node& node, const Graph& g) {
-  const std::vector<int64_t>& data = g.value(node.inputs.at(0)).type.shape;
-  auto axis_size = [&](int64_t axis) { return data.at(static_cast<size_t>(axis)); };
-  auto on_axis = [&](int64_t axis, int64_t first, int64_t step) {
-    const int64_t dim = axis_size(axis);
-    return RunTimeIndices{dim,
-                          first,
-                          step,
-                          false,
-                          "indices",
-                          "an index outside " + std::to_string(-dim) + ".." +
-                              std::to_string(dim - 1) + " (axis " + std::to_string(axis) +
-                              " has size " + std::to_string(dim) + ")"};
-  };
-  if (node.op == "Gather" || node.op == "GatherElements")
-    return {on_axis(node.GetInt("axis"), 0, 1)};
-  if (node.op == "GatherND") {
-    const int64_t k = g.value(node.inputs.at(1)).type.shape.back();
-    std::vector<RunTimeIndices> tuple;
-    for (int64_t j = 0; j < k; ++j) tuple.push_back(on_axis(node.GetInt("batch_dims") + j, j, k));
-    return tuple;
-  }
-  if (node.op == "ReverseSequence") {
-    const int64_t time = axis_size(node.GetInt("time_axis"));
-    return {RunTimeIndices{time + 1, 0, 1, true, "sequence_lens",
-                           "a length outside 0.." + std::to_string(time) + " (time axis " +
-                               std::to_string(node.GetInt("time_axis")) + ")"}};
-  }
-  return {};
-}
-
 // Run-time positions arriving as an argument: the compute rule clamps them to stay in bounds,
 // and the function refuses them first so the clamp never hides a bad one.
 std::vector<IndexCheck> RunTimeIndexChecks(const FusedGroup& group) {
   const Graph& g = *group.graph;
   std::vector<IndexCheck> checks;
   for (const Node* node : group.nodes) {
-    const std::vector<RunTimeIndices> ranges = RunTimeIndicesOf(*node, g);
-    if (ranges.empty()) continue;
+    const OpDef* def = OpRegistry::Global()->Find(node->op);
+    if (def == nullptr || !def->runtime_indices()) continue;
     auto arg = std::find(group.inputs.begin(), group.inputs.end(), node->inputs.at(1));
     if (arg == group.inputs.end()) continue;
-    for (const RunTimeIndices& r : ranges) {
+    std::vector<TensorType> types;
+    for (int in : node->inputs)
+      types.push_back(in == kAbsentValue ? TensorType{} : g.value(in).type);
+    for (const RunTimeIndexRange& r : def->runtime_indices()(*node, types)) {
       checks.push_back(IndexCheck{
           static_cast<int>(arg - group.inputs.begin()), r.extent,
           node->Describe() + ": " + r.input + " '" + g.value(*arg).name + "' hold " + r.what + ": ",

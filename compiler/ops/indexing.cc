@@ -122,10 +122,40 @@ std::vector<Tensor> ReverseSequence(const Node& n, const std::vector<Tensor>& in
       n.name + "_out")};
 }
 
+// The run-time positions each op reads from input 1 (lowering checks them before the kernel).
+std::vector<RunTimeIndexRange> GatherElementsIndices(const Node& n,
+                                                     const std::vector<TensorType>& in) {
+  return {IndicesIntoAxis(in.at(0).shape, n.GetInt("axis"))};
+}
+
+std::vector<RunTimeIndexRange> GatherNDIndices(const Node& n, const std::vector<TensorType>& in) {
+  const int64_t k = in.at(1).shape.back();
+  std::vector<RunTimeIndexRange> tuple;
+  for (int64_t j = 0; j < k; ++j) {
+    tuple.push_back(IndicesIntoAxis(in.at(0).shape, n.GetInt("batch_dims") + j, j, k));
+  }
+  return tuple;
+}
+
+std::vector<RunTimeIndexRange> ReverseSequenceLengths(const Node& n,
+                                                      const std::vector<TensorType>& in) {
+  const int64_t axis = n.GetInt("time_axis"), steps = in.at(0).shape.at(static_cast<size_t>(axis));
+  RunTimeIndexRange r;
+  r.extent = steps + 1;
+  r.non_negative = true;
+  r.input = "sequence_lens";
+  r.what =
+      "a length outside 0.." + std::to_string(steps) + " (time axis " + std::to_string(axis) + ")";
+  return {r};
+}
+
 const bool kRegistered = [] {
   auto reg = [](const char* op, FCompute fn) { OpRegistry::Global()->Mutable(op).set_compute(fn); };
   reg("GatherElements", GatherElements);
   reg("GatherND", GatherND);
+  OpRegistry::Global()->Mutable("GatherElements").set_runtime_indices(GatherElementsIndices);
+  OpRegistry::Global()->Mutable("GatherND").set_runtime_indices(GatherNDIndices);
+  OpRegistry::Global()->Mutable("ReverseSequence").set_runtime_indices(ReverseSequenceLengths);
   reg("OneHot", OneHot);
   reg("Trilu", Trilu);
   reg("EyeLike", EyeLike);

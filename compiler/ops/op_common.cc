@@ -108,4 +108,17 @@ Tensor BlockedView(const Tensor& t, int64_t block, const std::string& name) {
       name);
 }
 
+RunTimeIndexRange IndicesIntoAxis(const std::vector<int64_t>& data, int64_t axis, int64_t first,
+                                  int64_t step) {
+  const int64_t dim = data.at(static_cast<size_t>(axis));
+  RunTimeIndexRange r;
+  r.extent = dim;
+  r.first = first;
+  r.step = step;
+  r.input = "indices";
+  r.what = "an index outside " + std::to_string(-dim) + ".." + std::to_string(dim - 1) + " (axis " +
+           std::to_string(axis) + " has size " + std::to_string(dim) + ")";
+  return r;
+}
+
 }  // namespace ember::compiler::ops

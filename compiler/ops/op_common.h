@@ -54,6 +54,11 @@ Tensor UnblockedView(const Tensor& t, int64_t block, const std::string& name);
 /*! \brief An NCHW tensor seen as NCHW[block]c (block > 0). */
 Tensor BlockedView(const Tensor& t, int64_t block, const std::string& name);
 
+/*! \brief Run-time indices (input 1) that address `axis` of input 0 (`data`), counting from the
+ * end when negative; with step > 1, component `first` of tuples of `step` (GatherND's). */
+RunTimeIndexRange IndicesIntoAxis(const std::vector<int64_t>& data, int64_t axis, int64_t first = 0,
+                                  int64_t step = 1);
+
 /*! \brief Reads input i as a tensor; throws when it is absent. */
 const Tensor& In(const Node& node, const std::vector<Tensor>& inputs, size_t i);
 

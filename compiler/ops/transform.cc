@@ -464,6 +464,10 @@ const bool kRegistered = [] {
   reg("Split", Split);
   reg("Slice", Slice);
   reg("Gather", Gather);
+  OpRegistry::Global()->Mutable("Gather").set_runtime_indices(
+      [](const Node& n, const std::vector<TensorType>& in) {
+        return std::vector<RunTimeIndexRange>{IndicesIntoAxis(in.at(0).shape, n.GetInt("axis"))};
+      });
   reg("Tile", Tile);
   reg("Pad", Pad);
   reg("DepthToSpace", DepthToSpace);

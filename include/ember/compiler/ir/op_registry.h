@@ -74,6 +74,20 @@ using FLoopKernel = std::function<std::shared_ptr<const lower::StmtNode>(
     const Node& node, const std::vector<std::shared_ptr<const lower::BufferNode>>& inputs,
     const std::vector<std::shared_ptr<const lower::BufferNode>>& outputs, lower::LoweredFunc* f)>;
 
+/*! \brief Positions an op reads at run time from its input 1 (indices, lengths), and the range
+ *  each must lie in: lowering checks them before the kernel runs, so the clamp a compute rule puts
+ *  on them (to keep every load in bounds) never hides a bad one. */
+struct RunTimeIndexRange {
+  int64_t extent = 0;           // values in [-extent, extent), or [0, extent) with non_negative
+  int64_t first = 0, step = 1;  // the elements first, first + step, ... (a tuple's component)
+  bool non_negative = false;
+  std::string input;  // the input's name in ONNX's definition of the op ("indices")
+  std::string what;   // "an index outside -5..4 (axis 1 has size 5)"
+};
+/*! \brief The node's run-time index ranges, given its input types (none: an empty list). */
+using FRunTimeIndices = std::function<std::vector<RunTimeIndexRange>(
+    const Node& node, const std::vector<TensorType>& inputs)>;
+
 /*! \brief True when the node's output equals its first input element for element, given their
  *  types (Simplify forwards the input): Identity always, Transpose with the identity perm, ... */
 using FIsNoOp =
@@ -118,6 +132,10 @@ class OpDef {
     loop_kernel_ = std::move(fn);
     return *this;
   }
+  OpDef& set_runtime_indices(FRunTimeIndices fn) {
+    runtime_indices_ = std::move(fn);
+    return *this;
+  }
   OpDef& set_is_no_op(FIsNoOp fn) {
     is_no_op_ = std::move(fn);
     return *this;
@@ -151,6 +169,7 @@ class OpDef {
   const FFold& fold() const { return fold_; }
   const FCompute& compute() const { return compute_; }
   const FLoopKernel& loop_kernel() const { return loop_kernel_; }
+  const FRunTimeIndices& runtime_indices() const { return runtime_indices_; }
   const FIsNoOp& is_no_op() const { return is_no_op_; }
   bool reshape_like() const { return reshape_like_; }
   bool has_compute() const { return static_cast<bool>(compute_); }
@@ -168,6 +187,7 @@ class OpDef {
   FFold fold_;
   FCompute compute_;
   FLoopKernel loop_kernel_;
+  FRunTimeIndices runtime_indices_;
   FIsNoOp is_no_op_;
   bool reshape_like_ = false;
   int min_inputs_ = 0;
