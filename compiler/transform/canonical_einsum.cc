@@ -32,83 +32,81 @@ struct Equation {
   std::string output;
 };
 
+// The labels standing for the last `count` axes of an ellipsis: digits up to '9', aligned from
+// the right, so that a shorter ellipsis broadcasts against a longer one.
+std::string EllipsisLabels(int64_t count) {
+  std::string digits;
+  for (int64_t k = 0; k < count; ++k) digits += static_cast<char>('0' + (10 - count + k));
+  return digits;
+}
+
+// `term` with its "..." (if any) replaced by `count` ellipsis labels.
+std::string WithEllipsis(const std::string& term, int64_t count) {
+  const size_t dots = term.find("...");
+  if (dots == std::string::npos) return term;
+  return term.substr(0, dots) + EllipsisLabels(count) + term.substr(dots + 3);
+}
+
+std::vector<std::string> SplitTerms(const std::string& lhs) {
+  std::vector<std::string> terms;
+  for (size_t start = 0;;) {
+    const size_t comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma - start));
+    if (comma == std::string::npos) return terms;
+    start = comma + 1;
+  }
+}
+
+// The implicit output: the ellipsis, then the labels used once, in alphabetical order.
+std::string ImplicitOutput(const std::vector<std::string>& inputs, int64_t ellipsis_rank) {
+  std::string once;
+  for (char c = 'A'; c <= 'z'; ++c) {
+    if (!std::isalpha(static_cast<unsigned char>(c))) continue;
+    int uses = 0;
+    for (const std::string& t : inputs) uses += static_cast<int>(std::count(t.begin(), t.end(), c));
+    if (uses == 1) once += c;
+  }
+  return EllipsisLabels(ellipsis_rank) + once;
+}
+
 Equation Parse(const Node& n, const std::vector<int64_t>& ranks) {
   std::string eq;
   for (char c : n.GetString("equation", "")) {
     if (c != ' ') eq += c;
   }
+  auto fail = [&](const std::string& what) { NodeError(n, "equation '" + eq + "': " + what); };
   const size_t arrow = eq.find("->");
-  std::vector<std::string> terms;
-  std::string lhs = eq.substr(0, arrow);
-  for (size_t start = 0;;) {
-    const size_t comma = lhs.find(',', start);
-    terms.push_back(lhs.substr(start, comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  const std::vector<std::string> terms = SplitTerms(eq.substr(0, arrow));
   if (terms.size() != ranks.size()) {
-    NodeError(n, "equation '" + eq + "' has " + std::to_string(terms.size()) +
-                     " operand terms for " + std::to_string(ranks.size()) + " inputs");
+    fail(std::to_string(terms.size()) + " operand terms for " + std::to_string(ranks.size()) +
+         " inputs");
   }
-  int64_t ellipsis_rank = 0;
-  auto expand = [&](const std::string& term, int64_t rank) {
-    const size_t dots = term.find("...");
-    std::string letters = term;
-    if (dots != std::string::npos) letters.erase(dots, 3);
-    for (char c : letters) {
-      if (!std::isalpha(static_cast<unsigned char>(c))) {
-        NodeError(n, "equation '" + eq + "': '" + std::string(1, c) + "' is not a letter");
-      }
-    }
-    const int64_t covered = rank - static_cast<int64_t>(letters.size());
-    if (dots == std::string::npos ? covered != 0 : covered < 0) {
-      NodeError(n, "equation '" + eq + "': term '" + term + "' does not match an input of rank " +
-                       std::to_string(rank));
-    }
-    if (dots == std::string::npos) return term;
-    ellipsis_rank = std::max(ellipsis_rank, covered);
-    std::string digits;
-    for (int64_t k = 0; k < covered; ++k) digits += static_cast<char>('0' + (10 - covered + k));
-    return term.substr(0, dots) + digits + term.substr(dots + 3);
-  };
   Equation e;
-  for (size_t i = 0; i < terms.size(); ++i) e.inputs.push_back(expand(terms[i], ranks[i]));
-  if (ellipsis_rank > 10) NodeError(n, "an ellipsis of more than 10 axes is not supported");
-  if (arrow != std::string::npos) {
-    std::string out = eq.substr(arrow + 2);
-    const size_t dots = out.find("...");
-    if (dots != std::string::npos) {
-      std::string digits;
-      for (int64_t k = 0; k < ellipsis_rank; ++k) {
-        digits += static_cast<char>('0' + (10 - ellipsis_rank + k));
-      }
-      out = out.substr(0, dots) + digits + out.substr(dots + 3);
+  int64_t ellipsis_rank = 0;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    std::string letters = terms[i];
+    const bool dots = letters.find("...") != std::string::npos;
+    if (dots) letters.erase(letters.find("..."), 3);
+    for (char c : letters) {
+      if (!std::isalpha(static_cast<unsigned char>(c)))
+        fail("'" + std::string(1, c) + "' is not a letter");
     }
-    e.output = out;
-  } else {
-    std::string once;
-    for (int64_t k = 0; k < ellipsis_rank; ++k) {
-      e.output += static_cast<char>('0' + (10 - ellipsis_rank + k));
+    const int64_t covered = ranks[i] - static_cast<int64_t>(letters.size());
+    if (dots ? covered < 0 || covered > 10 : covered != 0) {
+      fail("term '" + terms[i] + "' does not match an input of rank " + std::to_string(ranks[i]));
     }
-    for (char c = 'A'; c <= 'z'; ++c) {
-      if (!std::isalpha(static_cast<unsigned char>(c))) continue;
-      int uses = 0;
-      for (const std::string& t : e.inputs)
-        uses += static_cast<int>(std::count(t.begin(), t.end(), c));
-      if (uses == 1) once += c;
-    }
-    e.output += once;
+    ellipsis_rank = std::max(ellipsis_rank, covered);
+    e.inputs.push_back(WithEllipsis(terms[i], covered));
   }
+  e.output = arrow == std::string::npos ? ImplicitOutput(e.inputs, ellipsis_rank)
+                                        : WithEllipsis(eq.substr(arrow + 2), ellipsis_rank);
   for (char c : e.output) {
     if (std::count(e.output.begin(), e.output.end(), c) != 1) {
-      NodeError(n, "equation '" + eq + "': output label '" + std::string(1, c) + "' repeats");
+      fail("output label '" + std::string(1, c) + "' repeats");
     }
     bool found = false;
     for (const std::string& t : e.inputs) found |= t.find(c) != std::string::npos;
-    if (!found) {
-      NodeError(
-          n, "equation '" + eq + "': output label '" + std::string(1, c) + "' is in no input term");
-    }
+    if (!found) fail("output label '" + std::string(1, c) + "' is in no input term");
   }
   for (const std::string& t : e.inputs) {
     for (char c : t) {
