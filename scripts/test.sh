@@ -4,7 +4,7 @@
 #   models against ORT, ONNX conformance, the runtime and compiler tests under ASan/UBSan, the
 #   concurrency tests under TSan, the loader fuzzers, the ARM builds under qemu-user, and boards
 #   over ssh (a local sshd as the board).
-# Usage: scripts/test.sh [--full]   (--full also runs the whole conformance tier on aarch64 and armv7)
+# Usage: scripts/test.sh [--full]  (--full: the whole core conformance tier on aarch64, armv7 too)
 #
 # Every stage installs or builds what it needs itself, so the suite passes with an empty $HOME
 # (.ci/run proves that on every run). Each stage prints its time; the summary lists them all, and
@@ -87,7 +87,7 @@ zoo_dir=$(tests/models/fetch_zoo.sh)
 "$py" tests/models/check_suite.py build/exported-models/manifest.tsv build/exported-models \
   --work build/model-suite/exported -j "$jobs"
 
-stage "ONNX operator conformance (core tier)"
+stage "ONNX operator conformance (core, extended and other tiers, each pinned)"
 tests/onnx/check.sh
 
 stage "runtime and compiler tests under AddressSanitizer + UndefinedBehaviorSanitizer"
