@@ -704,10 +704,9 @@ std::vector<IndexCheck> RunTimeIndexChecks(const FusedGroup& group) {
     for (int in : node->inputs)
       types.push_back(in == kAbsentValue ? TensorType{} : g.value(in).type);
     for (const RunTimeIndexRange& r : def->runtime_indices()(*node, types)) {
-      checks.push_back(IndexCheck{
-          static_cast<int>(arg - group.inputs.begin()), r.extent,
-          node->Describe() + ": " + r.input + " '" + g.value(*arg).name + "' hold " + r.what + ": ",
-          r.first, r.step, r.non_negative});
+      checks.push_back(IndexCheck{static_cast<int>(arg - group.inputs.begin()), r.extent,
+                                  ops::RunTimeIndexMessage(*node, r, g.value(*arg).name), r.first,
+                                  r.step, r.non_negative});
     }
   }
   return checks;

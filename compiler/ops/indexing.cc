@@ -7,13 +7,6 @@
 namespace ember::compiler::ops {
 namespace {
 
-// Index k (any integer type; negative counts from the end) into an axis of `extent`, clamped.
-Expr AxisIndex(const Expr& k, int64_t extent) {
-  Expr i = te::Cast(te::Index(), k);
-  i = te::Select(i < 0, i + extent, i);
-  return te::Min(te::Max(i, Expr(0)), Expr(extent - 1));
-}
-
 // out[i] = data[i with axis replaced by indices[i]].
 std::vector<Tensor> GatherElements(const Node& n, const std::vector<Tensor>& in,
                                    const std::vector<TensorType>& out) {
@@ -24,7 +17,7 @@ std::vector<Tensor> GatherElements(const Node& n, const std::vector<Tensor>& in,
       out.at(0).shape,
       [&](const std::vector<Expr>& i) {
         std::vector<Expr> di = i;
-        di[axis] = AxisIndex(indices(i), data.shape()[axis]);
+        di[axis] = ClampedIndex(indices(i), data.shape()[axis]);
         return data(di);
       },
       n.name + "_out")};
@@ -46,7 +39,7 @@ std::vector<Tensor> GatherND(const Node& n, const std::vector<Tensor>& in,
         std::vector<Expr> di(i.begin(), i.begin() + b);
         for (int64_t j = 0; j < k; ++j) {
           tuple.back() = Expr(j);
-          di.push_back(AxisIndex(indices(tuple), data.shape()[b + j]));
+          di.push_back(ClampedIndex(indices(tuple), data.shape()[b + j]));
         }
         di.insert(di.end(), i.begin() + q, i.end());
         return data(di);

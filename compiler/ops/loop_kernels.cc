@@ -37,16 +37,12 @@ AroundAxis Around(const std::vector<int64_t>& shape, int64_t axis) {
   return a;
 }
 
-// An index read at run time (negative counts from the end; checked to lie in [-extent, extent)).
-Expr Normalized(const Expr& k, int64_t extent) {
-  Expr i = te::Cast(te::Index(), k);
-  return te::Select(i < 0, i + extent, i);
-}
-
-std::string IndexMessage(const Node& n, const Buffer& indices, int64_t axis, int64_t extent) {
-  return n.Describe() + ": indices '" + indices->name + "' hold an index outside " +
-         std::to_string(-extent) + ".." + std::to_string(extent - 1) + " (axis " +
-         std::to_string(axis) + " has size " + std::to_string(extent) + "): ";
+// The check, before the kernel's loops, that input 1 (held in `indices`) lies in `range`.
+Stmt CheckInput1(const Node& n, const Buffer& indices, const RunTimeIndexRange& range) {
+  const std::string& name = GraphScope::Current()->value(n.inputs.at(1)).name;
+  return lower::CheckIndices(indices, indices->size, range.extent,
+                             RunTimeIndexMessage(n, range, name), range.first, range.step,
+                             range.non_negative);
 }
 
 // y[..., j, ...] = x[..., 0, ...] + ... + x[..., j, ...] (exclusive: up to j - 1; reverse: from the
@@ -142,15 +138,14 @@ Stmt ScatterElements(const Node& n, const std::vector<Buffer>& in, const std::ve
   }
   for (size_t d = 0; d < ushape.size(); ++d) {
     Expr at =
-        static_cast<int64_t>(d) == axis ? Normalized(BufferLoad(indices, u), extent) : vars[d];
+        static_cast<int64_t>(d) == axis ? IndexFromEnd(BufferLoad(indices, u), extent) : vars[d];
     pos = pos * dshape[d] + at;
   }
   Stmt body = lower::Store(y, pos, Reduced(n, BufferLoad(y, pos), BufferLoad(updates, u)));
   for (size_t d = ushape.size(); d-- > 0;)
     body = lower::For(vars[d], ushape[d], ForKind::kSerial, body);
   return lower::Seq(
-      {lower::CheckIndices(indices, indices->size, extent, IndexMessage(n, indices, axis, extent)),
-       CopyData(data, y), body});
+      {CheckInput1(n, indices, IndicesIntoAxis(dshape, axis)), CopyData(data, y), body});
 }
 
 // ScatterND: tuple t of indices addresses a slice of data past its first k axes; update slice t
@@ -168,9 +163,8 @@ Stmt ScatterND(const Node& n, const std::vector<Buffer>& in, const std::vector<B
   Expr offset = 0;
   for (int64_t j = 0; j < k; ++j) {
     const int64_t extent = dshape[static_cast<size_t>(j)];
-    body.push_back(lower::CheckIndices(indices, indices->size, extent,
-                                       IndexMessage(n, indices, j, extent), j, k));
-    offset = offset * extent + Normalized(BufferLoad(indices, t * k + j), extent);
+    body.push_back(CheckInput1(n, indices, IndicesIntoAxis(dshape, j, j, k)));
+    offset = offset * extent + IndexFromEnd(BufferLoad(indices, t * k + j), extent);
   }
   Expr pos = offset * slice + s;
   body.push_back(CopyData(data, y));
@@ -182,6 +176,17 @@ Stmt ScatterND(const Node& n, const std::vector<Buffer>& in, const std::vector<B
                  lower::Store(
                      y, pos, Reduced(n, BufferLoad(y, pos), BufferLoad(updates, t * slice + s))))));
   return lower::Seq(body);
+}
+
+// MaxPool's indices: flat positions in the unpooled shape, from 0.
+RunTimeIndexRange UnpoolPositions(const std::vector<int64_t>& indexed, int64_t positions) {
+  RunTimeIndexRange r;
+  r.extent = positions;
+  r.non_negative = true;
+  r.input = "indices";
+  r.what = "a position outside 0.." + std::to_string(positions - 1) + " (the unpooled " +
+           ShapeToString(indexed) + ")";
+  return r;
 }
 
 // MaxUnpool: zeros, and each input value at the output position its index names: MaxPool's
@@ -204,11 +209,7 @@ Stmt MaxUnpool(const Node& n, const std::vector<Buffer>& in, const std::vector<B
     stride *= shape[d];
   }
   return lower::Seq(
-      {lower::CheckIndices(at, at->size, positions,
-                           n.Describe() + ": indices '" + at->name +
-                               "' hold a position outside 0.." + std::to_string(positions - 1) +
-                               " (the unpooled " + ShapeToString(indexed) + "): ",
-                           0, 1, true),
+      {CheckInput1(n, at, UnpoolPositions(indexed, positions)),
        lower::For(e, y->size, ForKind::kVectorized, lower::Store(y, e, te::Const(y->dtype, 0))),
        lower::For(k, x->size, ForKind::kSerial, lower::Store(y, pos, BufferLoad(x, k)))});
 }

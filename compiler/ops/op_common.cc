@@ -108,6 +108,20 @@ Tensor BlockedView(const Tensor& t, int64_t block, const std::string& name) {
       name);
 }
 
+Expr IndexFromEnd(const Expr& k, int64_t extent) {
+  Expr i = te::Cast(te::Index(), k);
+  return te::Select(i < 0, i + extent, i);
+}
+
+Expr ClampedIndex(const Expr& k, int64_t extent) {
+  return te::Min(te::Max(IndexFromEnd(k, extent), Expr(0)), Expr(extent - 1));
+}
+
+std::string RunTimeIndexMessage(const Node& node, const RunTimeIndexRange& range,
+                                const std::string& value) {
+  return node.Describe() + ": " + range.input + " '" + value + "' hold " + range.what + ": ";
+}
+
 RunTimeIndexRange IndicesIntoAxis(const std::vector<int64_t>& data, int64_t axis, int64_t first,
                                   int64_t step) {
   const int64_t dim = data.at(static_cast<size_t>(axis));

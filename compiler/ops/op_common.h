@@ -54,6 +54,18 @@ Tensor UnblockedView(const Tensor& t, int64_t block, const std::string& name);
 /*! \brief An NCHW tensor seen as NCHW[block]c (block > 0). */
 Tensor BlockedView(const Tensor& t, int64_t block, const std::string& name);
 
+/*! \brief Index k (any integer type) into an axis of `extent`, negative ones counted from the
+ * end; ClampedIndex also clamps it into the axis, so that a load stays in bounds whatever the
+ * index (lowering refuses a bad one first: RunTimeIndexRange). */
+Expr IndexFromEnd(const Expr& k, int64_t extent);
+Expr ClampedIndex(const Expr& k, int64_t extent);
+
+/*! \brief The message a failed run-time index check starts with, naming the node, the input
+ * (`value`: its graph name) and the range ("node 'g' (Gather): indices 'ids' hold an index
+ * outside -3..2 (axis 0 has size 3): "); the offending value follows. */
+std::string RunTimeIndexMessage(const Node& node, const RunTimeIndexRange& range,
+                                const std::string& value);
+
 /*! \brief Run-time indices (input 1) that address `axis` of input 0 (`data`), counting from the
  * end when negative; with step > 1, component `first` of tuples of `step` (GatherND's). */
 RunTimeIndexRange IndicesIntoAxis(const std::vector<int64_t>& data, int64_t axis, int64_t first = 0,

@@ -145,10 +145,7 @@ std::vector<Tensor> Gather(const Node& n, const std::vector<Tensor>& in,
       out.at(0).shape,
       [&](const std::vector<Expr>& i) {
         std::vector<Expr> ii(i.begin() + axis, i.begin() + axis + q);
-        Expr k = te::Cast(te::Index(), idx(ii));
-        k = te::Select(k < 0, k + ext, k);
-        // Out-of-range indices are clamped rather than read out of bounds.
-        k = te::Min(te::Max(k, Expr(0)), Expr(ext - 1));
+        Expr k = ClampedIndex(idx(ii), ext);
         std::vector<Expr> xi(i.begin(), i.begin() + axis);
         xi.push_back(k);
         for (size_t d = axis + q; d < i.size(); ++d) xi.push_back(i[d]);

@@ -219,26 +219,12 @@ void ConcatOp(Node n, CanonicalizeContext* ctx) {
   ctx->EmitInto(std::move(n));
 }
 
-// Indices known at compile time are checked here, so the kernel never meets a bad one.
-void CheckConstantGatherIndices(const Node& n, CanonicalizeContext* ctx) {
-  const Value& indices = ctx->graph().value(n.inputs.at(1));
-  if (!indices.is_constant()) return;
-  int64_t axis = n.GetInt("axis");
-  int64_t dim = ctx->TypeOf(n.inputs[0]).shape.at(static_cast<size_t>(axis));
-  for (int64_t i = 0; i < indices.constant->type.NumElements(); ++i) {
-    int64_t k = indices.constant->GetAsInt(i);
-    if (k < -dim || k >= dim) {
-      NodeError(n, "index " + std::to_string(k) + " (element " + std::to_string(i) +
-                       " of indices '" + indices.name + "') is out of range for axis " +
-                       std::to_string(axis) + " of size " + std::to_string(dim) +
-                       "; valid: " + std::to_string(-dim) + ".." + std::to_string(dim - 1));
-    }
-  }
-}
-
 void GatherOp(Node n, CanonicalizeContext* ctx) {
-  n.attrs["axis"] = NormalizeAxis(n, n.GetInt("axis", 0), ctx->Rank(n, 0));
-  CheckConstantGatherIndices(n, ctx);
+  const int64_t axis = NormalizeAxis(n, n.GetInt("axis", 0), ctx->Rank(n, 0));
+  n.attrs["axis"] = axis;
+  // Indices known at compile time are checked here, so the kernel never meets a bad one.
+  ctx->CheckConstantIndices(n, 1, ctx->TypeOf(n.inputs[0]).shape.at(static_cast<size_t>(axis)),
+                            "axis " + std::to_string(axis));
   ctx->EmitInto(std::move(n));
 }
 

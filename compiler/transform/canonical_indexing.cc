@@ -29,32 +29,6 @@ std::string Written(double v) {
   return os.str();
 }
 
-// The one value of a scalar (or one-element) constant input.
-double ScalarInput(Node& n, size_t i, const char* what, CanonicalizeContext* ctx) {
-  HostTensorPtr c = ctx->ConstInput(n, i, what);
-  if (!c || c->NumElements() != 1) {
-    NodeError(n, std::string("input ") + std::to_string(i) + " ('" + what +
-                     "') must hold one value, got " + (c ? c->type.ToString() : "none"));
-  }
-  return c->GetAsDouble(0);
-}
-
-// Elements first, first + step, ... of constant indices must lie in [-extent, extent).
-void CheckConstantIndices(const Node& n, size_t input, int64_t extent, const std::string& what,
-                          CanonicalizeContext* ctx, int64_t first = 0, int64_t step = 1) {
-  const Value& indices = ctx->graph().value(n.inputs.at(input));
-  if (!indices.is_constant()) return;
-  for (int64_t i = first; i < indices.constant->NumElements(); i += step) {
-    const int64_t k = indices.constant->GetAsInt(i);
-    if (k < -extent || k >= extent) {
-      NodeError(n, "index " + std::to_string(k) + " (element " + std::to_string(i) +
-                       " of indices '" + indices.name + "') is out of range for " + what +
-                       " of size " + std::to_string(extent) +
-                       "; valid: " + std::to_string(-extent) + ".." + std::to_string(extent - 1));
-    }
-  }
-}
-
 void CheckReduction(const Node& n, const std::vector<std::string>& valid) {
   const std::string r = n.GetString("reduction", "none");
   if (std::find(valid.begin(), valid.end(), r) != valid.end()) return;
@@ -67,7 +41,7 @@ void GatherElementsOp(Node n, CanonicalizeContext* ctx) {
   const TensorType& data = ctx->TypeOf(n.inputs.at(0));
   const int64_t axis = NormalizeAxis(n, n.GetInt("axis", 0), data.ndim());
   n.attrs["axis"] = axis;
-  CheckConstantIndices(n, 1, data.shape.at(axis), "axis " + std::to_string(axis), ctx);
+  ctx->CheckConstantIndices(n, 1, data.shape.at(axis), "axis " + std::to_string(axis));
   ctx->EmitInto(std::move(n));
 }
 
@@ -77,7 +51,7 @@ void ScatterElementsOp(Node n, CanonicalizeContext* ctx) {
   const TensorType& data = ctx->TypeOf(n.inputs.at(0));
   const int64_t axis = NormalizeAxis(n, n.GetInt("axis", 0), data.ndim());
   n.attrs["axis"] = axis;
-  CheckConstantIndices(n, 1, data.shape.at(axis), "axis " + std::to_string(axis), ctx);
+  ctx->CheckConstantIndices(n, 1, data.shape.at(axis), "axis " + std::to_string(axis));
   ctx->EmitInto(std::move(n));
 }
 
@@ -89,7 +63,7 @@ void CheckConstantTuples(const Node& n, int64_t batch_dims, CanonicalizeContext*
   const int64_t k = indices.shape.back();
   for (int64_t j = 0; j < k && batch_dims + j < data.ndim(); ++j) {
     const int64_t axis = batch_dims + j;
-    CheckConstantIndices(n, 1, data.shape[axis], "axis " + std::to_string(axis), ctx, j, k);
+    ctx->CheckConstantIndices(n, 1, data.shape[axis], "axis " + std::to_string(axis), j, k);
   }
 }
 
@@ -106,7 +80,7 @@ void ScatterNDOp(Node n, CanonicalizeContext* ctx) {
 
 // OneHot(indices, depth, values): depth becomes an attribute; the values [off, on] stay input 2.
 void OneHotOp(Node n, CanonicalizeContext* ctx) {
-  const double depth = ScalarInput(n, 1, "depth", ctx);
+  const double depth = ctx->OneValueInput(n, 1, "depth")->GetAsDouble(0);
   if (!(depth >= 1 && depth <= kMaxOneHotDepth)) {
     NodeError(n, "depth must be 1.." + std::to_string(static_cast<int64_t>(kMaxOneHotDepth)) +
                      ", got " + Written(depth));
@@ -125,7 +99,7 @@ void TriluOp(Node n, CanonicalizeContext* ctx) {
   if (ctx->Rank(n, 0) < 2) {
     NodeError(n, "expected rank >= 2, got " + ctx->TypeOf(n.inputs[0]).ToString());
   }
-  n.attrs["k"] = n.HasInput(1) ? static_cast<int64_t>(ScalarInput(n, 1, "k", ctx)) : int64_t{0};
+  n.attrs["k"] = n.HasInput(1) ? ctx->OneValueInput(n, 1, "k")->GetAsInt(0) : int64_t{0};
   ctx->DropInputsFrom(n, 1);
   ctx->EmitInto(std::move(n));
 }
@@ -140,7 +114,7 @@ void EyeLikeOp(Node n, CanonicalizeContext* ctx) {
 
 void CumSumOp(Node n, CanonicalizeContext* ctx) {
   n.attrs["axis"] =
-      NormalizeAxis(n, static_cast<int64_t>(ScalarInput(n, 1, "axis", ctx)), ctx->Rank(n, 0));
+      NormalizeAxis(n, ctx->OneValueInput(n, 1, "axis")->GetAsInt(0), ctx->Rank(n, 0));
   ctx->DropInputsFrom(n, 1);
   ctx->EmitInto(std::move(n));
 }
@@ -172,50 +146,6 @@ void ReverseSequenceOp(Node n, CanonicalizeContext* ctx) {
   ctx->EmitInto(std::move(n));
 }
 
-// MaxUnpool: the output's shape from output_shape (a constant) or from the window. MaxPool's
-// indices count positions in the window's shape ("indexed_shape"); a larger output_shape pads it
-// at the end of each axis.
-void MaxUnpoolOp(Node n, CanonicalizeContext* ctx) {
-  const TensorType& x = ctx->TypeOf(n.inputs.at(0));
-  const TensorType& at = ctx->TypeOf(n.inputs.at(1));
-  const int64_t sp = x.ndim() - 2;
-  if (sp < 1 || at.shape != x.shape || at.dtype != kInt64) {
-    NodeError(n, "expected X [N, C, ...] and int64 indices of its shape, got " + x.ToString() +
-                     " and " + at.ToString());
-  }
-  const std::vector<int64_t> k = n.GetInts("kernel_shape", {});
-  const std::vector<int64_t> s = n.GetInts("strides", std::vector<int64_t>(sp, 1));
-  const std::vector<int64_t> p = n.GetInts("pads", std::vector<int64_t>(2 * sp, 0));
-  if (static_cast<int64_t>(k.size()) != sp || static_cast<int64_t>(s.size()) != sp ||
-      static_cast<int64_t>(p.size()) != 2 * sp) {
-    NodeError(n, "kernel_shape and strides must hold " + std::to_string(sp) + " values, pads " +
-                     std::to_string(2 * sp));
-  }
-  std::vector<int64_t> out{x.shape[0], x.shape[1]};
-  for (int64_t d = 0; d < sp; ++d) {
-    out.push_back((x.shape[2 + d] - 1) * s[d] - p[d] - p[sp + d] + k[d]);
-  }
-  const std::vector<int64_t> indexed = out;
-  if (HostTensorPtr given = n.HasInput(2) ? ctx->ConstInput(n, 2, "output_shape") : nullptr) {
-    out = given->ToIntVector();
-    bool fits = out.size() == indexed.size() && out[0] == x.shape[0] && out[1] == x.shape[1];
-    for (size_t d = 2; fits && d < out.size(); ++d) fits = out[d] >= indexed[d];
-    if (!fits) {
-      NodeError(n, "output_shape must keep N and C and hold the unpooled " +
-                       ShapeToString(indexed) + ", got " + ShapeToString(out));
-    }
-  }
-  for (int64_t d : out) {
-    if (d < 1 || d > kMaxFoldElements) {
-      NodeError(n, "output shape " + ShapeToString(out) + " has a dimension outside 1.." +
-                       std::to_string(kMaxFoldElements));
-    }
-  }
-  ctx->DropInputsFrom(n, 2);
-  n.attrs = {{"__out_shape", out}, {"indexed_shape", indexed}};
-  ctx->EmitInto(std::move(n));
-}
-
 // GridSample: opset 20's names of the modes ("linear", "cubic") as opset 16's, each checked.
 void GridSampleOp(Node n, CanonicalizeContext* ctx) {
   std::string mode = n.GetString("mode", "bilinear");
@@ -236,7 +166,7 @@ void GridSampleOp(Node n, CanonicalizeContext* ctx) {
 void TopKOp(Node n, CanonicalizeContext* ctx) {
   const TensorType& x = ctx->TypeOf(n.inputs.at(0));
   const int64_t axis = NormalizeAxis(n, n.GetInt("axis", -1), x.ndim());
-  const double k = n.HasInput(1) ? ScalarInput(n, 1, "K", ctx) : n.GetInt("k", 0);
+  const double k = n.HasInput(1) ? ctx->OneValueInput(n, 1, "K")->GetAsDouble(0) : n.GetInt("k", 0);
   if (!(k >= 1 && k <= static_cast<double>(x.shape[axis]))) {
     NodeError(n, "k must be 1.." + std::to_string(x.shape[axis]) + " (the size of axis " +
                      std::to_string(axis) + " of " + x.ToString() + "), got " + Written(k));
@@ -261,7 +191,6 @@ EMBER_REGISTER_OP_CANONICALIZE("CumSum", CumSumOp);
 EMBER_REGISTER_OP_CANONICALIZE("TopK", TopKOp);
 EMBER_REGISTER_OP_CANONICALIZE("GridSample", GridSampleOp);
 EMBER_REGISTER_OP_CANONICALIZE("ReverseSequence", ReverseSequenceOp);
-EMBER_REGISTER_OP_CANONICALIZE("MaxUnpool", MaxUnpoolOp);
 
 }  // namespace compiler
 }  // namespace ember

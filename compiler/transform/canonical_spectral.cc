@@ -27,13 +27,6 @@ double BasisWeight(int64_t k, int64_t n, int64_t length, int c, int o, bool inve
   return c == 0 ? sine : cosine;               // re(x) * sign sin + im(x) cos
 }
 
-int64_t ScalarInt(Node& n, size_t i, const char* what, CanonicalizeContext* ctx) {
-  HostTensorPtr c = ctx->ConstInput(n, i, what);
-  if (!c || c->NumElements() != 1)
-    NodeError(n, std::string("input '") + what + "' must hold one value");
-  return c->GetAsInt(0);
-}
-
 void CheckBasisSize(const Node& n, int64_t elements) {
   if (elements > kMaxFoldElements) {
     NodeUnsupported(n, "its basis would hold " + std::to_string(elements) + " values, more than " +
@@ -56,7 +49,7 @@ void DftOp(Node n, CanonicalizeContext* ctx) {
   const int64_t c = Components(n, x), r = x.ndim();
   // Opset 20 made the axis an input (default -2, the last signal axis).
   const int64_t given = ctx->opset() < 20 ? n.GetInt("axis", 1)
-                        : n.HasInput(2)   ? ScalarInt(n, 2, "axis", ctx)
+                        : n.HasInput(2)   ? ctx->OneValueInput(n, 2, "axis")->GetAsInt(0)
                                           : -2;
   const int64_t axis = NormalizeAxis(n, given, r);
   if (axis == 0 || axis == r - 1) {
@@ -68,7 +61,8 @@ void DftOp(Node n, CanonicalizeContext* ctx) {
     NodeError(n, "onesided applies to a real forward transform only");
   }
   const int64_t samples = x.shape[axis];
-  const int64_t length = n.HasInput(1) ? ScalarInt(n, 1, "dft_length", ctx) : samples;
+  const int64_t length =
+      n.HasInput(1) ? ctx->OneValueInput(n, 1, "dft_length")->GetAsInt(0) : samples;
   if (length < 1) NodeError(n, "dft_length must be positive, got " + std::to_string(length));
   const int64_t bins = onesided ? length / 2 + 1 : length;
   CheckBasisSize(n, samples * c * bins * 2);
@@ -111,12 +105,12 @@ void StftOp(Node n, CanonicalizeContext* ctx) {
   const TensorType x = ctx->TypeOf(n.inputs.at(0));
   const int64_t c = Components(n, x);
   if (x.ndim() != 3) NodeError(n, "expected a signal [batch, length, 1 or 2], got " + x.ToString());
-  const int64_t step = ScalarInt(n, 1, "frame_step", ctx);
+  const int64_t step = ctx->OneValueInput(n, 1, "frame_step")->GetAsInt(0);
   // The window may be computed at run time: it scales the basis, which then folds or not.
   const bool windowed = n.HasInput(2);
   const TensorType window = windowed ? ctx->TypeOf(n.inputs[2]) : TensorType{};
   int64_t length = windowed ? window.NumElements() : 0;
-  if (n.HasInput(3)) length = ScalarInt(n, 3, "frame_length", ctx);
+  if (n.HasInput(3)) length = ctx->OneValueInput(n, 3, "frame_length")->GetAsInt(0);
   const bool onesided = n.GetInt("onesided", 1) != 0;
   if (step < 1 || length < 1 || length > x.shape[1]) {
     NodeError(n, "frame_step must be positive and frame_length 1.." + std::to_string(x.shape[1]) +

@@ -2,8 +2,10 @@
 // kernel_shape, strides, dilations and explicit pads always present, auto_pad resolved against
 // the input shape, and ConvTranspose's output_shape turned into pads and output_padding; a 2-D
 // ConvTranspose with constant weights then becomes a Conv (conv_transpose_as_conv.h). LpPool
-// becomes an AveragePool of |x|^p, times the window's size, to the power 1/p.
+// becomes an AveragePool of |x|^p, times the window's size, to the power 1/p; MaxUnpool's output
+// shape, the window's inverse, becomes an attribute.
 #include <ember/compiler/ir/op_registry.h>
+#include <ember/compiler/transform.h>
 
 #include <algorithm>
 
@@ -175,6 +177,45 @@ void LpNormalizationOp(Node n, CanonicalizeContext* ctx) {
   LpNormOver(n, {NormalizeAxis(n, n.GetInt("axis", -1), ctx->Rank(n, 0))}, true, ctx);
 }
 
+// MaxUnpool: the output's shape from output_shape (a constant) or from the window. MaxPool's
+// indices count positions in the window's shape ("indexed_shape"); a larger output_shape pads it
+// at the end of each axis.
+void MaxUnpoolOp(Node n, CanonicalizeContext* ctx) {
+  const TensorType& x = ctx->TypeOf(n.inputs.at(0));
+  const TensorType& at = ctx->TypeOf(n.inputs.at(1));
+  const int64_t sp = x.ndim() - 2;
+  if (sp < 1 || at.shape != x.shape || at.dtype != kInt64) {
+    NodeError(n, "expected X [N, C, ...] and int64 indices of its shape, got " + x.ToString() +
+                     " and " + at.ToString());
+  }
+  Window(n, false, ctx);
+  const std::vector<int64_t> k = n.GetInts("kernel_shape"), s = n.GetInts("strides"),
+                             p = n.GetInts("pads");
+  std::vector<int64_t> out{x.shape[0], x.shape[1]};
+  for (int64_t d = 0; d < sp; ++d) {
+    out.push_back((x.shape[2 + d] - 1) * s[d] - p[d] - p[sp + d] + k[d]);
+  }
+  const std::vector<int64_t> indexed = out;
+  if (HostTensorPtr given = n.HasInput(2) ? ctx->ConstInput(n, 2, "output_shape") : nullptr) {
+    out = given->ToIntVector();
+    bool fits = out.size() == indexed.size() && out[0] == x.shape[0] && out[1] == x.shape[1];
+    for (size_t d = 2; fits && d < out.size(); ++d) fits = out[d] >= indexed[d];
+    if (!fits) {
+      NodeError(n, "output_shape must keep N and C and hold the unpooled " +
+                       ShapeToString(indexed) + ", got " + ShapeToString(out));
+    }
+  }
+  for (int64_t d : out) {
+    if (d < 1 || d > kMaxFoldElements) {
+      NodeError(n, "output shape " + ShapeToString(out) + " has a dimension outside 1.." +
+                       std::to_string(kMaxFoldElements));
+    }
+  }
+  ctx->DropInputsFrom(n, 2);
+  n.attrs = {{"__out_shape", out}, {"indexed_shape", indexed}};
+  ctx->EmitInto(std::move(n));
+}
+
 }  // namespace
 
 EMBER_REGISTER_OP_CANONICALIZE("Conv", ConvOp);
@@ -184,6 +225,7 @@ EMBER_REGISTER_OP_CANONICALIZE("AveragePool", PoolOp);
 EMBER_REGISTER_OP_CANONICALIZE("LpPool", LpPoolOp);
 EMBER_REGISTER_OP_CANONICALIZE("GlobalLpPool", GlobalLpPoolOp);
 EMBER_REGISTER_OP_CANONICALIZE("LpNormalization", LpNormalizationOp);
+EMBER_REGISTER_OP_CANONICALIZE("MaxUnpool", MaxUnpoolOp);
 
 }  // namespace compiler
 }  // namespace ember

@@ -21,11 +21,7 @@ const std::vector<double> kHamming = {25.0 / 46.0, -21.0 / 46.0};
 const std::vector<double> kBlackman = {0.42, -0.5, 0.08};
 
 void WindowOp(Node n, const std::vector<double>& series, CanonicalizeContext* ctx) {
-  HostTensorPtr size_input = ctx->ConstInput(n, 0, "size");
-  if (!size_input || size_input->NumElements() != 1) {
-    NodeError(n, "input 0 ('size') must hold one value");
-  }
-  const int64_t size = size_input->GetAsInt(0);
+  const int64_t size = ctx->OneValueInput(n, 0, "size")->GetAsInt(0);
   if (size < 1 || size > kMaxFoldElements) {
     NodeError(
         n, "size must be 1.." + std::to_string(kMaxFoldElements) + ", got " + std::to_string(size));

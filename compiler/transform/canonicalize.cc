@@ -123,6 +123,31 @@ HostTensorPtr CanonicalizeContext::ConstInput(const Node& n, size_t i, const cha
   return v.constant;
 }
 
+HostTensorPtr CanonicalizeContext::OneValueInput(const Node& n, size_t i, const char* what) {
+  HostTensorPtr c = ConstInput(n, i, what);
+  if (!c || c->NumElements() != 1) {
+    NodeError(n, std::string("input ") + std::to_string(i) + " ('" + what +
+                     "') must hold one value, got " + (c ? c->type.ToString() : "none"));
+  }
+  return c;
+}
+
+void CanonicalizeContext::CheckConstantIndices(const Node& n, size_t input, int64_t extent,
+                                               const std::string& what, int64_t first,
+                                               int64_t step) {
+  const Value& indices = graph().value(n.inputs.at(input));
+  if (!indices.is_constant()) return;
+  for (int64_t i = first; i < indices.constant->NumElements(); i += step) {
+    const int64_t k = indices.constant->GetAsInt(i);
+    if (k < -extent || k >= extent) {
+      NodeError(n, "index " + std::to_string(k) + " (element " + std::to_string(i) +
+                       " of indices '" + indices.name + "') is out of range for " + what +
+                       " of size " + std::to_string(extent) +
+                       "; valid: " + std::to_string(-extent) + ".." + std::to_string(extent - 1));
+    }
+  }
+}
+
 void CanonicalizeContext::IntsInputToAttr(Node& n, size_t i, const char* key) {
   if (auto c = ConstInput(n, i, key)) n.attrs[key] = c->ToIntVector();
 }

@@ -26,6 +26,13 @@ class CanonicalizeContext : public RewriteContext {
   int64_t Rank(const Node& n, size_t i) { return TypeOf(n.inputs.at(i)).ndim(); }
   /*! \brief Input i's constant (null when absent); throws naming the node when it is not one. */
   HostTensorPtr ConstInput(const Node& n, size_t i, const char* what);
+  /*! \brief Input i, a constant of one value (a scalar or one element: TopK's k, a window's
+   *  size); throws naming the node when it is absent, not constant or holds another count. */
+  HostTensorPtr OneValueInput(const Node& n, size_t i, const char* what);
+  /*! \brief Elements first, first + step, ... of input `input` (when constant) must lie in
+   *  [-extent, extent): indices into an axis `what` names ("axis 1"); throws naming the index. */
+  void CheckConstantIndices(const Node& n, size_t input, int64_t extent, const std::string& what,
+                            int64_t first = 0, int64_t step = 1);
   /*! \brief Moves input i (if present and constant) into attribute `key` as ints. */
   void IntsInputToAttr(Node& n, size_t i, const char* key);
   void DropInputsFrom(Node& n, size_t keep);
