@@ -37,6 +37,11 @@ struct ListRule {
   Range range;
   Count count;
 };
+// Elements one tensor may hold (16 GiB of float32): no edge model comes near it, and libonnx's
+// shape inference loops in proportion to a dim (Conv/Pool SAME padding subtracts the stride until
+// the dim is used up: a dim of 2^40 held emberc for hours), so a larger shape is refused first.
+constexpr int64_t kMaxTensorElements = int64_t{1} << 32;
+
 // Range of an INT `axis` attribute: [-r, r), or [-r, r] where an axis names a split point.
 enum class Axis { kNone, kInRank, kSplitPoint };
 // Ranks the node's inputs must have.
@@ -700,7 +705,7 @@ class Validator {
     }
   }
 
-  // A static shape must have no negative dim, and its element count and byte size must fit int64.
+  // A static shape must have no negative dim and at most kMaxTensorElements elements.
   void CheckSize(const std::string& where, const std::string& what,
                  const onnx::TypeProto& type) const {
     if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return;
@@ -720,10 +725,11 @@ class Validator {
       if (d != 0 && elements > std::numeric_limits<int64_t>::max() / d) overflow = true;
       if (!overflow) elements *= d;
     }
-    int64_t width = ElementBytes(type.tensor_type().elem_type());
-    if (overflow || elements > std::numeric_limits<int64_t>::max() / width) {
-      Fail(where, what + " of shape " + ShapeToString(dims) +
-                      " is too large: its byte size does not fit in 64 bits");
+    if (overflow || elements > kMaxTensorElements) {
+      Fail(where, what + " of shape " + ShapeToString(dims) + " is too large: " +
+                      (overflow ? std::string("its element count overflows 64 bits")
+                                : std::to_string(elements) + " elements") +
+                      ", expected at most " + std::to_string(kMaxTensorElements) + " (2^32)");
     }
   }
 

@@ -190,7 +190,20 @@ TEST(OnnxValidator, NegativeOrOverflowingSizesNameTheNode) {
   huge.Output("y", {});
   EXPECT_ERROR_HAS(huge,
                    "m.onnx: input 'x' of shape [1099511627776,1099511627776] is too large: its "
-                   "byte size does not fit in 64 bits");
+                   "element count overflows 64 bits, expected at most 4294967296 (2^32)");
+
+  // libonnx's SAME-padding inference counts a dim down by the stride: a dim of 2^40 held emberc
+  // for hours before any check of Ember's ran (found by tests/fuzz/mutate_models.py).
+  OnnxBuilder pool;
+  pool.Input("x", {1, 1, int64_t{1} << 40, 5});
+  onnx::NodeProto* p = pool.Node("AveragePool", "p", {"x"}, {"y"});
+  OnnxBuilder::IntsAttr(p, "kernel_shape", {3, 3});
+  OnnxBuilder::IntsAttr(p, "strides", {2, 2});
+  OnnxBuilder::StringAttr(p, "auto_pad", "SAME_UPPER");
+  pool.Output("y", {});
+  EXPECT_ERROR_HAS(pool,
+                   "m.onnx: input 'x' of shape [1,1,1099511627776,5] is too large: "
+                   "5497558138880 elements, expected at most 4294967296 (2^32)");
 }
 
 // QLinearConv(x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp) of uint8 x and a `w_elem` weight,
