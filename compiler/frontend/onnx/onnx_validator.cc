@@ -42,6 +42,12 @@ struct ListRule {
 // the dim is used up: a dim of 2^40 held emberc for hours), so a larger shape is refused first.
 constexpr int64_t kMaxTensorElements = int64_t{1} << 32;
 
+// The largest size-like attribute (a stride, a window, a pad, a block size, a group): more than
+// any dim a tensor may have, and small enough that libonnx's products of two (DepthToSpace's
+// blocksize squared, a window times its dilation) cannot overflow: blocksize 2^40 squared wrapped
+// to 0 and libonnx divided by it (SIGFPE).
+constexpr int64_t kMaxSizeAttribute = (int64_t{1} << 31) - 1;
+
 // Range of an INT `axis` attribute: [-r, r), or [-r, r] where an axis names a split point.
 enum class Axis { kNone, kInRank, kSplitPoint };
 // Ranks the node's inputs must have.
@@ -420,11 +426,11 @@ class Validator {
     auto check_int = [&](const char* name, int64_t low, const char* what) {
       const onnx::AttributeProto* a = FindAttr(n, name);
       if (!a) return;
-      if (a->type() != onnx::AttributeProto::INT) {
-        Fail(where, std::string("attribute '") + name + "' must be an int");
-      }
-      if (a->i() < low) {
-        Fail(where, std::string("attribute '") + name + "' must be " + what + ", got " +
+      const std::string attr = std::string("attribute '") + name + "'";
+      if (a->type() != onnx::AttributeProto::INT) Fail(where, attr + " must be an int");
+      if (a->i() < low) Fail(where, attr + " must be " + what + ", got " + std::to_string(a->i()));
+      if (a->i() > kMaxSizeAttribute) {
+        Fail(where, attr + " must be at most " + std::to_string(kMaxSizeAttribute) + ", got " +
                         std::to_string(a->i()));
       }
     };
@@ -661,6 +667,10 @@ class Validator {
         for (int64_t x : v) {
           if (x < low) {
             Fail(where, name + " must be " + (low ? "positive" : "non-negative") + ", got " +
+                            ShapeToString(v));
+          }
+          if (x > kMaxSizeAttribute) {
+            Fail(where, name + " must be at most " + std::to_string(kMaxSizeAttribute) + ", got " +
                             ShapeToString(v));
           }
         }

@@ -63,6 +63,21 @@ TEST(OnnxValidator, ZeroDilationsAndKernelShapeAreRefused) {
                    "attribute 'pads' must be non-negative, got [0,0,-1,0]");
 }
 
+TEST(OnnxValidator, HugeSizeAttributesAreRefusedBeforeLibonnxMultipliesThem) {
+  // blocksize 2^40 squared wrapped to 0 and libonnx's inference divided by it (SIGFPE; found by
+  // tests/fuzz/mutate_models.py).
+  OnnxBuilder d2s;
+  d2s.Input("x", {1, 8, 2, 2});
+  OnnxBuilder::IntAttr(d2s.Node("DepthToSpace", "d", {"x"}, {"y"}), "blocksize", int64_t{1} << 40);
+  d2s.Output("y", {});
+  EXPECT_ERROR_HAS(d2s,
+                   "node 'd' (DepthToSpace): attribute 'blocksize' must be at most 2147483647, got "
+                   "1099511627776");
+  EXPECT_ERROR_HAS(ConvWith("dilations", {1, int64_t{1} << 40}),
+                   "node 'c' (Conv): attribute 'dilations' must be at most 2147483647, got "
+                   "[1,1099511627776]");
+}
+
 TEST(OnnxValidator, ListLengthFollowsTheInputRank) {
   EXPECT_ERROR_HAS(
       ConvWith("strides", {1, 1, 1}),
