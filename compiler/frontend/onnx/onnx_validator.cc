@@ -390,6 +390,7 @@ class Validator {
       }
       if (n.domain() == "com.microsoft") CheckContribQuantized(n, *scope, where);
       CheckAttributeValues(n, *scope, where);
+      CheckAxisAttributes(n, *scope, where);
       for (const auto& a : n.attribute()) {
         if (a.has_g()) {
           Scope inner(*scope);
@@ -549,6 +550,41 @@ class Validator {
     if (floating && (!fmod || fmod->i() != 1)) {
       Fail(where, "attribute 'fmod' must be 1 for " + ElemTypeName(elem) + " inputs, got " +
                       std::to_string(fmod ? fmod->i() : 0));
+    }
+  }
+
+  // Every ONNX op's `axis` and `*_axis` INT attributes (those the rule table checks per op and the
+  // rest: LayerNormalization, OneHot, ReverseSequence, ...) within [-(r + 1), r] of the first
+  // input's rank r, the widest range any op allows: libonnx's inference narrows an axis to int
+  // and indexes dims with it (LayerNormalization's axis 2^31 became -2^31: SIGSEGV). The exact
+  // range is each op's own, checked where the op is canonicalized.
+  void CheckAxisAttributes(const onnx::NodeProto& n, const Scope& scope,
+                           const std::string& where) const {
+    // Other domains' first inputs need not be the data (QLinearConcat's is a scale).
+    if (!n.domain().empty() && n.domain() != "ai.onnx") return;
+    std::optional<int64_t> rank;
+    if (n.input_size() > 0 && !n.input(0).empty()) rank = scope.Rank(n.input(0));
+    const int64_t high = rank ? *rank : kMaxSizeAttribute;
+    for (const auto& a : n.attribute()) {
+      const std::string& name = a.name();
+      const bool axis =
+          name == "axis" || (name.size() > 5 && name.rfind("_axis") == name.size() - 5);
+      if (!axis || a.type() != onnx::AttributeProto::INT) continue;
+      if (a.i() < -high - 1 || a.i() > high) {
+        Fail(where, "attribute '" + name + "' must be in [" + std::to_string(-high - 1) + ", " +
+                        std::to_string(high) + "]" +
+                        (rank ? " for input '" + n.input(0) + "' of rank " + std::to_string(*rank)
+                              : std::string()) +
+                        ", got " + std::to_string(a.i()));
+      }
+    }
+    if (n.op_type() == "Scan") {
+      // libonnx sizes vectors by it (2^40 threw std::bad_alloc from its inference).
+      const onnx::AttributeProto* scans = FindAttr(n, "num_scan_inputs");
+      if (scans && (scans->i() < 1 || scans->i() > n.input_size())) {
+        Fail(where, "attribute 'num_scan_inputs' must be in [1, " + std::to_string(n.input_size()) +
+                        "] (the node's inputs), got " + std::to_string(scans->i()));
+      }
     }
   }
 

@@ -78,6 +78,35 @@ TEST(OnnxValidator, HugeSizeAttributesAreRefusedBeforeLibonnxMultipliesThem) {
                    "[1,1099511627776]");
 }
 
+TEST(OnnxValidator, AxisAttributesOfEveryOpAreBoundedByTheRank) {
+  // libonnx narrowed LayerNormalization's axis 2^31 to int and indexed dims with it (SIGSEGV).
+  OnnxBuilder ln;
+  ln.Input("x", {2, 3, 4}).Input("scale", {4});
+  OnnxBuilder::IntAttr(ln.Node("LayerNormalization", "ln", {"x", "scale"}, {"y"}), "axis",
+                       int64_t{1} << 31);
+  ln.Output("y", {});
+  EXPECT_ERROR_HAS(ln,
+                   "node 'ln' (LayerNormalization): attribute 'axis' must be in [-4, 3] for "
+                   "input 'x' of rank 3, got 2147483648");
+  OnnxBuilder rev;
+  rev.Input("x", {4, 2, 3}).Input("lens", {2}, onnx::TensorProto::INT64);
+  OnnxBuilder::IntAttr(rev.Node("ReverseSequence", "r", {"x", "lens"}, {"y"}), "time_axis", -9);
+  rev.Output("y", {});
+  EXPECT_ERROR_HAS(rev, "node 'r' (ReverseSequence): attribute 'time_axis' must be in [-4, 3]");
+}
+
+TEST(OnnxValidator, ScanInputsCountedAgainstTheNodesInputs) {
+  // libonnx sized vectors by num_scan_inputs (2^40: std::bad_alloc from its inference).
+  OnnxBuilder b;
+  b.Input("s", {2}).Input("x", {3, 2});
+  onnx::NodeProto* scan = b.Node("Scan", "scan", {"s", "x"}, {"s_out"});
+  OnnxBuilder::IntAttr(scan, "num_scan_inputs", int64_t{1} << 40);
+  b.Output("s_out", {});
+  EXPECT_ERROR_HAS(b,
+                   "node 'scan' (Scan): attribute 'num_scan_inputs' must be in [1, 2] (the "
+                   "node's inputs), got 1099511627776");
+}
+
 TEST(OnnxValidator, ListLengthFollowsTheInputRank) {
   EXPECT_ERROR_HAS(
       ConvWith("strides", {1, 1, 1}),
