@@ -132,12 +132,17 @@ int Graph::AddConstant(const std::string& name, HostTensorPtr data) {
 }
 
 std::string Graph::UniqueName(const std::string& base) {
-  std::unordered_set<std::string> used;
-  for (const Value& v : values_) used.insert(v.name);
-  if (!used.count(base)) return base;
+  if (values_.size() < indexed_values_) {  // the value list was replaced wholesale
+    name_index_.clear();
+    indexed_values_ = 0;
+  }
+  for (; indexed_values_ < values_.size(); ++indexed_values_) {
+    name_index_.insert(values_[indexed_values_].name);
+  }
+  if (!name_index_.count(base)) return base;
   for (int i = 1;; ++i) {
     std::string cand = base + "_" + std::to_string(i);
-    if (!used.count(cand)) return cand;
+    if (!name_index_.count(cand)) return cand;
   }
 }
 

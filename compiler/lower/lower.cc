@@ -690,6 +690,20 @@ LoweredFunc LowerTensors(const std::string& name, const std::vector<Tensor>& inp
 
 namespace {
 
+// Whether `indices` is a constant whose elements (those r covers) all lie in r's range: then
+// no run-time check is needed, and leaving it out keeps the kernel free of the node's name, so
+// that the steps of an unrolled recurrence (each slicing its gates with constant ranges) share
+// one compiled kernel.
+bool ConstantWithin(const Value& indices, const RunTimeIndexRange& r) {
+  if (!indices.is_constant()) return false;
+  const int64_t low = r.non_negative ? 0 : -r.extent;
+  for (int64_t i = r.first; i < indices.constant->NumElements(); i += r.step) {
+    const int64_t k = indices.constant->GetAsInt(i);
+    if (k < low || k >= r.extent) return false;
+  }
+  return true;
+}
+
 // Run-time positions arriving as an argument: the compute rule clamps them to stay in bounds,
 // and the function refuses them first so the clamp never hides a bad one.
 std::vector<IndexCheck> RunTimeIndexChecks(const FusedGroup& group) {
@@ -704,6 +718,7 @@ std::vector<IndexCheck> RunTimeIndexChecks(const FusedGroup& group) {
     for (int in : node->inputs)
       types.push_back(in == kAbsentValue ? TensorType{} : g.value(in).type);
     for (const RunTimeIndexRange& r : def->runtime_indices()(*node, types)) {
+      if (ConstantWithin(g.value(*arg), r)) continue;
       checks.push_back(IndexCheck{static_cast<int>(arg - group.inputs.begin()), r.extent,
                                   ops::RunTimeIndexMessage(*node, r, g.value(*arg).name), r.first,
                                   r.step, r.non_negative});

@@ -80,6 +80,16 @@ bool IsScalarConstant(const Value& v) {
   return t.lanes == 1 && (t.code == kDLFloat || t.code == kDLInt || t.code == kDLUInt);
 }
 
+// Whether input i of n is a scalar constant the kernel holds as an immediate. A gather's index
+// stays an argument: the steps of an unrolled recurrence or loop each pick their own time step
+// with one, and as immediates they made one distinct kernel per step (256 for a 256-step GRU)
+// where as arguments they share one.
+bool InlinedOperand(const Node& n, size_t i, const Value& v) {
+  if (!IsScalarConstant(v)) return false;
+  const OpDef* def = OpRegistry::Global()->Find(n.op);
+  return !(i == 1 && def != nullptr && def->runtime_indices());
+}
+
 // The anchored group (a conv, a matrix product) among `candidates` when every other candidate
 // is a chain of elementwise or broadcast nodes the anchor's epilogue can compute too; else -1.
 int ChainsJoinAnchor(const std::vector<Building>& groups, const std::vector<int>& candidates) {
@@ -254,8 +264,8 @@ std::vector<FusedGroup> FuseOps(Graph* graph, int opt_level) {
 
   std::vector<bool> graph_out(graph->values().size(), false);
   for (int out : graph->outputs()) graph_out[static_cast<size_t>(out)] = true;
+  const std::vector<std::vector<size_t>> readers = graph->Readers();
   if (opt_level > 0) {
-    const std::vector<std::vector<size_t>> readers = graph->Readers();
     JoinDiamonds(*graph, graph_out, producer, readers, &groups, &group_of);
     JoinExpansions(*graph, graph_out, producer, readers, &groups, &group_of);
   }
@@ -287,8 +297,9 @@ std::vector<FusedGroup> FuseOps(Graph* graph, int opt_level) {
       }
       if (name.size() < 48) name += "_" + SanitizeOp(n.op);
       const bool anchor = fg.anchor == static_cast<int>(fg.nodes.size()) - 1;
-      for (int in : n.inputs) {
-        if (in == kAbsentValue || (!anchor && IsScalarConstant(graph->value(in)))) continue;
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        const int in = n.inputs[i];
+        if (in == kAbsentValue || (!anchor && InlinedOperand(n, i, graph->value(in)))) continue;
         int prod = producer[static_cast<size_t>(in)];
         bool inside = prod >= 0 && group_of[static_cast<size_t>(prod)] == static_cast<int>(gi);
         if (!inside && std::find(fg.inputs.begin(), fg.inputs.end(), in) == fg.inputs.end()) {
@@ -299,9 +310,8 @@ std::vector<FusedGroup> FuseOps(Graph* graph, int opt_level) {
     for (size_t ni : groups[gi].nodes) {
       for (int out : nodes[ni].outputs) {
         bool external = graph_out[static_cast<size_t>(out)];
-        for (size_t j = 0; j < nodes.size() && !external; ++j) {
-          if (group_of[j] == static_cast<int>(gi)) continue;
-          for (int in : nodes[j].inputs) external |= in == out;
+        for (size_t r : readers[static_cast<size_t>(out)]) {
+          external |= group_of[r] != static_cast<int>(gi);
         }
         if (external) fg.outputs.push_back(out);
       }

@@ -468,6 +468,10 @@ def recurrent_models():
         recurrent("rnn_relu_lens", 405, "RNN", "bidirectional RNN with Relu and LeakyRelu, "
                   "sequence_lens, clip", direction="bidirectional", lens=[4, 5, 2],
                   activations=["Relu", "LeakyRelu"], activation_alpha=[0.1], clip=2.0),
+        # A speech-length sequence: 200 unrolled steps that share their kernels (it compiled
+        # one distinct kernel per step, ~25 s, before).
+        recurrent("lstm_long_sequence", 406, "LSTM", "forward LSTM over 200 frames, batch 1",
+                  seq=200, batch=1, inputs=16, hidden=32, initial=False),
     ]
 
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 namespace ember {
@@ -123,7 +124,11 @@ class Graph {
   std::vector<Node> nodes_;
   std::vector<int> inputs_;
   std::vector<int> outputs_;
-  std::vector<std::string> names_;
+  // UniqueName's index of the names of values_[0, indexed_values_): values are only ever added
+  // (never renamed), so each call indexes the new ones instead of hashing every name again (that
+  // was quadratic: 2 s to expand a 256-step GRU).
+  std::unordered_set<std::string> name_index_;
+  size_t indexed_values_ = 0;
 };
 
 }  // namespace compiler
