@@ -20,9 +20,6 @@ namespace ember {
 namespace compiler {
 namespace {
 
-// Past this many instantiated body nodes a Loop is refused rather than unrolled.
-constexpr int64_t kMaxUnrolledNodes = 1 << 16;
-
 const char* BranchName(bool then) { return then ? "then_branch" : "else_branch"; }
 
 void CheckBranchOutputs(const Node& n, const Subgraph& branch, bool then) {

@@ -329,7 +329,9 @@ class RecurrentExpander {
     int c = IsLstm() ? InitialState(6, d, "_c") : -1;
     const int zeros = lens ? Zeros({batch_, hidden_}, Tag(d, "_pad")) : -1;
     std::vector<int> steps(static_cast<size_t>(seq_));
+    const size_t values_before = g_.values().size();
     for (int64_t k = 0; k < seq_; ++k) {
+      if (k == 1) RefuseLongUnrolling(g_.values().size() - values_before);
       const std::string s = Tag(d, "_s" + std::to_string(k));
       // Without lengths a reverse direction walks the sequence backwards; with them, each row
       // walks its own valid prefix backwards.
@@ -400,6 +402,17 @@ class RecurrentExpander {
     out.c = c;
     out.y = StackSteps(steps, reverse, lens, d);
     return out;
+  }
+
+  // Refuses the node when unrolling it would instantiate more than kMaxUnrolledNodes nodes, given
+  // the values its first step made (each node makes one; constants a few more).
+  void RefuseLongUnrolling(size_t values_per_step) const {
+    const int64_t per_step = static_cast<int64_t>(values_per_step);
+    if (per_step * seq_ * dirs_ <= kMaxUnrolledNodes) return;
+    NodeUnsupported(n_, "unrolling its " + std::to_string(seq_) + " time steps" +
+                            (dirs_ > 1 ? " in both directions" : "") + " takes more than " +
+                            std::to_string(kMaxUnrolledNodes) + " nodes (" +
+                            std::to_string(per_step) + " per step)");
   }
 
   // Y of one direction, [S, B, H], from the per-step outputs in processing order.

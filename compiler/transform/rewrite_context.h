@@ -5,11 +5,17 @@
 
 #include <ember/compiler/ir/graph.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace ember {
 namespace compiler {
+
+/*! \brief Past this many instantiated nodes an unrolled Loop or recurrence (LSTM, GRU, RNN) is
+ *  refused rather than unrolled: its steps share their kernels, but the graph, the memory plan and
+ *  the kernel keys still grow with it (65536 nodes compile in about 20 s). */
+constexpr int64_t kMaxUnrolledNodes = 1 << 16;
 
 class RewriteContext {
  public:
