@@ -340,10 +340,10 @@ llvm::Value* CodeGenLLVM::EmitBinary(const te::BinaryNode* bn) {
       return is_float ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
     case BinaryOp::kDiv:
       if (is_float) return b_.CreateFDiv(a, b);
-      return is_signed ? b_.CreateSDiv(a, b) : b_.CreateUDiv(a, b);
+      return EmitIntegerDivision(bn->op, a, b, is_signed);
     case BinaryOp::kMod:
       if (is_float) return b_.CreateFRem(a, b);
-      return is_signed ? b_.CreateSRem(a, b) : b_.CreateURem(a, b);
+      return EmitIntegerDivision(bn->op, a, b, is_signed);
     case BinaryOp::kFloorDiv:
     case BinaryOp::kFloorMod: {
       if (is_float) {
@@ -351,18 +351,7 @@ llvm::Value* CodeGenLLVM::EmitBinary(const te::BinaryNode* bn) {
         if (bn->op == BinaryOp::kFloorDiv) return q;
         return b_.CreateFSub(a, b_.CreateFMul(q, b));
       }
-      if (!is_signed)
-        return bn->op == BinaryOp::kFloorDiv ? b_.CreateUDiv(a, b) : b_.CreateURem(a, b);
-      llvm::Value* q = b_.CreateSDiv(a, b);
-      llvm::Value* r = b_.CreateSRem(a, b);
-      llvm::Value* zero = llvm::ConstantInt::get(a->getType(), 0);
-      llvm::Value* adjust =
-          b_.CreateAnd(b_.CreateICmpNE(r, zero),
-                       b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(b, zero)));
-      if (bn->op == BinaryOp::kFloorDiv) {
-        return b_.CreateSelect(adjust, b_.CreateSub(q, llvm::ConstantInt::get(a->getType(), 1)), q);
-      }
-      return b_.CreateSelect(adjust, b_.CreateAdd(r, b), r);
+      return EmitIntegerDivision(bn->op, a, b, is_signed);
     }
     case BinaryOp::kMin:
     case BinaryOp::kMax: {
@@ -699,6 +688,40 @@ llvm::Value* CodeGenLLVM::EmitTransposeByteRows(llvm::Value* v) {
     for (unsigned k = 0; k < 4; ++k) mask.push_back(static_cast<int>(k * n + i));
   }
   return b_.CreateBitCast(b_.CreateShuffleVector(b_.CreateBitCast(v, bytes), mask), v->getType());
+}
+
+llvm::Value* CodeGenLLVM::EmitIntegerDivision(te::BinaryOp op, llvm::Value* a, llvm::Value* b,
+                                              bool is_signed) {
+  // A division by zero, or the one signed overflow (MIN / -1), is undefined in LLVM and traps on
+  // x86 (SIGFPE: a uint8 Div of data holding a zero killed ember-run). Those divide by 1 instead,
+  // and a quotient by zero is 0 (numpy's answer; a remainder by 1 is 0 already), so the result
+  // of every input is defined. LLVM drops the selects where the divisor is a nonzero constant,
+  // as in every index computation.
+  using te::BinaryOp;
+  llvm::Type* ty = a->getType();
+  llvm::Value* zero = llvm::ConstantInt::get(ty, 0);
+  llvm::Value* one = llvm::ConstantInt::get(ty, 1);
+  llvm::Value* by_zero = b_.CreateICmpEQ(b, zero);
+  llvm::Value* bad = by_zero;
+  if (is_signed) {
+    const unsigned bits = ty->getScalarSizeInBits();
+    llvm::Value* min = llvm::ConstantInt::get(ty, llvm::APInt::getSignedMinValue(bits));
+    llvm::Value* minus_one = llvm::ConstantInt::getSigned(ty, -1);
+    bad = b_.CreateOr(bad, b_.CreateAnd(b_.CreateICmpEQ(a, min), b_.CreateICmpEQ(b, minus_one)));
+  }
+  llvm::Value* d = b_.CreateSelect(bad, one, b);
+  const bool quotient = op == BinaryOp::kDiv || op == BinaryOp::kFloorDiv;
+  llvm::Value* q = is_signed ? b_.CreateSDiv(a, d) : b_.CreateUDiv(a, d);
+  llvm::Value* r = is_signed ? b_.CreateSRem(a, d) : b_.CreateURem(a, d);
+  const bool floor = op == BinaryOp::kFloorDiv || op == BinaryOp::kFloorMod;
+  if (is_signed && floor) {  // C truncates toward zero; floor moves a remainder of the wrong sign
+    llvm::Value* adjust =
+        b_.CreateAnd(b_.CreateICmpNE(r, zero),
+                     b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(d, zero)));
+    q = b_.CreateSelect(adjust, b_.CreateSub(q, one), q);
+    r = b_.CreateSelect(adjust, b_.CreateAdd(r, d), r);
+  }
+  return quotient ? b_.CreateSelect(by_zero, zero, q) : r;
 }
 
 llvm::Value* CodeGenLLVM::MulAdd(llvm::Value* a, llvm::Value* b, llvm::Value* c) {

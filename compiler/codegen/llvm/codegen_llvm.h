@@ -47,6 +47,8 @@ class CodeGenLLVM {
   llvm::Value* Emit(const te::Expr& e);
   llvm::Value* EmitIndex(const te::Expr& e);
   llvm::Value* EmitBinary(const te::BinaryNode* b);
+  // Integer a / b and a % b (kDiv, kMod, kFloorDiv, kFloorMod) that never trap: see the .cc.
+  llvm::Value* EmitIntegerDivision(te::BinaryOp op, llvm::Value* a, llvm::Value* b, bool is_signed);
   llvm::Value* EmitCall(const te::CallNode* c);
   // te::DotU8S8: vpdpbusd where the target has it (AVX-512 VNNI, AVX-VNNI), Arm usdot (i8mm);
   // te::DotS8S8: Arm sdot (dotprod), else EmitWideningDot on NEON; te::DotU8S8Pairs: vpmaddubsw +
