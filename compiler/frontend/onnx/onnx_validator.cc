@@ -554,24 +554,28 @@ class Validator {
   }
 
   // Every ONNX op's `axis` and `*_axis` INT attributes (those the rule table checks per op and the
-  // rest: LayerNormalization, OneHot, ReverseSequence, ...) within [-(r + 1), r] of the first
-  // input's rank r, the widest range any op allows: libonnx's inference narrows an axis to int
-  // and indexes dims with it (LayerNormalization's axis 2^31 became -2^31: SIGSEGV). The exact
-  // range is each op's own, checked where the op is canonicalized.
+  // rest: LayerNormalization, QuantizeLinear, ReverseSequence, ...) within the first input's rank
+  // r: [-r, r - 1], or one wider where the axis may name the position past the last (Flatten's
+  // split point [-r, r], OneHot's new axis [-r - 1, r]). libonnx's inference narrows an axis to
+  // int and indexes dims with it (LayerNormalization's axis 2^31 became -2^31, and -4 of a rank-3
+  // input -1: SIGSEGV both).
   void CheckAxisAttributes(const onnx::NodeProto& n, const Scope& scope,
                            const std::string& where) const {
     // Other domains' first inputs need not be the data (QLinearConcat's is a scale).
     if (!n.domain().empty() && n.domain() != "ai.onnx") return;
     std::optional<int64_t> rank;
     if (n.input_size() > 0 && !n.input(0).empty()) rank = scope.Rank(n.input(0));
-    const int64_t high = rank ? *rank : kMaxSizeAttribute;
+    const int64_t r = rank ? *rank : kMaxSizeAttribute;
+    const bool one_hot = n.op_type() == "OneHot";
+    const int64_t low = one_hot ? -r - 1 : -r;
+    const int64_t high = one_hot || n.op_type() == "Flatten" ? r : r - 1;
     for (const auto& a : n.attribute()) {
       const std::string& name = a.name();
       const bool axis =
           name == "axis" || (name.size() > 5 && name.rfind("_axis") == name.size() - 5);
       if (!axis || a.type() != onnx::AttributeProto::INT) continue;
-      if (a.i() < -high - 1 || a.i() > high) {
-        Fail(where, "attribute '" + name + "' must be in [" + std::to_string(-high - 1) + ", " +
+      if (a.i() < low || a.i() > high) {
+        Fail(where, "attribute '" + name + "' must be in [" + std::to_string(low) + ", " +
                         std::to_string(high) + "]" +
                         (rank ? " for input '" + n.input(0) + "' of rank " + std::to_string(*rank)
                               : std::string()) +

@@ -86,13 +86,18 @@ TEST(OnnxValidator, AxisAttributesOfEveryOpAreBoundedByTheRank) {
                        int64_t{1} << 31);
   ln.Output("y", {});
   EXPECT_ERROR_HAS(ln,
-                   "node 'ln' (LayerNormalization): attribute 'axis' must be in [-4, 3] for "
+                   "node 'ln' (LayerNormalization): attribute 'axis' must be in [-3, 2] for "
                    "input 'x' of rank 3, got 2147483648");
+  OnnxBuilder below;  // -4 of a rank-3 input: libonnx indexed dims with -1 (SIGSEGV)
+  below.Input("x", {2, 3, 4}).Input("scale", {4});
+  OnnxBuilder::IntAttr(below.Node("LayerNormalization", "ln", {"x", "scale"}, {"y"}), "axis", -4);
+  below.Output("y", {});
+  EXPECT_ERROR_HAS(below, "attribute 'axis' must be in [-3, 2] for input 'x' of rank 3, got -4");
   OnnxBuilder rev;
   rev.Input("x", {4, 2, 3}).Input("lens", {2}, onnx::TensorProto::INT64);
   OnnxBuilder::IntAttr(rev.Node("ReverseSequence", "r", {"x", "lens"}, {"y"}), "time_axis", -9);
   rev.Output("y", {});
-  EXPECT_ERROR_HAS(rev, "node 'r' (ReverseSequence): attribute 'time_axis' must be in [-4, 3]");
+  EXPECT_ERROR_HAS(rev, "node 'r' (ReverseSequence): attribute 'time_axis' must be in [-3, 2]");
 }
 
 TEST(OnnxValidator, ScanInputsCountedAgainstTheNodesInputs) {
