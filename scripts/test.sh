@@ -2,8 +2,8 @@
 # Ember's whole test suite, exactly as CI runs it:
 #   install packages, build, install ONNX Runtime (the reference), C++ tests, Python tests, whole
 #   models against ORT, ONNX conformance, the runtime and compiler tests under ASan/UBSan, the
-#   concurrency tests under TSan, the loader fuzzers, the ARM builds under qemu-user, and boards
-#   over ssh (a local sshd as the board).
+#   concurrency tests under TSan, the loader fuzzers and the mutated-model sweep, the ARM builds
+#   under qemu-user, and boards over ssh (a local sshd as the board).
 # Usage: scripts/test.sh [--full]  (--full: the whole core conformance tier on aarch64, armv7 too)
 #
 # Every stage installs or builds what it needs itself, so the suite passes with an empty $HOME
@@ -115,8 +115,12 @@ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_BUIL
 cmake --build build-tsan -j "$jobs" --target ember_concurrency_tests ember_graph_test_artifacts
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/bin/ember_concurrency_tests
 
-stage "fuzzing the graph JSON, params and .npy loaders and the ONNX import path (libFuzzer)"
+stage "fuzzing: loaders and ONNX import (libFuzzer), emberc and ember-run on mutated models"
 tests/fuzz/run_fuzzers.sh build-fuzz "${EMBER_FUZZ_SECONDS:-20}"
+# Three hostile changes to each conformance model (the corpus the conformance stage wrote), each
+# compiled and run (about a minute on 2 cores): a crash, hang or message-less failure fails.
+"$py" tests/fuzz/mutate_models.py build/onnx-corpus --per-model 3 \
+  --seed "${EMBER_MUTATION_SEED:-1}" -j "$jobs"
 
 stage "ARM: cross-built runtime and artifacts under qemu-user"
 tests/cross/run_cross.sh "${full[@]}"

@@ -1,0 +1,241 @@
+#!/usr/bin/python3
+"""Structured fuzzing of emberc: valid ONNX models with one field made hostile.
+
+Usage:
+  tests/fuzz/mutate_models.py CORPUS [--per-model N] [--seed S] [--only SUBSTRING]...
+                              [--emberc PATH] [--ember-run PATH] [--timeout SECONDS] [--keep DIR]
+                              [-j JOBS]
+
+libFuzzer (tests/fuzz) mutates bytes, so almost every input it makes fails to parse; the
+compiler's passes behind the parser (shape inference, canonicalization, scheduling, codegen) see
+well-formed models only. Here every model.onnx under CORPUS (the conformance corpus that
+tests/onnx/gen_corpus.py writes) is mutated N times, one field each: an integer or float
+attribute set to an edge value (0, -1, huge, NaN), one element of a list attribute changed,
+dropped or repeated, an input's dimension set to 0, -3 or 2^40, its element type changed, a node
+input dropped or repeated, or the opset import moved. Each mutant goes through `emberc compile`
+with a time and address-space limit, and each one it compiles through `ember-run` on seeded
+random inputs. Either may refuse (exit 1 with a message); neither may crash (a signal, an
+uncaught exception, a sanitizer report), hang, allocate without bound, or fail without a message. Findings are printed and, with --keep, the
+mutant is saved; the exit status is 1 when there is any.
+"""
+
+import argparse
+import os
+import random
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+import onnx
+from onnx import TensorProto
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EDGE_INTS = [0, -1, 1, 2, -2, 7, 1 << 31, -(1 << 31), 1 << 40, -(1 << 62)]
+EDGE_FLOATS = [0.0, -1.0, float("nan"), float("inf"), -float("inf"), 1e30, -1e-30]
+EDGE_DIMS = [0, 1, -3, 1 << 20, 1 << 40]
+ELEM_TYPES = [TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT8, TensorProto.BOOL,
+              TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.STRING, TensorProto.UINT8]
+# Messages that mean an error escaped instead of being reported as the model's fault.
+ESCAPED = re.compile(r"terminate called|std::|bad_alloc|AddressSanitizer|UndefinedBehavior|"
+                     r"runtime error:|Assertion .* failed|LLVM ERROR|PLEASE submit")
+
+
+def mutate_attribute(node, rng):
+    if not node.attribute:
+        return None
+    a = rng.choice(node.attribute)
+    if a.type == onnx.AttributeProto.INT:
+        a.i = rng.choice(EDGE_INTS)
+        return "%s.%s = %d" % (node.op_type, a.name, a.i)
+    if a.type == onnx.AttributeProto.FLOAT:
+        a.f = rng.choice(EDGE_FLOATS)
+        return "%s.%s = %r" % (node.op_type, a.name, a.f)
+    if a.type == onnx.AttributeProto.INTS:
+        values = list(a.ints)
+        how = rng.choice(["set", "drop", "repeat", "empty"]) if values else "repeat"
+        if how == "set":
+            values[rng.randrange(len(values))] = rng.choice(EDGE_INTS)
+        elif how == "drop":
+            values.pop(rng.randrange(len(values)))
+        elif how == "repeat":
+            values.append(values[-1] if values else rng.choice(EDGE_INTS))
+        else:
+            values = []
+        del a.ints[:]
+        a.ints.extend(values)
+        return "%s.%s = %s" % (node.op_type, a.name, values)
+    if a.type == onnx.AttributeProto.FLOATS and a.floats:
+        a.floats[rng.randrange(len(a.floats))] = rng.choice(EDGE_FLOATS)
+        return "%s.%s = %s" % (node.op_type, a.name, list(a.floats))
+    if a.type == onnx.AttributeProto.STRING:
+        a.s = rng.choice([b"", b"BOGUS", a.s.upper()])
+        return "%s.%s = %r" % (node.op_type, a.name, a.s)
+    return None
+
+
+def mutate_input_dim(graph, rng):
+    inputs = [i for i in graph.input if i.type.tensor_type.shape.dim]
+    if not inputs:
+        return None
+    i = rng.choice(inputs)
+    dims = i.type.tensor_type.shape.dim
+    d = dims[rng.randrange(len(dims))]
+    d.dim_value = rng.choice(EDGE_DIMS)
+    return "input %s dim = %d" % (i.name, d.dim_value)
+
+
+def mutate_input_rank(graph, rng):
+    if not graph.input:
+        return None
+    i = rng.choice(graph.input)
+    shape = i.type.tensor_type.shape
+    if rng.random() < 0.5 and shape.dim:
+        shape.dim.pop()
+        return "input %s loses its last dim" % i.name
+    shape.dim.add().dim_value = rng.choice([1, 2, 3])
+    return "input %s gains a dim" % i.name
+
+
+def mutate_elem_type(graph, rng):
+    if not graph.input:
+        return None
+    i = rng.choice(graph.input)
+    i.type.tensor_type.elem_type = rng.choice(ELEM_TYPES)
+    return "input %s elem_type = %d" % (i.name, i.type.tensor_type.elem_type)
+
+
+def mutate_node_inputs(node, rng):
+    if not node.input:
+        return None
+    if rng.random() < 0.5:
+        node.input.pop()
+        return "%s loses its last input" % node.op_type
+    node.input.append(node.input[rng.randrange(len(node.input))])
+    return "%s gains an input" % node.op_type
+
+
+def mutate_opset(model, rng):
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            o.version = rng.choice([1, 6, 9, 11, 99])
+            return "opset = %d" % o.version
+    return None
+
+
+def mutate(model, rng):
+    """One hostile change to `model` (in place); its description, or None when none applied."""
+    graph = model.graph
+    node = rng.choice(graph.node) if graph.node else None
+    choices = [
+        (4, lambda: mutate_attribute(node, rng) if node else None),
+        (2, lambda: mutate_input_dim(graph, rng)),
+        (1, lambda: mutate_input_rank(graph, rng)),
+        (1, lambda: mutate_elem_type(graph, rng)),
+        (1, lambda: mutate_node_inputs(node, rng) if node else None),
+        (1, lambda: mutate_opset(model, rng)),
+    ]
+    weights = [w for w, _ in choices]
+    for _ in range(8):
+        what = rng.choices(choices, weights)[0][1]()
+        if what:
+            return what
+    return None
+
+
+def limit_resources():
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def run_tool(argv, timeout):
+    """(None, exit status) of a run that ended as it should (done, or refused with a message);
+    (what went wrong, None) otherwise."""
+    name = os.path.basename(argv[0])
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                           preexec_fn=limit_resources)
+    except subprocess.TimeoutExpired:
+        return "%s hangs: still running after %ds" % (name, timeout), None
+    err = p.stderr.strip()
+    if p.returncode < 0:
+        return "%s killed by signal %d: %s" % (name, -p.returncode, err[-300:]), None
+    if ESCAPED.search(err):
+        return "%s: escaped error (exit %d): %s" % (name, p.returncode, err[-300:]), None
+    if p.returncode != 0 and not err:
+        return "%s exit %d with no message" % (name, p.returncode), None
+    return None, p.returncode
+
+
+def check(emberc, ember_run, path, timeout):
+    """None when emberc compiled or refused the model as it should and, when it compiled,
+    ember-run ran it on seeded random inputs or refused them; else what went wrong."""
+    out = tempfile.mkdtemp(prefix="ember-mutant-")
+    try:
+        art = os.path.join(out, "art")
+        problem, status = run_tool([emberc, "compile", path, "-o", art], timeout)
+        if problem or status != 0 or not ember_run:
+            return problem
+        problem, _ = run_tool([ember_run, art, "--output-dir", os.path.join(out, "outputs")],
+                              timeout)
+        return problem
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("corpus")
+    ap.add_argument("--per-model", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--only", action="append", default=[])
+    ap.add_argument("--emberc", default=os.environ.get("EMBERC",
+                                                         os.path.join(ROOT, "build/bin/emberc")))
+    ap.add_argument("--ember-run", default=os.environ.get(
+        "EMBER_RUN", os.path.join(ROOT, "build/bin/ember-run")),
+        help="runs each mutant that compiles ('' to only compile)")
+    ap.add_argument("--timeout", type=int, default=60)
+    ap.add_argument("--keep", default=None)
+    ap.add_argument("-j", type=int, default=1)
+    args = ap.parse_args()
+    models = sorted(os.path.join(d, f) for d, _, fs in os.walk(args.corpus) for f in fs
+                    if f == "model.onnx")
+    if args.only:
+        models = [m for m in models if any(s in m for s in args.only)]
+    work = tempfile.mkdtemp(prefix="ember-mutants-")
+    jobs = []
+    for m in models:
+        case = os.path.basename(os.path.dirname(m))
+        for k in range(args.per_model):
+            rng = random.Random("%d/%s/%d" % (args.seed, case, k))
+            model = onnx.load(m)
+            what = mutate(model, rng)
+            if what is None:
+                continue
+            path = os.path.join(work, "%s_%d.onnx" % (case, k))
+            onnx.save(model, path)
+            jobs.append((case, k, what, path))
+
+    def run(job):
+        case, k, what, path = job
+        return job, check(args.emberc, args.ember_run, path, args.timeout)
+
+    findings = 0
+    with ThreadPoolExecutor(args.j) as pool:
+        for (case, k, what, path), problem in pool.map(run, jobs):
+            if problem:
+                findings += 1
+                print("FINDING %s #%d (%s): %s" % (case, k, what, problem), flush=True)
+                if args.keep:
+                    os.makedirs(args.keep, exist_ok=True)
+                    shutil.copy(path, os.path.join(args.keep, "%s_%d.onnx" % (case, k)))
+    shutil.rmtree(work, ignore_errors=True)
+    print("%d mutants of %d models: %d findings" % (len(jobs), len(models), findings))
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""tests/fuzz/mutate_models.py against fake tools: it reports a crash, a hang, a message-less
+failure and an escaped exception of emberc or ember-run, and accepts refusals with a message."""
+import os
+import stat
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from conftest import REPO
+
+SWEEP = os.path.join(REPO, "tests", "fuzz", "mutate_models.py")
+
+
+def _corpus(root):
+    """One conformance-shaped case: node/test_conv/model.onnx, a Conv with attributes."""
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+        "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 5, 5])],
+        [numpy_helper.from_array(np.ones((2, 2, 3, 3), np.float32), "w")])
+    case = root / "node" / "test_conv"
+    case.mkdir(parents=True)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+              str(case / "model.onnx"))
+    return root
+
+
+def _tool(path, body):
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+def _sweep(corpus, emberc, ember_run, timeout=20):
+    return subprocess.run([sys.executable, SWEEP, str(corpus), "--per-model", "3", "--emberc",
+                           emberc, "--ember-run", ember_run, "--timeout", str(timeout)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_refusals_with_a_message_are_fine(tmp_path):
+    corpus = _corpus(tmp_path / "corpus")
+    refuse = _tool(tmp_path / "refuse", 'echo "emberc: error: bad model" >&2; exit 1')
+    proc = _sweep(corpus, refuse, "")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "3 mutants of 1 models: 0 findings" in proc.stdout
+
+
+def test_crashes_hangs_and_silent_failures_are_findings(tmp_path):
+    corpus = _corpus(tmp_path / "corpus")
+    ok = _tool(tmp_path / "ok", 'mkdir -p "$4"; exit 0')
+    cases = {
+        "killed by signal 11": _tool(tmp_path / "segv", "kill -SEGV $$"),
+        "hangs": _tool(tmp_path / "hang", "sleep 30"),
+        "exit 3 with no message": _tool(tmp_path / "silent", "exit 3"),
+        "escaped error": _tool(tmp_path / "escaped",
+                               "echo \"terminate called after throwing 'std::bad_alloc'\" >&2;"
+                               " exit 1"),
+    }
+    for what, tool in cases.items():
+        proc = _sweep(corpus, tool, "", timeout=2)
+        assert proc.returncode == 1 and what in proc.stdout, (what, proc.stdout, proc.stderr)
+    # A compiled mutant goes through ember-run, whose crash is a finding too.
+    proc = _sweep(corpus, ok, cases["killed by signal 11"])
+    assert proc.returncode == 1 and "segv killed by signal 11" in proc.stdout, proc.stdout
