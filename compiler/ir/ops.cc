@@ -453,11 +453,54 @@ Types SpaceToDepthRule(const Node& n, const Types& in) {
   return {t};
 }
 
-Types BatchNormRule(const Node&, const Types& in) { return {in[0]}; }
+// Inputs [first, in.size()) of a per-channel normalization (BatchNormalization's scale, B, mean
+// and var; InstanceNormalization's scale and B) must each hold one value per channel of input 0:
+// the kernel reads them at the channel's index (2^20 channels against 3 scales read past them).
+void CheckPerChannel(const Node& n, const Types& in, size_t first, const char* const* names) {
+  if (in[0].ndim() < 2) {
+    NodeError(n, "expected input X of rank >= 2 (N, C, ...), got " + in[0].ToString());
+  }
+  const std::vector<int64_t> want{in[0].shape[1]};
+  for (size_t i = first; i < in.size(); ++i) {
+    if (n.HasInput(i) && in[i].shape != want) {
+      NodeError(n, std::string("input ") + names[i - first] + " must have shape [" +
+                       std::to_string(want[0]) + "] (one value per channel of X " +
+                       in[0].ToString() + "), got " + in[i].ToString());
+    }
+  }
+}
+
+Types BatchNormRule(const Node& n, const Types& in) {
+  static const char* const kNames[] = {"scale", "B", "input_mean", "input_var"};
+  CheckPerChannel(n, in, 1, kNames);
+  return {in[0]};
+}
+
+Types InstanceNormRule(const Node& n, const Types& in) {
+  static const char* const kNames[] = {"scale", "B"};
+  CheckPerChannel(n, in, 1, kNames);
+  return {in[0]};
+}
 
 Types LayerNormRule(const Node& n, const Types& in) {
   Types out{in[0]};
   int64_t axis = n.GetInt("axis");
+  if (axis < 0) axis += in[0].ndim();  // the rule may run before canonicalization normalizes it
+  // Scale and B broadcast to the normalized shape X[axis:] (from the right, one way).
+  for (size_t i = 1; i < in.size(); ++i) {
+    if (!n.HasInput(i)) continue;
+    const std::vector<int64_t>& p = in[i].shape;
+    bool fits = static_cast<int64_t>(p.size()) <= in[0].ndim() - axis;
+    for (size_t k = 0; fits && k < p.size(); ++k) {
+      const int64_t d = in[0].shape[in[0].shape.size() - p.size() + k];
+      fits = p[k] == 1 || p[k] == d;
+    }
+    if (!fits) {
+      NodeError(n, std::string(i == 1 ? "Scale" : "B") + " " + in[i].ToString() +
+                       " does not broadcast to the normalized shape of X " + in[0].ToString() +
+                       " from axis " + std::to_string(axis));
+    }
+  }
   TensorType stat{in[0].shape, kFloat32};
   for (int64_t i = axis; i < stat.ndim(); ++i) stat.shape[i] = 1;
   for (size_t i = 1; i < n.outputs.size(); ++i) out.push_back(stat);
@@ -610,7 +653,7 @@ const bool kRegistered = [] {
     Op(s, OpPattern::kOpaque, SameAsFirst, 1, 1);
   Op("BatchNormalization", OpPattern::kOpaque, BatchNormRule, 5, 5);
   OpRegistry::Global()->Mutable("BatchNormalization").set_attr_default("epsilon", 1e-5);
-  Op("InstanceNormalization", OpPattern::kOpaque, SameAsFirst, 3, 3);
+  Op("InstanceNormalization", OpPattern::kOpaque, InstanceNormRule, 3, 3);
   OpRegistry::Global()->Mutable("InstanceNormalization").set_attr_default("epsilon", 1e-5);
   // Canonicalize rewrites it into InstanceNormalization; the entry admits it past the importer.
   Op("GroupNormalization", OpPattern::kOpaque, SameAsFirst, 3, 3);

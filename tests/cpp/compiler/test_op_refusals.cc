@@ -1,6 +1,6 @@
-// Malformed nodes of the indexing, scan, selection, scatter, Einsum, window and spectral ops are
-// refused at import with a message naming the node and what is wrong, never a crash, a hang or a
-// huge allocation (the ASan/UBSan stage runs these too).
+// Malformed nodes of the indexing, scan, selection, scatter, Einsum, window, spectral and
+// normalization ops are refused at import with a message naming the node and what is wrong, never
+// a crash, a hang or a huge allocation (the ASan/UBSan stage runs these too).
 #include <ember/compiler/frontend.h>
 #include <gtest/gtest.h>
 
@@ -158,6 +158,28 @@ const std::vector<Refusal>& Refusals() {
       {"LpNormalization p 3", 13,
        Around("LpNormalization", {"x"}, [](auto* n) { B::IntAttr(n, "p", 3); }),
        "attribute 'p' must be 1 or 2, got 3"},
+      // The kernels read per-channel parameters at the channel's index: 4 channels against 3
+      // values read past them (the mutation sweep's 2^20 channels crashed ember-run).
+      {"BatchNormalization with 3 scales for 4 channels", 13,
+       [](B& b) {
+         b.Input("p", {3}).Input("q", {4});
+         Around("BatchNormalization", {"x", "p", "q", "q", "q"})(b);
+       },
+       "input scale must have shape [4] (one value per channel of X float32[3,4]), got "
+       "float32[3]"},
+      {"InstanceNormalization with a [4,1] bias", 13,
+       [](B& b) {
+         b.Input("x3", {1, 4, 5}).Input("s", {4}).Input("bias", {4, 1}).Output("y", {-1, -1, -1});
+         b.Node("InstanceNormalization", "n", {"x3", "s", "bias"}, {"y"});
+       },
+       "input B must have shape [4] (one value per channel of X float32[1,4,5]), got "
+       "float32[4,1]"},
+      {"LayerNormalization scale of another size", 17,
+       [](B& b) {
+         b.Input("s", {5});
+         Around("LayerNormalization", {"x", "s"})(b);
+       },
+       "Scale float32[5] does not broadcast to the normalized shape of X float32[3,4] from axis 1"},
   };
   return rows;
 }
