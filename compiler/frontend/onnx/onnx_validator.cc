@@ -565,7 +565,9 @@ class Validator {
     if (!n.domain().empty() && n.domain() != "ai.onnx") return;
     std::optional<int64_t> rank;
     if (n.input_size() > 0 && !n.input(0).empty()) rank = scope.Rank(n.input(0));
-    const int64_t r = rank ? *rank : kMaxSizeAttribute;
+    // A scalar's axis names nothing; 0 and -1 stay allowed (a per-tensor DequantizeLinear of a
+    // scalar may still carry axis 0).
+    const int64_t r = rank ? std::max<int64_t>(*rank, 1) : kMaxSizeAttribute;
     const bool one_hot = n.op_type() == "OneHot";
     const int64_t low = one_hot ? -r - 1 : -r;
     const int64_t high = one_hot || n.op_type() == "Flatten" ? r : r - 1;
