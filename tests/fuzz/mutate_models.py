@@ -11,7 +11,8 @@ compiler's passes behind the parser (shape inference, canonicalization, scheduli
 well-formed models only. Here every model.onnx under CORPUS (the conformance corpus that
 tests/onnx/gen_corpus.py writes) is mutated N times, one field each: an integer or float
 attribute set to an edge value (0, -1, huge, NaN), one element of a list attribute changed,
-dropped or repeated, an input's dimension set to 0, -3 or 2^40, its element type changed, a node
+dropped or repeated, an element of a small integer initializer (a shape, pads, starts, repeats)
+set to such a value, an input's dimension set to 0, -3 or 2^40, its element type changed, a node
 input dropped or repeated, or the opset import moved. Each mutant goes through `emberc compile`
 with a time and address-space limit, and each one it compiles through `ember-run` on seeded
 random inputs. Either may refuse (exit 1 with a message); neither may crash (a signal, an
@@ -30,10 +31,13 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import onnx
-from onnx import TensorProto
+from onnx import TensorProto, numpy_helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "onnx"))
+from run_conformance import freeze_int_inputs  # noqa: E402
 EDGE_INTS = [0, -1, 1, 2, -2, 7, 1 << 31, -(1 << 31), 1 << 40, -(1 << 62)]
 EDGE_FLOATS = [0.0, -1.0, float("nan"), float("inf"), -float("inf"), 1e30, -1e-30]
 EDGE_DIMS = [0, 1, -3, 1 << 20, 1 << 40]
@@ -118,6 +122,22 @@ def mutate_node_inputs(node, rng):
     return "%s gains an input" % node.op_type
 
 
+def mutate_initializer(graph, rng):
+    """One element of a small integer initializer (a shape, pads, axes, starts, repeats, k: the
+    values exporters compute and emberc reads at compile time) set to an edge value."""
+    small = [t for t in graph.initializer
+             if t.data_type in (TensorProto.INT64, TensorProto.INT32)
+             and 0 < numpy_helper.to_array(t).size <= 16]
+    if not small:
+        return None
+    t = rng.choice(small)
+    values = numpy_helper.to_array(t).copy()
+    edges = [v for v in EDGE_INTS if np.iinfo(values.dtype).min <= v <= np.iinfo(values.dtype).max]
+    values.flat[rng.randrange(values.size)] = rng.choice(edges)
+    t.CopyFrom(numpy_helper.from_array(values, t.name))
+    return "initializer %s = %s" % (t.name, values.tolist())
+
+
 def mutate_opset(model, rng):
     for o in model.opset_import:
         if o.domain in ("", "ai.onnx"):
@@ -137,6 +157,7 @@ def mutate(model, rng):
         (1, lambda: mutate_elem_type(graph, rng)),
         (1, lambda: mutate_node_inputs(node, rng) if node else None),
         (1, lambda: mutate_opset(model, rng)),
+        (2, lambda: mutate_initializer(graph, rng)),
     ]
     weights = [w for w, _ in choices]
     for _ in range(8):
@@ -144,6 +165,17 @@ def mutate(model, rng):
         if what:
             return what
     return None
+
+
+def freeze(model, case_dir):
+    """The case's int32/int64 inputs as initializers holding its test values, as the conformance
+    runner freezes them: shapes, pads and indices become the constants exporters write, and
+    mutate_initializer finds them."""
+    data_set = os.path.join(case_dir, "test_data_set_0")
+    if not os.path.isdir(data_set):
+        return
+    initialized = {t.name for t in model.graph.initializer}
+    freeze_int_inputs(model, [v for v in model.graph.input if v.name not in initialized], data_set)
 
 
 def limit_resources():
@@ -212,6 +244,7 @@ def main():
         for k in range(args.per_model):
             rng = random.Random("%d/%s/%d" % (args.seed, case, k))
             model = onnx.load(m)
+            freeze(model, os.path.dirname(m))
             what = mutate(model, rng)
             if what is None:
                 continue

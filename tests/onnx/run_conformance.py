@@ -284,11 +284,10 @@ def mismatch(label, expected, got, tolerances):
 # ---------------------------------------------------------------------------
 # One case
 
-def freeze_int_inputs(model, inputs, data_set, out_path):
-    """Turn int32/int64 graph inputs into initializers holding the test values.
+def freeze_int_inputs(model, inputs, data_set):
+    """Turn int32/int64 graph inputs into initializers holding the test values (in place).
 
-    Returns the set of frozen input positions (and writes the rewritten model
-    to out_path when there is at least one)."""
+    Returns the set of frozen input positions."""
     frozen = set()
     graph = model.graph
     for pos, value in enumerate(inputs):
@@ -306,7 +305,6 @@ def freeze_int_inputs(model, inputs, data_set, out_path):
         del graph.input[:]
         graph.input.extend(kept)
         model.ir_version = max(model.ir_version, 4)  # initializers need not be inputs from IR 4
-        onnx.save(model, out_path)
     return frozen
 
 
@@ -343,9 +341,9 @@ def run_case(case, opts, workbase):
     frozen = set()
     if opts.freeze_int_inputs and len(data_sets) == 1:
         frozen_path = os.path.join(work, "model.onnx")
-        frozen = freeze_int_inputs(model, inputs, os.path.join(case.folder, data_sets[0]),
-                                   frozen_path)
+        frozen = freeze_int_inputs(model, inputs, os.path.join(case.folder, data_sets[0]))
         if frozen:
+            onnx.save(model, frozen_path)
             model_path = frozen_path
             result["frozen_inputs"] = [inputs[p].name for p in sorted(frozen)]
 
