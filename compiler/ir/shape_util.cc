@@ -27,12 +27,16 @@ std::vector<int64_t> BroadcastShapes(const Node& node, const std::vector<int64_t
 }
 
 int64_t NormalizeAxis(const Node& node, int64_t axis, int64_t rank, const char* what) {
-  int64_t r = rank == 0 ? 1 : rank;
-  if (axis < -r || axis >= r) {
+  // A scalar has no axis to name (its callers index the shape with the result: a Split of a
+  // scalar read shape[0] of an empty shape, SIGSEGV), as ONNX Runtime refuses one too.
+  if (axis < -rank || axis >= rank) {
     NodeError(node, std::string(what) + " " + std::to_string(axis) + " is out of range for rank " +
-                        std::to_string(rank));
+                        std::to_string(rank) +
+                        (rank == 0 ? " (a scalar has no axes)"
+                                   : "; valid: " + std::to_string(-rank) + ".." +
+                                         std::to_string(rank - 1)));
   }
-  return axis < 0 ? axis + r : axis;
+  return axis < 0 ? axis + rank : axis;
 }
 
 }  // namespace compiler

@@ -158,6 +158,12 @@ const std::vector<Refusal>& Refusals() {
       {"LpNormalization p 3", 13,
        Around("LpNormalization", {"x"}, [](auto* n) { B::IntAttr(n, "p", 3); }),
        "attribute 'p' must be 1 or 2, got 3"},
+      {"Split of a scalar", 13,  // its default axis 0 indexed an empty shape (SIGSEGV)
+       [](B& b) {
+         b.Input("s", {}).Output("y", {});
+         b.Node("Split", "n", {"s"}, {"y"});
+       },
+       "axis 0 is out of range for rank 0 (a scalar has no axes)"},
       // The kernels read per-channel parameters at the channel's index: 4 channels against 3
       // values read past them (the mutation sweep's 2^20 channels crashed ember-run).
       {"BatchNormalization with 3 scales for 4 channels", 13,
