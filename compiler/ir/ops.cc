@@ -113,11 +113,7 @@ Types ConvRule(const Node& n, const Types& in) {
   int64_t sp = x.ndim() - 2;
   const WindowAttrs win = WindowAttrs::Of(n, sp);
   const auto &k = win.kernel, &s = win.strides, &d = win.dilations, &p = win.pads;
-  const int64_t group = win.group;
-  if (x.shape[1] != w.shape[1] * group) {
-    NodeError(n, "input channels " + std::to_string(x.shape[1]) + " != W channels " +
-                     std::to_string(w.shape[1]) + " * group " + std::to_string(group));
-  }
+  CheckConvOperands(n, x, w, win.group);
   std::vector<int64_t> out{x.shape[0], w.shape[0]};
   for (int64_t i = 0; i < sp; ++i) {
     int64_t o = WindowOut(x.shape[2 + i], k[i], s[i], d[i], p[i], p[sp + i], false);

@@ -26,6 +26,20 @@ std::vector<int64_t> BroadcastShapes(const Node& node, const std::vector<int64_t
   return out;
 }
 
+void CheckConvOperands(const Node& node, const TensorType& x, const TensorType& w, int64_t group) {
+  if (x.ndim() < 3 || w.ndim() != x.ndim()) {
+    NodeError(node,
+              "expected X and W of equal rank >= 3, got " + x.ToString() + " and " + w.ToString());
+  }
+  // An empty W would be divided by (its input channels, its taps) where an integer conv's
+  // expansion sizes its reduction (SIGFPE for W [1,0,2,2]).
+  if (w.NumElements() == 0) NodeError(node, "W " + w.ToString() + " is empty");
+  if (x.shape[1] != w.shape[1] * group) {
+    NodeError(node, "input channels " + std::to_string(x.shape[1]) + " != W channels " +
+                        std::to_string(w.shape[1]) + " * group " + std::to_string(group));
+  }
+}
+
 int64_t NormalizeAxis(const Node& node, int64_t axis, int64_t rank, const char* what) {
   // A scalar has no axis to name (its callers index the shape with the result: a Split of a
   // scalar read shape[0] of an empty shape, SIGSEGV), as ONNX Runtime refuses one too.

@@ -15,6 +15,9 @@ std::vector<int64_t> BroadcastShapes(const Node& node, const std::vector<int64_t
                                      const std::vector<int64_t>& b);
 /*! \brief axis in [-rank, rank) -> [0, rank); throws naming node and attribute. */
 int64_t NormalizeAxis(const Node& node, int64_t axis, int64_t rank, const char* what = "axis");
+/*! \brief A convolution's X and W (unblocked NCHW...): equal ranks >= 3, a W with no empty
+ *  dimension, and X's channels W's input channels times `group`; throws naming the node. */
+void CheckConvOperands(const Node& node, const TensorType& x, const TensorType& w, int64_t group);
 /*! \brief Throws CompileError "<node>: <msg>". */
 [[noreturn]] void NodeError(const Node& node, const std::string& msg);
 [[noreturn]] void NodeUnsupported(const Node& node, const std::string& msg);

@@ -515,6 +515,10 @@ int FloatOrInt32Product(Expander& e, bool conv, size_t a_index, size_t a_zp, siz
 // runs in float32 on the fast conv and dense kernels, exactly; else in int32.
 int IntegerProduct(Expander& e, bool conv, size_t a_index, size_t a_zp, size_t b_index, size_t b_zp,
                    int bias = kAbsentValue) {
+  if (conv) {  // the expansion sizes its reduction from W before any shape rule sees the node
+    CheckConvOperands(e.node(), e.TypeOf(e.node().inputs.at(a_index)),
+                      e.TypeOf(e.node().inputs.at(b_index)), e.node().GetInt("group", 1));
+  }
   // The int8 kernels index the weight's zero point and the bias by output channel.
   const std::vector<int64_t>& b_shape = e.TypeOf(e.node().inputs.at(b_index)).shape;
   if (!b_shape.empty()) {

@@ -164,6 +164,14 @@ const std::vector<Refusal>& Refusals() {
          b.Node("Split", "n", {"s"}, {"y"});
        },
        "axis 0 is out of range for rank 0 (a scalar has no axes)"},
+      {"ConvInteger of an empty weight", 13,  // its expansion divided by W's 0 channels
+       [](B& b) {
+         b.Input("x4", {1, 1, 3, 3}, onnx::TensorProto::UINT8)
+             .Input("w", {1, 0, 2, 2}, onnx::TensorProto::UINT8)
+             .Output("y", {-1, -1, -1, -1}, onnx::TensorProto::INT32);
+         b.Node("ConvInteger", "n", {"x4", "w"}, {"y"});
+       },
+       "W uint8[1,0,2,2] is empty"},
       // The kernels read per-channel parameters at the channel's index: 4 channels against 3
       // values read past them (the mutation sweep's 2^20 channels crashed ember-run).
       {"BatchNormalization with 3 scales for 4 channels", 13,
