@@ -1,6 +1,7 @@
 #include <ember/compiler/ir/graph.h>
 #include <ember/compiler/ir/subgraph.h>
 
+#include <algorithm>
 #include <sstream>
 #include <unordered_set>
 
@@ -134,14 +135,18 @@ int Graph::AddConstant(const std::string& name, HostTensorPtr data) {
 std::string Graph::UniqueName(const std::string& base) {
   if (values_.size() < indexed_values_) {  // the value list was replaced wholesale
     name_index_.clear();
+    next_suffix_.clear();
     indexed_values_ = 0;
   }
   for (; indexed_values_ < values_.size(); ++indexed_values_) {
     name_index_.insert(values_[indexed_values_].name);
   }
   if (!name_index_.count(base)) return base;
-  for (int i = 1;; ++i) {
-    std::string cand = base + "_" + std::to_string(i);
+  // Suffixes below the last one handed out for this base are taken (names are never removed),
+  // so the search resumes there: an unrolled loop asks for the same base every iteration.
+  int64_t& next = next_suffix_[base];
+  for (next = std::max<int64_t>(next, 1);; ++next) {
+    std::string cand = base + "_" + std::to_string(next);
     if (!name_index_.count(cand)) return cand;
   }
 }

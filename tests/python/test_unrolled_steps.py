@@ -66,3 +66,36 @@ def test_a_sequence_too_long_to_unroll_is_refused_naming_the_node(tmp_path):
     assert proc.returncode == 1
     assert re.search(r"\(GRU\): unrolling its 5000 time steps takes more than 65536 nodes "
                      r"\(\d+ per step\)", proc.stderr), proc.stderr
+
+
+def test_a_loop_of_two_billion_trips_is_refused_naming_it(tmp_path):
+    """A Loop whose body is one Add: the refusal comes after 65536 / 2 unrolled iterations (each
+    asking for the same fresh names, which once took quadratic time: a hang)."""
+    from onnx import TensorProto, helper, numpy_helper
+    import numpy as np
+    emberc = compiler.find_emberc()
+    if emberc is None:
+        pytest.skip("emberc not built")
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Add", ["acc_in", "one"], ["acc_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [1])],
+        [numpy_helper.from_array(np.ones(1, np.float32), "one")])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["trips", "cond", "x"], ["y"], name="long_loop", body=body)],
+        "long_loop", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+        [numpy_helper.from_array(np.array(1 << 31, np.int64), "trips"),
+         numpy_helper.from_array(np.array(True), "cond")])
+    path = tmp_path / "long_loop.onnx"
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+                     .SerializeToString())
+    proc = subprocess.run([emberc, "compile", str(path), "-o", str(tmp_path / "art")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "node 'long_loop' (Loop): unrolling it takes more than 65536 nodes" in proc.stderr, \
+        proc.stderr

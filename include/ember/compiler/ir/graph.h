@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -129,6 +130,7 @@ class Graph {
   // was quadratic: 2 s to expand a 256-step GRU).
   std::unordered_set<std::string> name_index_;
   size_t indexed_values_ = 0;
+  std::unordered_map<std::string, int64_t> next_suffix_;  // per base: where the search resumes
 };
 
 }  // namespace compiler
