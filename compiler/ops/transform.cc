@@ -11,21 +11,74 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-// out[i] = x[unflatten(flatten(i))]: any reshape of a compact tensor.
+// A run of output dims and the run of input dims holding the same elements, for a reshape: dims
+// [out_begin, out_end) of the output and [in_begin, in_end) of the input.
+struct ReshapeGroup {
+  size_t out_begin, out_end, in_begin, in_end;
+};
+
+// The smallest runs of dims whose element counts agree, in order ([200,1,32] -> [200,1,1,32]:
+// {200}->{200}, {1}->{1,1}, {32}->{32}). Unit dims join the run before them. Within a run an
+// index is flattened and unflattened; across runs it passes through, so a reshape that adds or
+// drops unit dims, or merges or splits some dims, leaves the others' indices plain (no divisions
+// for later passes to see through: a Concat behind a Reshape is split by its axis only then).
+std::vector<ReshapeGroup> ReshapeGroups(const Shape& in, const Shape& out) {
+  std::vector<ReshapeGroup> groups;
+  size_t i = 0, o = 0;
+  while (i < in.size() || o < out.size()) {
+    ReshapeGroup g{o, o, i, i};
+    int64_t in_count = 1, out_count = 1;
+    // Take at least one dim from each side that has one left, then grow the smaller count.
+    if (o < out.size()) out_count *= out[o++];
+    if (i < in.size()) in_count *= in[i++];
+    while (in_count != out_count) {
+      if (out_count < in_count && o < out.size()) {
+        out_count *= out[o++];
+      } else if (i < in.size()) {
+        in_count *= in[i++];
+      } else {
+        return {};  // counts never agree (a zero-size dim): one run of everything
+      }
+    }
+    while (o < out.size() && out[o] == 1) ++o;
+    while (i < in.size() && in[i] == 1) ++i;
+    g.out_end = o;
+    g.in_end = i;
+    groups.push_back(g);
+  }
+  return groups;
+}
+
+// out[i] = x[unflatten(flatten(i))] run by run: any reshape of a compact tensor.
 Tensor ReshapeTo(const Node& n, const Tensor& x, const Shape& oshape) {
   int64_t total = 1;
   for (int64_t d : oshape) total *= d;
   if (total != x.NumElements()) Fail(n, "reshape changes the element count");
+  std::vector<ReshapeGroup> groups = ReshapeGroups(x.shape(), oshape);
+  if (groups.empty()) groups.push_back({0, oshape.size(), 0, x.shape().size()});
   return te::Compute(
       oshape,
       [&](const std::vector<Expr>& i) {
-        Expr flat = 0;
-        for (size_t d = 0; d < oshape.size(); ++d) flat = flat * oshape[d] + i[d];
         std::vector<Expr> xi(x.shape().size());
-        for (int d = x.ndim() - 1; d >= 0; --d) {
-          int64_t ext = x.shape()[d];
-          xi[d] = d == 0 ? flat : te::Mod(flat, Expr(ext));
-          flat = flat / ext;
+        for (const ReshapeGroup& g : groups) {
+          Expr flat = 0;
+          for (size_t d = g.out_begin; d < g.out_end; ++d) {
+            flat = oshape[d] == 1 ? flat : flat * oshape[d] + i[d];
+          }
+          // Unit dims take 0; the run's first other dim takes what is left of flat.
+          size_t first = g.in_begin;
+          while (first + 1 < g.in_end && x.shape()[first] == 1) ++first;
+          for (size_t d = g.in_end; d-- > g.in_begin;) {
+            const int64_t ext = x.shape()[d];
+            if (d == first) {
+              xi[d] = flat;
+            } else if (ext == 1) {
+              xi[d] = 0;
+            } else {
+              xi[d] = te::Mod(flat, Expr(ext));
+              flat = flat / ext;
+            }
+          }
         }
         return x(xi);
       },

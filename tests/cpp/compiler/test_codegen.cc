@@ -143,6 +143,75 @@ TEST(Codegen, FusedConcatSplitsTheNestPerInput) {
   }
 }
 
+// A Reshape between runs of dims with equal counts: every output element reads the input element
+// at the same flat position, for reshapes that add and drop unit dims, merge or split some dims
+// and regroup all of them.
+TEST(Codegen, ReshapeKeepsEveryElementsFlatPosition) {
+  const std::vector<int64_t> in{2, 3, 4, 5};
+  for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{6, 1, 20},
+                                                                             {2, 60},
+                                                                             {1, 120, 1},
+                                                                             {120},
+                                                                             {4, 30},
+                                                                             {2, 3, 20, 1},
+                                                                             {1, 2, 1, 3, 4, 5, 1},
+                                                                             {2, 12, 5},
+                                                                             {5, 4, 3, 2},
+                                                                             {1, 1, 120}}) {
+    SCOPED_TRACE(::testing::PrintToString(shape));
+    KernelGraph kg;
+    int x = kg.Input("x", in);
+    int neg = kg.Add("Neg", {x}, {TensorType{in, kFloat32}})[0];
+    int y = kg.Add("Reshape", {neg}, {TensorType{shape, kFloat32}})[0];
+    std::string loops;
+    std::unique_ptr<Library> lib = testing::BuildKernelWithLoops(kg, y, &loops);
+    auto f = lib->Get("conv");
+    ASSERT_NE(f, nullptr);
+    HostArray hx(in, kFloat32), out(shape, kFloat32);
+    hx.FillRandom(3);
+    ASSERT_EQ(Call(f, {&hx, &out}), 0) << TVMGetLastError();
+    for (int64_t i = 0; i < out.size(); ++i) {
+      ASSERT_EQ(out.data<float>()[i], -hx.data<float>()[i]) << "element " << i;
+    }
+  }
+}
+
+// A recurrence's outputs, [1, 4] per step, made [1, 1, 4] and concatenated into [S, 1, 4], then
+// [S, 1, 1, 4] (an unrolled LSTM's Y): with the reshapes' unit dims passed through rather than
+// divided out, the concat's select compares the step axis itself, so the nest splits per step
+// (a select chain S deep at every element took an LSTM of 200 steps 250 us).
+TEST(Codegen, ConcatBehindUnitDimReshapesSplitsPerInput) {
+  constexpr int64_t kSteps = 6;
+  KernelGraph kg;
+  std::vector<int> parts;
+  for (int64_t k = 0; k < kSteps; ++k) {
+    int x = kg.Input("h" + std::to_string(k), {1, 4});
+    parts.push_back(kg.Add("Reshape", {x}, {TensorType{{1, 1, 4}, kFloat32}})[0]);
+  }
+  int cat =
+      kg.Add("Concat", parts, {TensorType{{kSteps, 1, 4}, kFloat32}}, {{"axis", int64_t{0}}})[0];
+  int y = kg.Add("Reshape", {cat}, {TensorType{{kSteps, 1, 1, 4}, kFloat32}})[0];
+  std::string loops;
+  std::unique_ptr<Library> lib = testing::BuildKernelWithLoops(kg, y, &loops);
+  EXPECT_EQ(loops.find("select("), std::string::npos) << loops;
+  EXPECT_EQ(loops.find(" / "), std::string::npos) << loops;
+  auto f = lib->Get("conv");
+  ASSERT_NE(f, nullptr);
+  std::vector<std::unique_ptr<HostArray>> hs;
+  std::vector<HostArray*> args;
+  for (int64_t k = 0; k < kSteps; ++k) {
+    hs.push_back(std::make_unique<HostArray>(std::vector<int64_t>{1, 4}, kFloat32));
+    hs.back()->FillRandom(static_cast<int>(40 + k));
+    args.push_back(hs.back().get());
+  }
+  HostArray out({kSteps, 1, 1, 4}, kFloat32);
+  args.push_back(&out);
+  ASSERT_EQ(Call(f, args), 0) << TVMGetLastError();
+  for (int64_t i = 0; i < out.size(); ++i) {
+    EXPECT_EQ(out.data<float>()[i], hs[i / 4]->data<float>()[i % 4]) << "element " << i;
+  }
+}
+
 // A kernel's argument and workspace buffers carry scoped no-alias metadata, so LLVM vectorises
 // loops whose loads are gathers (it has no run-time overlap test for those): a bilinear Resize of
 // H and W in NCHW, each output column reading the input at a computed column.
