@@ -384,6 +384,7 @@ class Validator {
       std::string where = source_ + ": node " +
                           (n.name().empty() ? "#" + std::to_string(i) : "'" + n.name() + "'") +
                           " (" + n.op_type() + ")";
+      CheckArity(n, where);
       if (const OpRules* rules = FindRules(n.op_type())) {
         CheckNode(n, *rules, *scope, where);
         CheckWindow(n, *rules, *scope, where);
@@ -783,6 +784,40 @@ class Validator {
                                 : std::to_string(elements) + " elements") +
                       ", expected at most " + std::to_string(kMaxTensorElements) + " (2^32)");
     }
+  }
+
+  // The node's input and output counts against its schema, and none of its required inputs
+  // left empty: past opset 17 libonnx's checker does not run, and canonicalization reads a
+  // required input (Reshape's shape) without asking whether it is there. A schema older than the
+  // model's opset (the op changed after libonnx's last) bounds the counts from below only: newer
+  // versions add optional inputs and outputs.
+  void CheckArity(const onnx::NodeProto& n, const std::string& where) const {
+    if (!n.domain().empty() && n.domain() != "ai.onnx") return;
+    const onnx::OpSchema* schema =
+        onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset_), "");
+    if (!schema) return;
+    const bool current = LibonnxKnowsOp(n.op_type(), opset_);
+    CheckCount(where, "inputs", n.input_size(), schema->min_input(),
+               current ? schema->max_input() : std::numeric_limits<int>::max());
+    CheckCount(where, "outputs", n.output_size(), schema->min_output(),
+               current ? schema->max_output() : std::numeric_limits<int>::max());
+    const auto& formals = schema->inputs();
+    for (int i = 0; i < n.input_size() && i < static_cast<int>(formals.size()); ++i) {
+      if (n.input(i).empty() && formals[i].GetOption() == onnx::OpSchema::Single) {
+        Fail(where, "input " + std::to_string(i) + " (" + formals[i].GetName() +
+                        ") is required, got none (an empty name)");
+      }
+    }
+  }
+
+  void CheckCount(const std::string& where, const std::string& what, int got, int min,
+                  int max) const {
+    if (got >= min && got <= max) return;
+    const std::string want = min == max ? std::to_string(min)
+                             : max == std::numeric_limits<int>::max()
+                                 ? "at least " + std::to_string(min)
+                                 : std::to_string(min) + " to " + std::to_string(max);
+    Fail(where, "takes " + want + " " + what + ", got " + std::to_string(got));
   }
 
   // Runs libonnx's inference for one node that passed the checks, so later nodes see its ranks.

@@ -112,6 +112,50 @@ TEST(OnnxValidator, ScanInputsCountedAgainstTheNodesInputs) {
                    "node's inputs), got 1099511627776");
 }
 
+// Past opset 17 libonnx's checker does not run; a Reshape without its shape input crashed
+// canonicalization (mutation sweep). Counts come from the op's schema at the model's opset.
+TEST(OnnxValidator, InputAndOutputCountsFollowTheSchema) {
+  for (int64_t opset : {13, 18}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    OnnxBuilder reshape(opset);
+    reshape.Input("x", {2, 3});
+    reshape.Node("Reshape", "r", {"x"}, {"y"});
+    reshape.Output("y", {});
+    EXPECT_ERROR_HAS(reshape, "node 'r' (Reshape): takes 2 inputs, got 1");
+
+    OnnxBuilder empty_shape(opset);
+    empty_shape.Input("x", {2, 3});
+    empty_shape.Node("Reshape", "r", {"x", ""}, {"y"});
+    empty_shape.Output("y", {});
+    EXPECT_ERROR_HAS(empty_shape, "node 'r' (Reshape): input 1 (shape) is required, got none");
+
+    OnnxBuilder relu(opset);
+    relu.Input("x", {2, 3});
+    relu.Node("Relu", "a", {"x", "x"}, {"y"});
+    relu.Output("y", {});
+    EXPECT_ERROR_HAS(relu, "node 'a' (Relu): takes 1 inputs, got 2");
+
+    OnnxBuilder two_outputs(opset);
+    two_outputs.Input("x", {2, 3});
+    two_outputs.Node("Relu", "a", {"x"}, {"y", "z"});
+    two_outputs.Output("y", {});
+    EXPECT_ERROR_HAS(two_outputs, "node 'a' (Relu): takes 1 outputs, got 2");
+
+    OnnxBuilder conv(opset);
+    conv.Input("x", {1, 1, 4, 4});
+    conv.Node("Conv", "c", {"x"}, {"y"});
+    conv.Output("y", {});
+    EXPECT_ERROR_HAS(conv, "node 'c' (Conv): takes 2 to 3 inputs, got 1");
+  }
+  // A schema older than the opset (ReduceMean changed at 18: axes became an input) bounds the
+  // count from below only.
+  OnnxBuilder reduce(18);
+  reduce.Input("x", {2, 3}).IntInit("axes", {1}, {1});
+  reduce.Node("ReduceMean", "m", {"x", "axes"}, {"y"});
+  reduce.Output("y", {});
+  EXPECT_EQ(ImportError(reduce), "");
+}
+
 TEST(OnnxValidator, ListLengthFollowsTheInputRank) {
   EXPECT_ERROR_HAS(
       ConvWith("strides", {1, 1, 1}),
