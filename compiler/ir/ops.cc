@@ -134,13 +134,20 @@ Types ConvRule(const Node& n, const Types& in) {
 Types ConvTransposeRule(const Node& n, const Types& in) {
   const TensorType& x = in[0];
   const TensorType& w = in[1];
+  if (x.ndim() < 3) NodeError(n, "expected X of rank >= 3, got " + x.ToString());
   int64_t sp = x.ndim() - 2;
   const WindowAttrs win = WindowAttrs::Of(n, sp);
   const auto &k = win.kernel, &s = win.strides, &d = win.dilations, &p = win.pads,
              &op = win.output_padding;
+  CheckConvTransposeOperands(n, x, w, win.group);
   std::vector<int64_t> out{x.shape[0], w.shape[1] * win.group};
   for (int64_t i = 0; i < sp; ++i) {
     out.push_back(s[i] * (x.shape[2 + i] - 1) + op[i] + (k[i] - 1) * d[i] + 1 - p[i] - p[sp + i]);
+    if (out.back() <= 0) {
+      NodeError(n, "output size " + std::to_string(out.back()) + " along spatial axis " +
+                       std::to_string(i) + " (pads larger than the upsampled input " +
+                       x.ToString() + ")");
+    }
   }
   return {TensorType{out, x.dtype}};
 }

@@ -26,7 +26,9 @@ std::vector<int64_t> BroadcastShapes(const Node& node, const std::vector<int64_t
   return out;
 }
 
-void CheckConvOperands(const Node& node, const TensorType& x, const TensorType& w, int64_t group) {
+namespace {
+
+void CheckConvRanks(const Node& node, const TensorType& x, const TensorType& w) {
   if (x.ndim() < 3 || w.ndim() != x.ndim()) {
     NodeError(node,
               "expected X and W of equal rank >= 3, got " + x.ToString() + " and " + w.ToString());
@@ -34,9 +36,29 @@ void CheckConvOperands(const Node& node, const TensorType& x, const TensorType& 
   // An empty W would be divided by (its input channels, its taps) where an integer conv's
   // expansion sizes its reduction (SIGFPE for W [1,0,2,2]).
   if (w.NumElements() == 0) NodeError(node, "W " + w.ToString() + " is empty");
+}
+
+}  // namespace
+
+void CheckConvOperands(const Node& node, const TensorType& x, const TensorType& w, int64_t group) {
+  CheckConvRanks(node, x, w);
   if (x.shape[1] != w.shape[1] * group) {
     NodeError(node, "input channels " + std::to_string(x.shape[1]) + " != W channels " +
                         std::to_string(w.shape[1]) + " * group " + std::to_string(group));
+  }
+}
+
+void CheckConvTransposeOperands(const Node& node, const TensorType& x, const TensorType& w,
+                                int64_t group) {
+  CheckConvRanks(node, x, w);
+  // W is [C, M / group, k...]: its first dim is X's channels, which the groups split evenly.
+  if (x.shape[1] != w.shape[0]) {
+    NodeError(node, "input channels " + std::to_string(x.shape[1]) + " != W's first dim " +
+                        std::to_string(w.shape[0]) + " (W " + w.ToString() + ")");
+  }
+  if (group < 1 || x.shape[1] % group != 0) {
+    NodeError(node, "input channels " + std::to_string(x.shape[1]) + " do not split into group " +
+                        std::to_string(group));
   }
 }
 

@@ -18,6 +18,10 @@ int64_t NormalizeAxis(const Node& node, int64_t axis, int64_t rank, const char* 
 /*! \brief A convolution's X and W (unblocked NCHW...): equal ranks >= 3, a W with no empty
  *  dimension, and X's channels W's input channels times `group`; throws naming the node. */
 void CheckConvOperands(const Node& node, const TensorType& x, const TensorType& w, int64_t group);
+/*! \brief A ConvTranspose's X and W [C, M / group, k...]: ranks and a non-empty W as for a
+ *  convolution, W's first dim X's channels, and those channels a multiple of `group`. */
+void CheckConvTransposeOperands(const Node& node, const TensorType& x, const TensorType& w,
+                                int64_t group);
 /*! \brief Throws CompileError "<node>: <msg>". */
 [[noreturn]] void NodeError(const Node& node, const std::string& msg);
 [[noreturn]] void NodeUnsupported(const Node& node, const std::string& msg);

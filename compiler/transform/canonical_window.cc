@@ -83,15 +83,32 @@ void Window(Node& n, bool transpose, CanonicalizeContext* ctx) {
   if (transpose) n.attrs["output_padding"] = outpad;
 }
 
+// B, when given, holds one value per output channel: the kernels index it by channel (a B of 5
+// for 8 channels was read past its end).
+void CheckBias(const Node& n, CanonicalizeContext* ctx, int64_t out_channels) {
+  if (!n.HasInput(2)) return;
+  const TensorType b = ctx->TypeOf(n.inputs[2]);
+  if (b.ndim() != 1 || b.shape[0] != out_channels) {
+    NodeError(n, "B " + b.ToString() + " must hold " + std::to_string(out_channels) +
+                     " values, one per output channel");
+  }
+}
+
 void ConvOp(Node n, CanonicalizeContext* ctx) {
-  Window(n, false, ctx);
   n.attrs["group"] = n.GetInt("group", 1);
+  const TensorType w = ctx->TypeOf(n.inputs.at(1));
+  CheckConvOperands(n, ctx->TypeOf(n.inputs[0]), w, n.GetInt("group"));
+  CheckBias(n, ctx, w.shape[0]);
+  Window(n, false, ctx);
   ctx->EmitInto(std::move(n));
 }
 
 void ConvTransposeOp(Node n, CanonicalizeContext* ctx) {
-  Window(n, true, ctx);
   n.attrs["group"] = n.GetInt("group", 1);
+  const TensorType w = ctx->TypeOf(n.inputs.at(1));
+  CheckConvTransposeOperands(n, ctx->TypeOf(n.inputs[0]), w, n.GetInt("group"));
+  CheckBias(n, ctx, w.shape[1] * n.GetInt("group"));
+  Window(n, true, ctx);
   if (EmitConvTransposeAsConv(n, ctx)) return;
   ctx->EmitInto(std::move(n));
 }

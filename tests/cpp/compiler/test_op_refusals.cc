@@ -172,6 +172,34 @@ const std::vector<Refusal>& Refusals() {
          b.Node("ConvInteger", "n", {"x4", "w"}, {"y"});
        },
        "W uint8[1,0,2,2] is empty"},
+      {"Conv with 5 biases for 8 channels", 13,  // read past B's end
+       [](B& b) {
+         b.Input("x4", {1, 4, 6, 6}).Input("w", {8, 4, 3, 3}).Input("b5", {5});
+         b.Output("y", {-1, -1, -1, -1});
+         b.Node("Conv", "n", {"x4", "w", "b5"}, {"y"});
+       },
+       "node 'n' (Conv): B float32[5] must hold 8 values, one per output channel"},
+      {"ConvTranspose with a [2,8] bias", 13,  // "te: tensor b has 2 dims", naming nothing
+       [](B& b) {
+         b.Input("x4", {1, 4, 6, 6}).Input("w", {4, 4, 3, 3}).Input("b28", {2, 8});
+         b.Output("y", {-1, -1, -1, -1});
+         OnnxBuilder::IntAttr(b.Node("ConvTranspose", "n", {"x4", "w", "b28"}, {"y"}), "group", 2);
+       },
+       "node 'n' (ConvTranspose): B float32[2,8] must hold 8 values, one per output channel"},
+      {"ConvTranspose of 2^20 channels with a weight for 16", 13,  // ran for minutes (sweep)
+       [](B& b) {
+         b.Input("x4", {1, 1 << 20, 2, 2}).Input("w", {16, 8, 4, 4});
+         b.Output("y", {-1, -1, -1, -1});
+         b.Node("ConvTranspose", "n", {"x4", "w"}, {"y"});
+       },
+       "input channels 1048576 != W's first dim 16 (W float32[16,8,4,4])"},
+      {"ConvTranspose channels that do not split into the groups", 13,
+       [](B& b) {
+         b.Input("x4", {1, 3, 2, 2}).Input("w", {3, 2, 2, 2});
+         b.Output("y", {-1, -1, -1, -1});
+         OnnxBuilder::IntAttr(b.Node("ConvTranspose", "n", {"x4", "w"}, {"y"}), "group", 2);
+       },
+       "input channels 3 do not split into group 2"},
       // The kernels read per-channel parameters at the channel's index: 4 channels against 3
       // values read past them (the mutation sweep's 2^20 channels crashed ember-run).
       {"BatchNormalization with 3 scales for 4 channels", 13,
