@@ -833,7 +833,8 @@ def grid_sample():
 
 def einsum_forms():
     m = Model("einsum_forms", 590, "Einsum: a bilinear form of three operands, a broadcasting "
-              "ellipsis, an implicit output, a full sum, a transpose", opset=13)
+              "ellipsis, an implicit output, a full sum, a transpose, upper-case labels",
+              opset=13)
     a = m.input("a", [2, 3])
     b = m.input("b", [1, 4, 3])
     m.node("Einsum", [a, m.weight("w", [5, 3, 4]), m.input("c", [2, 4])], ["bilinear"],
@@ -842,8 +843,9 @@ def einsum_forms():
     m.node("Einsum", [a, m.weight("u", [3, 6])], ["implicit"], equation="ij,jk")
     m.node("Einsum", [b], ["total"], equation="abc->")
     m.node("Einsum", [b], ["swapped"], equation="abc->cba")
+    m.node("Einsum", [a, m.weight("u2", [3, 6])], ["upper"], equation="Bj,jA->AB")
     for name, rank in [("bilinear", 2), ("batched", 3), ("implicit", 2), ("total", 0),
-                       ("swapped", 3)]:
+                       ("swapped", 3), ("upper", 2)]:
         m.output(name, rank=rank)
     return m
 

@@ -3,6 +3,7 @@
 
 #include <ember/compiler/ir/tensor_type.h>
 
+#include <cctype>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -181,9 +182,21 @@ bool LibonnxKnowsOp(const std::string& op, int64_t opset) {
   return since == 0 || since > opset;
 }
 
+bool LibonnxMisreadsNode(const onnx::NodeProto& node) {
+  if (node.op_type() != "Einsum") return false;
+  for (const onnx::AttributeProto& a : node.attribute()) {
+    if (a.name() != "equation" || a.s().find("->") != std::string::npos) continue;
+    for (char c : a.s()) {
+      if (std::isupper(static_cast<unsigned char>(c))) return true;
+    }
+  }
+  return false;
+}
+
 bool LibonnxKnowsEveryOp(const onnx::GraphProto& graph, int64_t opset) {
   for (const onnx::NodeProto& n : graph.node()) {
-    if ((n.domain().empty() || n.domain() == "ai.onnx") && !LibonnxKnowsOp(n.op_type(), opset)) {
+    if ((n.domain().empty() || n.domain() == "ai.onnx") &&
+        (!LibonnxKnowsOp(n.op_type(), opset) || LibonnxMisreadsNode(n))) {
       return false;
     }
     for (const onnx::AttributeProto& a : n.attribute()) {

@@ -24,7 +24,15 @@ constexpr int64_t kMaxImportIrVersion = 10;
  */
 bool LibonnxKnowsOp(const std::string& op, int64_t opset);
 
-/*! \brief Whether libonnx knows every ai.onnx op of `graph` and its subgraphs (LibonnxKnowsOp). */
+/*!
+ * \brief True for a node libonnx's inference would misread or crash on whatever the opset: an
+ * Einsum with an implicit output and an upper-case label (libonnx 1.12 counts the labels in an
+ * array of 26 indexed from 'a' and corrupts the heap).
+ */
+bool LibonnxMisreadsNode(const onnx::NodeProto& node);
+
+/*! \brief Whether libonnx knows every ai.onnx op of `graph` and its subgraphs (LibonnxKnowsOp)
+ *  and misreads none of its nodes (LibonnxMisreadsNode). */
 bool LibonnxKnowsEveryOp(const onnx::GraphProto& graph, int64_t opset);
 
 /*!

@@ -831,7 +831,9 @@ class Validator {
     // widens (float8, int4, ...) but whose inputs bound to one type stay bound.
     const bool known = LibonnxKnowsOp(n.op_type(), opset_);
     CheckOperandTypes(n, *schema, *scope, known, where);
-    if (!known || !schema->has_type_and_shape_inference_function()) return;
+    if (!known || LibonnxMisreadsNode(n) || !schema->has_type_and_shape_inference_function()) {
+      return;
+    }
     onnx::NodeProto copy = n;
     try {
       schema->Verify(copy);
