@@ -121,6 +121,10 @@ tests/fuzz/run_fuzzers.sh build-fuzz "${EMBER_FUZZ_SECONDS:-20}"
 # compiled and run (about a minute on 2 cores): a crash, hang or message-less failure fails.
 "$py" tests/fuzz/mutate_models.py build/onnx-corpus --per-model 3 \
   --seed "${EMBER_MUTATION_SEED:-1}" -j "$jobs"
+# Five to each exporter-shaped model (the real-model stage wrote them), whose fusion, layout and
+# scheduling passes single-node models never reach (about 20 s).
+"$py" tests/fuzz/mutate_models.py build/exported-models --manifest \
+  build/exported-models/manifest.tsv --per-model 5 --seed "${EMBER_MUTATION_SEED:-1}" -j "$jobs"
 
 stage "ARM: cross-built runtime and artifacts under qemu-user"
 tests/cross/run_cross.sh "${full[@]}"

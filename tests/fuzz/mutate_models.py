@@ -4,20 +4,23 @@
 Usage:
   tests/fuzz/mutate_models.py CORPUS [--per-model N] [--seed S] [--only SUBSTRING]...
                               [--emberc PATH] [--ember-run PATH] [--timeout SECONDS] [--keep DIR]
-                              [-j JOBS]
+                              [-j JOBS] [--manifest MANIFEST]
 
 libFuzzer (tests/fuzz) mutates bytes, so almost every input it makes fails to parse; the
 compiler's passes behind the parser (shape inference, canonicalization, scheduling, codegen) see
 well-formed models only. Here every model.onnx under CORPUS (the conformance corpus that
-tests/onnx/gen_corpus.py writes) is mutated N times, one field each: an integer or float
-attribute set to an edge value (0, -1, huge, NaN), one element of a list attribute changed,
-dropped or repeated, an element of a small integer initializer (a shape, pads, starts, repeats)
-set to such a value, an input's dimension set to 0, -3 or 2^40, its element type changed, a node
-input dropped or repeated, or the opset import moved. Each mutant goes through `emberc compile`
-with a time and address-space limit, and each one it compiles through `ember-run` on seeded
-random inputs. Either may refuse (exit 1 with a message); neither may crash (a signal, an
-uncaught exception, a sanitizer report), hang, allocate without bound, or fail without a message. Findings are printed and, with --keep, the
-mutant is saved; the exit status is 1 when there is any.
+tests/onnx/gen_corpus.py writes) or, with --manifest, every whole model of a model-suite manifest
+(whose fusion, layout and scheduling passes single-node cases never reach) is mutated N times,
+one field each: an integer or float attribute set to an edge value (0, -1, huge, NaN), one
+element of a list attribute changed, dropped or repeated, an element of a small integer
+initializer (a shape, pads, starts, repeats) set to such a value, an initializer one element
+longer or shorter along a dim, an input's dimension set to 0, -3 or 2^40, its element type
+changed, a node input dropped or repeated, or the opset import moved. Each mutant goes through
+`emberc compile` with a time and address-space limit, and each one it compiles through
+`ember-run` on seeded random inputs. Either may refuse (exit 1 with a message); neither may crash
+(a signal, an uncaught exception, a sanitizer report), hang, allocate without bound, or fail
+without a message. Findings are printed and, with --keep, the mutant is saved; the exit status is
+1 when there is any.
 """
 
 import argparse
@@ -37,6 +40,7 @@ from onnx import TensorProto, numpy_helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "onnx"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
 from run_conformance import freeze_int_inputs  # noqa: E402
 EDGE_INTS = [0, -1, 1, 2, -2, 7, 1 << 31, -(1 << 31), 1 << 40, -(1 << 62)]
 EDGE_FLOATS = [0.0, -1.0, float("nan"), float("inf"), -float("inf"), 1e30, -1e-30]
@@ -138,6 +142,30 @@ def mutate_initializer(graph, rng):
     return "initializer %s = %s" % (t.name, values.tolist())
 
 
+def mutate_initializer_shape(graph, rng):
+    """An initializer (a weight, a bias, a scale) one element longer or shorter along one dim, or
+    with a leading dim more: a wrong export or a hand edit, which emberc must refuse by its shape
+    rather than have a kernel read past it."""
+    small = [t for t in graph.initializer
+             if numpy_helper.to_array(t).size <= (1 << 20) and t.data_type != TensorProto.STRING]
+    if not small:
+        return None
+    t = rng.choice(small)
+    values = numpy_helper.to_array(t)
+    how = rng.choice(["grow", "shrink", "lead"]) if values.ndim else "lead"
+    if how == "lead":
+        values = np.stack([values, values])
+    else:
+        axis = rng.randrange(values.ndim)
+        n = values.shape[axis]
+        if how == "grow" and n > 0:
+            values = np.concatenate([values, values.take([n - 1], axis=axis)], axis=axis)
+        elif n > 0:
+            values = values.take(range(n - 1), axis=axis)
+    t.CopyFrom(numpy_helper.from_array(np.ascontiguousarray(values), t.name))
+    return "initializer %s shape = %s" % (t.name, list(values.shape))
+
+
 def mutate_opset(model, rng):
     for o in model.opset_import:
         if o.domain in ("", "ai.onnx"):
@@ -158,6 +186,7 @@ def mutate(model, rng):
         (1, lambda: mutate_node_inputs(node, rng) if node else None),
         (1, lambda: mutate_opset(model, rng)),
         (2, lambda: mutate_initializer(graph, rng)),
+        (2, lambda: mutate_initializer_shape(graph, rng)),
     ]
     weights = [w for w, _ in choices]
     for _ in range(8):
@@ -176,6 +205,13 @@ def freeze(model, case_dir):
         return
     initialized = {t.name for t in model.graph.initializer}
     freeze_int_inputs(model, [v for v in model.graph.input if v.name not in initialized], data_set)
+
+
+def suite_models(manifest, models_dir):
+    """(path, name, emberc arguments) of each "ok" row of a model-suite manifest."""
+    from check_suite import read_manifest
+    return [(os.path.join(models_dir, row.name + ".onnx"), row.name, row.args)
+            for row in read_manifest(manifest) if row.expect == "ok"]
 
 
 def limit_resources():
@@ -202,13 +238,14 @@ def run_tool(argv, timeout):
     return None, p.returncode
 
 
-def check(emberc, ember_run, path, timeout):
+def check(emberc, ember_run, path, timeout, emberc_args=()):
     """None when emberc compiled or refused the model as it should and, when it compiled,
     ember-run ran it on seeded random inputs or refused them; else what went wrong."""
     out = tempfile.mkdtemp(prefix="ember-mutant-")
     try:
         art = os.path.join(out, "art")
-        problem, status = run_tool([emberc, "compile", path, "-o", art], timeout)
+        problem, status = run_tool([emberc, "compile", path, "-o", art] + list(emberc_args),
+                                   timeout)
         if problem or status != 0 or not ember_run:
             return problem
         problem, _ = run_tool([ember_run, art, "--output-dir", os.path.join(out, "outputs")],
@@ -232,15 +269,19 @@ def main():
     ap.add_argument("--timeout", type=int, default=60)
     ap.add_argument("--keep", default=None)
     ap.add_argument("-j", type=int, default=1)
+    ap.add_argument("--manifest", default=None,
+                    help="a model-suite manifest (tests/models/zoo.tsv, gen_exported.py's "
+                         "manifest.tsv): mutate CORPUS/NAME.onnx of its ok rows, each compiled "
+                         "with its row's emberc arguments (input shapes, bound inputs)")
     args = ap.parse_args()
-    models = sorted(os.path.join(d, f) for d, _, fs in os.walk(args.corpus) for f in fs
-                    if f == "model.onnx")
+    models = suite_models(args.manifest, args.corpus) if args.manifest else [
+        (os.path.join(d, f), os.path.basename(d), [])
+        for d, _, fs in sorted(os.walk(args.corpus)) for f in fs if f == "model.onnx"]
     if args.only:
-        models = [m for m in models if any(s in m for s in args.only)]
+        models = [m for m in models if any(s in m[0] for s in args.only)]
     work = tempfile.mkdtemp(prefix="ember-mutants-")
     jobs = []
-    for m in models:
-        case = os.path.basename(os.path.dirname(m))
+    for m, case, emberc_args in models:
         for k in range(args.per_model):
             rng = random.Random("%d/%s/%d" % (args.seed, case, k))
             model = onnx.load(m)
@@ -250,15 +291,15 @@ def main():
                 continue
             path = os.path.join(work, "%s_%d.onnx" % (case, k))
             onnx.save(model, path)
-            jobs.append((case, k, what, path))
+            jobs.append((case, k, what, path, emberc_args))
 
     def run(job):
-        case, k, what, path = job
-        return job, check(args.emberc, args.ember_run, path, args.timeout)
+        case, k, what, path, emberc_args = job
+        return job, check(args.emberc, args.ember_run, path, args.timeout, emberc_args)
 
     findings = 0
     with ThreadPoolExecutor(args.j) as pool:
-        for (case, k, what, path), problem in pool.map(run, jobs):
+        for (case, k, what, path, _), problem in pool.map(run, jobs):
             if problem:
                 findings += 1
                 print("FINDING %s #%d (%s): %s" % (case, k, what, problem), flush=True)

@@ -65,3 +65,26 @@ def test_crashes_hangs_and_silent_failures_are_findings(tmp_path):
     # A compiled mutant goes through ember-run, whose crash is a finding too.
     proc = _sweep(corpus, ok, cases["killed by signal 11"])
     assert proc.returncode == 1 and "segv killed by signal 11" in proc.stdout, proc.stdout
+
+
+def test_manifest_models_compile_with_their_rows_arguments(tmp_path):
+    """With --manifest, CORPUS/NAME.onnx of each ok row is mutated and compiled with the row's
+    emberc arguments; error rows are left out."""
+    corpus = _corpus(tmp_path / "corpus")
+    models = tmp_path / "models"
+    models.mkdir()
+    os.rename(str(corpus / "node" / "test_conv" / "model.onnx"), str(models / "conv.onnx"))
+    (models / "manifest.tsv").write_text(
+        "# name, emberc arguments, tolerance, expect, note\n"
+        "conv\t--input-shape x=1,2,5,5\t-\tok\ta conv\n"
+        "refused\t-\t-\terror:no\tnot mutated\n")
+    log = tmp_path / "args.txt"
+    emberc = _tool(tmp_path / "emberc", 'echo "$@" >> %s; mkdir -p "$4"; exit 0' % log)
+    ok = _tool(tmp_path / "run", "exit 0")
+    proc = subprocess.run([sys.executable, SWEEP, str(models), "--manifest",
+                           str(models / "manifest.tsv"), "--per-model", "2", "--emberc", emberc,
+                           "--ember-run", ok], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 mutants of 1 models: 0 findings" in proc.stdout, proc.stdout
+    lines = log.read_text().splitlines()
+    assert len(lines) == 2 and all(line.endswith("--input-shape x=1,2,5,5") for line in lines)
