@@ -231,6 +231,10 @@ void UnrollLoop(Node n, CanonicalizeContext* ctx) {
                              "') depends on data at run time; emberc unrolls only loops whose "
                              "iterations are known at compile time");
     }
+    if (cond.constant->NumElements() != 1) {
+      NodeError(n, "the condition its body computes ('" + cond.name +
+                       "') must hold one element, got " + cond.type.ToString());
+    }
     go = cond.constant->GetAsDouble(0) != 0;
     for (size_t k = 0; k < carried_count; ++k) carried[k] = result(1 + k);
     for (size_t k = 0; k < scan_count; ++k) scans[k].push_back(result(1 + carried_count + k));

@@ -28,6 +28,15 @@ void CastLikeOp(Node n, CanonicalizeContext* ctx) {
 
 void ClipOp(Node n, CanonicalizeContext* ctx) {
   double lo = -std::numeric_limits<double>::infinity(), hi = -lo;
+  // The bounds are scalars: an empty one was read past its end, a longer one broadcast silently.
+  for (size_t i : {1, 2}) {
+    if (ctx->opset() < 11 || !n.HasInput(i)) continue;
+    const TensorType t = ctx->TypeOf(n.inputs[i]);
+    if (t.NumElements() != 1) {
+      NodeError(n, std::string("input ") + (i == 1 ? "min" : "max") + " must hold one value, got " +
+                       t.ToString());
+    }
+  }
   bool runtime_bounds =
       ctx->opset() >= 11 && ((n.HasInput(1) && !ctx->graph().value(n.inputs[1]).is_constant()) ||
                              (n.HasInput(2) && !ctx->graph().value(n.inputs[2]).is_constant()));
@@ -57,7 +66,7 @@ void ClipOp(Node n, CanonicalizeContext* ctx) {
 // Inference Dropout is Identity; its mask output, when wanted, is all true.
 void DropoutOp(Node n, CanonicalizeContext* ctx) {
   if (ctx->opset() >= 12 && n.HasInput(2) &&
-      ctx->ConstInput(n, 2, "training_mode")->GetAsInt(0) != 0) {
+      ctx->OneValueInput(n, 2, "training_mode")->GetAsInt(0) != 0) {
     NodeUnsupported(n, "training-mode Dropout is not supported");
   }
   ctx->DropInputsFrom(n, 1);

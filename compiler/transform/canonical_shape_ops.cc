@@ -41,8 +41,8 @@ void ConstantOfShapeOp(Node n, CanonicalizeContext* ctx) {
 }
 
 void RangeOp(Node n, CanonicalizeContext* ctx) {
-  auto s = ctx->ConstInput(n, 0, "start"), l = ctx->ConstInput(n, 1, "limit"),
-       d = ctx->ConstInput(n, 2, "delta");
+  auto s = ctx->OneValueInput(n, 0, "start"), l = ctx->OneValueInput(n, 1, "limit"),
+       d = ctx->OneValueInput(n, 2, "delta");
   double a = s->GetAsDouble(0), b = l->GetAsDouble(0), c = d->GetAsDouble(0);
   if (c == 0) NodeError(n, "delta is 0");
   const double steps = std::ceil((b - a) / c);

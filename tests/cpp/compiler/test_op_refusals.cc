@@ -200,6 +200,27 @@ const std::vector<Refusal>& Refusals() {
          OnnxBuilder::IntAttr(b.Node("ConvTranspose", "n", {"x4", "w"}, {"y"}), "group", 2);
        },
        "input channels 3 do not split into group 2"},
+      // Scalar operands read as element 0: an empty one was read past its end, a longer one
+      // broadcast silently (Clip) or lost its other values.
+      {"Clip with three minimums", 13,
+       [](B& b) {
+         b.FloatInit("lo", {3}, {0, 0, 0});
+         Around("Clip", {"x", "lo"})(b);
+       },
+       "node 'n' (Clip): input min must hold one value, got float32[3]"},
+      {"Clip with a run-time maximum of 4 values", 13,
+       [](B& b) {
+         b.Input("hi", {4});
+         Around("Clip", {"x", "", "hi"})(b);
+       },
+       "input max must hold one value, got float32[4]"},
+      {"Range of an empty start", 13,
+       [](B& b) {
+         b.IntInit("s", {0}, {}).IntInit("l", {}, {5}).IntInit("d", {}, {1});
+         b.Output("y", {-1}, onnx::TensorProto::INT64);
+         b.Node("Range", "n", {"s", "l", "d"}, {"y"});
+       },
+       "input 0 ('start') must hold one value, got int64[0]"},
       // The kernels read per-channel parameters at the channel's index: 4 channels against 3
       // values read past them (the mutation sweep's 2^20 channels crashed ember-run).
       {"BatchNormalization with 3 scales for 4 channels", 13,
