@@ -7,7 +7,10 @@
 #include <ember/compiler/transform.h>
 
 #include <memory>
+#include <string>
 #include <vector>
+
+#include "transform/derived_constants.h"
 
 namespace ember {
 namespace compiler {
@@ -46,7 +49,7 @@ bool IsConstantMatrix(const Graph& g, int id) {
 }
 
 // n as a Gemm reading its constant weight as [K][N] (n: a MatMul or Gemm with a 2-D input).
-void AsGemmKN(Graph* graph, Node* n, bool matmul) {
+void AsGemmKN(Graph* graph, DerivedConstants* derived, Node* n, bool matmul) {
   if (matmul) {
     n->op = "Gemm";
     n->attrs["alpha"] = 1.0;
@@ -54,17 +57,17 @@ void AsGemmKN(Graph* graph, Node* n, bool matmul) {
     n->attrs["transA"] = int64_t{0};
     n->attrs["transB"] = int64_t{0};
   } else if (n->GetInt("transB", 0) != 0) {
-    const Value& w = graph->value(n->inputs[1]);
-    HostTensorPtr kn = Transposed(w);
-    if (kn == nullptr) return;  // stays transB = 1, for the default lowering
-    n->inputs[1] = graph->AddConstant(graph->UniqueName(w.name + "_kn"), kn);
+    const int kn = derived->Get(n->inputs[1], "_kn", "",
+                                [&] { return Transposed(graph->value(n->inputs[1])); });
+    if (kn < 0) return;  // stays transB = 1, for the default lowering
+    n->inputs[1] = kn;
     n->attrs["transB"] = int64_t{0};
   }
 }
 
 // A MatMul of an [..., K] input and a constant [K][N] weight as Reshape to [rows][K], the Gemm,
 // and Reshape back to [..., N] (a transformer's projections: every leading index is a row).
-void EmitBatchedAsGemm(Graph* graph, Node n) {
+void EmitBatchedAsGemm(Graph* graph, DerivedConstants* derived, Node n) {
   const TensorType a = graph->value(n.inputs[0]).type, y = graph->value(n.outputs[0]).type;
   const int64_t k = a.shape.back(), cols = y.shape.back();
   int64_t rows = 1;
@@ -82,7 +85,7 @@ void EmitBatchedAsGemm(Graph* graph, Node n) {
   Node gemm = std::move(n);
   gemm.inputs[0] = a2;
   gemm.outputs = {y2};
-  AsGemmKN(graph, &gemm, true);
+  AsGemmKN(graph, derived, &gemm, true);
   const std::string name = gemm.name;
   graph->nodes().push_back(std::move(gemm));
   graph->nodes().push_back(
@@ -94,15 +97,16 @@ void EmitBatchedAsGemm(Graph* graph, Node n) {
 void CanonicalizeDense(Graph* graph) {
   std::vector<Node> nodes = std::move(graph->nodes());
   graph->nodes().clear();
+  DerivedConstants derived(graph);
   for (Node& n : nodes) {
     const bool matmul = n.op == "MatMul";
     const bool dense =
         (matmul || n.op == "Gemm") && n.inputs.size() >= 2 && IsConstantMatrix(*graph, n.inputs[1]);
     const size_t rank = dense ? graph->value(n.inputs[0]).type.shape.size() : 0;
     if (dense && rank == 2) {
-      AsGemmKN(graph, &n, matmul);
+      AsGemmKN(graph, &derived, &n, matmul);
     } else if (dense && rank > 2 && matmul) {
-      EmitBatchedAsGemm(graph, std::move(n));
+      EmitBatchedAsGemm(graph, &derived, std::move(n));
       continue;
     }
     graph->nodes().push_back(std::move(n));
@@ -111,15 +115,16 @@ void CanonicalizeDense(Graph* graph) {
 }
 
 void PackDenseWeights(Graph* graph) {
+  DerivedConstants derived(graph);
   for (Node& n : graph->nodes()) {
     if (n.op != "Gemm" || n.HasAttr(kPackedDenseWidthAttr) || n.inputs.size() < 2) continue;
     if (n.GetInt("transA", 0) != 0 || n.GetInt("transB", 0) != 0) continue;
     if (!IsConstantMatrix(*graph, n.inputs[1])) continue;
-    const Value& w = graph->value(n.inputs[1]);
     const int64_t width = KernelPlan::Of(n).dense_panel;
     if (width <= 1) continue;
-    n.inputs[1] =
-        graph->AddConstant(graph->UniqueName(w.name + "_panels"), PackPanels(*w.constant, width));
+    const int w = n.inputs[1];
+    n.inputs[1] = derived.Get(w, "_panels", std::to_string(width),
+                              [&] { return PackPanels(*graph->value(w).constant, width); });
     n.attrs[kPackedDenseWidthAttr] = width;
   }
   EliminateDeadCode(graph);

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "transform/derived_constants.h"
+
 namespace ember {
 namespace compiler {
 namespace {
@@ -36,10 +38,13 @@ HostTensorPtr PackOIHW(const HostTensor& w, int64_t block, int64_t ic_block) {
 }
 
 // `n`'s constant weight replaced by PackOIHW's layout of it, marked with `block`.
-void PackWeightBlocked(Graph* graph, Node* n, int64_t block, int64_t ic_block) {
-  const Value& w = graph->value(n->inputs[1]);
-  HostTensorPtr packed = PackOIHW(*w.constant, block, std::max<int64_t>(1, ic_block));
-  n->inputs[1] = graph->AddConstant(graph->UniqueName(w.name + "_packed"), packed);
+void PackWeightBlocked(Graph* graph, DerivedConstants* derived, Node* n, int64_t block,
+                       int64_t ic_block) {
+  const int w = n->inputs[1];
+  const std::string params = std::to_string(block) + "x" + std::to_string(ic_block);
+  n->inputs[1] = derived->Get(w, "_packed", params, [&] {
+    return PackOIHW(*graph->value(w).constant, block, std::max<int64_t>(1, ic_block));
+  });
   n->attrs[kPackedWeightBlockAttr] = block;
   if (ic_block > 1) n->attrs[kPackedWeightIcBlockAttr] = ic_block;
 }
@@ -104,6 +109,7 @@ void PackInt8Conv(Graph* graph, Node* n, int64_t block, int64_t data_offset, boo
 }  // namespace
 
 void PackConvWeights(Graph* graph) {
+  DerivedConstants derived(graph);
   for (Node& n : graph->nodes()) {
     if (n.op == "Conv" && KernelPlan::Of(n).int8_dot) {
       // Depthwise: OIHW as it is (weight_block 0), or a tap's channels together for the blocked
@@ -111,7 +117,7 @@ void PackConvWeights(Graph* graph) {
       const KernelPlan plan = KernelPlan::Of(n);
       const bool depthwise = n.GetInt("group", 1) > 1;
       if (plan.weight_block > 0 && depthwise && !n.HasAttr(kPackedWeightBlockAttr)) {
-        PackWeightBlocked(graph, &n, plan.weight_block, 1);
+        PackWeightBlocked(graph, &derived, &n, plan.weight_block, 1);
       } else if (plan.weight_block > 0 && !depthwise && !n.HasAttr(kPackedInt8WeightAttr)) {
         PackInt8Conv(graph, &n, plan.weight_block, plan.int8_data_offset, plan.int8_weight_halves);
       }
@@ -122,7 +128,7 @@ void PackConvWeights(Graph* graph) {
     if (!w.is_constant() || w.type.dtype != kFloat32 || w.type.shape.size() != 4) continue;
     const KernelPlan plan = KernelPlan::Of(n);
     const int64_t block = plan.weight_block, ic_block = plan.weight_ic_block;
-    if (block > 1) PackWeightBlocked(graph, &n, block, ic_block);
+    if (block > 1) PackWeightBlocked(graph, &derived, &n, block, ic_block);
   }
 }
 

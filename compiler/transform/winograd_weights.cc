@@ -5,6 +5,8 @@
 #include <ember/compiler/ir/winograd.h>
 #include <ember/compiler/transform.h>
 
+#include "transform/derived_constants.h"
+
 namespace ember {
 namespace compiler {
 namespace {
@@ -30,6 +32,7 @@ HostTensorPtr TransformWeights(const HostTensor& w, const WinogradTransform& t, 
 }  // namespace
 
 void WinogradConvWeights(Graph* graph) {
+  DerivedConstants derived(graph);
   for (Node& n : graph->nodes()) {
     if (n.op != "Conv" || n.HasAttr(kWinogradTileAttr) || n.HasAttr(kPackedWeightBlockAttr) ||
         !n.HasInput(1)) {
@@ -38,10 +41,13 @@ void WinogradConvWeights(Graph* graph) {
     const KernelPlan plan = KernelPlan::Of(n);
     const WinogradTransform* t = FindWinogradTransform(plan.winograd_tile);
     if (t == nullptr) continue;
-    const Value& w = graph->value(n.inputs[1]);
-    if (!w.is_constant()) continue;
-    HostTensorPtr u = TransformWeights(*w.constant, *t, plan.winograd_block);
-    n.inputs[1] = graph->AddConstant(graph->UniqueName(w.name + "_winograd"), u);
+    const int w = n.inputs[1];
+    if (!graph->value(w).is_constant()) continue;
+    const std::string params =
+        std::to_string(plan.winograd_tile) + "x" + std::to_string(plan.winograd_block);
+    n.inputs[1] = derived.Get(w, "_winograd", params, [&] {
+      return TransformWeights(*graph->value(w).constant, *t, plan.winograd_block);
+    });
     n.attrs[kWinogradTileAttr] = plan.winograd_tile;
     n.attrs[kWinogradBlockAttr] = plan.winograd_block;
   }
