@@ -107,6 +107,29 @@ int ChainsJoinAnchor(const std::vector<Building>& groups, const std::vector<int>
   return candidates.size() > 1 && total < kMaxGroupNodes ? anchor : -1;
 }
 
+// The chains among `candidates` that n (elementwise or injective) takes into the first one's
+// group: groups of such nodes, each read only by n, that no anchor heads, in input order and as
+// many as the group's node cap allows. They are independent of one another (every value inside a
+// group has its one reader there, and each chain's last value is n's), so one kernel computes
+// them all: an LSTM cell's gates, each a gather and an activation, meet in one product per state
+// instead of a kernel per gate, and a Concat copies its inputs' reshapes in its own loops.
+std::vector<int> ChainsMeetingInNode(const std::vector<Building>& groups,
+                                     const std::vector<int>& candidates, OpPattern p) {
+  if (candidates.size() < 2 || p > OpPattern::kInjective ||
+      groups[static_cast<size_t>(candidates.front())].master > OpPattern::kInjective) {
+    return {};
+  }
+  std::vector<int> taken;
+  size_t total = 1 + groups[static_cast<size_t>(candidates.front())].nodes.size();
+  for (size_t k = 1; k < candidates.size(); ++k) {
+    const Building& b = groups[static_cast<size_t>(candidates[k])];
+    if (b.master > OpPattern::kInjective || total + b.nodes.size() > kMaxGroupNodes) continue;
+    total += b.nodes.size();
+    taken.push_back(candidates[k]);
+  }
+  return taken;
+}
+
 // The anchored group whose values an elementwise group reads, when every reader of those values
 // is in one of the two and no value of the anchored group is a graph output; else -1.
 int DiamondAnchor(const Graph& graph, const std::vector<bool>& graph_out,
@@ -248,6 +271,10 @@ std::vector<FusedGroup> FuseOps(Graph* graph, int opt_level) {
       target = anchor;
       for (int c : candidates) {
         if (c != anchor) MoveIntoAnchor(static_cast<size_t>(c), anchor, &groups, &group_of);
+      }
+    } else {
+      for (int c : ChainsMeetingInNode(groups, candidates, p)) {
+        MoveIntoAnchor(static_cast<size_t>(c), target, &groups, &group_of);
       }
     }
     if (target < 0) {

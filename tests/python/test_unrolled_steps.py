@@ -1,7 +1,8 @@
 """A recurrence unrolled over its sequence compiles each kind of step kernel once, whatever the
 sequence's length: the steps differ only in which time step they read, and that is an argument
 of the kernel, not code. (A 256-step GRU compiled 1290 distinct kernels in 30 s; now 16 in
-about a second.)"""
+about a second.) Only the output's Concat depends on the length: it copies the steps' outputs
+in one kernel up to FuseOps' 64-node cap, and in two or three past it."""
 import os
 import re
 import subprocess
@@ -44,7 +45,7 @@ def test_distinct_kernels_do_not_grow_with_the_sequence(op, attrs, tmp_path):
     long = _kernels(gen_exported.recurrent("%s_seq48" % op.lower(), 600, op, "48 steps", seq=48,
                                            **attrs), tmp_path)
     assert long[0] > short[0]  # the steps are unrolled: more kernels are called ...
-    assert long[1] == short[1], (short, long)  # ... but they are the same few kernels
+    assert long[1] <= short[1] + 2, (short, long)  # ... but they are the same few kernels
 
 
 def test_reverse_and_bidirectional_steps_share_kernels_too(tmp_path):
@@ -52,7 +53,7 @@ def test_reverse_and_bidirectional_steps_share_kernels_too(tmp_path):
                                             direction="bidirectional"), tmp_path)
     long = _kernels(gen_exported.recurrent("gru_bi_seq40", 601, "GRU", "40 steps", seq=40,
                                            direction="bidirectional"), tmp_path)
-    assert long[1] == short[1], (short, long)
+    assert long[1] <= short[1] + 2, (short, long)
 
 
 def test_a_sequence_too_long_to_unroll_is_refused_naming_the_node(tmp_path):

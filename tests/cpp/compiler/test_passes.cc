@@ -917,13 +917,39 @@ TEST(FuseOps, ValueReadTwiceEndsTheGroup) {
   int y = Add(g, "Add", {a, b});
   g.outputs().push_back(y);
   std::vector<FusedGroup> groups = FuseOps(&g, 3);
-  ASSERT_EQ(groups.size(), 3u);  // {Exp}, {Relu, Add}, {Neg} in a topological order
+  // {Exp}, then {Relu, Neg, Add}: the two chains from Exp's value meet in the Add.
+  ASSERT_EQ(groups.size(), 2u);
   std::vector<bool> defined(g.values().size(), false);
   defined[x] = true;
   for (const FusedGroup& fg : groups) {
     for (int in : fg.inputs) EXPECT_TRUE(defined[in]) << fg.func_name;
     for (int out : fg.outputs) defined[out] = true;
   }
+  EXPECT_EQ(groups[1].nodes.size(), 3u);
+  EXPECT_EQ(groups[1].outputs, (std::vector<int>{y}));
+}
+
+// An LSTM cell's gates: gathers of one gates value, each through its activation, meeting in the
+// state's products. The chains share one kernel with the node they meet in (they took one
+// kernel per gate before, eight kernels a step where five do).
+TEST(FuseOps, InjectiveChainsMeetingInANodeShareItsKernel) {
+  Graph g;
+  int gates = g.AddValue("gates", F32({1, 96}));
+  int c_prev = g.AddValue("c_prev", F32({1, 32}));
+  g.inputs() = {gates, c_prev};
+  auto gate = [&](int64_t k, const char* act) {
+    std::vector<int64_t> at(32);
+    for (int64_t i = 0; i < 32; ++i) at[static_cast<size_t>(i)] = k * 32 + i;
+    int idx = g.AddConstant("at" + std::to_string(k), MakeInt64Tensor(at));
+    return Add(g, act, {Add(g, "Gather", {gates, idx}, {{"axis", int64_t{1}}})});
+  };
+  int f = gate(0, "Sigmoid"), i = gate(1, "Sigmoid"), cc = gate(2, "Tanh");
+  int c = Add(g, "Add", {Add(g, "Mul", {f, c_prev}), Add(g, "Mul", {i, cc})});
+  g.outputs().push_back(c);
+  std::vector<FusedGroup> groups = FuseOps(&g, 3);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].nodes.size(), 9u);  // three gathers and activations, two Muls, the Add
+  EXPECT_EQ(groups[0].outputs, (std::vector<int>{c}));
 }
 
 TEST(FuseOps, OutputThatIsAnInputOrConstantGetsACopyKernel) {
