@@ -114,6 +114,7 @@ FoldOutputs ConcatFold(const Node& n, const FoldInputs& in, const FoldTypes& out
   int64_t out_row = out->NumElements() / std::max<int64_t>(outer, 1) * es;
   for (const auto& t : in) {
     int64_t row = outer ? t->NumElements() / std::max<int64_t>(outer, 1) * es : 0;
+    if (row == 0) continue;  // an empty input: nothing to copy, and its data() may be null
     for (int64_t o = 0; o < outer; ++o) {
       std::memcpy(out->data.data() + o * out_row + pos, t->data.data() + o * row,
                   static_cast<size_t>(row));

@@ -170,6 +170,11 @@ void CanonicalizeLayerNorm(Node n, CanonicalizeContext* ctx) {
 }
 
 void CanonicalizeBatchNorm(Node n, CanonicalizeContext* ctx) {
+  // Both modes read scale, B, mean and var per channel: the op's type rule checks their shapes
+  // before the training expansion spreads them over nodes an error would name instead.
+  std::vector<TensorType> types;
+  for (int id : n.inputs) types.push_back(id == kAbsentValue ? TensorType{} : ctx->TypeOf(id));
+  InferNodeTypes(n, types);
   if (n.GetInt("training_mode", 0)) {
     BatchNormTraining(std::move(n), ctx);
     return;

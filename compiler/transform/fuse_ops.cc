@@ -232,11 +232,8 @@ std::vector<FusedGroup> FuseOps(Graph* graph, int opt_level) {
   for (int& out : graph->outputs()) {
     const Value& v = graph->value(out);
     if (!v.is_constant() && !is_input[static_cast<size_t>(out)]) continue;
-    // Copies: AddValue may reallocate the values and leave `v` dangling (ASan found it).
-    const std::string name = v.name;
-    const TensorType type = v.type;
-    int copy = graph->AddValue(graph->UniqueName(name + "_copy"), type);
-    graph->nodes().push_back(Node{"Identity", name + "_copy", {}, {out}, {copy}});
+    int copy = graph->AddValue(graph->UniqueName(v.name + "_copy"), v.type);
+    graph->nodes().push_back(Node{"Identity", v.name + "_copy", {}, {out}, {copy}});
     out = copy;
   }
 

@@ -91,7 +91,7 @@ void PackInt8Conv(Graph* graph, Node* n, int64_t block, int64_t data_offset, boo
     bias->Data<int32_t>()[o] = static_cast<int32_t>(b - compensation * sum);
     sums->Data<int32_t>()[o] = static_cast<int32_t>(sum);
   }
-  const std::string w_name = w.name;  // w dies with the next constant added
+  const std::string w_name = w.name;
   n->inputs[1] = graph->AddConstant(graph->UniqueName(w_name + "_packed"), packed);
   const std::string bias_name = n->HasInput(2) ? graph->value(n->inputs[2]).name : w_name;
   if (n->inputs.size() < 3) n->inputs.resize(3, kAbsentValue);

@@ -332,6 +332,19 @@ TEST(Frontend, ShapeMathIsFoldedIntoStaticReshape) {
   EXPECT_EQ(g.value(g.outputs()[0]).type.ToString(), "float32[2,12]");
 }
 
+// A Concat of constants where one is empty folds to the others (its empty input was handed to
+// memcpy as a null pointer: UBSan, mutation sweep).
+TEST(Frontend, ConcatOfAnEmptyConstantFolds) {
+  OnnxBuilder b;
+  b.Input("x", {2, 3, 4});
+  b.IntInit("none", {0}, {}).IntInit("two", {1}, {2}).IntInit("minus1", {1}, {-1});
+  OnnxBuilder::IntAttr(b.Node("Concat", "concat", {"two", "none", "minus1"}, {"shape"}), "axis", 0);
+  b.Node("Reshape", "reshape", {"x", "shape"}, {"y"});
+  b.Output("y", {2, 12});
+  Graph g = ImportOnnxBytes(b.Bytes(), "m.onnx", {});
+  EXPECT_EQ(g.value(g.outputs()[0]).type.ToString(), "float32[2,12]");
+}
+
 TEST(Frontend, NonConstantShapeInputIsRefusedClearly) {
   OnnxBuilder b;
   b.Input("x", {6}).Input("shape", {2}, onnx::TensorProto::INT64);

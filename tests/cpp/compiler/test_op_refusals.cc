@@ -230,6 +230,19 @@ const std::vector<Refusal>& Refusals() {
        },
        "input scale must have shape [4] (one value per channel of X float32[3,4]), got "
        "float32[3]"},
+      // Its expansion held a reference to X's type across the nodes it emitted, which grew
+      // the graph's values under it (use-after-free; ASan, mutation sweep): values are now kept
+      // where adding one moves none.
+      {"training-mode BatchNormalization with an empty running mean", 15,
+       [](B& b) {
+         b.Input("xb", {2, 4, 3}).Input("q", {4}).Input("m0", {0});
+         b.Output("y", {-1, -1, -1}).Output("rm", {-1}).Output("rv", {-1});
+         OnnxBuilder::IntAttr(
+             b.Node("BatchNormalization", "n", {"xb", "q", "q", "m0", "q"}, {"y", "rm", "rv"}),
+             "training_mode", 1);
+       },
+       "input input_mean must have shape [4] (one value per channel of X float32[2,4,3]), got "
+       "float32[0]"},
       {"InstanceNormalization with a [4,1] bias", 13,
        [](B& b) {
          b.Input("x3", {1, 4, 5}).Input("s", {4}).Input("bias", {4, 1}).Output("y", {-1, -1, -1});

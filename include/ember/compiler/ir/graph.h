@@ -9,6 +9,7 @@
 #include <ember/compiler/ir/tensor_type.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -94,10 +95,15 @@ class Graph {
   /*! \brief A fresh name "<base>" or "<base>_N" not used by any value yet. */
   std::string UniqueName(const std::string& base);
 
+  /*! \brief The values, in a deque: adding one (AddValue, AddConstant, a pass's Emit) leaves
+   *  references to the others valid, so a pass may hold `const Value&` or `const TensorType&`
+   *  across the nodes it emits (with a vector those dangled: use-after-free that ASan found in
+   *  FuseOps and, by the mutation sweep, in BatchNormalization's training expansion). */
+  using ValueList = std::deque<Value>;
   Value& value(int id) { return values_.at(static_cast<size_t>(id)); }
   const Value& value(int id) const { return values_.at(static_cast<size_t>(id)); }
-  std::vector<Value>& values() { return values_; }
-  const std::vector<Value>& values() const { return values_; }
+  ValueList& values() { return values_; }
+  const ValueList& values() const { return values_; }
 
   std::vector<Node>& nodes() { return nodes_; }
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -121,7 +127,7 @@ class Graph {
   std::string ToDot() const;
 
  private:
-  std::vector<Value> values_;
+  ValueList values_;
   std::vector<Node> nodes_;
   std::vector<int> inputs_;
   std::vector<int> outputs_;
