@@ -1,7 +1,8 @@
-// Canonical forms of If and Loop (registered as their canonicalization rules).
+// Canonical forms of If, Loop and Scan (registered as their canonicalization rules).
 //
 // What compile time decides disappears: an If whose condition is known becomes its taken branch,
-// a Loop whose trip count and condition are known is unrolled. An If decided by data stays an If
+// a Loop whose trip count and condition are known is unrolled, and so is every Scan (its length
+// is a static dimension). An If decided by data stays an If
 // whose branches are canonicalized apart and closed (every value they read from outside is an
 // input of the If), so that lowering can build the If and its branches into one kernel.
 #include <ember/compiler/ir/op_registry.h>
@@ -169,6 +170,21 @@ HostTensorPtr ConstantLike(const TensorType& declared, DLDataType dtype, double 
   return c;
 }
 
+// The values `steps` (one per iteration, of one shape) stacked along a new dimension `axis` into
+// value `out`: a Loop's or a Scan's scan output; the last step first when `reversed`.
+void StackSteps(const Node& n, std::vector<int> steps, int64_t axis, bool reversed, int out,
+                CanonicalizeContext* ctx) {
+  if (steps.empty()) NodeUnsupported(n, "runs no iteration, so its scan outputs are empty");
+  if (reversed) std::reverse(steps.begin(), steps.end());
+  std::vector<int> rows;
+  for (int id : steps) {
+    std::vector<int64_t> shape = ctx->TypeOf(id).shape;
+    shape.insert(shape.begin() + axis, 1);
+    rows.push_back(ctx->Emit("Reshape", n.name + "_scan_row", {id}, {{"__out_shape", shape}}));
+  }
+  ctx->EmitInto(Node{"Concat", n.name + "_scan", {{"axis", axis}}, rows, {out}});
+}
+
 // A Loop whose trip count and condition are constants, and whose body's condition folds in
 // every iteration, unrolled: each iteration instantiates the body on the carried values.
 void UnrollLoop(Node n, CanonicalizeContext* ctx) {
@@ -244,18 +260,223 @@ void UnrollLoop(Node n, CanonicalizeContext* ctx) {
         Node{"Identity", n.name + "_out" + std::to_string(k), {}, {carried[k]}, {n.outputs[k]}});
   }
   for (size_t k = 0; k < scan_count; ++k) {
-    if (scans[k].empty()) NodeUnsupported(n, "runs no iteration, so its scan outputs are empty");
-    std::vector<int> rows;
-    for (int id : scans[k]) {
-      std::vector<int64_t> shape = g.value(id).type.shape;
-      shape.insert(shape.begin(), 1);
-      rows.push_back(ctx->Emit("Reshape", n.name + "_scan_row", {id}, {{"__out_shape", shape}}));
+    StackSteps(n, scans[k], 0, false, n.outputs[carried_count + k], ctx);
+  }
+}
+
+// An attribute of one int per scan input or output (`count` of them), `dflt` each when absent.
+std::vector<int64_t> PerScanAttr(const Node& n, const char* key, size_t count, int64_t dflt) {
+  std::vector<int64_t> v = n.GetInts(key, std::vector<int64_t>(count, dflt));
+  if (v.size() != count) {
+    NodeError(n, std::string("attribute '") + key + "' must hold " + std::to_string(count) +
+                     " values (one per scan " +
+                     (std::string(key).find("output") != std::string::npos ? "output" : "input") +
+                     "), got " + std::to_string(v.size()));
+  }
+  return v;
+}
+
+// A scan axis attribute's value `axis` for a tensor of `rank` dims, from the end when negative.
+int64_t ScanAxis(const Node& n, const char* key, size_t j, int64_t axis, int64_t rank,
+                 const std::string& of) {
+  if (axis < -rank || axis >= rank) {
+    NodeError(n, std::string("attribute '") + key + "'[" + std::to_string(j) + "] must be in [" +
+                     std::to_string(-rank) + ", " + std::to_string(rank - 1) + "] for " + of +
+                     ", got " + std::to_string(axis));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+void CheckDirections(const Node& n, const char* key, const std::vector<int64_t>& directions) {
+  for (size_t j = 0; j < directions.size(); ++j) {
+    if (directions[j] != 0 && directions[j] != 1) {
+      NodeError(n, std::string("attribute '") + key + "'[" + std::to_string(j) +
+                       "] must be 0 (forward) or 1 (reverse), got " +
+                       std::to_string(directions[j]));
     }
-    ctx->EmitInto(Node{"Concat",
-                       n.name + "_scan" + std::to_string(k),
-                       {{"axis", int64_t{0}}},
-                       rows,
-                       {n.outputs[carried_count + k]}});
+  }
+}
+
+// What one run of a Scan's body over its sequence leaves: the final states and, per scan
+// output, the value of each step.
+struct ScanRun {
+  std::vector<int> states;
+  std::vector<std::vector<int>> steps;
+};
+
+// The body run on `states` once per element of the scan inputs `scans`, each read along its axis
+// `axes[j]` (already in range), from the end where `reversed[j]`. `tag` keeps the names of the
+// runs of a batched Scan apart.
+ScanRun RunScanBody(const Node& n, const Subgraph& body, std::vector<int> states,
+                    const std::vector<int>& scans, const std::vector<int64_t>& axes,
+                    const std::vector<int64_t>& reversed, int64_t steps, const std::string& tag,
+                    CanonicalizeContext* ctx) {
+  Graph& g = ctx->graph();
+  const size_t state_count = states.size();
+  ScanRun run{std::move(states), std::vector<std::vector<int>>(body.outputs.size() - state_count)};
+  for (int64_t t = 0; t < steps; ++t) {
+    const std::string suffix = tag + "_iter" + std::to_string(t);
+    std::map<int, int> remap;
+    for (size_t k = 0; k < state_count; ++k) remap[body.inputs[k]] = run.states[k];
+    for (size_t j = 0; j < scans.size(); ++j) {
+      const int64_t at = reversed[j] ? steps - 1 - t : t;
+      const int index =
+          ctx->Constant(n.name + "_t", MakeScalarTensor(kInt64, static_cast<double>(at)));
+      remap[body.inputs[state_count + j]] =
+          ctx->Emit("Gather", n.name + suffix + "_slice", {scans[j], index}, {{"axis", axes[j]}});
+    }
+    for (Node& node : Instantiate(body.nodes, suffix, g, &remap))
+      ctx->Canonicalize(std::move(node));
+    auto result = [&](size_t k) {
+      auto it = remap.find(body.outputs[k]);
+      return it == remap.end() ? body.outputs[k] : it->second;
+    };
+    for (size_t k = 0; k < state_count; ++k) run.states[k] = result(k);
+    for (size_t k = 0; k < run.steps.size(); ++k) run.steps[k].push_back(result(state_count + k));
+  }
+  return run;
+}
+
+// A Scan unrolled: its sequence length is a static dimension. From opset 9 the inputs are the
+// initial states and then the scan inputs, each scanned along its own axis and direction, and
+// each scan output stacked along its own. Opset 8's Scan has a batch axis in front of everything
+// (the body sees one batch element) and an optional sequence_lens first; each batch element runs
+// on its own, all of the sequence (sequence_lens, when given, must be constant and say so).
+void UnrollScan(Node n, CanonicalizeContext* ctx) {
+  const SubgraphPtr body = n.GetSubgraph("body");
+  const bool batched = ctx->opset() < 9;
+  const size_t first = batched ? 1 : 0;  // Scan-8's sequence_lens
+  if (n.inputs.size() <= first) NodeError(n, "has no scan input");
+  const size_t input_count = n.inputs.size() - first;
+  const int64_t m = n.GetInt("num_scan_inputs");
+  if (m < 1 || static_cast<size_t>(m) > input_count) {
+    NodeError(n, "attribute 'num_scan_inputs' must be in [1, " + std::to_string(input_count) +
+                     "] (its inputs), got " + std::to_string(m));
+  }
+  const size_t scan_count = static_cast<size_t>(m), state_count = input_count - scan_count;
+  if (n.outputs.size() < state_count || body->inputs.size() != input_count ||
+      body->outputs.size() != n.outputs.size()) {
+    NodeError(n, "the body takes " + std::to_string(body->inputs.size()) + " inputs and gives " +
+                     std::to_string(body->outputs.size()) + "; expected " +
+                     std::to_string(input_count) + " inputs (" + std::to_string(state_count) +
+                     " states, " + std::to_string(scan_count) + " scanned) and " +
+                     std::to_string(n.outputs.size()) + " outputs (the Scan's)");
+  }
+  const size_t output_count = n.outputs.size() - state_count;
+  const char* directions_key = batched ? "directions" : "scan_input_directions";
+  std::vector<int64_t> in_axes = PerScanAttr(n, "scan_input_axes", scan_count, 0);
+  const std::vector<int64_t> in_dirs = PerScanAttr(n, directions_key, scan_count, 0);
+  std::vector<int64_t> out_axes = PerScanAttr(n, "scan_output_axes", output_count, 0);
+  const std::vector<int64_t> out_dirs = PerScanAttr(n, "scan_output_directions", output_count, 0);
+  CheckDirections(n, directions_key, in_dirs);
+  CheckDirections(n, "scan_output_directions", out_dirs);
+  if (batched && (n.HasAttr("scan_input_axes") || n.HasAttr("scan_output_axes"))) {
+    NodeError(n, "Scan of opset 8 scans along axis 1 and takes no scan axes attributes");
+  }
+
+  // The batch (opset 8) and the sequence length every scan input must share.
+  const int64_t lead = batched ? 1 : 0;
+  int64_t batch = 1, steps = -1;
+  std::vector<int> states(n.inputs.begin() + first, n.inputs.begin() + first + state_count);
+  std::vector<int> scans(n.inputs.begin() + first + state_count, n.inputs.end());
+  for (size_t j = 0; j < scan_count; ++j) {
+    const Value& v = ctx->graph().value(scans[j]);
+    const int64_t rank = v.type.ndim() - lead;
+    const std::string of = "input '" + v.name + "' of rank " + std::to_string(v.type.ndim());
+    if (rank < 1) {
+      NodeError(n, "scan " + of + " needs " +
+                       (batched ? "a batch and a sequence axis" : "an axis to scan"));
+    }
+    in_axes[j] = ScanAxis(n, "scan_input_axes", j, in_axes[j], rank, of);
+    const int64_t length = v.type.shape[static_cast<size_t>(in_axes[j] + lead)];
+    if (steps >= 0 && length != steps) {
+      NodeError(n, "scan input '" + v.name + "' has " + std::to_string(length) +
+                       " elements along its scan axis, the first has " + std::to_string(steps) +
+                       "; all must be as long");
+    }
+    steps = length;
+    if (batched) batch = v.type.shape[0];
+  }
+  for (int id :
+       batched ? std::vector<int>(n.inputs.begin() + 1, n.inputs.end()) : std::vector<int>{}) {
+    if (ctx->TypeOf(id).ndim() < 1 || ctx->TypeOf(id).shape[0] != batch) {
+      NodeError(n, "input '" + ctx->graph().value(id).name + "' must have the batch (" +
+                       std::to_string(batch) + ") as its first dimension, got " +
+                       ctx->TypeOf(id).ToString());
+    }
+  }
+  if (batched && n.HasInput(0)) {
+    const HostTensorPtr lens = ctx->ConstInput(n, 0, "sequence_lens");
+    for (int64_t b = 0; b < lens->NumElements(); ++b) {
+      if (lens->GetAsDouble(b) != static_cast<double>(steps)) {
+        NodeUnsupported(n, "sequence_lens[" + std::to_string(b) + "] is " +
+                               std::to_string(static_cast<int64_t>(lens->GetAsDouble(b))) +
+                               ", shorter than the sequence (" + std::to_string(steps) +
+                               "); emberc scans whole sequences");
+      }
+    }
+  }
+  if (steps == 0 && output_count > 0) {
+    NodeUnsupported(n, "its scan inputs are empty (0 steps), so its scan outputs would be too");
+  }
+  const int64_t body_nodes = std::max<int64_t>(1, static_cast<int64_t>(body->nodes.size()));
+  if (steps > kMaxUnrolledNodes / body_nodes / std::max<int64_t>(batch, 1)) {
+    NodeUnsupported(n, "unrolling it takes more than " + std::to_string(kMaxUnrolledNodes) +
+                           " nodes (" + std::to_string(steps) + " steps of " +
+                           std::to_string(body_nodes) + " nodes)");
+  }
+
+  std::vector<ScanRun> runs;
+  for (int64_t b = 0; b < batch; ++b) {
+    std::vector<int> run_states = states, run_scans = scans;
+    std::string tag;
+    if (batched) {  // batch element b of every input; the body sees no batch axis
+      tag = "_b" + std::to_string(b);
+      const int index =
+          ctx->Constant(n.name + "_b", MakeScalarTensor(kInt64, static_cast<double>(b)));
+      for (int& id : run_states)
+        id = ctx->Emit("Gather", n.name + tag, {id, index}, {{"axis", int64_t{0}}});
+      for (int& id : run_scans)
+        id = ctx->Emit("Gather", n.name + tag, {id, index}, {{"axis", int64_t{0}}});
+    }
+    runs.push_back(RunScanBody(n, *body, run_states, run_scans, in_axes, in_dirs, steps, tag, ctx));
+  }
+  for (size_t k = 0; k < output_count; ++k) {
+    const int64_t rank = ctx->TypeOf(runs[0].steps[k].at(0)).ndim() + 1;
+    const std::string of =
+        "scan output " + std::to_string(k) + " (rank " + std::to_string(rank) + ")";
+    out_axes[k] = ScanAxis(n, "scan_output_axes", k, out_axes[k], rank, of);
+  }
+  auto output = [&](size_t k, int value) {
+    ctx->EmitInto(
+        Node{"Identity", n.name + "_out" + std::to_string(k), {}, {value}, {n.outputs[k]}});
+  };
+  if (!batched) {
+    for (size_t k = 0; k < state_count; ++k) output(k, runs[0].states[k]);
+    for (size_t k = 0; k < output_count; ++k) {
+      StackSteps(n, runs[0].steps[k], out_axes[k], out_dirs[k] != 0, n.outputs[state_count + k],
+                 ctx);
+    }
+    return;
+  }
+  // Opset 8: each batch element's states and stacked steps, then the batch stacked in front.
+  for (size_t k = 0; k < state_count; ++k) {
+    std::vector<int> per_batch;
+    for (const ScanRun& run : runs) per_batch.push_back(run.states[k]);
+    StackSteps(n, per_batch, 0, false, n.outputs[k], ctx);
+  }
+  for (size_t k = 0; k < output_count; ++k) {
+    std::vector<int> per_batch;
+    for (const ScanRun& run : runs) {
+      const TensorType& step = ctx->TypeOf(run.steps[k].at(0));
+      std::vector<int64_t> shape = step.shape;
+      shape.insert(shape.begin(), steps);
+      const int stacked = ctx->graph().AddValue(ctx->graph().UniqueName(n.name + "_stacked"),
+                                                TensorType{shape, step.dtype});
+      StackSteps(n, run.steps[k], 0, false, stacked, ctx);
+      per_batch.push_back(stacked);
+    }
+    StackSteps(n, per_batch, 0, false, n.outputs[state_count + k], ctx);
   }
 }
 
@@ -263,6 +484,7 @@ void UnrollLoop(Node n, CanonicalizeContext* ctx) {
 
 EMBER_REGISTER_OP_CANONICALIZE("If", CanonicalizeIf);
 EMBER_REGISTER_OP_CANONICALIZE("Loop", UnrollLoop);
+EMBER_REGISTER_OP_CANONICALIZE("Scan", UnrollScan);
 
 }  // namespace compiler
 }  // namespace ember

@@ -23,6 +23,8 @@ Kinds:
   qdq_*           ONNX Runtime's default QDQ layout: Quantize/DequantizeLinear around float Convs
   loop_*          a Loop whose trip count is a constant or a shape, carrying a state and
                   scanning it: unrolled
+  scan_*          Scan as keras2onnx wrote RNNs (two states, scan axes and directions, outer
+                  weights) and opset 8's batched Scan with sequence_lens: unrolled
   tf_computed_*   tf2onnx's NHWC input and attributes computed from shapes (Pad's pads through
                   Shape -> Slice -> Mod -> Split -> Clip -> Concat, Reshape's shape through
                   Gather/Unsqueeze/Concat, a mask through Size/Range/Equal/Not): all must fold
@@ -408,10 +410,72 @@ def qdq(depthwise=False, pool=False):
     return m
 
 
+def scan_rnn():
+    """A recurrence written as Scan, as keras2onnx and older tf2onnx wrote RNNs (opset 11): two
+    states (the hidden state and a running sum), a batch-major sequence scanned along axis 1 and a
+    mask scanned backwards, weights read from the outer graph, one scan output stacked along axis
+    1 and one stacked backwards. Unrolled at compile time."""
+    m = Model("scan_rnn", 430, "Scan: two states, input axes 1 and reversed, output axis 1 and "
+              "reversed, weights from the outer graph", opset=11)
+    h0, c0 = m.input("h0", [2, 4]), m.input("c0", [4])
+    xs, ms = m.input("xs", [2, 5, 3]), m.input("ms", [5, 2])
+    w, r, b = m.weight("w", [3, 4]), m.weight("r", [4, 4]), m.weight("b", [4], 0.3)
+
+    def info(name, shape):
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+    step = [helper.make_node("MatMul", ["x", w], ["xw"], name="step_xw"),
+            helper.make_node("MatMul", ["h", r], ["hr"], name="step_hr"),
+            helper.make_node("Add", ["xw", "hr"], ["pre"], name="step_add"),
+            helper.make_node("Add", ["pre", b], ["pre_b"], name="step_bias"),
+            helper.make_node("Tanh", ["pre_b"], ["h_new"], name="step_tanh"),
+            helper.make_node("Unsqueeze", ["mask"], ["mask_col"], name="step_mask", axes=[1]),
+            helper.make_node("Mul", ["h_new", "mask_col"], ["h_next"], name="step_masked"),
+            helper.make_node("ReduceSum", ["h_next"], ["h_sum"], name="step_sum", axes=[0],
+                             keepdims=0),
+            helper.make_node("Add", ["c", "h_sum"], ["c_next"], name="step_running"),
+            helper.make_node("Identity", ["h_next"], ["h_scan"], name="step_scan_h"),
+            helper.make_node("Identity", ["c_next"], ["c_scan"], name="step_scan_c")]
+    body = helper.make_graph(step, "body", [info("h", [2, 4]), info("c", [4]), info("x", [2, 3]),
+                                            info("mask", [2])],
+                             [info("h_next", [2, 4]), info("c_next", [4]), info("h_scan", [2, 4]),
+                              info("c_scan", [4])])
+    m.node("Scan", [h0, c0, xs, ms], ["h_last", "c_last", "h_all", "c_all"], body=body,
+           num_scan_inputs=2, scan_input_axes=[1, 0], scan_input_directions=[0, 1],
+           scan_output_axes=[1, 0], scan_output_directions=[0, 1])
+    for name, rank in (("h_last", 2), ("c_last", 1), ("h_all", 3), ("c_all", 2)):
+        m.output(name, rank=rank)
+    return m
+
+
+def scan_batched():
+    """Scan as opset 8 wrote it: a batch axis in front of the states and the sequences, the body
+    seeing one batch element, sequence_lens given (all full length) and the input reversed."""
+    m = Model("scan_opset8_batched", 431, "Scan-8: batch axis, sequence_lens, reversed input",
+              opset=8)
+    s0, xs = m.input("s0", [2, 3]), m.input("xs", [2, 4, 3])
+    m.inits.append(numpy_helper.from_array(np.array([4, 4], dtype=np.int64), "lens"))
+    w = m.weight("w", [3])
+
+    def info(name):
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, [3])
+
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["x", w], ["xw"], name="step_mul"),
+         helper.make_node("Add", ["s", "xw"], ["s_next"], name="step_add"),
+         helper.make_node("Sigmoid", ["s_next"], ["y"], name="step_sigmoid")],
+        "body", [info("s"), info("x")], [info("s_next"), info("y")])
+    m.node("Scan", ["lens", s0, xs], ["s_last", "ys"], body=body, num_scan_inputs=1,
+           directions=[1])
+    m.output("s_last", rank=2)
+    m.output("ys", rank=3)
+    return m
+
+
 def control_flow():
     return [if_on_data("if_data_taken", 400, 0.0), if_on_data("if_data_skipped", 401, 1.5),
             if_on_data_nested(), loop_with_constant_count("loop_constant", 420, False),
-            loop_with_constant_count("loop_shape", 421, True)]
+            loop_with_constant_count("loop_shape", 421, True), scan_rnn(), scan_batched()]
 
 
 def recurrent(name, seed, op, note, seq=5, batch=3, inputs=4, hidden=6, direction="forward",

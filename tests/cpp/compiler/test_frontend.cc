@@ -2,6 +2,8 @@
 #include <ember/compiler/ir/subgraph.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "onnx_builder.h"
 
 namespace ember {
@@ -194,6 +196,32 @@ TEST(Frontend, AnIfWhoseBranchesDisagreeAndBadBindingsAreRefusedClearly) {
   for (const Node& n : g.nodes()) EXPECT_NE(n.op, "If");
 }
 
+using Formals = std::vector<std::pair<const char*, onnx::TensorProto::DataType>>;
+using Steps = std::vector<std::tuple<const char*, std::vector<std::string>, const char*>>;
+
+// Attribute `body` of n: a graph of inputs `formals` running `steps` (op, inputs, output), each
+// step's output also an output of the graph.
+void AddBody(onnx::NodeProto* n, const Formals& formals, const Steps& steps) {
+  auto* a = n->add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto* body = a->mutable_g();
+  body->set_name("body");
+  for (const auto& [name, type] : formals) {
+    auto* in = body->add_input();
+    in->set_name(name);
+    in->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+  }
+  for (const auto& [op, ins, out] : steps) {
+    auto* node = body->add_node();
+    node->set_op_type(op);
+    node->set_name(std::string("body_") + out);
+    for (const auto& i : ins) node->add_input(i);
+    node->add_output(out);
+    body->add_output()->set_name(out);
+  }
+}
+
 // Loop(M, cond, h): body h + x, scanned. M a constant (or bound) unrolls; else it is refused.
 std::string LoopModel(bool constant_count) {
   OnnxBuilder b;
@@ -204,32 +232,13 @@ std::string LoopModel(bool constant_count) {
     b.Input("m", {}, onnx::TensorProto::INT64);
   }
   onnx::NodeProto* n = b.Node("Loop", "loop0", {"m", "", "h0"}, {"h", "hs"});
-  auto* a = n->add_attribute();
-  a->set_name("body");
-  a->set_type(onnx::AttributeProto::GRAPH);
-  onnx::GraphProto* body = a->mutable_g();
-  body->set_name("body");
-  const std::pair<const char*, onnx::TensorProto::DataType> formals[] = {
-      {"i", onnx::TensorProto::INT64},
-      {"c", onnx::TensorProto::BOOL},
-      {"h_in", onnx::TensorProto::FLOAT}};
-  for (const auto& [name, type] : formals) {
-    auto* in = body->add_input();
-    in->set_name(name);
-    in->mutable_type()->mutable_tensor_type()->set_elem_type(type);
-  }
-  const std::tuple<const char*, std::vector<std::string>, const char*> steps[] = {
-      {"Identity", {"c"}, "c_out"},
-      {"Add", {"h_in", "x"}, "h_out"},
-      {"Identity", {"h_out"}, "scan"}};
-  for (const auto& [op, ins, out] : steps) {
-    auto* node = body->add_node();
-    node->set_op_type(op);
-    node->set_name(std::string("body_") + out);
-    for (const auto& i : ins) node->add_input(i);
-    node->add_output(out);
-    body->add_output()->set_name(out);
-  }
+  AddBody(n,
+          {{"i", onnx::TensorProto::INT64},
+           {"c", onnx::TensorProto::BOOL},
+           {"h_in", onnx::TensorProto::FLOAT}},
+          {{"Identity", {"c"}, "c_out"},
+           {"Add", {"h_in", "x"}, "h_out"},
+           {"Identity", {"h_out"}, "scan"}});
   b.Output("h", {2}).Output("hs", {3, 2});
   return b.Bytes();
 }
@@ -248,6 +257,87 @@ TEST(Frontend, ALoopOfKnownTripCountUnrollsAndADataDependentOneIsRefused) {
                       "time"),
             std::string::npos)
       << ErrorOf(LoopModel(false));
+}
+
+// Scan(s0, xs): the body adds each element x of xs to the state s and scans the new state.
+// Opset 8 has sequence_lens first ("lens", when given) and a batch axis in front.
+std::string ScanModel(int64_t opset, const std::vector<int64_t>& xs,
+                      const std::function<void(onnx::NodeProto*)>& attrs = nullptr,
+                      const std::vector<int64_t>& lens = {}) {
+  OnnxBuilder b(opset);
+  const bool batched = opset < 9;
+  std::vector<int64_t> state = {2};
+  if (batched) state.insert(state.begin(), xs.empty() ? 1 : xs[0]);
+  b.Input("s0", state).Input("xs", xs);
+  std::vector<std::string> inputs = {"s0", "xs"};
+  if (batched) {
+    if (!lens.empty()) b.IntInit("lens", {static_cast<int64_t>(lens.size())}, lens);
+    inputs.insert(inputs.begin(), lens.empty() ? "" : "lens");
+  }
+  onnx::NodeProto* n = b.Node("Scan", "scan0", inputs, {"s", "ys"});
+  OnnxBuilder::IntAttr(n, "num_scan_inputs", 1);
+  AddBody(n, {{"s_in", onnx::TensorProto::FLOAT}, {"x_in", onnx::TensorProto::FLOAT}},
+          {{"Add", {"s_in", "x_in"}, "s_out"}, {"Identity", {"s_out"}, "scan"}});
+  if (attrs) attrs(n);
+  b.Output("s", std::vector<int64_t>(state.size(), -1));
+  b.Output("ys", std::vector<int64_t>(state.size() + 1, -1));
+  return b.Bytes();
+}
+
+TEST(Frontend, AScanUnrollsAlongItsAxesAndDirections) {
+  // xs [2, 3] scanned along axis 1 backwards, the states stacked along axis 1: ys [2, 3].
+  Graph g = ImportOnnxBytes(ScanModel(11, {2, 3},
+                                      [](onnx::NodeProto* n) {
+                                        OnnxBuilder::IntsAttr(n, "scan_input_axes", {1});
+                                        OnnxBuilder::IntsAttr(n, "scan_input_directions", {1});
+                                        OnnxBuilder::IntsAttr(n, "scan_output_axes", {-1});
+                                      }),
+                            "m.onnx", {});
+  int adds = 0;
+  for (const Node& n : g.nodes()) {
+    EXPECT_NE(n.op, "Scan");
+    adds += n.op == "Add" ? 1 : 0;
+  }
+  EXPECT_EQ(adds, 3) << "one body per step";
+  EXPECT_EQ(g.value(g.outputs()[0]).type.ToString(), "float32[2]");
+  EXPECT_EQ(g.value(g.outputs()[1]).type.ToString(), "float32[2,3]");
+  // Opset 8: two batch elements of 3 steps each; sequence_lens of full length is fine.
+  Graph batched = ImportOnnxBytes(ScanModel(8, {2, 3, 2}, nullptr, {3, 3}), "m.onnx", {});
+  EXPECT_EQ(batched.value(batched.outputs()[0]).type.ToString(), "float32[2,2]");
+  EXPECT_EQ(batched.value(batched.outputs()[1]).type.ToString(), "float32[2,3,2]");
+}
+
+TEST(Frontend, MalformedScansAreRefusedNamingTheAttribute) {
+  using Attrs = std::function<void(onnx::NodeProto*)>;
+  auto ints = [](const char* key, std::vector<int64_t> v) -> Attrs {
+    return [=](onnx::NodeProto* n) { OnnxBuilder::IntsAttr(n, key, v); };
+  };
+  const struct {
+    std::string model;
+    const char* message;
+  } rows[] = {
+      {ScanModel(11, {3, 2}, ints("scan_input_directions", {2})),
+       "attribute 'scan_input_directions'[0] must be 0 (forward) or 1 (reverse), got 2"},
+      {ScanModel(11, {3, 2}, ints("scan_input_axes", {-3})),
+       "attribute 'scan_input_axes'[0] must be in [-2, 1] for input 'xs' of rank 2, got -3"},
+      {ScanModel(11, {3, 2}, ints("scan_output_axes", {1, 0})),
+       "attribute 'scan_output_axes' must hold 1 values (one per scan output), got 2"},
+      {ScanModel(11, {3, 2}, ints("scan_output_axes", {2})),
+       "attribute 'scan_output_axes'[0] must be in [-2, 1] for scan output 0 (rank 2), got 2"},
+      {ScanModel(11, {3, 2}, ints("scan_output_directions", {-1})),
+       "attribute 'scan_output_directions'[0] must be 0 (forward) or 1 (reverse), got -1"},
+      {ScanModel(11, {}), "scan input 'xs' of rank 0 needs an axis to scan"},
+      {ScanModel(11, {0, 2}), "its scan inputs are empty (0 steps)"},
+      {ScanModel(11, {1 << 20, 2}),
+       "unrolling it takes more than 65536 nodes (1048576 steps of 2 nodes)"},
+      {ScanModel(8, {2, 3, 2}, nullptr, {3, 2}),
+       "sequence_lens[1] is 2, shorter than the sequence (3); emberc scans whole sequences"},
+  };
+  for (const auto& row : rows) {
+    const std::string error = ErrorOf(row.model);
+    EXPECT_NE(error.find("node 'scan0' (Scan): "), std::string::npos) << error;
+    EXPECT_NE(error.find(row.message), std::string::npos) << error;
+  }
 }
 
 TEST(Frontend, RecurrentLayersExpandAndBadAttributesAreNamed) {
