@@ -712,13 +712,18 @@ std::vector<IndexCheck> RunTimeIndexChecks(const FusedGroup& group) {
   for (const Node* node : group.nodes) {
     const OpDef* def = OpRegistry::Global()->Find(node->op);
     if (def == nullptr || !def->runtime_indices()) continue;
-    auto arg = std::find(group.inputs.begin(), group.inputs.end(), node->inputs.at(1));
-    if (arg == group.inputs.end()) continue;
+    const Value& indices = g.value(node->inputs.at(1));
     std::vector<TensorType> types;
     for (int in : node->inputs)
       types.push_back(in == kAbsentValue ? TensorType{} : g.value(in).type);
+    auto arg = std::find(group.inputs.begin(), group.inputs.end(), node->inputs.at(1));
     for (const RunTimeIndexRange& r : def->runtime_indices()(*node, types)) {
-      if (ConstantWithin(g.value(*arg), r)) continue;
+      if (ConstantWithin(indices, r)) continue;
+      if (arg == group.inputs.end()) {  // FuseOps keeps such producers apart (one place decides)
+        throw CompileError(node->Describe() + ": its indices '" + indices.name +
+                           "' are computed inside kernel " + group.func_name +
+                           ", where they cannot be checked before it runs");
+      }
       checks.push_back(IndexCheck{static_cast<int>(arg - group.inputs.begin()), r.extent,
                                   ops::RunTimeIndexMessage(*node, r, g.value(*arg).name), r.first,
                                   r.step, r.non_negative});

@@ -80,14 +80,20 @@ bool IsScalarConstant(const Value& v) {
   return t.lanes == 1 && (t.code == kDLFloat || t.code == kDLInt || t.code == kDLUInt);
 }
 
+// Whether input i of n holds positions the kernel checks before it runs (a gather's indices,
+// OpDef::runtime_indices): the check reads them from the kernel's argument, so a value computed
+// inside the kernel would escape it and be clamped in silence. Its producer's group stays apart.
+bool IndicesCheckedAtRunTime(const Node& n, size_t i) {
+  const OpDef* def = OpRegistry::Global()->Find(n.op);
+  return i == 1 && def != nullptr && def->runtime_indices();
+}
+
 // Whether input i of n is a scalar constant the kernel holds as an immediate. A gather's index
 // stays an argument: the steps of an unrolled recurrence or loop each pick their own time step
 // with one, and as immediates they made one distinct kernel per step (256 for a 256-step GRU)
 // where as arguments they share one.
 bool InlinedOperand(const Node& n, size_t i, const Value& v) {
-  if (!IsScalarConstant(v)) return false;
-  const OpDef* def = OpRegistry::Global()->Find(n.op);
-  return !(i == 1 && def != nullptr && def->runtime_indices());
+  return IsScalarConstant(v) && !IndicesCheckedAtRunTime(n, i);
 }
 
 // The anchored group (a conv, a matrix product) among `candidates` when every other candidate
@@ -248,8 +254,10 @@ std::vector<FusedGroup> FuseOps(Graph* graph, int opt_level) {
     // The groups n may join: each produces a value whose one reader is n.
     std::vector<int> candidates;
     if (opt_level > 0) {
-      for (int in : n.inputs) {
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        const int in = n.inputs[k];
         if (in == kAbsentValue || graph->value(in).is_constant()) continue;
+        if (IndicesCheckedAtRunTime(n, k)) continue;
         int prod = producer[static_cast<size_t>(in)];
         if (prod < 0 || uses[static_cast<size_t>(in)] != 1) continue;
         if (nodes[static_cast<size_t>(prod)].outputs.size() != 1) continue;

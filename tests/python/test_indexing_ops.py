@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+import ember
 from test_compile import _run_graph
 
 RNG = np.random.default_rng(7)
@@ -127,3 +128,32 @@ def test_trilu_over_a_batch_of_matrices(tmp_path, upper, k):
                    [numpy_helper.from_array(np.array(k, np.int64), "k")])
     (y,) = _run_graph(tmp_path, graph, opset=14, x=x)
     np.testing.assert_array_equal(y, np.triu(x, k) if upper else np.tril(x, k))
+
+
+@pytest.mark.parametrize("op,data_shape,index_shape,attrs,bad", [
+    ("Gather", (3, 4), (2,), {"axis": 1}, 4),
+    ("GatherElements", (3, 4), (3, 2), {"axis": 1}, 9),
+    ("GatherND", (3, 4), (2, 2), {}, -5),
+])
+def test_indices_computed_in_the_graph_are_checked_before_the_gather_runs(
+        tmp_path, op, data_shape, index_shape, attrs, bad):
+    # The indices are a sum of two inputs. Fused into the gather's kernel, the sum escaped the
+    # check that reads the kernel's index argument, and the clamp in the gather's loops turned
+    # a bad index into a wrong answer (GatherElements picked column 3 for 9).
+    nodes = [helper.make_node("Add", ["a", "b"], ["at"]),
+             helper.make_node(op, ["d", "at"], ["y"], **attrs)]
+    out_shape = {"Gather": (3, 2), "GatherElements": index_shape, "GatherND": (2,)}[op]
+    graph = helper.make_graph(nodes, "computed_" + op.lower(),
+                              [_vi("d", F, data_shape), _vi("a", I64, index_shape),
+                               _vi("b", I64, index_shape)], [_vi("y", F, out_shape)])
+    data = RNG.standard_normal(data_shape).astype(np.float32)
+    good = np.zeros(index_shape, np.int64)
+    (y,) = _run_graph(tmp_path, graph, opset=13, d=data, a=good, b=good)
+    want = {"Gather": data[:, [0, 0]], "GatherElements": data[:, [0, 0]],
+            "GatherND": data[[0, 0], [0, 0]]}[op]
+    np.testing.assert_allclose(y, want)
+    wrong = good.copy()
+    wrong.flat[-1] = bad
+    (tmp_path / "bad").mkdir()
+    with pytest.raises(ember.EmberError, match="indices 'at' hold an index outside .*: %d" % bad):
+        _run_graph(tmp_path / "bad", graph, opset=13, d=data, a=wrong, b=good)
