@@ -1,6 +1,6 @@
-// Malformed nodes of the indexing, scan, selection, scatter, Einsum, window, spectral and
-// normalization ops are refused at import with a message naming the node and what is wrong, never
-// a crash, a hang or a huge allocation (the ASan/UBSan stage runs these too).
+// Malformed nodes of the indexing, scan, selection, scatter, Einsum, window, spectral,
+// normalization and loss ops are refused at import with a message naming the node and what is
+// wrong, never a crash, a hang or a huge allocation (the ASan/UBSan stage runs these too).
 #include <ember/compiler/frontend.h>
 #include <gtest/gtest.h>
 
@@ -256,6 +256,33 @@ const std::vector<Refusal>& Refusals() {
          Around("LayerNormalization", {"x", "s"})(b);
        },
        "Scale float32[5] does not broadcast to the normalized shape of X float32[3,4] from axis 1"},
+      {"NegativeLogLikelihoodLoss target of another batch", 13,
+       [](B& b) {
+         b.Input("x", {3, 4}).Input("t", {2}, onnx::TensorProto::INT64).Output("y", {});
+         b.Node("NegativeLogLikelihoodLoss", "n", {"x", "t"}, {"y"});
+       },
+       "input 'target' must be an integer tensor of shape [3] (the input's without C), got "
+       "int64[2]"},
+      {"NegativeLogLikelihoodLoss weight of another class count", 13,
+       [](B& b) {
+         b.Input("x", {3, 4}).Input("t", {3}, onnx::TensorProto::INT64).Input("w", {5});
+         b.Output("y", {});
+         b.Node("NegativeLogLikelihoodLoss", "n", {"x", "t", "w"}, {"y"});
+       },
+       "input 'weight' must be float32[4] (one weight per class), got float32[5]"},
+      {"SoftmaxCrossEntropyLoss unknown reduction", 13,
+       [](B& b) {
+         b.Input("x", {3, 4}).Input("t", {3}, onnx::TensorProto::INT64).Output("y", {});
+         B::StringAttr(b.Node("SoftmaxCrossEntropyLoss", "n", {"x", "t"}, {"y"}), "reduction",
+                       "max");
+       },
+       "reduction 'max' (supported: none, sum, mean)"},
+      {"SoftmaxCrossEntropyLoss scores without classes", 13,
+       [](B& b) {
+         b.Input("x1", {4}).Input("t0", {}, onnx::TensorProto::INT64).Output("y", {});
+         b.Node("SoftmaxCrossEntropyLoss", "n", {"x1", "t0"}, {"y"});
+       },
+       "input 'scores' must be [N, C, d1..dk], got float32[4]"},
   };
   return rows;
 }
