@@ -3,7 +3,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <sstream>
+#include <type_traits>
 
 namespace ember {
 namespace compiler {
@@ -85,6 +87,24 @@ auto DispatchGet(const HostTensor& t, int64_t i, Fn cast) {
   throw CompileError("constant of dtype " + DTypeToString(d) + " cannot be evaluated on the host");
 }
 
+// v as integer type T. From a float: truncated toward zero, saturated to T's range, NaN to 0 (a
+// C++ cast of a float outside T's range is undefined behaviour, and a model's constants may hold
+// anything: -inf masks, 1e30 sentinels). ONNX leaves such a Cast's result undefined; the kernels
+// keep the target's conversion instruction (llvm.fptosi.sat made the quantizing kernels 5x
+// slower). From an integer: wrapped.
+template <typename T, typename V>
+T ToInteger(V v) {
+  if constexpr (std::is_floating_point_v<V>) {
+    if (std::isnan(v)) return 0;
+    const double limit = std::ldexp(1.0, std::numeric_limits<T>::digits);
+    if (v >= limit) return std::numeric_limits<T>::max();
+    if (v <= (std::numeric_limits<T>::is_signed ? -limit : 0.0)) {
+      return std::numeric_limits<T>::lowest();
+    }
+  }
+  return static_cast<T>(v);
+}
+
 template <typename V>
 void DispatchSet(HostTensor& t, int64_t i, V v) {
   uint8_t* p = t.data.data();
@@ -97,23 +117,23 @@ void DispatchSet(HostTensor& t, int64_t i, V v) {
     // Through float, as a kernel computes float16: in float, rounded to half when stored.
     reinterpret_cast<uint16_t*>(p)[i] = runtime::FloatToHalf(static_cast<float>(v));
   } else if (d == kInt64) {
-    reinterpret_cast<int64_t*>(p)[i] = static_cast<int64_t>(v);
+    reinterpret_cast<int64_t*>(p)[i] = ToInteger<int64_t>(v);
   } else if (d == kInt32) {
-    reinterpret_cast<int32_t*>(p)[i] = static_cast<int32_t>(v);
+    reinterpret_cast<int32_t*>(p)[i] = ToInteger<int32_t>(v);
   } else if (d == kInt16) {
-    reinterpret_cast<int16_t*>(p)[i] = static_cast<int16_t>(v);
+    reinterpret_cast<int16_t*>(p)[i] = ToInteger<int16_t>(v);
   } else if (d == kInt8) {
-    reinterpret_cast<int8_t*>(p)[i] = static_cast<int8_t>(v);
+    reinterpret_cast<int8_t*>(p)[i] = ToInteger<int8_t>(v);
   } else if (d == kBool) {
     reinterpret_cast<uint8_t*>(p)[i] = v != 0 ? 1 : 0;
   } else if (d == kUInt8) {
-    reinterpret_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v);
+    reinterpret_cast<uint8_t*>(p)[i] = ToInteger<uint8_t>(v);
   } else if (d == kUInt16) {
-    reinterpret_cast<uint16_t*>(p)[i] = static_cast<uint16_t>(v);
+    reinterpret_cast<uint16_t*>(p)[i] = ToInteger<uint16_t>(v);
   } else if (d == kUInt32) {
-    reinterpret_cast<uint32_t*>(p)[i] = static_cast<uint32_t>(v);
+    reinterpret_cast<uint32_t*>(p)[i] = ToInteger<uint32_t>(v);
   } else if (d == kUInt64) {
-    reinterpret_cast<uint64_t*>(p)[i] = static_cast<uint64_t>(v);
+    reinterpret_cast<uint64_t*>(p)[i] = ToInteger<uint64_t>(v);
   } else {
     throw CompileError("constant of dtype " + DTypeToString(d) +
                        " cannot be evaluated on the host");
@@ -126,12 +146,9 @@ double HostTensor::GetAsDouble(int64_t i) const {
   return DispatchGet(*this, i, [](auto v) { return static_cast<double>(v); });
 }
 int64_t HostTensor::GetAsInt(int64_t i) const {
-  return DispatchGet(*this, i, [](auto v) { return static_cast<int64_t>(v); });
+  return DispatchGet(*this, i, [](auto v) { return ToInteger<int64_t>(v); });
 }
-void HostTensor::SetFromDouble(int64_t i, double v) {
-  if (type.dtype.code != kDLFloat && !std::isfinite(v)) v = 0;
-  DispatchSet(*this, i, v);
-}
+void HostTensor::SetFromDouble(int64_t i, double v) { DispatchSet(*this, i, v); }
 void HostTensor::SetFromInt(int64_t i, int64_t v) { DispatchSet(*this, i, v); }
 
 std::vector<int64_t> HostTensor::ToIntVector() const {

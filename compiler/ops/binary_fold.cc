@@ -30,11 +30,7 @@ FFold BinaryFold(FloatFn float_fn, IntFn int_fn) {
       if (in_double) {
         double r;
         if (!float_fn(n, a.GetAsDouble(ia), b.GetAsDouble(ib), &r)) return {};
-        if (IsFloat(out->type.dtype)) {
-          out->SetFromDouble(i, r);
-        } else {
-          out->SetFromInt(i, static_cast<int64_t>(r));
-        }
+        out->SetFromDouble(i, r);  // to an integer output: truncated and saturated
       } else {
         int64_t r;
         if (!int_fn(n, a.GetAsInt(ia), b.GetAsInt(ib), &r)) return {};

@@ -24,7 +24,7 @@ FFold UnaryFold(ScalarFn f, bool float_only) {
       if (IsFloat(x.type.dtype)) {
         out->SetFromDouble(i, f(x.GetAsDouble(i)));
       } else {
-        out->SetFromInt(i, static_cast<int64_t>(f(static_cast<double>(x.GetAsInt(i)))));
+        out->SetFromDouble(i, f(static_cast<double>(x.GetAsInt(i))));
       }
     }
     return {out};
@@ -41,14 +41,13 @@ FoldOutputs ClipFold(const Node& n, const FoldInputs& in, const FoldTypes& outs)
     if (IsFloat(x.type.dtype)) {
       out->SetFromDouble(i, std::min(std::max(x.GetAsDouble(i), lo), hi));
     } else {
-      const double v = std::min(std::max(static_cast<double>(x.GetAsInt(i)), lo), hi);
-      out->SetFromInt(i, static_cast<int64_t>(v));
+      out->SetFromDouble(i, std::min(std::max(static_cast<double>(x.GetAsInt(i)), lo), hi));
     }
   }
   return {out};
 }
 
-// Float to integer truncates (to bool: nonzero); integers convert exactly.
+// Float to integer truncates and saturates, NaN to 0 (to bool: nonzero); integers convert exactly.
 FoldOutputs CastFold(const Node&, const FoldInputs& in, const FoldTypes& outs) {
   if (in.size() != 1) return {};
   const HostTensor& x = *in[0];
@@ -59,7 +58,7 @@ FoldOutputs CastFold(const Node&, const FoldInputs& in, const FoldTypes& outs) {
       if (out->type.dtype == kBool) {
         out->SetFromInt(i, v != 0);
       } else {
-        out->SetFromInt(i, static_cast<int64_t>(std::trunc(v)));
+        out->SetFromDouble(i, std::trunc(v));
       }
     } else if (IsFloat(x.type.dtype)) {
       out->SetFromDouble(i, x.GetAsDouble(i));

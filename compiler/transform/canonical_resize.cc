@@ -234,6 +234,11 @@ void ResizeToFullRank(const Node& n, const std::vector<int64_t>& in, std::vector
   } else if (policy == "not_larger" || policy == "not_smaller") {
     double s = policy == "not_larger" ? std::numeric_limits<double>::infinity() : 0.0;
     for (size_t i = 0; i < axes.size(); ++i) {
+      if (in[axes[i]] == 0) {  // its ratio would be infinite (and s * 0 NaN); it stays empty
+        NodeError(n, "keep_aspect_ratio_policy '" + policy +
+                         "' needs the input's extent along axis " + std::to_string(axes[i]) +
+                         " to be > 0, got " + ShapeToString(in));
+      }
       double ratio = static_cast<double>((*sizes)[i]) / static_cast<double>(in[axes[i]]);
       s = policy == "not_larger" ? std::min(s, ratio) : std::max(s, ratio);
     }

@@ -9,6 +9,9 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <unordered_map>
@@ -304,6 +307,16 @@ void CheckTensorPayload(const onnx::TensorProto& t, const std::string& where,
   }
 }
 
+// The values of a float32 constant (its payload already checked against its dims); none for
+// other element types.
+std::vector<float> FloatValues(const onnx::TensorProto& t) {
+  if (t.data_type() != onnx::TensorProto::FLOAT) return {};
+  if (!t.has_raw_data()) return {t.float_data().begin(), t.float_data().end()};
+  std::vector<float> v(t.raw_data().size() / sizeof(float));
+  if (!v.empty()) std::memcpy(v.data(), t.raw_data().data(), v.size() * sizeof(float));
+  return v;
+}
+
 // Types and constant values in scope while walking one graph (a subgraph sees its parents').
 class Scope {
  public:
@@ -392,6 +405,7 @@ class Validator {
       if (n.domain() == "com.microsoft") CheckContribQuantized(n, *scope, where);
       CheckAttributeValues(n, *scope, where);
       CheckAxisAttributes(n, *scope, where);
+      CheckResizeScales(n, *scope, where);
       for (const auto& a : n.attribute()) {
         if (a.has_g()) {
           Scope inner(*scope);
@@ -551,6 +565,37 @@ class Validator {
     if (floating && (!fmod || fmod->i() != 1)) {
       Fail(where, "attribute 'fmod' must be 1 for " + ElemTypeName(elem) + " inputs, got " +
                       std::to_string(fmod ? fmod->i() : 0));
+    }
+  }
+
+  // Resize's and Upsample's scales, from an attribute or a constant input: libonnx multiplies each
+  // input dimension by its scale and casts the product to an integer (NaN, inf and 1e30 became
+  // dimensions of -2^63 there, a cast C++ leaves undefined). Each must be a finite number > 0 and
+  // at most kMaxScale, so that no product of a dimension (at most 2^32) and a scale overflows;
+  // the output's size is checked after inference as every value's is.
+  void CheckResizeScales(const onnx::NodeProto& n, const Scope& scope,
+                         const std::string& where) const {
+    if (n.op_type() != "Resize" && n.op_type() != "Upsample") return;
+    std::vector<float> scales;
+    if (const onnx::AttributeProto* a = FindAttr(n, "scales")) {
+      scales.assign(a->floats().begin(), a->floats().end());
+    }
+    const onnx::OpSchema* schema =
+        onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset_), "");
+    for (int i = 0; schema && i < n.input_size() && i < static_cast<int>(schema->inputs().size());
+         ++i) {
+      if (schema->inputs()[static_cast<size_t>(i)].GetName() != "scales") continue;
+      auto it = scope.constants().find(n.input(i));
+      if (it != scope.constants().end()) scales = FloatValues(*it->second);
+    }
+    for (size_t k = 0; k < scales.size(); ++k) {
+      constexpr float kMaxScale = 1 << 20;
+      if (!std::isfinite(scales[k]) || scales[k] <= 0 || scales[k] > kMaxScale) {
+        char got[32];
+        std::snprintf(got, sizeof(got), "%g", static_cast<double>(scales[k]));
+        Fail(where, "scales[" + std::to_string(k) + "] must be a number in (0, " +
+                        std::to_string(static_cast<int64_t>(kMaxScale)) + "], got " + got);
+      }
     }
   }
 

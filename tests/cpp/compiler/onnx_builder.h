@@ -80,6 +80,12 @@ class OnnxBuilder {
     a->set_type(onnx::AttributeProto::INTS);
     for (int64_t x : v) a->add_ints(x);
   }
+  static void FloatsAttr(onnx::NodeProto* n, const std::string& key, const std::vector<float>& v) {
+    auto* a = n->add_attribute();
+    a->set_name(key);
+    a->set_type(onnx::AttributeProto::FLOATS);
+    for (float x : v) a->add_floats(x);
+  }
 
   std::string Bytes() const { return model_.SerializeAsString(); }
   onnx::ModelProto& model() { return model_; }

@@ -3,6 +3,9 @@
 #include <ember/compiler/frontend.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "onnx_builder.h"
 
 namespace ember {
@@ -154,6 +157,29 @@ TEST(OnnxValidator, InputAndOutputCountsFollowTheSchema) {
   reduce.Node("ReduceMean", "m", {"x", "axes"}, {"y"});
   reduce.Output("y", {});
   EXPECT_EQ(ImportError(reduce), "");
+}
+
+// libonnx casts each dimension times its scale to an integer: NaN, inf, 1e30 made -2^63.
+TEST(OnnxValidator, ResizeScalesMustBeFinitePositiveAndBounded) {
+  const float nan = std::nanf("");
+  for (float bad : {nan, std::numeric_limits<float>::infinity(), 1e30f, 0.0f, -2.0f}) {
+    for (int64_t opset : {10, 13}) {
+      OnnxBuilder b(opset);
+      b.Input("x", {1, 1, 4, 4}).FloatInit("scales", {4}, {1, 1, bad, 2});
+      const std::vector<std::string> inputs = opset == 10
+                                                  ? std::vector<std::string>{"x", "scales"}
+                                                  : std::vector<std::string>{"x", "", "scales"};
+      b.Node("Resize", "r", inputs, {"y"});
+      b.Output("y", {-1, -1, -1, -1});
+      EXPECT_ERROR_HAS(b, "node 'r' (Resize): scales[2] must be a number in (0, 1048576], got ");
+    }
+  }
+  OnnxBuilder upsample(7);
+  upsample.Input("x", {1, 1, 4, 4});
+  OnnxBuilder::FloatsAttr(upsample.Node("Upsample", "u", {"x"}, {"y"}), "scales", {1, 1, 2, nan});
+  upsample.Output("y", {-1, -1, -1, -1});
+  EXPECT_ERROR_HAS(upsample,
+                   "node 'u' (Upsample): scales[3] must be a number in (0, 1048576], got nan");
 }
 
 TEST(OnnxValidator, ListLengthFollowsTheInputRank) {

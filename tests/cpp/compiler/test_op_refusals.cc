@@ -256,6 +256,15 @@ const std::vector<Refusal>& Refusals() {
          Around("LayerNormalization", {"x", "s"})(b);
        },
        "Scale float32[5] does not broadcast to the normalized shape of X float32[3,4] from axis 1"},
+      {"Resize keeping the aspect ratio of an empty axis", 18,
+       [](B& b) {
+         b.Input("x0", {1, 1, 0, 4}).IntInit("sizes", {2}, {4, 4}).Output("y", {-1, -1, -1, -1});
+         onnx::NodeProto* n = b.Node("Resize", "n", {"x0", "", "", "sizes"}, {"y"});
+         B::IntsAttr(n, "axes", {2, 3});
+         B::StringAttr(n, "keep_aspect_ratio_policy", "not_smaller");
+       },
+       "keep_aspect_ratio_policy 'not_smaller' needs the input's extent along axis 2 to be > 0, "
+       "got [1,1,0,4]"},
       {"NegativeLogLikelihoodLoss target of another batch", 13,
        [](B& b) {
          b.Input("x", {3, 4}).Input("t", {2}, onnx::TensorProto::INT64).Output("y", {});

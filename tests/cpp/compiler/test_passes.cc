@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "kernel_test_util.h"
 
@@ -94,6 +95,36 @@ TEST(HostEvaluate, IntegerArithmeticAndCastsFollowOnnx) {
   Node prod{"ReduceProd", "p", {{"axes", std::vector<int64_t>{0}}}, {0}, {1}};
   ASSERT_TRUE(HostEvaluate(prod, {MakeInt64Tensor({2, 3, 4})}, {TensorType{{1}, kInt64}}, &out));
   EXPECT_EQ(out[0]->ToIntVector(), (std::vector<int64_t>{24}));
+}
+
+// A constant float outside the integer type's range (a -inf mask, a 1e30 sentinel) or NaN: a C++
+// cast of it is undefined behaviour (the ASan/UBSan stage stopped emberc here); the fold
+// saturates, NaN to 0, for every integer type and through Clip as well.
+TEST(HostEvaluate, FloatsOutsideAnIntegerTypeSaturateWhenFolded) {
+  std::vector<HostTensorPtr> out;
+  const float inf = std::numeric_limits<float>::infinity();
+  auto floats = Floats({6}, {1e30f, -1e30f, inf, -inf, std::nanf(""), -7.9f});
+  const struct {
+    DLDataType to;
+    std::vector<int64_t> want;
+  } rows[] = {
+      {kInt64, {INT64_MAX, INT64_MIN, INT64_MAX, INT64_MIN, 0, -7}},
+      {kInt32, {INT32_MAX, INT32_MIN, INT32_MAX, INT32_MIN, 0, -7}},
+      {kInt8, {127, -128, 127, -128, 0, -7}},
+      {kUInt8, {255, 0, 255, 0, 0, 0}},
+      {kUInt16, {65535, 0, 65535, 0, 0, 0}},
+  };
+  for (const auto& row : rows) {
+    ASSERT_TRUE(
+        HostEvaluate(Node{"Cast", "c", {}, {0}, {1}}, {floats}, {TensorType{{6}, row.to}}, &out));
+    EXPECT_EQ(out[0]->ToIntVector(), row.want) << DTypeToString(row.to);
+  }
+  EXPECT_EQ(floats->GetAsInt(0), INT64_MAX);
+  EXPECT_EQ(floats->GetAsInt(4), 0);
+  auto big = MakeInt64Tensor({INT64_MAX, INT64_MIN, 5});
+  Node clip{"Clip", "k", {{"min", -1e300}, {"max", 1e300}}, {0}, {1}};
+  ASSERT_TRUE(HostEvaluate(clip, {big}, {TensorType{{3}, kInt64}}, &out));
+  EXPECT_EQ(out[0]->ToIntVector(), (std::vector<int64_t>{INT64_MAX, INT64_MIN, 5}));
 }
 
 // The registry decides: no fold, no evaluation, unless there is nothing to compute.
