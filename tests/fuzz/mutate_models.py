@@ -4,7 +4,7 @@
 Usage:
   tests/fuzz/mutate_models.py CORPUS [--per-model N] [--seed S] [--only SUBSTRING]...
                               [--emberc PATH] [--ember-run PATH] [--timeout SECONDS] [--keep DIR]
-                              [-j JOBS] [--manifest MANIFEST]
+                              [-j JOBS] [--manifest MANIFEST] [--kind KIND]... [--sanitized]
 
 libFuzzer (tests/fuzz) mutates bytes, so almost every input it makes fails to parse; the
 compiler's passes behind the parser (shape inference, canonicalization, scheduling, codegen) see
@@ -14,8 +14,10 @@ tests/onnx/gen_corpus.py writes) or, with --manifest, every whole model of a mod
 one field each: an integer or float attribute set to an edge value (0, -1, huge, NaN), one
 element of a list attribute changed, dropped or repeated, an element of a small integer
 initializer (a shape, pads, starts, repeats) set to such a value, an initializer one element
-longer or shorter along a dim, an input's dimension set to 0, -3 or 2^40, its element type
-changed, a node input dropped or repeated, or the opset import moved. Each mutant goes through
+longer or shorter along a dim, one element of a float constant (an initializer, or a float input
+made one) set to NaN, an infinity or 1e30, an input's dimension set to 0, -3 or 2^40, its
+element type changed, a node input dropped or repeated, or the opset import moved (--kind picks
+some of these). Each mutant goes through
 `emberc compile` with a time and address-space limit, and each one it compiles through
 `ember-run` on seeded random inputs. Either may refuse (exit 1 with a message); neither may crash
 (a signal, an uncaught exception, a sanitizer report), hang, allocate without bound, or fail
@@ -166,6 +168,39 @@ def mutate_initializer_shape(graph, rng):
     return "initializer %s shape = %s" % (t.name, list(values.shape))
 
 
+def mutate_float_constant(graph, rng):
+    """One element of a float constant set to NaN, an infinity or 1e30: a float initializer, or a
+    float input made one (seeded values of its shape), so that emberc folds the nodes reading it
+    at compile time, where converting such a value (to an integer, a narrower float, an index) is
+    what C++ and libonnx leave undefined."""
+    floats = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16)
+    inits = [t for t in graph.initializer
+             if t.data_type in floats and 0 < numpy_helper.to_array(t).size <= (1 << 20)]
+    initialized = {t.name for t in graph.initializer}
+    inputs = [i for i in graph.input
+              if i.name not in initialized and i.type.tensor_type.elem_type in floats
+              and i.type.tensor_type.shape.dim
+              and all(d.HasField("dim_value") for d in i.type.tensor_type.shape.dim)
+              and 0 < np.prod([d.dim_value for d in i.type.tensor_type.shape.dim]) <= 4096]
+    if not inits and not inputs:
+        return None
+    if inits and (not inputs or rng.random() < 0.5):
+        t = rng.choice(inits)
+        values, name = numpy_helper.to_array(t).copy(), t.name
+        graph.initializer.remove(t)
+    else:
+        i = rng.choice(inputs)
+        dtype = onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[i.type.tensor_type.elem_type]
+        shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
+        values = np.random.RandomState(rng.randrange(1 << 30)).standard_normal(shape).astype(dtype)
+        name = i.name
+        graph.input.remove(i)
+    with np.errstate(over="ignore"):  # 1e30 in float16 is inf
+        values.flat[rng.randrange(values.size)] = rng.choice(EDGE_FLOATS)
+    graph.initializer.append(numpy_helper.from_array(values, name))
+    return "float constant %s holds %s" % (name, values.flat[:8].tolist())
+
+
 def mutate_opset(model, rng):
     for o in model.opset_import:
         if o.domain in ("", "ai.onnx"):
@@ -174,23 +209,26 @@ def mutate_opset(model, rng):
     return None
 
 
-def mutate(model, rng):
-    """One hostile change to `model` (in place); its description, or None when none applied."""
+def mutate(model, rng, kinds=()):
+    """One hostile change to `model` (in place), of one of `kinds` (all when empty); its
+    description, or None when none applied."""
     graph = model.graph
     node = rng.choice(graph.node) if graph.node else None
     choices = [
-        (4, lambda: mutate_attribute(node, rng) if node else None),
-        (2, lambda: mutate_input_dim(graph, rng)),
-        (1, lambda: mutate_input_rank(graph, rng)),
-        (1, lambda: mutate_elem_type(graph, rng)),
-        (1, lambda: mutate_node_inputs(node, rng) if node else None),
-        (1, lambda: mutate_opset(model, rng)),
-        (2, lambda: mutate_initializer(graph, rng)),
-        (2, lambda: mutate_initializer_shape(graph, rng)),
+        ("attribute", 4, lambda: mutate_attribute(node, rng) if node else None),
+        ("input-dim", 2, lambda: mutate_input_dim(graph, rng)),
+        ("input-rank", 1, lambda: mutate_input_rank(graph, rng)),
+        ("elem-type", 1, lambda: mutate_elem_type(graph, rng)),
+        ("node-inputs", 1, lambda: mutate_node_inputs(node, rng) if node else None),
+        ("opset", 1, lambda: mutate_opset(model, rng)),
+        ("initializer", 2, lambda: mutate_initializer(graph, rng)),
+        ("initializer-shape", 2, lambda: mutate_initializer_shape(graph, rng)),
+        ("float-constant", 2, lambda: mutate_float_constant(graph, rng)),
     ]
-    weights = [w for w, _ in choices]
+    choices = [c for c in choices if not kinds or c[0] in kinds]
+    weights = [w for _, w, _ in choices]
     for _ in range(8):
-        what = rng.choices(choices, weights)[0][1]()
+        what = rng.choices(choices, weights)[0][2]()
         if what:
             return what
     return None
@@ -214,8 +252,12 @@ def suite_models(manifest, models_dir):
             for row in read_manifest(manifest) if row.expect == "ok"]
 
 
+ADDRESS_SPACE_LIMIT = [4 << 30]  # --sanitized lifts it: ASan reserves terabytes of shadow memory
+
+
 def limit_resources():
-    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+    if ADDRESS_SPACE_LIMIT[0]:
+        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT[0], ADDRESS_SPACE_LIMIT[0]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
@@ -266,6 +308,13 @@ def main():
     ap.add_argument("--ember-run", default=os.environ.get(
         "EMBER_RUN", os.path.join(ROOT, "build/bin/ember-run")),
         help="runs each mutant that compiles ('' to only compile)")
+    ap.add_argument("--kind", action="append", default=[],
+                    help="only this kind of mutation (attribute, input-dim, input-rank, "
+                         "elem-type, node-inputs, opset, initializer, initializer-shape, "
+                         "float-constant); repeatable")
+    ap.add_argument("--sanitized", action="store_true",
+                    help="the tools are an ASan/UBSan build: no address-space limit (a huge "
+                         "allocation then shows as an ASan report instead)")
     ap.add_argument("--timeout", type=int, default=60)
     ap.add_argument("--keep", default=None)
     ap.add_argument("-j", type=int, default=1)
@@ -274,6 +323,8 @@ def main():
                          "manifest.tsv): mutate CORPUS/NAME.onnx of its ok rows, each compiled "
                          "with its row's emberc arguments (input shapes, bound inputs)")
     args = ap.parse_args()
+    if args.sanitized:
+        ADDRESS_SPACE_LIMIT[0] = 0
     models = suite_models(args.manifest, args.corpus) if args.manifest else [
         (os.path.join(d, f), os.path.basename(d), [])
         for d, _, fs in sorted(os.walk(args.corpus)) for f in fs if f == "model.onnx"]
@@ -286,7 +337,7 @@ def main():
             rng = random.Random("%d/%s/%d" % (args.seed, case, k))
             model = onnx.load(m)
             freeze(model, os.path.dirname(m))
-            what = mutate(model, rng)
+            what = mutate(model, rng, args.kind)
             if what is None:
                 continue
             path = os.path.join(work, "%s_%d.onnx" % (case, k))

@@ -88,3 +88,30 @@ def test_manifest_models_compile_with_their_rows_arguments(tmp_path):
     assert "2 mutants of 1 models: 0 findings" in proc.stdout, proc.stdout
     lines = log.read_text().splitlines()
     assert len(lines) == 2 and all(line.endswith("--input-shape x=1,2,5,5") for line in lines)
+
+
+def test_float_constants_get_edge_values_in_initializers_and_frozen_inputs(tmp_path):
+    """--kind float-constant: one element of the weight, or of the float input made an
+    initializer, is NaN, an infinity, 1e30 or one of the other edges; nothing else changes."""
+    sys.path.insert(0, os.path.dirname(SWEEP))
+    import random
+    import mutate_models
+    corpus = _corpus(tmp_path / "corpus")
+    original = onnx.load(str(corpus / "node" / "test_conv" / "model.onnx"))
+    seen = set()
+    for k in range(40):
+        model = onnx.ModelProto()
+        model.CopyFrom(original)
+        what = mutate_models.mutate(model, random.Random(k), ["float-constant"])
+        assert what.startswith("float constant "), what
+        inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+        name = what.split()[2]
+        seen.add(name)
+        changed = inits[name]
+        edge_values = np.array(mutate_models.EDGE_FLOATS, changed.dtype)
+        edges = [v for v in changed.flat if np.isnan(v) or v in edge_values]
+        assert len(edges) >= 1, (what, changed)
+        if name == "x":  # the input became a constant of its shape, read by the same node
+            assert changed.shape == (1, 2, 5, 5) and not model.graph.input
+        assert model.graph.node[0] == original.graph.node[0]
+    assert seen == {"w", "x"}
