@@ -99,12 +99,18 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_BUIL
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
   -DEMBER_BUILD_BENCH=OFF -DEMBER_SANITIZE=address,undefined >/dev/null
 cmake --build build-asan -j "$jobs" --target ember_runtime_tests ember_runtime_syslib_tests \
-  ember_alloc_tests ember_concurrency_tests ember_compiler_tests ember-run cpp_deploy
+  ember_alloc_tests ember_concurrency_tests ember_compiler_tests ember-run cpp_deploy emberc
 # The resident-memory bound of params sharing measures the process's RSS, which ASan's quarantine
 # and shadow memory inflate; it runs in the plain build above. LLVM and libonnx are not
 # instrumented: what happens inside them is not checked.
 (cd build-asan && ctest --output-on-failure -j "$jobs" \
   -L 'runtime|compiler' -E 'GraphExecutor.LoadingNeverHoldsParamsTwiceAndExecutorsShareThem')
+# The mutation sweep against the instrumented emberc and ember-run: two hostile changes to each
+# exporter-shaped model (the real-model stage wrote them), where a read past a buffer or an
+# undefined conversion shows as a report instead of passing unseen (about two minutes).
+"$py" tests/fuzz/mutate_models.py build/exported-models --manifest \
+  build/exported-models/manifest.tsv --per-model 2 --seed "${EMBER_MUTATION_SEED:-1}" -j "$jobs" \
+  --sanitized --emberc build-asan/bin/emberc --ember-run build-asan/bin/ember-run
 
 stage "concurrent runs under ThreadSanitizer"
 # Only the concurrency tests (8 threads x 1000 pool runs, one executor from 8 threads, parallel

@@ -115,3 +115,18 @@ def test_float_constants_get_edge_values_in_initializers_and_frozen_inputs(tmp_p
             assert changed.shape == (1, 2, 5, 5) and not model.graph.input
         assert model.graph.node[0] == original.graph.node[0]
     assert seen == {"w", "x"}
+
+
+def test_sanitized_tools_get_asans_allocation_bound_and_its_warning_is_not_a_finding(tmp_path):
+    """--sanitized: no address-space limit (ASan reserves terabytes of shadow), ASan refuses any
+    one allocation past 4 GB instead, and its warning before the tool's own message is fine."""
+    corpus = _corpus(tmp_path / "corpus")
+    log = tmp_path / "env.txt"
+    emberc = _tool(tmp_path / "emberc", 'echo "$ASAN_OPTIONS" >> %s;'
+                   ' echo "==1==WARNING: AddressSanitizer failed to allocate 0x200000000 bytes" >&2;'
+                   ' echo "emberc: error: out of memory" >&2; exit 1' % log)
+    proc = subprocess.run([sys.executable, SWEEP, str(corpus), "--per-model", "2", "--emberc",
+                           emberc, "--ember-run", "", "--sanitized"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "0 findings" in proc.stdout, proc.stdout + proc.stderr
+    assert all("max_allocation_size_mb=4096" in line for line in log.read_text().splitlines())
