@@ -119,6 +119,23 @@ int64_t DefaultDomainOpset(const onnx::ModelProto& m) {
   return 1;
 }
 
+// A model that imports no ai.onnx opset holds only ops of other domains (ONNX's training
+// optimizers, ai.onnx.preview.training): name one, rather than read its opset as 1 and fail to
+// convert that.
+void RefuseWithoutDefaultDomain(const onnx::ModelProto& m, const std::string& source) {
+  for (const auto& o : m.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") return;
+  }
+  std::string what = "it has no node";
+  if (m.graph().node_size() > 0) {
+    const onnx::NodeProto& n = m.graph().node(0);
+    const std::string node = n.name().empty() ? "#0" : "'" + n.name() + "'";
+    what = "operator '" + n.op_type() + "' (node " + node + ", domain '" + n.domain() +
+           "') is not supported by emberc";
+  }
+  throw UnsupportedError(source + ": the model imports no ai.onnx opset; " + what);
+}
+
 // The version converter reports through libonnx's asserts; users can act on the reason only.
 std::string ConverterReason(const std::string& what) {
   const std::string marker = "` failed: ";
@@ -135,6 +152,7 @@ int64_t PrepareOnnxModel(onnx::ModelProto* model, const std::string& source,
   ResolveInputShapes(model, source, options);
   std::vector<BoundInput> bound_here = BindInputs(model, source, options.bindings);
   if (bound != nullptr) *bound = std::move(bound_here);
+  RefuseWithoutDefaultDomain(*model, source);
   int64_t opset = DefaultDomainOpset(*model);
   if (opset > kMaxImportOpset) {
     throw UnsupportedError(

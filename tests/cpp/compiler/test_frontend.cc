@@ -340,6 +340,25 @@ TEST(Frontend, MalformedScansAreRefusedNamingTheAttribute) {
   }
 }
 
+// ONNX's training optimizers live in ai.onnx.preview.training, and their models import no ai.onnx
+// opset: the op is named, not an opset 1 that the version converter cannot raise.
+TEST(Frontend, AModelImportingNoAiOnnxOpsetNamesItsOp) {
+  OnnxBuilder b;
+  b.model().clear_opset_import();
+  auto* domain = b.model().add_opset_import();
+  domain->set_domain("ai.onnx.preview.training");
+  domain->set_version(1);
+  b.Input("r", {}).Input("t", {}, onnx::TensorProto::INT64).Input("x", {2}).Input("g", {2});
+  b.Input("h", {2});
+  b.Node("Adagrad", "", {"r", "t", "x", "g", "h"}, {"x_new", "h_new"})
+      ->set_domain("ai.onnx.preview.training");
+  b.Output("x_new", {2}).Output("h_new", {2});
+  EXPECT_NE(ErrorOf(b.Bytes()).find("the model imports no ai.onnx opset; operator 'Adagrad' (node "
+                                    "#0, domain 'ai.onnx.preview.training') is not supported"),
+            std::string::npos)
+      << ErrorOf(b.Bytes());
+}
+
 TEST(Frontend, RecurrentLayersExpandAndBadAttributesAreNamed) {
   auto lstm = [](const std::vector<std::string>& activations) {
     OnnxBuilder b(14);
