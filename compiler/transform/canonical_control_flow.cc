@@ -337,6 +337,108 @@ ScanRun RunScanBody(const Node& n, const Subgraph& body, std::vector<int> states
   return run;
 }
 
+// How a Scan's inputs and outputs divide: opset 8's sequence_lens first (`first` 1), the states,
+// then the scan inputs; the final states, then the scan outputs.
+struct ScanSignature {
+  size_t first, states, scans, outputs;
+};
+
+ScanSignature CheckScanSignature(const Node& n, const Subgraph& body, bool batched) {
+  ScanSignature sig{batched ? size_t{1} : size_t{0}, 0, 0, 0};
+  if (n.inputs.size() <= sig.first) NodeError(n, "has no scan input");
+  const size_t inputs = n.inputs.size() - sig.first;
+  const int64_t m = n.GetInt("num_scan_inputs");
+  if (m < 1 || static_cast<size_t>(m) > inputs) {
+    NodeError(n, "attribute 'num_scan_inputs' must be in [1, " + std::to_string(inputs) +
+                     "] (its inputs), got " + std::to_string(m));
+  }
+  sig.scans = static_cast<size_t>(m);
+  sig.states = inputs - sig.scans;
+  if (n.outputs.size() < sig.states || body.inputs.size() != inputs ||
+      body.outputs.size() != n.outputs.size()) {
+    NodeError(n, "the body takes " + std::to_string(body.inputs.size()) + " inputs and gives " +
+                     std::to_string(body.outputs.size()) + "; expected " + std::to_string(inputs) +
+                     " inputs (" + std::to_string(sig.states) + " states, " +
+                     std::to_string(sig.scans) + " scanned) and " +
+                     std::to_string(n.outputs.size()) + " outputs (the Scan's)");
+  }
+  sig.outputs = n.outputs.size() - sig.states;
+  return sig;
+}
+
+// The sequence length every scan input shares along its axis, and opset 8's batch (1 from opset
+// 9), with each of `axes` made non-negative. Refuses what cannot be unrolled: unequal lengths,
+// a batch some input lacks, a shorter sequence_lens, an empty or over-long sequence.
+struct ScanSequence {
+  int64_t steps, batch;
+};
+
+ScanSequence CheckScanSequence(const Node& n, const ScanSignature& sig, bool batched,
+                               const Subgraph& body, std::vector<int64_t>* axes,
+                               CanonicalizeContext* ctx) {
+  const int64_t lead = batched ? 1 : 0;
+  ScanSequence seq{-1, 1};
+  for (size_t j = 0; j < sig.scans; ++j) {
+    const Value& v = ctx->graph().value(n.inputs[sig.first + sig.states + j]);
+    const int64_t rank = v.type.ndim() - lead;
+    const std::string of = "input '" + v.name + "' of rank " + std::to_string(v.type.ndim());
+    if (rank < 1) {
+      NodeError(n, "scan " + of + " needs " +
+                       (batched ? "a batch and a sequence axis" : "an axis to scan"));
+    }
+    (*axes)[j] = ScanAxis(n, "scan_input_axes", j, (*axes)[j], rank, of);
+    const int64_t length = v.type.shape[static_cast<size_t>((*axes)[j] + lead)];
+    if (seq.steps >= 0 && length != seq.steps) {
+      NodeError(n, "scan input '" + v.name + "' has " + std::to_string(length) +
+                       " elements along its scan axis, the first has " + std::to_string(seq.steps) +
+                       "; all must be as long");
+    }
+    seq.steps = length;
+    if (batched) seq.batch = v.type.shape[0];
+  }
+  for (size_t i = sig.first; batched && i < n.inputs.size(); ++i) {
+    const TensorType& t = ctx->TypeOf(n.inputs[i]);
+    if (t.ndim() < 1 || t.shape[0] != seq.batch) {
+      NodeError(n, "input '" + ctx->graph().value(n.inputs[i]).name + "' must have the batch (" +
+                       std::to_string(seq.batch) + ") as its first dimension, got " + t.ToString());
+    }
+  }
+  if (batched && n.HasInput(0)) {
+    const HostTensorPtr lens = ctx->ConstInput(n, 0, "sequence_lens");
+    for (int64_t b = 0; b < lens->NumElements(); ++b) {
+      if (lens->GetAsDouble(b) != static_cast<double>(seq.steps)) {
+        NodeUnsupported(n, "sequence_lens[" + std::to_string(b) + "] is " +
+                               std::to_string(static_cast<int64_t>(lens->GetAsDouble(b))) +
+                               ", shorter than the sequence (" + std::to_string(seq.steps) +
+                               "); emberc scans whole sequences");
+      }
+    }
+  }
+  if ((seq.steps == 0 && sig.outputs > 0) || seq.batch == 0) {
+    NodeUnsupported(n, "its scan inputs are empty (" + std::to_string(seq.steps) +
+                           " steps, batch " + std::to_string(seq.batch) +
+                           "), so its outputs would be too");
+  }
+  const int64_t body_nodes = std::max<int64_t>(1, static_cast<int64_t>(body.nodes.size()));
+  if (seq.steps > kMaxUnrolledNodes / body_nodes / seq.batch) {
+    NodeUnsupported(n, "unrolling it takes more than " + std::to_string(kMaxUnrolledNodes) +
+                           " nodes (" + std::to_string(seq.steps) + " steps of " +
+                           std::to_string(body_nodes) + " nodes)");
+  }
+  return seq;
+}
+
+// Element b of each of `values` along axis 0 (opset 8: the body sees one batch element).
+std::vector<int> BatchElement(const Node& n, std::vector<int> values, int64_t b,
+                              CanonicalizeContext* ctx) {
+  const int index = ctx->Constant(n.name + "_b", MakeScalarTensor(kInt64, static_cast<double>(b)));
+  for (int& id : values) {
+    id =
+        ctx->Emit("Gather", n.name + "_b" + std::to_string(b), {id, index}, {{"axis", int64_t{0}}});
+  }
+  return values;
+}
+
 // A Scan unrolled: its sequence length is a static dimension. From opset 9 the inputs are the
 // initial states and then the scan inputs, each scanned along its own axis and direction, and
 // each scan output stacked along its own. Opset 8's Scan has a batch axis in front of everything
@@ -345,138 +447,64 @@ ScanRun RunScanBody(const Node& n, const Subgraph& body, std::vector<int> states
 void UnrollScan(Node n, CanonicalizeContext* ctx) {
   const SubgraphPtr body = n.GetSubgraph("body");
   const bool batched = ctx->opset() < 9;
-  const size_t first = batched ? 1 : 0;  // Scan-8's sequence_lens
-  if (n.inputs.size() <= first) NodeError(n, "has no scan input");
-  const size_t input_count = n.inputs.size() - first;
-  const int64_t m = n.GetInt("num_scan_inputs");
-  if (m < 1 || static_cast<size_t>(m) > input_count) {
-    NodeError(n, "attribute 'num_scan_inputs' must be in [1, " + std::to_string(input_count) +
-                     "] (its inputs), got " + std::to_string(m));
-  }
-  const size_t scan_count = static_cast<size_t>(m), state_count = input_count - scan_count;
-  if (n.outputs.size() < state_count || body->inputs.size() != input_count ||
-      body->outputs.size() != n.outputs.size()) {
-    NodeError(n, "the body takes " + std::to_string(body->inputs.size()) + " inputs and gives " +
-                     std::to_string(body->outputs.size()) + "; expected " +
-                     std::to_string(input_count) + " inputs (" + std::to_string(state_count) +
-                     " states, " + std::to_string(scan_count) + " scanned) and " +
-                     std::to_string(n.outputs.size()) + " outputs (the Scan's)");
-  }
-  const size_t output_count = n.outputs.size() - state_count;
+  const ScanSignature sig = CheckScanSignature(n, *body, batched);
   const char* directions_key = batched ? "directions" : "scan_input_directions";
-  std::vector<int64_t> in_axes = PerScanAttr(n, "scan_input_axes", scan_count, 0);
-  const std::vector<int64_t> in_dirs = PerScanAttr(n, directions_key, scan_count, 0);
-  std::vector<int64_t> out_axes = PerScanAttr(n, "scan_output_axes", output_count, 0);
-  const std::vector<int64_t> out_dirs = PerScanAttr(n, "scan_output_directions", output_count, 0);
+  std::vector<int64_t> in_axes = PerScanAttr(n, "scan_input_axes", sig.scans, 0);
+  const std::vector<int64_t> in_dirs = PerScanAttr(n, directions_key, sig.scans, 0);
+  std::vector<int64_t> out_axes = PerScanAttr(n, "scan_output_axes", sig.outputs, 0);
+  const std::vector<int64_t> out_dirs = PerScanAttr(n, "scan_output_directions", sig.outputs, 0);
   CheckDirections(n, directions_key, in_dirs);
   CheckDirections(n, "scan_output_directions", out_dirs);
   if (batched && (n.HasAttr("scan_input_axes") || n.HasAttr("scan_output_axes"))) {
     NodeError(n, "Scan of opset 8 scans along axis 1 and takes no scan axes attributes");
   }
+  const ScanSequence seq = CheckScanSequence(n, sig, batched, *body, &in_axes, ctx);
 
-  // The batch (opset 8) and the sequence length every scan input must share.
-  const int64_t lead = batched ? 1 : 0;
-  int64_t batch = 1, steps = -1;
-  std::vector<int> states(n.inputs.begin() + first, n.inputs.begin() + first + state_count);
-  std::vector<int> scans(n.inputs.begin() + first + state_count, n.inputs.end());
-  for (size_t j = 0; j < scan_count; ++j) {
-    const Value& v = ctx->graph().value(scans[j]);
-    const int64_t rank = v.type.ndim() - lead;
-    const std::string of = "input '" + v.name + "' of rank " + std::to_string(v.type.ndim());
-    if (rank < 1) {
-      NodeError(n, "scan " + of + " needs " +
-                       (batched ? "a batch and a sequence axis" : "an axis to scan"));
-    }
-    in_axes[j] = ScanAxis(n, "scan_input_axes", j, in_axes[j], rank, of);
-    const int64_t length = v.type.shape[static_cast<size_t>(in_axes[j] + lead)];
-    if (steps >= 0 && length != steps) {
-      NodeError(n, "scan input '" + v.name + "' has " + std::to_string(length) +
-                       " elements along its scan axis, the first has " + std::to_string(steps) +
-                       "; all must be as long");
-    }
-    steps = length;
-    if (batched) batch = v.type.shape[0];
-  }
-  for (int id :
-       batched ? std::vector<int>(n.inputs.begin() + 1, n.inputs.end()) : std::vector<int>{}) {
-    if (ctx->TypeOf(id).ndim() < 1 || ctx->TypeOf(id).shape[0] != batch) {
-      NodeError(n, "input '" + ctx->graph().value(id).name + "' must have the batch (" +
-                       std::to_string(batch) + ") as its first dimension, got " +
-                       ctx->TypeOf(id).ToString());
-    }
-  }
-  if (batched && n.HasInput(0)) {
-    const HostTensorPtr lens = ctx->ConstInput(n, 0, "sequence_lens");
-    for (int64_t b = 0; b < lens->NumElements(); ++b) {
-      if (lens->GetAsDouble(b) != static_cast<double>(steps)) {
-        NodeUnsupported(n, "sequence_lens[" + std::to_string(b) + "] is " +
-                               std::to_string(static_cast<int64_t>(lens->GetAsDouble(b))) +
-                               ", shorter than the sequence (" + std::to_string(steps) +
-                               "); emberc scans whole sequences");
-      }
-    }
-  }
-  if (steps == 0 && output_count > 0) {
-    NodeUnsupported(n, "its scan inputs are empty (0 steps), so its scan outputs would be too");
-  }
-  const int64_t body_nodes = std::max<int64_t>(1, static_cast<int64_t>(body->nodes.size()));
-  if (steps > kMaxUnrolledNodes / body_nodes / std::max<int64_t>(batch, 1)) {
-    NodeUnsupported(n, "unrolling it takes more than " + std::to_string(kMaxUnrolledNodes) +
-                           " nodes (" + std::to_string(steps) + " steps of " +
-                           std::to_string(body_nodes) + " nodes)");
-  }
-
+  const auto begin = n.inputs.begin() + static_cast<std::ptrdiff_t>(sig.first);
+  const std::vector<int> states(begin, begin + static_cast<std::ptrdiff_t>(sig.states));
+  const std::vector<int> scans(begin + static_cast<std::ptrdiff_t>(sig.states), n.inputs.end());
   std::vector<ScanRun> runs;
-  for (int64_t b = 0; b < batch; ++b) {
-    std::vector<int> run_states = states, run_scans = scans;
-    std::string tag;
-    if (batched) {  // batch element b of every input; the body sees no batch axis
-      tag = "_b" + std::to_string(b);
-      const int index =
-          ctx->Constant(n.name + "_b", MakeScalarTensor(kInt64, static_cast<double>(b)));
-      for (int& id : run_states)
-        id = ctx->Emit("Gather", n.name + tag, {id, index}, {{"axis", int64_t{0}}});
-      for (int& id : run_scans)
-        id = ctx->Emit("Gather", n.name + tag, {id, index}, {{"axis", int64_t{0}}});
-    }
-    runs.push_back(RunScanBody(n, *body, run_states, run_scans, in_axes, in_dirs, steps, tag, ctx));
+  for (int64_t b = 0; b < seq.batch; ++b) {
+    const std::string tag = batched ? "_b" + std::to_string(b) : "";
+    runs.push_back(RunScanBody(n, *body, batched ? BatchElement(n, states, b, ctx) : states,
+                               batched ? BatchElement(n, scans, b, ctx) : scans, in_axes, in_dirs,
+                               seq.steps, tag, ctx));
   }
-  for (size_t k = 0; k < output_count; ++k) {
-    const int64_t rank = ctx->TypeOf(runs[0].steps[k].at(0)).ndim() + 1;
-    const std::string of =
-        "scan output " + std::to_string(k) + " (rank " + std::to_string(rank) + ")";
-    out_axes[k] = ScanAxis(n, "scan_output_axes", k, out_axes[k], rank, of);
-  }
-  auto output = [&](size_t k, int value) {
-    ctx->EmitInto(
-        Node{"Identity", n.name + "_out" + std::to_string(k), {}, {value}, {n.outputs[k]}});
-  };
   if (!batched) {
-    for (size_t k = 0; k < state_count; ++k) output(k, runs[0].states[k]);
-    for (size_t k = 0; k < output_count; ++k) {
-      StackSteps(n, runs[0].steps[k], out_axes[k], out_dirs[k] != 0, n.outputs[state_count + k],
-                 ctx);
+    for (size_t k = 0; k < sig.states; ++k) {
+      ctx->EmitInto(Node{"Identity",
+                         n.name + "_out" + std::to_string(k),
+                         {},
+                         {runs[0].states[k]},
+                         {n.outputs[k]}});
+    }
+    for (size_t k = 0; k < sig.outputs; ++k) {
+      const int64_t rank = ctx->TypeOf(runs[0].steps[k].at(0)).ndim() + 1;
+      const std::string of =
+          "scan output " + std::to_string(k) + " (rank " + std::to_string(rank) + ")";
+      StackSteps(n, runs[0].steps[k], ScanAxis(n, "scan_output_axes", k, out_axes[k], rank, of),
+                 out_dirs[k] != 0, n.outputs[sig.states + k], ctx);
     }
     return;
   }
-  // Opset 8: each batch element's states and stacked steps, then the batch stacked in front.
-  for (size_t k = 0; k < state_count; ++k) {
+  // Opset 8: each batch element's final states and stacked steps, then the batch in front.
+  for (size_t k = 0; k < sig.states; ++k) {
     std::vector<int> per_batch;
     for (const ScanRun& run : runs) per_batch.push_back(run.states[k]);
     StackSteps(n, per_batch, 0, false, n.outputs[k], ctx);
   }
-  for (size_t k = 0; k < output_count; ++k) {
+  for (size_t k = 0; k < sig.outputs; ++k) {
     std::vector<int> per_batch;
     for (const ScanRun& run : runs) {
       const TensorType& step = ctx->TypeOf(run.steps[k].at(0));
       std::vector<int64_t> shape = step.shape;
-      shape.insert(shape.begin(), steps);
+      shape.insert(shape.begin(), seq.steps);
       const int stacked = ctx->graph().AddValue(ctx->graph().UniqueName(n.name + "_stacked"),
                                                 TensorType{shape, step.dtype});
       StackSteps(n, run.steps[k], 0, false, stacked, ctx);
       per_batch.push_back(stacked);
     }
-    StackSteps(n, per_batch, 0, false, n.outputs[state_count + k], ctx);
+    StackSteps(n, per_batch, 0, false, n.outputs[sig.states + k], ctx);
   }
 }
 
