@@ -130,8 +130,16 @@ QEMU_NOT_RUN='^(ThreadPoolTest\.Fork|GraphExecutor\.LoadingNeverHoldsParamsTwice
 cross_ctest() {
   echo "not run under qemu (they measure qemu or exec themselves, see run_cross.sh):"
   ctest --test-dir "${BUILD[$1]}" -N -R "$QEMU_NOT_RUN" | grep 'Test *#' | sed 's/^/  /'
+  # The summary, and what a failing test printed (a tail alone showed the name but not why).
+  local log="${BUILD[$1]}/ctest-qemu.log" status=0
   ctest --test-dir "${BUILD[$1]}" --output-on-failure -j "$JOBS" --timeout 600 \
-    -E "$QEMU_NOT_RUN" | tail -25
+    -E "$QEMU_NOT_RUN" >"$log" 2>&1 || status=$?
+  tail -25 "$log"
+  if [ "$status" -ne 0 ]; then
+    echo "--- output of the failing tests (all of it: $log)"
+    grep -v -e ' Passed ' -e '^ *Start ' "$log" | head -200
+  fi
+  return "$status"
 }
 
 # The minimal runtime for aarch64: the library and tests/minimal's C driver, nothing else.
