@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "frontend/onnx/onnx_float_values.h"
 #include "frontend/onnx/onnx_model_check.h"
 
 namespace ember {
@@ -25,28 +26,6 @@ const onnx::TensorProto* FindInitializer(const onnx::GraphProto& g, const std::s
     if (t.name() == name) return &t;
   }
   return nullptr;
-}
-
-std::vector<float> FloatValues(const onnx::TensorProto& t) {
-  int64_t n = 1;
-  for (int64_t d : t.dims()) n *= d;  // ValidateOnnxModel refused negative dims and overflow
-  // The data present must be what the dims say before anything of the dims' size is made.
-  const bool raw = t.has_raw_data();
-  const int64_t held = raw ? static_cast<int64_t>(t.raw_data().size() / sizeof(float))
-                           : int64_t{t.float_data_size()};
-  if (held != n || (raw && t.raw_data().size() % sizeof(float) != 0)) {
-    throw CompileError(
-        "initializer '" + t.name() + "' holds " +
-        (raw ? std::to_string(t.raw_data().size()) + " bytes" : std::to_string(held) + " values") +
-        ", its dims say " + std::to_string(n) + " float32 values");
-  }
-  std::vector<float> v(static_cast<size_t>(n));
-  if (t.has_raw_data()) {
-    std::memcpy(v.data(), t.raw_data().data(), t.raw_data().size());
-  } else {
-    std::copy(t.float_data().begin(), t.float_data().end(), v.begin());
-  }
-  return v;
 }
 
 template <typename T>
@@ -65,7 +44,7 @@ onnx::TensorProto MakeTensor(const std::string& name, int32_t type,
 bool ScalarInitializer(const onnx::GraphProto& g, const std::string& name, float* out) {
   const onnx::TensorProto* t = FindInitializer(g, name);
   if (t == nullptr || t->data_type() != onnx::TensorProto::FLOAT) return false;
-  std::vector<float> v = FloatValues(*t);
+  std::vector<float> v = Float32Values(*t);
   if (v.size() != 1) return false;
   *out = v[0];
   return true;
@@ -158,15 +137,15 @@ void FoldBatchNorm(onnx::GraphProto* g) {
     }
     if (!ok) continue;
     const int64_t channels = w->dims(0);
-    std::vector<float> scale = FloatValues(*p[0]), beta = FloatValues(*p[1]),
-                       mean = FloatValues(*p[2]), var = FloatValues(*p[3]);
-    std::vector<float> bias = b != nullptr ? FloatValues(*b) : std::vector<float>(channels, 0.0f);
+    std::vector<float> scale = Float32Values(*p[0]), beta = Float32Values(*p[1]),
+                       mean = Float32Values(*p[2]), var = Float32Values(*p[3]);
+    std::vector<float> bias = b != nullptr ? Float32Values(*b) : std::vector<float>(channels, 0.0f);
     if (static_cast<int64_t>(scale.size()) != channels || beta.size() != scale.size() ||
         mean.size() != scale.size() || var.size() != scale.size() || bias.size() != scale.size()) {
       continue;
     }
     const double eps = FloatAttr(bn, "epsilon", 1e-5f);
-    std::vector<float> weights = FloatValues(*w);
+    std::vector<float> weights = Float32Values(*w);
     const size_t per_channel = weights.size() / static_cast<size_t>(channels);
     for (int64_t c = 0; c < channels; ++c) {
       const double f = scale[c] / std::sqrt(static_cast<double>(var[c]) + eps);
@@ -531,7 +510,7 @@ onnx::ModelProto WriteQdqModel(const onnx::ModelProto& model, const QuantPlan& p
     auto key = std::make_pair(l.weight, l.axis);
     auto done = weight_done.find(key);
     if (done == weight_done.end()) {
-      std::vector<float> values = FloatValues(w);
+      std::vector<float> values = Float32Values(w);
       std::vector<int64_t> dims(w.dims().begin(), w.dims().end());
       const int64_t channels = dims[static_cast<size_t>(l.axis)];
       int64_t inner = 1;
@@ -588,7 +567,7 @@ onnx::ModelProto WriteQdqModel(const onnx::ModelProto& model, const QuantPlan& p
     // int32 bias at x_scale * w_scale (per channel), zero point 0: the integer op's accumulator.
     const auto& wparams = done->second.second;
     const float x_scale = act_params.at(l.input).scale;
-    std::vector<float> b = FloatValues(*FindInitializer(src, l.bias));
+    std::vector<float> b = Float32Values(*FindInitializer(src, l.bias));
     std::vector<float> scales(b.size());
     std::vector<int32_t> bq(b.size());
     for (size_t c = 0; c < b.size(); ++c) {

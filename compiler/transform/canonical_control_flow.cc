@@ -320,8 +320,7 @@ ScanRun RunScanBody(const Node& n, const Subgraph& body, std::vector<int> states
     for (size_t k = 0; k < state_count; ++k) remap[body.inputs[k]] = run.states[k];
     for (size_t j = 0; j < scans.size(); ++j) {
       const int64_t at = reversed[j] ? steps - 1 - t : t;
-      const int index =
-          ctx->Constant(n.name + "_t", MakeScalarTensor(kInt64, static_cast<double>(at)));
+      const int index = ctx->Scalar(n.name + "_t", kInt64, static_cast<double>(at));
       remap[body.inputs[state_count + j]] =
           ctx->Emit("Gather", n.name + suffix + "_slice", {scans[j], index}, {{"axis", axes[j]}});
     }
@@ -431,7 +430,7 @@ ScanSequence CheckScanSequence(const Node& n, const ScanSignature& sig, bool bat
 // Element b of each of `values` along axis 0 (opset 8: the body sees one batch element).
 std::vector<int> BatchElement(const Node& n, std::vector<int> values, int64_t b,
                               CanonicalizeContext* ctx) {
-  const int index = ctx->Constant(n.name + "_b", MakeScalarTensor(kInt64, static_cast<double>(b)));
+  const int index = ctx->Scalar(n.name + "_b", kInt64, static_cast<double>(b));
   for (int& id : values) {
     id =
         ctx->Emit("Gather", n.name + "_b" + std::to_string(b), {id, index}, {{"axis", int64_t{0}}});

@@ -93,9 +93,8 @@ void Variadic(Node n, const char* bin, bool mean, CanonicalizeContext* ctx) {
     acc = ctx->Emit(bin, n.name + "_" + std::to_string(i), {acc, n.inputs[i]});
   }
   if (mean && n.inputs.size() > 1) {
-    int c = ctx->Constant(
-        n.name + "_count",
-        MakeScalarTensor(ctx->TypeOf(acc).dtype, static_cast<double>(n.inputs.size())));
+    int c = ctx->Scalar(n.name + "_count", ctx->TypeOf(acc).dtype,
+                        static_cast<double>(n.inputs.size()));
     ctx->EmitInto(Node{"Div", n.name, {}, {acc, c}, n.outputs});
     return;
   }

@@ -63,11 +63,6 @@ LossOperands CheckOperands(const Node& n, const char* input_name, const char* ta
   return o;
 }
 
-int Scalar(const Node& n, DLDataType dtype, double v, const std::string& tag,
-           CanonicalizeContext* ctx) {
-  return ctx->Constant(n.name + tag, MakeScalarTensor(dtype, v));
-}
-
 // The loss of log-probabilities `log_prob` (the input's shape) into value `out`.
 void EmitLoss(const Node& n, const LossOperands& o, int log_prob, int out,
               CanonicalizeContext* ctx) {
@@ -77,9 +72,9 @@ void EmitLoss(const Node& n, const LossOperands& o, int log_prob, int out,
   if (n.HasAttr("ignore_index")) {
     const double ignore = static_cast<double>(n.GetInt("ignore_index"));
     ignored = ctx->Emit("Equal", n.name + "_ignored",
-                        {o.target, Scalar(n, index_type, ignore, "_ignore_index", ctx)});
+                        {o.target, ctx->Scalar(n.name + "_ignore_index", index_type, ignore)});
     target = ctx->Emit("Where", n.name + "_target",
-                       {ignored, Scalar(n, index_type, 0, "_class0", ctx), o.target});
+                       {ignored, ctx->Scalar(n.name + "_class0", index_type, 0), o.target});
   }
   std::vector<int64_t> column = o.target_shape;  // [N, 1, d1..dk]
   column.insert(column.begin() + 1, 1);
@@ -95,8 +90,8 @@ void EmitLoss(const Node& n, const LossOperands& o, int log_prob, int out,
     weight = ctx->Emit("Gather", n.name + "_weight", {o.weight, target}, {{"axis", int64_t{0}}});
   }
   if (ignored != kAbsentValue) {
-    const int zero = Scalar(n, o.dtype, 0, "_zero", ctx);
-    const int kept = weight != kAbsentValue ? weight : Scalar(n, o.dtype, 1, "_one", ctx);
+    const int zero = ctx->Scalar(n.name + "_zero", o.dtype, 0);
+    const int kept = weight != kAbsentValue ? weight : ctx->Scalar(n.name + "_one", o.dtype, 1);
     weight = ctx->Emit("Where", n.name + "_kept", {ignored, zero, kept});
   }
   if (weight != kAbsentValue) loss = ctx->Emit("Mul", n.name + "_weighted", {loss, weight});

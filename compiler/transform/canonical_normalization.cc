@@ -30,10 +30,6 @@ Moments MomentsOver(const Node& n, int x, const std::vector<int64_t>& axes,
   return m;
 }
 
-int ScalarOf(const Node& n, DLDataType dt, double v, CanonicalizeContext* ctx) {
-  return ctx->graph().AddConstant(ctx->graph().UniqueName(n.name + "_c"), MakeScalarTensor(dt, v));
-}
-
 // LayerNormalization whose Mean / InvStdDev outputs are wanted: written out as primitive ops.
 void LayerNormWithStats(Node n, CanonicalizeContext* ctx) {
   int64_t r = ctx->Rank(n, 0);
@@ -44,7 +40,7 @@ void LayerNormWithStats(Node n, CanonicalizeContext* ctx) {
   const Moments m = MomentsOver(n, n.inputs[0], axes, ctx);
   const int mean = m.mean, d = m.centered;
   int ve = ctx->Emit("Add", n.name + "_var_eps",
-                     {m.variance, ScalarOf(n, dt, n.GetFloat("epsilon", 1e-5), ctx)});
+                     {m.variance, ctx->Scalar(n.name + "_c", dt, n.GetFloat("epsilon", 1e-5))});
   int sd = ctx->Emit("Sqrt", n.name + "_std", {ve});
   int inv = ctx->Emit("Reciprocal", n.name + "_inv_std", {sd});
   int norm = ctx->Emit("Mul", n.name + "_norm", {d, inv});
@@ -71,7 +67,7 @@ void BatchNormTraining(Node n, CanonicalizeContext* ctx) {
     axes.push_back(i);
     cshape.push_back(1);
   }
-  auto scalar = [&](double v) { return ScalarOf(n, xt.dtype, v, ctx); };
+  auto scalar = [&](double v) { return ctx->Scalar(n.name + "_c", xt.dtype, v); };
   auto reshape = [&](int v, std::vector<int64_t> shape, const std::string& tag) {
     return ctx->Emit("Reshape", n.name + tag, {v}, {{"__out_shape", shape}});
   };
@@ -156,7 +152,7 @@ void MvnOp(Node n, CanonicalizeContext* ctx) {
   const Moments m = MomentsOver(n, n.inputs.at(0), axes, ctx);
   int sd = ctx->Emit("Sqrt", n.name + "_std", {m.variance});
   int sde = ctx->Emit("Add", n.name + "_std_eps",
-                      {sd, ScalarOf(n, ctx->TypeOf(n.inputs[0]).dtype, 1e-9, ctx)});
+                      {sd, ctx->Scalar(n.name + "_c", ctx->TypeOf(n.inputs[0]).dtype, 1e-9)});
   ctx->EmitInto(Node{"Div", n.name, {}, {m.centered, sde}, n.outputs});
 }
 

@@ -50,9 +50,7 @@ class Expander {
   int Constant(const std::string& suffix, HostTensorPtr value) {
     return ctx_->Constant(node_.name + suffix, std::move(value));
   }
-  int Scalar(DLDataType dtype, double v) {
-    return ctx_->Constant(node_.name + "_k", MakeScalarTensor(dtype, v));
-  }
+  int Scalar(DLDataType dtype, double v) { return ctx_->Scalar(node_.name + "_k", dtype, v); }
   const TensorType& TypeOf(int id) { return ctx_->TypeOf(id); }
   /*! \brief Value id's constant data; null when it is computed at run time. */
   HostTensorPtr ConstantOf(int id) { return ctx_->graph().value(id).constant; }

@@ -42,10 +42,7 @@ void ResizeAtRunTime(Node& n, bool upsample, CanonicalizeContext* ctx) {
     NodeUnsupported(n, "coordinate_transformation_mode '" + ctm + "' with run-time scales");
   }
   DLDataType sdt = ctx->TypeOf(scales).dtype;
-  auto scalar = [&](double v, DLDataType dt) {
-    return ctx->graph().AddConstant(ctx->graph().UniqueName(n.name + "_c"),
-                                    MakeScalarTensor(dt, v));
-  };
+  auto scalar = [&](double v, DLDataType dt) { return ctx->Scalar(n.name + "_c", dt, v); };
   auto clip = [&](int v, double lo, double hi, const std::string& tag) {
     return ctx->Emit("Clip", n.name + tag, {v}, {{"min", lo}, {"max", hi}});
   };
@@ -62,11 +59,9 @@ void ResizeAtRunTime(Node& n, bool upsample, CanonicalizeContext* ctx) {
     for (int64_t i = 0; i < out_d; ++i) o->SetFromDouble(i, static_cast<double>(i));
     int t;
     int oid = ctx->graph().AddConstant(ctx->graph().UniqueName(n.name + tag + "_out_index"), o);
-    int s = ctx->Emit(
-        "Gather", n.name + tag + "_scale",
-        {scales, ctx->graph().AddConstant(ctx->graph().UniqueName(n.name + tag + "_axis"),
-                                          MakeScalarTensor(kInt64, static_cast<double>(d)))},
-        {{"axis", int64_t{0}}});
+    int s = ctx->Emit("Gather", n.name + tag + "_scale",
+                      {scales, ctx->Scalar(n.name + tag + "_axis", kInt64, static_cast<double>(d))},
+                      {{"axis", int64_t{0}}});
     if (ctm == "align_corners") {
       // x * (in - 1) / (in * scale - 1): ONNX uses the unrounded resized length.
       if (out_d <= 1) {

@@ -125,15 +125,14 @@ int PowerOf(const Node& n, int x, double p, CanonicalizeContext* ctx) {
   if (p == 2) return ctx->Emit("Mul", n.name + "_square", {x, x});
   int a = ctx->Emit("Abs", n.name + "_abs", {x});
   const DLDataType dt = ctx->TypeOf(x).dtype;
-  return ctx->Emit("Pow", n.name + "_pow",
-                   {a, ctx->Constant(n.name + "_p", MakeScalarTensor(dt, p))});
+  return ctx->Emit("Pow", n.name + "_pow", {a, ctx->Scalar(n.name + "_p", dt, p)});
 }
 
 int RootOf(const Node& n, int sum, double p, CanonicalizeContext* ctx) {
   if (p == 1) return sum;
   if (p == 2) return ctx->Emit("Sqrt", n.name + "_root", {sum});
   const DLDataType dt = ctx->TypeOf(sum).dtype;
-  int inv = ctx->Constant(n.name + "_inv_p", MakeScalarTensor(dt, 1.0 / p));
+  int inv = ctx->Scalar(n.name + "_inv_p", dt, 1.0 / p);
   return ctx->Emit("Pow", n.name + "_root", {sum, inv});
 }
 
@@ -159,8 +158,7 @@ void LpPoolOp(Node n, CanonicalizeContext* ctx) {
   int powered = PowerOf(n, n.inputs.at(0), p, ctx);
   int mean = ctx->Emit("AveragePool", n.name + "_mean", {powered}, pool);
   const DLDataType dt = ctx->TypeOf(mean).dtype;
-  int sum = ctx->Emit("Mul", n.name + "_sum",
-                      {mean, ctx->Constant(n.name + "_taps", MakeScalarTensor(dt, taps))});
+  int sum = ctx->Emit("Mul", n.name + "_sum", {mean, ctx->Scalar(n.name + "_taps", dt, taps)});
   ctx->EmitInto(Node{"Identity", n.name, {}, {RootOf(n, sum, p, ctx)}, n.outputs});
 }
 

@@ -168,7 +168,7 @@ class RecurrentExpander {
   // ---- small builders over the context
 
   int Scalar(double v, DLDataType dtype, const std::string& name) {
-    return ctx_.Constant(n_.name + name, MakeScalarTensor(dtype, v));
+    return ctx_.Scalar(n_.name + name, dtype, v);
   }
   int Indices(int64_t begin, int64_t count, const std::string& name) {
     std::vector<int64_t> idx(static_cast<size_t>(count));
@@ -185,7 +185,7 @@ class RecurrentExpander {
     return ctx_.Emit("Gather", n_.name + name, {x, index}, {{"axis", axis}});
   }
   int TakeAt(int x, int64_t i, int64_t axis, const std::string& name) {
-    return Take(x, ctx_.Constant(n_.name + name + "_at", MakeScalarTensor(kInt64, i)), axis, name);
+    return Take(x, ctx_.Scalar(n_.name + name + "_at", kInt64, i), axis, name);
   }
   int TakeRange(int x, int64_t begin, int64_t count, int64_t axis, const std::string& name) {
     return Take(x, Indices(begin, count, name + "_range"), axis, name);

@@ -30,6 +30,11 @@ class RewriteContext {
   int Constant(const std::string& name, HostTensorPtr value) {
     return graph().AddConstant(graph().UniqueName(name), std::move(value));
   }
+  /*! \brief A scalar constant of `dtype` holding v (converted as a fold converts), named after
+   *  `name`: the epsilon, count or index an expansion needs. */
+  int Scalar(const std::string& name, DLDataType dtype, double v) {
+    return Constant(name, MakeScalarTensor(dtype, v));
+  }
 };
 
 }  // namespace compiler

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "frontend/onnx/onnx_dtype.h"
+#include "frontend/onnx/onnx_float_values.h"
 #include "frontend/onnx/onnx_newer_opsets.h"
 
 namespace ember {
@@ -307,16 +308,6 @@ void CheckTensorPayload(const onnx::TensorProto& t, const std::string& where,
   }
 }
 
-// The values of a float32 constant (its payload already checked against its dims); none for
-// other element types.
-std::vector<float> FloatValues(const onnx::TensorProto& t) {
-  if (t.data_type() != onnx::TensorProto::FLOAT) return {};
-  if (!t.has_raw_data()) return {t.float_data().begin(), t.float_data().end()};
-  std::vector<float> v(t.raw_data().size() / sizeof(float));
-  if (!v.empty()) std::memcpy(v.data(), t.raw_data().data(), v.size() * sizeof(float));
-  return v;
-}
-
 // Types and constant values in scope while walking one graph (a subgraph sees its parents').
 class Scope {
  public:
@@ -586,7 +577,9 @@ class Validator {
          ++i) {
       if (schema->inputs()[static_cast<size_t>(i)].GetName() != "scales") continue;
       auto it = scope.constants().find(n.input(i));
-      if (it != scope.constants().end()) scales = FloatValues(*it->second);
+      if (it != scope.constants().end() && it->second->data_type() == onnx::TensorProto::FLOAT) {
+        scales = Float32Values(*it->second);
+      }
     }
     for (size_t k = 0; k < scales.size(); ++k) {
       constexpr float kMaxScale = 1 << 20;
