@@ -1,5 +1,6 @@
 // Graph executor, factory and artifact loading, on test artifacts built from hand-written graph
 // JSON and C kernels (tests/cpp/runtime/artifacts).
+#include <ember/runtime/device_api.h>
 #include <ember/runtime/graph_executor.h>
 #include <ember/runtime/logging.h>
 #include <ember/runtime/registry.h>
@@ -149,6 +150,21 @@ TEST(GraphExecutor, StoragePlanWritingIntoAParamIsRefusedAtLoad) {
   ExpectError([&] { CreateGraphExecutor(json, lib, {kCPU}); },
               {"entry 7 (output of node 7 \"dense1\") storage 1, which entry 1 (input/param node 1 "
                "\"w0\") still needs then"});
+}
+
+TEST(GraphExecutor, AStoragePlanLargerThanTheMachinesMemoryIsRefusedBeforeAllocating) {
+  // Two values of 0.6x the machine's memory each: either alone passes the allocator's check, and
+  // touching both at load would have the OS kill the process instead of an error.
+  const uint64_t elements = PhysicalMemoryBytes() / 4 / 10 * 6;
+  const std::string big = "[1, " + std::to_string(elements) + "]";
+  std::string json = ReadFileToString(kMlp + "/graph.json");
+  const std::string shapes = "[1, 16], [1, 16], [1, 16], [1, 16]";
+  ASSERT_NE(json.find(shapes), std::string::npos);
+  json.replace(json.find(shapes), shapes.size(), "[1, 16], " + big + ", " + big + ", [1, 16]");
+  Module lib = Module::LoadFromFile(kMlp + "/lib.so");
+  ExpectError([&] { CreateGraphExecutor(json, lib, {kCPU}); },
+              {"graph.json: the graph's values need", "MB of storage, more than this machine's",
+               "the largest is node \"b0\"'s output " + big});
 }
 
 TEST(GraphExecutor, AnInputNeverSetHoldsZeros) {
