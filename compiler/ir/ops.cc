@@ -598,6 +598,7 @@ const bool kRegistered = [] {
       .set_attr_default("detect_positive", int64_t{1})
       .set_attr_default("detect_negative", int64_t{1});
   Unary("Elu", {{"alpha", 1.0}});
+  Unary("Swish", {{"alpha", 1.0}});
   Unary("Celu", {{"alpha", 1.0}});
   Unary("LeakyRelu", {{"alpha", 0.01}});
   Unary("ThresholdedRelu", {{"alpha", 1.0}});
@@ -660,6 +661,7 @@ const bool kRegistered = [] {
   OpRegistry::Global()->Mutable("InstanceNormalization").set_attr_default("epsilon", 1e-5);
   // Canonicalize rewrites it into InstanceNormalization; the entry admits it past the importer.
   Op("GroupNormalization", OpPattern::kOpaque, SameAsFirst, 3, 3);
+  Op("RMSNormalization", OpPattern::kOpaque, SameAsFirst, 2, 2);
   Op("LayerNormalization", OpPattern::kOpaque, LayerNormRule, 2, 3);
   OpRegistry::Global()
       ->Mutable("LayerNormalization")

@@ -120,6 +120,10 @@ const bool kRegistered = [] {
     double alpha = n.GetFloat("alpha", 0.2), beta = n.GetFloat("beta", 0.5);
     return te::Max(te::Min(x * C(x, alpha) + C(x, beta), C(x, 1)), C(x, 0));
   });
+  Unary("Swish", [](const Node& n, Expr x) {
+    RequireFloat(n, x);
+    return x * te::Sigmoid(x * C(x, n.GetFloat("alpha", 1.0)));
+  });
   Unary("Mish", [](const Node& n, Expr x) {
     RequireFloat(n, x);
     Expr sp = te::Max(x, C(x, 0)) + te::Log(C(x, 1) + te::Exp(-te::Abs(x)));

@@ -1,11 +1,12 @@
-// Canonical forms of LayerNormalization, BatchNormalization, GroupNormalization and
-// MeanVarianceNormalization (registered as their canonicalization rules): the forms with
-// statistics outputs, training mode or groups, and MVN, written out as primitive ops.
+// Canonical forms of LayerNormalization, BatchNormalization, GroupNormalization,
+// MeanVarianceNormalization and RMSNormalization (registered as their canonicalization rules):
+// the forms with statistics outputs, training mode or groups, MVN and RMS, as primitive ops.
 #include <ember/compiler/ir/op_registry.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "frontend/onnx/onnx_dtype.h"
 #include "ir/shape_util.h"
 #include "transform/canonicalize_context.h"
 
@@ -156,6 +157,48 @@ void MvnOp(Node n, CanonicalizeContext* ctx) {
   ctx->EmitInto(Node{"Div", n.name, {}, {m.centered, sde}, n.outputs});
 }
 
+// RMSNormalization (opset 23): x / sqrt(mean(x^2 over axis..last) + epsilon) * scale, the
+// statistics in stash_type (float32 by default, so a float16 x is widened for them).
+void RmsNormOp(Node n, CanonicalizeContext* ctx) {
+  const TensorType x = ctx->TypeOf(n.inputs.at(0));
+  const int64_t axis = NormalizeAxis(n, n.GetInt("axis", -1), x.ndim());
+  const TensorType scale = ctx->TypeOf(n.inputs.at(1));
+  const std::vector<int64_t> normalized(x.shape.begin() + axis, x.shape.end());
+  const size_t lead = normalized.size() - std::min(normalized.size(), scale.shape.size());
+  bool broadcasts = scale.ndim() <= static_cast<int64_t>(normalized.size());
+  for (size_t i = 0; broadcasts && i < scale.shape.size(); ++i) {
+    broadcasts = scale.shape[i] == 1 || scale.shape[i] == normalized[lead + i];
+  }
+  if (!broadcasts || scale.dtype != x.dtype) {
+    NodeError(n, "scale must be " + DTypeToString(x.dtype) + " and broadcast to the normalized " +
+                     "shape " + ShapeToString(normalized) + ", got " + scale.ToString());
+  }
+  const int64_t stash = n.GetInt("stash_type", 1);
+  if (stash != 1 && stash != DTypeToOnnx(x.dtype)) {
+    NodeUnsupported(n, "stash_type " + std::to_string(stash) + " (supported: 1, float32, or " +
+                           "the input's own type)");
+  }
+  const bool widen = stash == 1 && x.dtype != kFloat32;
+  auto cast = [&](int v, DLDataType to, const std::string& tag) {
+    return ctx->Emit("Cast", n.name + tag, {v},
+                     {{"to", int64_t{DTypeToOnnx(to)}}, {"__dtype", DTypeToString(to)}});
+  };
+  const int xs = widen ? cast(n.inputs[0], kFloat32, "_stash") : n.inputs[0];
+  const DLDataType dt = widen ? kFloat32 : x.dtype;
+  std::vector<int64_t> axes;
+  for (int64_t i = axis; i < x.ndim(); ++i) axes.push_back(i);
+  const int mean_square = ctx->Emit("ReduceMean", n.name + "_mean_square",
+                                    {ctx->Emit("Mul", n.name + "_square", {xs, xs})},
+                                    {{"axes", axes}, {"keepdims", int64_t{1}}});
+  const int rms = ctx->Emit(
+      "Sqrt", n.name + "_rms",
+      {ctx->Emit("Add", n.name + "_plus_eps",
+                 {mean_square, ctx->Scalar(n.name + "_eps", dt, n.GetFloat("epsilon", 1e-5))})});
+  int normed = ctx->Emit("Div", n.name + "_normed", {xs, rms});
+  if (widen) normed = cast(normed, x.dtype, "_unstash");
+  ctx->EmitInto(Node{"Mul", n.name, {}, {normed, n.inputs[1]}, {n.outputs.at(0)}});
+}
+
 void CanonicalizeLayerNorm(Node n, CanonicalizeContext* ctx) {
   n.attrs["axis"] = NormalizeAxis(n, n.GetInt("axis", -1), ctx->Rank(n, 0));
   if (n.outputs.size() > 1) {
@@ -189,6 +232,7 @@ EMBER_REGISTER_OP_CANONICALIZE("LayerNormalization", CanonicalizeLayerNorm);
 EMBER_REGISTER_OP_CANONICALIZE("BatchNormalization", CanonicalizeBatchNorm);
 EMBER_REGISTER_OP_CANONICALIZE("GroupNormalization", GroupNormOp);
 EMBER_REGISTER_OP_CANONICALIZE("MeanVarianceNormalization", MvnOp);
+EMBER_REGISTER_OP_CANONICALIZE("RMSNormalization", RmsNormOp);
 
 }  // namespace compiler
 }  // namespace ember

@@ -1,4 +1,4 @@
-// Models newer than Debian's libonnx (IR 8, opset 17): IR 9-10 and ai.onnx opsets 18-21. libonnx
+// Models newer than Debian's libonnx (IR 8, opset 17): IR 9-13 and ai.onnx opsets 18-26. libonnx
 // refuses their IR version and its opset-17 schemas misread the ops whose signature changed, so
 // for such models Ember judges what libonnx cannot, and libonnx only sees what it understands.
 #ifndef EMBER_COMPILER_FRONTEND_ONNX_ONNX_NEWER_OPSETS_H_
@@ -16,7 +16,7 @@ namespace compiler {
 constexpr int64_t kLibonnxIrVersion = 8;
 constexpr int64_t kLibonnxMaxOpset = 17;
 /*! \brief Newest IR version emberc reads. */
-constexpr int64_t kMaxImportIrVersion = 10;
+constexpr int64_t kMaxImportIrVersion = 13;
 
 /*!
  * \brief False when `op` changed its inputs, attributes or meaning in an opset after 17 and at or
@@ -39,8 +39,8 @@ bool LibonnxKnowsEveryOp(const onnx::GraphProto& graph, int64_t opset);
  * \brief What libonnx's checker would check, for a model it cannot read (IR > 8 or opset > 17):
  * the IR version (<= kMaxImportIrVersion), that every node input and graph output is defined
  * before use (subgraphs see their enclosing graphs), that no value is defined twice, and that no
- * tensor, value or Cast uses an element type newer than IR 8 (float8, int4). Throws CompileError
- * (UnsupportedError for a new element type) naming `source`, the node and the value.
+ * tensor, value or Cast uses an element type newer than IR 8 (float8, int4, float4, int2). Throws
+ * CompileError (UnsupportedError for a new element type) naming `source`, the node and the value.
  */
 void CheckNewerModel(const onnx::ModelProto& model, const std::string& source);
 

@@ -18,7 +18,7 @@ namespace compiler {
 
 /*! \brief Lowest and highest ai.onnx opset imported without the version converter. */
 constexpr int64_t kMinImportOpset = 7;
-constexpr int64_t kMaxImportOpset = 21;
+constexpr int64_t kMaxImportOpset = 26;
 /*! \brief Opset older models are converted to. */
 constexpr int64_t kConvertTargetOpset = 13;
 

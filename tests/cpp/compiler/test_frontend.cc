@@ -502,7 +502,7 @@ TEST(Frontend, FailedOpsetConversionGivesTheReasonNotTheAssertion) {
   OnnxBuilder::IntAttr(mul, "axis", 1);
   b.Output("y", {2, 3, 4});
   std::string err = ErrorOf(b.Bytes());
-  EXPECT_NE(err.find("m.onnx: opset 1 is outside 7..21"), std::string::npos) << err;
+  EXPECT_NE(err.find("m.onnx: opset 1 is outside 7..26"), std::string::npos) << err;
   EXPECT_NE(err.find("export the model at opset 7 or later"), std::string::npos) << err;
   EXPECT_EQ(err.find("Assertion"), std::string::npos) << err;
   EXPECT_EQ(err.find(".cc:"), std::string::npos) << err;
@@ -530,7 +530,14 @@ OnnxBuilder NewerOpsetModel(int64_t opset, int64_t ir_version) {
 }
 
 TEST(Frontend, Opset18AndIr9ModelsImportWithTheNewSignatures) {
-  for (auto [opset, ir] : {std::pair<int64_t, int64_t>{18, 9}, {21, 10}, {17, 10}}) {
+  for (auto [opset, ir] : {std::pair<int64_t, int64_t>{18, 9},
+                           {21, 10},
+                           {17, 10},
+                           {22, 10},
+                           {23, 11},
+                           {24, 12},
+                           {25, 13},
+                           {26, 13}}) {
     OnnxBuilder b = NewerOpsetModel(opset, ir);
     if (opset == 17) {
       // Before 18 Reduce* take axes as an attribute, and Split, Pad, Resize the old forms.
@@ -592,13 +599,14 @@ TEST(Frontend, GroupNormalizationScalesGroupsAtOpset18AndChannelsAt21) {
 
 TEST(Frontend, NewerModelsAreCheckedWhereLibonnxCannot) {
   OnnxBuilder b = NewerOpsetModel(18, 9);
-  b.model().set_ir_version(11);
-  EXPECT_NE(
-      ErrorOf(b.Bytes()).find("m.onnx: IR version 11 is newer than emberc reads (at most 10)"),
-      std::string::npos);
+  b.model().set_ir_version(14);
+  EXPECT_NE(ErrorOf(b.Bytes()).find("m.onnx: IR version 14 is newer than emberc reads (at most "
+                                    "13); export the model with IR version 13 or earlier"),
+            std::string::npos)
+      << ErrorOf(b.Bytes());
 
-  b = NewerOpsetModel(22, 10);
-  EXPECT_NE(ErrorOf(b.Bytes()).find("m.onnx: opset 22 is newer than emberc reads (7..21)"),
+  b = NewerOpsetModel(27, 13);
+  EXPECT_NE(ErrorOf(b.Bytes()).find("m.onnx: opset 27 is newer than emberc reads (7..26)"),
             std::string::npos);
 
   b = NewerOpsetModel(18, 9);
@@ -619,6 +627,40 @@ TEST(Frontend, NewerModelsAreCheckedWhereLibonnxCannot) {
   OnnxBuilder::IntAttr(b.Node("Cast", "cast", {"x"}, {"y"}), "to", kFloat8E4M3FN);
   EXPECT_NE(ErrorOf(b.Bytes()).find("node 'cast' (Cast): attribute 'to' asks for element type "
                                     "FLOAT8E4M3FN, which emberc does not support"),
+            std::string::npos)
+      << ErrorOf(b.Bytes());
+}
+
+TEST(Frontend, ElementTypesOfIr11To13AreRefusedByName) {
+  const std::pair<int32_t, const char*> kTypes[] = {
+      {23, "FLOAT4E2M1"}, {24, "FLOAT8E8M0"}, {25, "UINT2"}, {26, "INT2"}};
+  for (const auto& [code, name] : kTypes) {
+    OnnxBuilder b = NewerOpsetModel(25, 13);
+    OnnxBuilder::IntAttr(b.Node("Cast", "cast", {"x"}, {"y"}), "to", code);
+    EXPECT_NE(ErrorOf(b.Bytes()).find("node 'cast' (Cast): attribute 'to' asks for element type " +
+                                      std::string(name) + ", which emberc does not support"),
+              std::string::npos)
+        << ErrorOf(b.Bytes());
+  }
+}
+
+// Opset 23's RMSNormalization and 24's Swish import (their values: tests/python/
+// test_newer_opsets.py); a scale that does not broadcast to the normalized axes is refused.
+TEST(Frontend, RmsNormalizationAndSwishOfNewerOpsetsImport) {
+  OnnxBuilder b(24);
+  b.model().set_ir_version(12);
+  b.Input("x", {2, 3}).FloatInit("scale", {3}, {1.f, 2.f, -1.f});
+  b.Node("Swish", "swish", {"x"}, {"s"});
+  b.Node("RMSNormalization", "rms", {"s", "scale"}, {"y"});
+  b.Output("y", {2, 3});
+  Graph g = ImportOnnxBytes(b.Bytes(), "m.onnx", {});
+  EXPECT_EQ(g.value(g.outputs()[0]).type.ToString(), "float32[2,3]");
+
+  b.model().mutable_graph()->mutable_initializer(0)->clear_dims();
+  b.model().mutable_graph()->mutable_initializer(0)->add_dims(2);
+  b.model().mutable_graph()->mutable_initializer(0)->mutable_float_data()->RemoveLast();
+  EXPECT_NE(ErrorOf(b.Bytes()).find("node 'rms' (RMSNormalization): scale must be float32 and "
+                                    "broadcast to the normalized shape [3], got float32[2]"),
             std::string::npos)
       << ErrorOf(b.Bytes());
 }
