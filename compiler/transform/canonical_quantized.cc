@@ -56,10 +56,14 @@ class Expander {
   HostTensorPtr ConstantOf(int id) { return ctx_->graph().value(id).constant; }
 
   /*! \brief A per-axis parameter (1-D, one entry per index of `axis` of a tensor of shape
-   * `along`) shaped to broadcast along that axis; a scalar or one-element one as it is. */
+   * `along`) shaped to broadcast along that axis; a scalar or one-element one as it is; with the
+   * node's block_size (opset 21), one entry per block of `axis`, repeated over its block. */
   int AlongAxis(int param, int64_t axis, const std::vector<int64_t>& along) {
     const TensorType t = TypeOf(param);
     const int64_t rank = static_cast<int64_t>(along.size());
+    const int64_t block = node_.GetInt("block_size", 0);
+    if (block < 0) NodeError(node_, "block_size must be >= 0, got " + std::to_string(block));
+    if (block > 0) return PerBlock(param, NormalizeAxis(node_, axis, rank, "axis"), along, block);
     if (t.NumElements() == 1 || rank == 0) return param;
     if (t.ndim() != 1) {
       NodeError(node_, "a per-axis scale or zero point must be 1-D, got " + t.ToString());
@@ -70,6 +74,28 @@ class Expander {
     std::vector<int64_t> shape(static_cast<size_t>(rank), 1);
     shape[static_cast<size_t>(axis)] = t.shape[0];
     return Op("Reshape", {param, ctx_->Constant(node_.name + "_shape", MakeInt64Tensor(shape))});
+  }
+  /*! \brief A blocked parameter (x's shape, but ceil(extent / block) along `axis`) gathered to x's
+   * shape: entry i of the axis reads entry i / block. */
+  int PerBlock(int param, int64_t axis, const std::vector<int64_t>& along, int64_t block) {
+    const TensorType t = TypeOf(param);
+    std::vector<int64_t> want = along;
+    const int64_t extent = along[static_cast<size_t>(axis)];
+    want[static_cast<size_t>(axis)] = (extent + block - 1) / block;
+    if (t.shape != want) {
+      NodeError(node_, "with block_size " + std::to_string(block) + " along axis " +
+                           std::to_string(axis) + " of " + ShapeToString(along) +
+                           ", a scale or zero point must have shape " + ShapeToString(want) +
+                           ", got " + t.ToString());
+    }
+    std::vector<int64_t> index(static_cast<size_t>(extent));
+    for (int64_t i = 0; i < extent; ++i) index[static_cast<size_t>(i)] = i / block;
+    return Op("Gather", {param, ctx_->Constant(node_.name + "_blocks", MakeInt64Tensor(index))},
+              {{"axis", axis}});
+  }
+  /*! \brief A scale in float32, the type the quantizers compute in (float16 scales widened). */
+  int Float32Scale(int scale) {
+    return TypeOf(scale).dtype == kFloat32 ? scale : Cast(scale, kFloat32);
   }
   /*! \brief Refuses a per-axis scale, zero point or bias that is not one value per index of the
    * axis it runs along (`extent` indices, described by `axis`), before anything indexes it. */
@@ -85,7 +111,7 @@ class Expander {
    * scale kAbsentValue: x is already scaled (no division by a 1 the kernels would load and
    * divide by per element). */
   int QuantizeFloat(int x, int scale, int zero_point, DLDataType to) {
-    int q = Op("Round", {scale == kAbsentValue ? x : Op("Div", {x, scale})});
+    int q = Op("Round", {scale == kAbsentValue ? x : Op("Div", {x, Float32Scale(scale)})});
     if (zero_point != kAbsentValue) q = Op("Add", {q, Cast(zero_point, kFloat32)});
     const bool is_signed = to.code == kDLInt;
     const double lo = is_signed ? -(1 << (to.bits - 1)) : 0;
@@ -110,13 +136,28 @@ class Expander {
   void QuantizeInto(int value, size_t scale, size_t zero_point, int64_t axis = 1) {
     const std::vector<int64_t> along = TypeOf(value).shape;
     const int zp = Input(zero_point);
-    const DLDataType to = zp == kAbsentValue ? kUInt8 : TypeOf(zp).dtype;
+    const DLDataType to = QuantizedType(zp);
     if (to.bits != 8)
       NodeUnsupported(node_, "quantizes to 8-bit integers, got " + DTypeToString(to));
     const int zp_along = zp == kAbsentValue ? zp : AlongAxis(zp, axis, along);
     const int q =
         QuantizeFloat(value, AlongAxis(node_.inputs.at(scale), axis, along), zp_along, to);
     OpInto(node_.outputs.at(0), "Cast", {q}, {{"to", int64_t{DTypeToOnnx(to)}}});
+  }
+
+  /*! \brief The type a quantizer writes: its zero point's, else opset 21's output_dtype, else
+   * uint8; both given must agree. */
+  DLDataType QuantizedType(int zero_point) const {
+    const int64_t code = node_.GetInt("output_dtype", 0);
+    const std::string where = "node '" + node_.name + "'";
+    const DLDataType named = code == 0 ? kUInt8 : OnnxToDType(static_cast<int32_t>(code), where);
+    if (zero_point == kAbsentValue) return named;
+    const DLDataType zp = ctx_->TypeOf(zero_point).dtype;
+    if (code != 0 && zp != named) {
+      NodeError(node_, "output_dtype " + DTypeToString(named) + " and the zero point's type " +
+                           DTypeToString(zp) + " differ");
+    }
+    return zp;
   }
 
   const Node& node() const { return node_; }
@@ -137,12 +178,27 @@ void QuantizeLinear(Node n, CanonicalizeContext* ctx) {
   e.QuantizeInto(x, 1, 2, n.GetInt("axis", 1));
 }
 
+// (x - zero_point) * scale, computed in float32 and written in the scale's type, or in opset 23's
+// output_dtype.
 void DequantizeLinear(Node n, CanonicalizeContext* ctx) {
   Expander e(n, ctx);
   const int64_t axis = n.GetInt("axis", 1);
   const std::vector<int64_t> along = e.TypeOf(n.inputs.at(0)).shape;
   const int x = e.Shifted(n.inputs[0], e.Input(2), axis);
-  e.OpInto(n.outputs[0], "Mul", {e.Cast(x, kFloat32), e.AlongAxis(n.inputs.at(1), axis, along)});
+  const int scale = e.AlongAxis(n.inputs.at(1), axis, along);
+  const int64_t code = n.GetInt("output_dtype", 0);
+  const DLDataType out = code == 0
+                             ? e.TypeOf(scale).dtype
+                             : OnnxToDType(static_cast<int32_t>(code), "node '" + n.name + "'");
+  if (out != kFloat32 && out != kFloat16) {
+    NodeUnsupported(n, "dequantizes to float32 or float16, got " + DTypeToString(out));
+  }
+  const std::vector<int> operands = {e.Cast(x, kFloat32), e.Float32Scale(scale)};
+  if (out == kFloat32) {
+    e.OpInto(n.outputs[0], "Mul", operands);
+  } else {
+    e.OpInto(n.outputs[0], "Cast", {e.Op("Mul", operands)}, {{"to", int64_t{DTypeToOnnx(out)}}});
+  }
 }
 
 // y_scale = (max(x, 0) - min(x, 0)) / 255, y_zero_point = saturate(round(-min / y_scale)),

@@ -34,6 +34,12 @@ Kinds:
   opset18_ir9,    what newer exporters write (IR 9-10, opsets 18-21, which Debian's libonnx
   opset21_ir10    does not know): Reduce* axes as an input, Split num_outputs, Pad axes,
                   Resize axes / keep_aspect_ratio_policy, GroupNormalization, LayerNormalization
+  encoder_opset*  a transformer encoder layer as exporters write it at opsets 22-26 (IR 10-13):
+                  Shape-computed head reshapes, masked attention, Gelu, LayerNormalization or
+                  opset 23's RMSNormalization, opset 24's Swish
+  quantizers_*    opset 21's quantizer forms: output_dtype without a zero point, blocked
+                  scales and zero points (block_size), a weight dequantized by blocks for a
+                  MatMul, float16 scales (the output in float16)
   convt_*         ConvTranspose (compiled as a Conv over its phases and a PhaseInterleave):
                   DBNet's head (2x2 stride 2, bias Add, BatchNormalization, Relu, Sigmoid),
                   kernels longer and shorter than the stride, pads, output_padding, unequal
@@ -613,8 +619,90 @@ def newer_opset(opset, ir_version):
     return m
 
 
+def encoder_layer(opset, ir_version):
+    """One transformer encoder layer as a newer exporter writes it: heads reshaped through
+    Shape/Gather/Concat, an additive mask from an int64 attention mask, Gelu; RMSNormalization
+    from opset 23 on, Swish at 24 (ORT 1.30 runs opset 24's Swish only in opset-24 models)."""
+    rms = opset >= 23
+    m = Model("encoder_opset%d" % opset, 2100 + opset,
+              "opset %d, IR %d: masked attention, Gelu, %s" % (
+                  opset, ir_version, "RMSNormalization" if rms else "LayerNormalization") +
+              (", Swish" if opset == 24 else ""), opset=opset, ir_version=ir_version)
+    d, heads = 32, 4
+    x = m.input("x", [2, 10, d])
+    mask = m.input("mask", [2, 10], TensorProto.INT64)
+
+    def norm(v, tag):
+        if rms:
+            return m.node("RMSNormalization", [v, m.weight(tag + "_s", [d], 0.3)], [tag],
+                          epsilon=1e-5)
+        return m.node("LayerNormalization", [v, m.weight(tag + "_s", [d], 0.3),
+                                             m.weight(tag + "_b", [d], 0.1)], [tag], axis=-1)
+
+    def heads_of(v, tag):
+        p = m.node("MatMul", [v, m.weight("w" + tag, [d, d], 0.2)], [tag + "_proj"])
+        shape = m.node("Shape", [p], [tag + "_shape"])
+        lead = m.node("Slice", [shape, m.ints(tag + "_0", [0]), m.ints(tag + "_2", [2])],
+                      [tag + "_lead"])
+        split = m.node("Concat", [lead, m.ints(tag + "_hd", [heads, -1])], [tag + "_split"],
+                       axis=0)
+        r = m.node("Reshape", [p, split], [tag + "_heads"])
+        return m.node("Transpose", [r], [tag + "_t"], perm=[0, 2, 1, 3])
+
+    h = norm(x, "norm0")
+    q, k, v = heads_of(h, "q"), heads_of(h, "k"), heads_of(h, "v")
+    scores = m.node("MatMul", [q, m.node("Transpose", [k], ["kt"], perm=[0, 1, 3, 2])],
+                    ["scores"])
+    scores = m.node("Mul", [scores, m.weight_values("scale", 1 / np.sqrt(d // heads))],
+                    ["scaled"])
+    maskf = m.node("Cast", [m.node("Unsqueeze", [mask, m.ints("mask_axes", [1, 2])],
+                                   ["mask4"])], ["maskf"], to=TensorProto.FLOAT)
+    bias = m.node("Mul", [m.node("Sub", [m.weight_values("one", 1.0), maskf], ["masked"]),
+                          m.weight_values("neg", -1e4)], ["mask_bias"])
+    probs = m.node("Softmax", [m.node("Add", [scores, bias], ["biased"])], ["probs"], axis=-1)
+    ctx = m.node("Transpose", [m.node("MatMul", [probs, v], ["ctx"])], ["ctx_t"],
+                 perm=[0, 2, 1, 3])
+    ctx = m.node("Reshape", [ctx, m.ints("merge", [0, 0, d])], ["ctx_merged"])
+    x1 = m.node("Add", [x, m.node("MatMul", [ctx, m.weight("wo", [d, d], 0.2)], ["attn"])],
+                ["res1"])
+    f = m.node("MatMul", [norm(x1, "norm1"), m.weight("w1", [d, 64], 0.2)], ["ff1"])
+    f = m.node("Gelu", [f], ["gelu"], approximate="tanh")
+    if opset == 24:
+        f = m.node("Swish", [f], ["swish"], alpha=1.5)
+    m.node("Add", [x1, m.node("MatMul", [f, m.weight("w2", [64, d], 0.2)], ["ff2"])], ["y"])
+    m.output("y", rank=3)
+    return m
+
+
+def quantizers():
+    """Opset 21's quantizer forms ORT's and other quantizers write."""
+    m = Model("quantizers_opset21", 2121, "QuantizeLinear output_dtype int8 without a zero "
+              "point, blocked Quantize/DequantizeLinear (block_size 2), a MatMul weight "
+              "dequantized by blocks of 4, a float16 scale", opset=21, ir_version=10)
+    x = m.input("x", [4, 8])
+    q8 = m.node("QuantizeLinear", [x, m.weight_values("s", 0.02)], ["q8"],
+                output_dtype=TensorProto.INT8)
+    m.node("Cast", [q8], ["q8f"], to=TensorProto.FLOAT)
+    scales = m.weight_values("bs", m.rs.uniform(0.01, 0.03, (4, 4)))
+    m.inits.append(numpy_helper.from_array(m.rs.randint(-5, 5, (4, 4)).astype(np.int8), "bzp"))
+    qb = m.node("QuantizeLinear", [x, scales, "bzp"], ["qb"], axis=1, block_size=2)
+    m.node("DequantizeLinear", [qb, scales, "bzp"], ["dqb"], axis=1, block_size=2)
+    m.inits.append(numpy_helper.from_array(m.rs.randint(-100, 100, (8, 6)).astype(np.int8),
+                                           "wq"))
+    w = m.node("DequantizeLinear", ["wq", m.weight_values("ws", m.rs.uniform(0.001, 0.01, (2, 6)))],
+               ["w"], axis=0, block_size=4)
+    m.node("MatMul", [x, w], ["mm"])
+    m.inits.append(numpy_helper.from_array(np.array(0.02, np.float16), "s16"))
+    half = m.node("DequantizeLinear", [q8, "s16"], ["dq16"])
+    m.node("Cast", [half], ["dq16f"], to=TensorProto.FLOAT)
+    for name in ["q8f", "dqb", "mm", "dq16f"]:
+        m.output(name, rank=2)
+    return m
+
+
 def newer_opsets():
-    return [newer_opset(18, 9), newer_opset(21, 10)]
+    return ([newer_opset(18, 9), newer_opset(21, 10), quantizers()] +
+            [encoder_layer(o, ir) for o, ir in ((22, 10), (23, 11), (24, 12), (26, 13))])
 
 
 def convt(name, seed, note, c_in, c_out, hw, group=1, bias=True, after=(), **attrs):
