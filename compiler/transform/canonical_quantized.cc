@@ -18,42 +18,16 @@
 #include "frontend/onnx/onnx_dtype.h"
 #include "ir/shape_util.h"
 #include "transform/canonicalize_context.h"
+#include "transform/onnx_expander.h"
 
 namespace ember {
 namespace compiler {
 namespace {
 
-// Emits `op` in its ONNX form (at the model's opset) as the pass would canonicalize it; returns
-// its output.
-class Expander {
+// The quantizers' expansions: per-axis and blocked parameters, rounding and saturation.
+class Expander : public OnnxExpander {
  public:
-  Expander(const Node& node, CanonicalizeContext* ctx) : node_(node), ctx_(ctx) {}
-
-  int Op(const std::string& op, std::vector<int> inputs, AttrMap attrs = {}) {
-    Graph& g = ctx_->graph();
-    const std::string name = node_.name + "_" + op + std::to_string(count_++);
-    const int out = g.AddValue(g.UniqueName(name), TensorType{});
-    ctx_->Canonicalize(Node{op, name, std::move(attrs), std::move(inputs), {out}});
-    return out;
-  }
-  /*! \brief The last step writes the node's own output `out`. */
-  void OpInto(int out, const std::string& op, std::vector<int> inputs, AttrMap attrs = {}) {
-    ctx_->Canonicalize(Node{op, node_.name, std::move(attrs), std::move(inputs), {out}});
-  }
-  int Cast(int x, DLDataType to) { return Op("Cast", {x}, {{"to", int64_t{DTypeToOnnx(to)}}}); }
-  /*! \brief ReduceSum of x over `axes`, kept as unit dims (axes an input from opset 13 on). */
-  int ReduceSum(int x, const std::vector<int64_t>& axes) {
-    if (ctx_->opset() < 13) return Op("ReduceSum", {x}, {{"axes", axes}, {"keepdims", int64_t{1}}});
-    return Op("ReduceSum", {x, ctx_->Constant(node_.name + "_axes", MakeInt64Tensor(axes))},
-              {{"keepdims", int64_t{1}}});
-  }
-  int Constant(const std::string& suffix, HostTensorPtr value) {
-    return ctx_->Constant(node_.name + suffix, std::move(value));
-  }
-  int Scalar(DLDataType dtype, double v) { return ctx_->Scalar(node_.name + "_k", dtype, v); }
-  const TensorType& TypeOf(int id) { return ctx_->TypeOf(id); }
-  /*! \brief Value id's constant data; null when it is computed at run time. */
-  HostTensorPtr ConstantOf(int id) { return ctx_->graph().value(id).constant; }
+  using OnnxExpander::OnnxExpander;
 
   /*! \brief A per-axis parameter (1-D, one entry per index of `axis` of a tensor of shape
    * `along`) shaped to broadcast along that axis; a scalar or one-element one as it is; with the
@@ -159,16 +133,6 @@ class Expander {
     }
     return zp;
   }
-
-  const Node& node() const { return node_; }
-  Graph& graph() { return ctx_->graph(); }
-  const KernelStrategy* strategy() const { return ctx_->strategy(); }
-  int Input(size_t i) const { return node_.HasInput(i) ? node_.inputs[i] : kAbsentValue; }
-
- private:
-  const Node& node_;
-  CanonicalizeContext* ctx_;
-  int count_ = 0;
 };
 
 void QuantizeLinear(Node n, CanonicalizeContext* ctx) {
