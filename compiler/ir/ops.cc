@@ -662,6 +662,7 @@ const bool kRegistered = [] {
   // Canonicalize rewrites it into InstanceNormalization; the entry admits it past the importer.
   Op("GroupNormalization", OpPattern::kOpaque, SameAsFirst, 3, 3);
   Op("RMSNormalization", OpPattern::kOpaque, SameAsFirst, 2, 2);
+  Op("RotaryEmbedding", OpPattern::kOpaque, SameAsFirst, 3, 4);
   Op("LayerNormalization", OpPattern::kOpaque, LayerNormRule, 2, 3);
   OpRegistry::Global()
       ->Mutable("LayerNormalization")

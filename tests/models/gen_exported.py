@@ -37,6 +37,9 @@ Kinds:
   encoder_opset*  a transformer encoder layer as exporters write it at opsets 22-26 (IR 10-13):
                   Shape-computed head reshapes, masked attention, Gelu, LayerNormalization or
                   opset 23's RMSNormalization, opset 24's Swish
+  rotary_opset23  opset 23's RotaryEmbedding as exporters write it for a decoder's queries and
+                  keys: 4-D heads with position_ids, a 3-D hidden state (num_heads) rotated in
+                  interleaved pairs over part of each head, caches given per token
   quantizers_*    opset 21's quantizer forms: output_dtype without a zero point, blocked
                   scales and zero points (block_size), a weight dequantized by blocks for a
                   MatMul, float16 scales (the output in float16)
@@ -674,6 +677,37 @@ def encoder_layer(opset, ir_version):
     return m
 
 
+def rotary_opset23():
+    """RotaryEmbedding in the three forms exporters write: queries as 4-D heads rotated by the
+    cache rows their position_ids pick, keys as a 3-D hidden state (num_heads) rotated in
+    interleaved pairs over the first half of each head, and caches already gathered per token."""
+    m = Model("rotary_opset23", 2323, "RotaryEmbedding: 4-D with position_ids, 3-D interleaved "
+              "partial (rotary_embedding_dim) with num_heads, caches per token", opset=23,
+              ir_version=11)
+    x = m.input("x", [2, 5, 24])
+    pos = m.input("position_ids", [2, 5], TensorProto.INT64)
+    angles = m.rs.uniform(0, 2 * np.pi, (12, 4))
+    cos, sin = m.weight_values("cos", np.cos(angles)), m.weight_values("sin", np.sin(angles))
+    q = m.node("Reshape", [m.node("MatMul", [x, m.weight("wq", [24, 24], 0.2)], ["q_proj"]),
+                           m.ints("heads", [2, 5, 3, 8])], ["q_heads"])
+    q = m.node("Transpose", [q], ["q_t"], perm=[0, 2, 1, 3])
+    m.node("RotaryEmbedding", [q, cos, sin, pos], ["q_rot"])
+    k = m.node("MatMul", [x, m.weight("wk", [24, 24], 0.2)], ["k_proj"])
+    half = m.node("Slice", [cos, m.ints("s0", [0]), m.ints("s2", [2]), m.ints("s1", [1])],
+                  ["cos_half"])
+    half_sin = m.node("Slice", [sin, m.ints("t0", [0]), m.ints("t2", [2]), m.ints("t1", [1])],
+                      ["sin_half"])
+    m.node("RotaryEmbedding", [k, half, half_sin, pos], ["k_rot"], interleaved=1,
+           rotary_embedding_dim=4, num_heads=3)
+    tok = m.rs.uniform(0, 2 * np.pi, (2, 5, 4))
+    m.node("RotaryEmbedding", [q, m.weight_values("cos_tok", np.cos(tok)),
+                               m.weight_values("sin_tok", np.sin(tok))], ["q_tok"])
+    m.output("q_rot", rank=4)
+    m.output("k_rot", rank=3)
+    m.output("q_tok", rank=4)
+    return m
+
+
 def quantizers():
     """Opset 21's quantizer forms ORT's and other quantizers write."""
     m = Model("quantizers_opset21", 2121, "QuantizeLinear output_dtype int8 without a zero "
@@ -701,7 +735,7 @@ def quantizers():
 
 
 def newer_opsets():
-    return ([newer_opset(18, 9), newer_opset(21, 10), quantizers()] +
+    return ([newer_opset(18, 9), newer_opset(21, 10), quantizers(), rotary_opset23()] +
             [encoder_layer(o, ir) for o, ir in ((22, 10), (23, 11), (24, 12), (26, 13))])
 
 

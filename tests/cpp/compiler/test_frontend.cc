@@ -665,6 +665,42 @@ TEST(Frontend, RmsNormalizationAndSwishOfNewerOpsetsImport) {
       << ErrorOf(b.Bytes());
 }
 
+// What RotaryEmbedding's shapes must agree on is checked naming the node (its values:
+// gen_exported.py's rotary_opset23 against ONNX Runtime).
+TEST(Frontend, RotaryEmbeddingOperandsAreChecked) {
+  auto model = [](const std::vector<int64_t>& x, const std::vector<int64_t>& cache,
+                  const std::vector<int64_t>& positions) {
+    OnnxBuilder b(23);
+    b.model().set_ir_version(11);
+    b.Input("x", x).Input("pos", positions, onnx::TensorProto::INT64);
+    int64_t n = 1;
+    for (int64_t d : cache) n *= d;
+    b.FloatInit("cos", cache, std::vector<float>(static_cast<size_t>(n), 1.f));
+    b.FloatInit("sin", cache, std::vector<float>(static_cast<size_t>(n), 0.f));
+    b.Node("RotaryEmbedding", "rope", {"x", "cos", "sin", "pos"}, {"y"});
+    b.Output("y", x);
+    return b;
+  };
+  EXPECT_EQ(
+      ImportOnnxBytes(model({1, 2, 3, 8}, {6, 4}, {1, 3}).Bytes(), "m.onnx", {}).nodes().empty(),
+      false);
+  EXPECT_NE(ErrorOf(model({1, 2, 3, 8}, {6, 3}, {1, 3}).Bytes())
+                .find("node 'rope' (RotaryEmbedding): cos_cache must be (max_position + 1, >= 4)"),
+            std::string::npos)
+      << ErrorOf(model({1, 2, 3, 8}, {6, 3}, {1, 3}).Bytes());
+  EXPECT_NE(ErrorOf(model({1, 2, 3, 8}, {6, 4}, {1, 2}).Bytes())
+                .find("position_ids must be int64[1,3], got int64[1,2]"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(model({1, 3, 16}, {6, 4}, {1, 3}).Bytes())
+                .find("a 3-D X needs num_heads dividing its hidden size 16, got num_heads 0"),
+            std::string::npos);
+  OnnxBuilder odd = model({1, 2, 3, 8}, {6, 4}, {1, 3});
+  OnnxBuilder::IntAttr(odd.model().mutable_graph()->mutable_node(0), "rotary_embedding_dim", 5);
+  EXPECT_NE(ErrorOf(odd.Bytes())
+                .find("rotary_embedding_dim must be even and at most the head size 8, got 5"),
+            std::string::npos);
+}
+
 TEST(Frontend, AnIr9ModelAtAnOldOpsetStillMeetsLibonnxsCheckerButNotFloat8) {
   OnnxBuilder b(13);
   b.model().set_ir_version(9);
