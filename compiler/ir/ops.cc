@@ -663,6 +663,7 @@ const bool kRegistered = [] {
   Op("GroupNormalization", OpPattern::kOpaque, SameAsFirst, 3, 3);
   Op("RMSNormalization", OpPattern::kOpaque, SameAsFirst, 2, 2);
   Op("RotaryEmbedding", OpPattern::kOpaque, SameAsFirst, 3, 4);
+  Op("Attention", OpPattern::kOpaque, SameAsFirst, 3, 7);
   Op("LayerNormalization", OpPattern::kOpaque, LayerNormRule, 2, 3);
   OpRegistry::Global()
       ->Mutable("LayerNormalization")

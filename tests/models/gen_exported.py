@@ -40,6 +40,10 @@ Kinds:
   rotary_opset23  opset 23's RotaryEmbedding as exporters write it for a decoder's queries and
                   keys: 4-D heads with position_ids, a 3-D hidden state (num_heads) rotated in
                   interleaved pairs over part of each head, caches given per token
+  attention_*     opset 23-24's Attention as exporters write a decoder step: 4-D heads after
+                  RotaryEmbedding with a past key/value cache, causal, grouped-query heads, the
+                  present cache out; 3-D packed heads with a padding mask (a row masked whole),
+                  causal with the mask (24), softcap and the scores out
   quantizers_*    opset 21's quantizer forms: output_dtype without a zero point, blocked
                   scales and zero points (block_size), a weight dequantized by blocks for a
                   MatMul, float16 scales (the output in float16)
@@ -708,6 +712,57 @@ def rotary_opset23():
     return m
 
 
+def attention_decoder_opset23():
+    """A decoder step: queries and keys rotated (RotaryEmbedding), grouped-query Attention over
+    a past cache plus the new tokens, causal from the first new position on, the present cache
+    and the output projection out."""
+    m = Model("attention_decoder_opset23", 2324, "Attention: 4-D heads after RotaryEmbedding, "
+              "past key/value, is_causal, 4 query heads over 2 kv heads, present key/value",
+              opset=23, ir_version=11)
+    x = m.input("x", [1, 3, 32])
+    pos = m.input("position_ids", [1, 3], TensorProto.INT64)
+    past_k, past_v = m.input("past_key", [1, 2, 4, 8]), m.input("past_value", [1, 2, 4, 8])
+    angles = m.rs.uniform(0, 2 * np.pi, (12, 4))
+    cos, sin = m.weight_values("cos", np.cos(angles)), m.weight_values("sin", np.sin(angles))
+
+    def heads(tag, count):
+        p = m.node("MatMul", [x, m.weight("w" + tag, [32, count * 8], 0.2)], [tag + "_proj"])
+        p = m.node("Reshape", [p, m.ints(tag + "_shape", [1, 3, count, 8])], [tag + "_heads"])
+        return m.node("Transpose", [p], [tag + "_t"], perm=[0, 2, 1, 3])
+
+    q = m.node("RotaryEmbedding", [heads("q", 4), cos, sin, pos], ["q_rot"])
+    k = m.node("RotaryEmbedding", [heads("k", 2), cos, sin, pos], ["k_rot"])
+    m.node("Attention", [q, k, heads("v", 2), "", past_k, past_v],
+           ["ctx", "present_key", "present_value"], is_causal=1)
+    ctx = m.node("Reshape", [m.node("Transpose", ["ctx"], ["ctx_t"], perm=[0, 2, 1, 3]),
+                             m.ints("merge", [1, 3, 32])], ["ctx_merged"])
+    m.node("MatMul", [ctx, m.weight("wo", [32, 32], 0.2)], ["y"])
+    m.output("y", rank=3)
+    m.output("present_key", rank=4)
+    m.output("present_value", rank=4)
+    return m
+
+
+def attention_packed_opset24():
+    """3-D packed heads (q_num_heads 4, kv_num_heads 2) with a boolean padding mask that hides
+    one query row whole (its output is zeros), is_causal with the mask (opset 24), softcap, and
+    the capped scores as the fourth output (the masked ones would differ in how they say masked:
+    ONNX's -inf, ONNX Runtime's lowest float)."""
+    m = Model("attention_packed_opset24", 2424, "Attention: 3-D packed grouped-query heads, a "
+              "boolean padding mask with a row masked whole, is_causal with it, softcap, the "
+              "capped scores out", opset=24, ir_version=12)
+    q, k, v = m.input("q", [2, 5, 32]), m.input("k", [2, 5, 16]), m.input("v", [2, 5, 24])
+    keep = np.ones((2, 1, 5, 5), bool)
+    keep[0, 0, :, 3:] = False
+    keep[1, 0, 2, :] = False
+    m.inits.append(numpy_helper.from_array(keep, "keep"))
+    m.node("Attention", [q, k, v, "keep"], ["y", "", "", "scores"], q_num_heads=4,
+           kv_num_heads=2, is_causal=1, softcap=3.0, qk_matmul_output_mode=1)
+    m.output("y", rank=3)
+    m.output("scores", rank=4)
+    return m
+
+
 def quantizers():
     """Opset 21's quantizer forms ORT's and other quantizers write."""
     m = Model("quantizers_opset21", 2121, "QuantizeLinear output_dtype int8 without a zero "
@@ -735,7 +790,8 @@ def quantizers():
 
 
 def newer_opsets():
-    return ([newer_opset(18, 9), newer_opset(21, 10), quantizers(), rotary_opset23()] +
+    return ([newer_opset(18, 9), newer_opset(21, 10), quantizers(), rotary_opset23(),
+             attention_decoder_opset23(), attention_packed_opset24()] +
             [encoder_layer(o, ir) for o, ir in ((22, 10), (23, 11), (24, 12), (26, 13))])
 
 

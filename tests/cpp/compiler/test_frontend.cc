@@ -701,6 +701,39 @@ TEST(Frontend, RotaryEmbeddingOperandsAreChecked) {
             std::string::npos);
 }
 
+// What Attention's operands must agree on is checked naming the node (its values:
+// gen_exported.py's attention_* models against ONNX Runtime).
+TEST(Frontend, AttentionOperandsAreChecked) {
+  auto model = [](const std::vector<int64_t>& q, const std::vector<int64_t>& k,
+                  const std::vector<int64_t>& v) {
+    OnnxBuilder b(23);
+    b.model().set_ir_version(11);
+    b.Input("q", q).Input("k", k).Input("v", v);
+    b.Node("Attention", "attn", {"q", "k", "v"}, {"y"});
+    b.Output("y", {});
+    return b;
+  };
+  EXPECT_FALSE(
+      ImportOnnxBytes(model({1, 4, 3, 8}, {1, 2, 5, 8}, {1, 2, 5, 6}).Bytes(), "m.onnx", {})
+          .nodes()
+          .empty());
+  const std::string mismatch = ErrorOf(model({1, 4, 3, 8}, {1, 3, 5, 8}, {1, 3, 5, 6}).Bytes());
+  EXPECT_NE(mismatch.find("node 'attn' (Attention): Q [1,4,3,8], K [1,3,5,8] and V [1,3,5,6]"),
+            std::string::npos)
+      << mismatch;
+  EXPECT_NE(ErrorOf(model({1, 3, 16}, {1, 5, 16}, {1, 5, 16}).Bytes())
+                .find("a 3-D Q needs q_num_heads dividing its hidden size 16, got 0"),
+            std::string::npos);
+  OnnxBuilder mask = model({1, 2, 3, 8}, {1, 2, 5, 8}, {1, 2, 5, 8});
+  mask.Input("m", {3, 4});
+  mask.model().mutable_graph()->mutable_node(0)->add_input("m");
+  EXPECT_NE(ErrorOf(mask.Bytes())
+                .find("attn_mask must be bool or float32 and broadcast to "
+                      "[1,2,3,5], got float32[3,4]"),
+            std::string::npos)
+      << ErrorOf(mask.Bytes());
+}
+
 TEST(Frontend, AnIr9ModelAtAnOldOpsetStillMeetsLibonnxsCheckerButNotFloat8) {
   OnnxBuilder b(13);
   b.model().set_ir_version(9);
