@@ -1,5 +1,6 @@
 // Dense products, Y[M][N] = A[M][K] x W[K][N] (+ bias[N]), as CanonicalizeDense leaves them (Gemm
-// with transA = transB = 0, alpha = beta = 1), followed by elementwise epilogue nodes.
+// with transA = transB = 0, alpha = beta = 1), followed by elementwise epilogue nodes; and batched
+// MatMuls (attention's Q K^T and P V), one such product per batch index, W per batch or shared.
 //
 // The register tile is `rows` rows of A times `vectors` SIMD vectors of output columns: each k
 // adds a broadcast A[m][k] times the tile's weight vectors W[k][n0...], so every weight load
@@ -44,14 +45,59 @@ struct DenseGroup {
   int64_t m = 0, k = 0, n = 0;
   bool bias_is_row = false;  // bias shaped [1][N] rather than [N]
   int64_t packed_width = 0;  // > 0: W stored in panels of this many columns (PackDenseWeights)
+  std::vector<int64_t> batch_shape;  // a batched MatMul's leading axes; empty for a Gemm
+  int64_t batch = 1;                 // their product
+  bool w_per_batch = false;          // W holds a matrix per batch index (else one for all)
 };
 
 bool IsF32Matrix(const TensorType& t) { return t.dtype == kFloat32 && t.shape.size() == 2; }
+
+// The stored types the epilogue may end in: float32, or an exact product's int32, or the
+// requantized bytes of a QLinearMatMul on the float path.
+bool StoresAs(const TensorType& out) {
+  return out.dtype == kFloat32 || out.dtype == kInt32 || out.dtype == kUInt8 || out.dtype == kInt8;
+}
+
+// A float32 MatMul of A [batch..., M, K] and W [batch..., K, N] (W's leading axes all A's, or all
+// 1: one W for every batch index) whose output is [batch..., M, N].
+bool MatchBatchedMatMul(const FusedGroup& group, const Node& mm, DenseGroup* d) {
+  const Graph& g = *group.graph;
+  if (mm.inputs.size() != 2 || mm.outputs.size() != 1) return false;
+  const TensorType& a = g.value(mm.inputs[0]).type;
+  const TensorType& w = g.value(mm.inputs[1]).type;
+  if (a.dtype != kFloat32 || w.dtype != kFloat32 || a.ndim() < 3 || w.ndim() != a.ndim()) {
+    return false;
+  }
+  const size_t lead = static_cast<size_t>(a.ndim() - 2);
+  const std::vector<int64_t> batch(a.shape.begin(), a.shape.begin() + lead);
+  bool per_batch = true, shared = true;
+  for (size_t i = 0; i < lead; ++i) {
+    per_batch = per_batch && w.shape[i] == batch[i];
+    shared = shared && w.shape[i] == 1;
+  }
+  if ((!per_batch && !shared) || w.shape[lead] != a.shape[lead + 1]) return false;
+  if (!IsGroupInput(group, mm.inputs[0]) || !IsGroupInput(group, mm.inputs[1])) return false;
+  d->gemm = &mm;
+  d->a_id = mm.inputs[0];
+  d->w_id = mm.inputs[1];
+  d->m = a.shape[lead];
+  d->k = a.shape[lead + 1];
+  d->n = w.shape[lead + 1];
+  d->batch_shape = batch;
+  for (int64_t b : batch) d->batch *= b;
+  d->w_per_batch = per_batch && d->batch > 1;
+  std::vector<int64_t> want = batch;
+  want.push_back(d->m);
+  want.push_back(d->n);
+  const TensorType& out = g.value(group.outputs[0]).type;
+  return d->batch > 0 && StoresAs(out) && out.shape == want;
+}
 
 bool MatchDenseGroup(const FusedGroup& group, DenseGroup* d) {
   if (group.nodes.empty() || group.outputs.size() != 1) return false;
   const Graph& g = *group.graph;
   const Node& gemm = *group.nodes.front();
+  if (gemm.op == "MatMul") return MatchBatchedMatMul(group, gemm, d);
   if (gemm.op != "Gemm" || gemm.outputs.size() != 1 || !gemm.HasInput(0) || !gemm.HasInput(1)) {
     return false;
   }
@@ -85,9 +131,7 @@ bool MatchDenseGroup(const FusedGroup& group, DenseGroup* d) {
   // The epilogue computes in float32 and may end in a cast: an exact product's int32, or the
   // requantized bytes of a QLinearMatMul on the float path.
   const TensorType& out = g.value(group.outputs[0]).type;
-  const bool stores =
-      out.dtype == kFloat32 || out.dtype == kInt32 || out.dtype == kUInt8 || out.dtype == kInt8;
-  return stores && out.shape == std::vector<int64_t>{d->m, d->n};
+  return StoresAs(out) && out.shape == std::vector<int64_t>{d->m, d->n};
 }
 
 // Where a tile reads weight (k, j), j counted from the tile's first column: buf[base + k * stride
@@ -105,13 +149,31 @@ struct DenseContext {
   lower::LoweredFunc* f;  // receives the accumulator locals
   int lane_steps;         // DenseParams::lane_steps
   int registers;          // vector registers of the target
+  Expr b = Expr(0);       // the batch index the statements being built compute (a batched MatMul)
+
+  // Where batch index b's A, W and output matrices start.
+  Expr ABase() const { return d.batch > 1 ? b * (d.m * d.k) : Expr(0); }
+  Expr WBase() const { return d.w_per_batch ? b * (d.k * d.n) : Expr(0); }
+  Expr OutBase() const { return d.batch > 1 ? b * (d.m * d.n) : Expr(0); }
+  // The output element (row m, column col) of batch index b, as the epilogue indexes it.
+  std::vector<Expr> OutIndex(const Expr& m, const Expr& col) const {
+    std::vector<Expr> index(d.batch_shape.size());
+    int64_t inner = 1;
+    for (size_t i = d.batch_shape.size(); i-- > 0;) {
+      index[i] = te::FloorMod(te::FloorDiv(b, Expr(inner)), Expr(d.batch_shape[i]));
+      inner *= d.batch_shape[i];
+    }
+    index.push_back(m);
+    index.push_back(col);
+    return index;
+  }
 };
 
 // The group's output at row m, columns n0 .. n0 + lanes - 1, from the accumulator vector there.
 Expr EpilogueColumns(const DenseContext& c, const Expr& m, const Expr& n0, int lanes,
                      const Expr& acc) {
   Expr col = te::MakeVar("col");
-  return lower::VectorizeLanes(c.at({m, col}, acc), col.get(), n0, lanes);
+  return lower::VectorizeLanes(c.at(c.OutIndex(m, col), acc), col.get(), n0, lanes);
 }
 
 // One tile: rows [m0, m0 + rows) times `vectors` vectors of `lanes` columns from n0. Lane steps
@@ -126,13 +188,13 @@ Stmt MakeTile(const DenseContext& c, const std::string& tag, const Expr& m0, int
   Expr k = c.d.k > steps ? k_var * steps : Expr(0);  // KeepScalarFor drops a loop of one step
   BroadcastTile tile(
       "accd" + tag, rows, vectors, lanes, steps,
-      [&](int64_t i) { return lower::VectorLoad(c.a, (m0 + i) * c.d.k + k, steps); },
+      [&](int64_t i) { return lower::VectorLoad(c.a, c.ABase() + (m0 + i) * c.d.k + k, steps); },
       [&](int64_t v, int step) {
         return lower::VectorLoad(w.buf, w.base + (k + step) * w.stride + v * lanes, lanes);
       },
       [&](int64_t i, int64_t v, const Expr& acc) {
         Expr col = n0 + v * lanes;
-        return lower::Store(c.out, (m0 + i) * c.d.n + col,
+        return lower::Store(c.out, c.OutBase() + (m0 + i) * c.d.n + col,
                             EpilogueColumns(c, m0 + i, col, lanes, acc));
       },
       c.f);
@@ -169,30 +231,34 @@ int64_t DivisorAtMost(int64_t tiles, int64_t most) {
 // are too few for the pool) reads its panel packed (at compile time, or copied by the task into a
 // workspace slice of its own; a GEMV of a W that is not constant reads it in place) and runs its
 // row tiles against it.
-Stmt PanelTasks(const DenseContext& c, const DenseParams& p, bool par) {
-  const DenseGroup& d = c.d;
+Stmt PanelTasks(const DenseContext& batchless, const DenseParams& p, bool par) {
+  const DenseGroup& d = batchless.d;
   const int64_t width = p.vectors * p.lanes, panels = d.n / width, row_tiles = d.m / p.rows;
   const int lanes = static_cast<int>(p.lanes);
   const bool prepacked = d.packed_width > 0, copy = !prepacked && d.m >= kMinRowsToPack;
-  const int64_t groups =
-      par && panels < kMinTasks ? DivisorAtMost(row_tiles, kMinTasks / panels) : 1;
-  const int64_t per_group = row_tiles / groups, tasks = panels * groups;
+  const int64_t jobs = d.batch * panels;  // a batched MatMul's tasks take (batch, panel) pairs
+  const int64_t groups = par && jobs < kMinTasks ? DivisorAtMost(row_tiles, kMinTasks / jobs) : 1;
+  const int64_t per_group = row_tiles / groups, tasks = jobs * groups;
   Expr task = te::MakeVar("task");
-  Expr panel = te::FloorDiv(task, Expr(groups)), grp = te::FloorMod(task, Expr(groups));
+  Expr job = te::FloorDiv(task, Expr(groups)), grp = te::FloorMod(task, Expr(groups));
+  Expr panel = d.batch > 1 ? te::FloorMod(job, Expr(panels)) : job;
+  DenseContext c = batchless;
+  if (d.batch > 1) c.b = te::FloorDiv(job, Expr(panels));
   Expr n0 = panel * width;
   std::vector<Stmt> work;
-  WeightSource w =
-      prepacked ? WeightSource{c.w, panel * (d.k * width), width} : WeightSource{c.w, n0, d.n};
+  WeightSource w = prepacked ? WeightSource{c.w, panel * (d.k * width), width}
+                             : WeightSource{c.w, c.WBase() + n0, d.n};
   if (copy) {
     Buffer slices = NewFloatBuffer(d.gemm->name + "_panel_ws", tasks * d.k * width,
                                    lower::BufferScope::kWorkspace);
     c.f->workspaces.push_back(slices);
     Expr kk = te::MakeVar("kk"), j = te::MakeVar("j");
     Expr slice = task * (d.k * width);
-    work.push_back(lower::For(kk, d.k, ForKind::kSerial,
-                              lower::For(j, width, ForKind::kVectorized,
-                                         lower::Store(slices, slice + kk * width + j,
-                                                      BufferLoad(c.w, kk * d.n + n0 + j)))));
+    work.push_back(
+        lower::For(kk, d.k, ForKind::kSerial,
+                   lower::For(j, width, ForKind::kVectorized,
+                              lower::Store(slices, slice + kk * width + j,
+                                           BufferLoad(c.w, c.WBase() + kk * d.n + n0 + j)))));
     w = WeightSource{slices, slice, width};
   }
   work.push_back(
@@ -208,13 +274,13 @@ Stmt PanelTasks(const DenseContext& c, const DenseParams& p, bool par) {
 // The columns after the last full panel, reading W in place (packed: the [K][N % width] block
 // after the panels): whole vectors, then one narrower vector each of half, a quarter, ... of the
 // width (10 columns on AVX-512: 8 + 2) rather than a scalar register per column.
-void RestColumns(const DenseContext& c, const DenseParams& p, std::vector<Stmt>* body) {
+void RestColumnsAt(const DenseContext& c, const DenseParams& p, std::vector<Stmt>* body) {
   const DenseGroup& d = c.d;
   const int64_t first = d.n / (p.vectors * p.lanes) * (p.vectors * p.lanes);
   const int64_t row_tiles = d.m / p.rows;
   auto source = [&](int64_t col) {
     return d.packed_width > 0 ? WeightSource{c.w, Expr(first * d.k + col - first), d.n - first}
-                              : WeightSource{c.w, Expr(col), d.n};
+                              : WeightSource{c.w, c.WBase() + col, d.n};
   };
   int64_t col = first;
   const int64_t vectors = (d.n - col) / p.lanes;
@@ -229,6 +295,20 @@ void RestColumns(const DenseContext& c, const DenseParams& p, std::vector<Stmt>*
                              Expr(col), 1, static_cast<int>(narrow), source(col)));
     col += narrow;
   }
+}
+
+// RestColumnsAt for each batch index of a batched MatMul.
+void RestColumns(const DenseContext& c, const DenseParams& p, std::vector<Stmt>* body) {
+  if (c.d.batch == 1) {
+    RestColumnsAt(c, p, body);
+    return;
+  }
+  DenseContext each = c;
+  Expr b = te::MakeVar("b");
+  each.b = b;
+  std::vector<Stmt> rest;
+  RestColumnsAt(each, p, &rest);
+  if (!rest.empty()) body->push_back(lower::For(b, c.d.batch, ForKind::kSerial, lower::Seq(rest)));
 }
 
 }  // namespace
@@ -264,7 +344,7 @@ bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const
   const bool prepacked = d.packed_width > 0;
   if (prepacked && d.packed_width != entry.vectors * entry.lanes) return false;
   const DenseParams p = TunedDenseParams(opts, d.m, d.k, d.n, entry, prepacked ? entry.vectors : 0);
-  const bool par = opts.parallel && d.m * d.n * d.k >= opts.parallel_min_work;
+  const bool par = opts.parallel && d.batch * d.m * d.n * d.k >= opts.parallel_min_work;
   std::vector<Stmt> body;
   if (d.n >= p.vectors * p.lanes) body.push_back(PanelTasks(c, p, par));
   RestColumns(c, p, &body);

@@ -171,6 +171,97 @@ TEST(DenseSchedule, NeonTilesReadFourStepsOfAPerLoad) {
   EXPECT_NE(gemv.find("lane("), std::string::npos);
 }
 
+struct BatchedCase {
+  std::vector<int64_t> batch;
+  int64_t m, k, n;
+  bool w_per_batch;  // else W's leading axes are 1: one matrix for every batch index
+  bool add_bias;     // an Add of an [M, N] operand after the product (attention's causal mask)
+};
+
+// MatMul(A [batch..., M, K], W) [-> Add [M, N]] as one group, run and compared with a reference;
+// returns the loop IR.
+std::string CheckBatched(const BatchedCase& bc) {
+  std::ostringstream name;
+  name << "batch" << bc.batch.size() << "m" << bc.m << "k" << bc.k << "n" << bc.n
+       << (bc.w_per_batch ? "w" : "shared") << (bc.add_bias ? "add" : "");
+  SCOPED_TRACE(name.str());
+  int64_t batch = 1;
+  for (int64_t b : bc.batch) batch *= b;
+  auto with = [&](std::vector<int64_t> lead, int64_t rows, int64_t cols) {
+    lead.push_back(rows);
+    lead.push_back(cols);
+    return lead;
+  };
+  const std::vector<int64_t> ashape = with(bc.batch, bc.m, bc.k),
+                             oshape = with(bc.batch, bc.m, bc.n);
+  const std::vector<int64_t> wshape =
+      with(bc.w_per_batch ? bc.batch : std::vector<int64_t>(bc.batch.size(), 1), bc.k, bc.n);
+  KernelGraph kg;
+  const int a = kg.Input("a", ashape), w = kg.Input("w", wshape);
+  const int bias = bc.add_bias ? kg.Input("bias", {bc.m, bc.n}) : -1;
+  int y = kg.Add("MatMul", {a, w}, {TensorType{oshape, kFloat32}})[0];
+  if (bc.add_bias) y = kg.Add("Add", {y, bias}, {TensorType{oshape, kFloat32}})[0];
+  FusedGroup group = kg.Group("matmul", {y});
+  char tmpl[] = "/tmp/ember_dense_test_XXXXXX";
+  const std::string dump = mkdtemp(tmpl);
+  BuildOptions bo;
+  bo.dump_dir = dump;
+  testing::Library lib({group}, bo);
+  const std::string loops = testing::ReadFile(dump + "/kernels.loop.txt");
+  std::filesystem::remove_all(dump);
+  auto f = lib.Get("matmul");
+  EXPECT_NE(f, nullptr);
+  if (f == nullptr) return loops;
+  HostArray ha(ashape, kFloat32), hw(wshape, kFloat32), hb({bc.m, bc.n}, kFloat32),
+      out(oshape, kFloat32);
+  ha.FillRandom(31);
+  hw.FillRandom(32);
+  hb.FillRandom(33);
+  std::vector<HostArray*> args{&ha, &hw};
+  if (bc.add_bias) args.push_back(&hb);
+  args.push_back(&out);
+  EXPECT_EQ(Call(f, args), 0) << TVMGetLastError();
+  int bad = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    const float* pa = ha.data<float>() + b * bc.m * bc.k;
+    const float* pw = hw.data<float>() + (bc.w_per_batch ? b * bc.k * bc.n : 0);
+    for (int64_t i = 0; i < bc.m; ++i) {
+      for (int64_t j = 0; j < bc.n; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < bc.k; ++k) acc += double{pa[i * bc.k + k]} * pw[k * bc.n + j];
+        if (bc.add_bias) acc += hb.data<float>()[i * bc.n + j];
+        const float got = out.data<float>()[(b * bc.m + i) * bc.n + j];
+        if (std::fabs(got - acc) > 1e-4 * (1 + std::fabs(acc)) && ++bad <= 5) {
+          ADD_FAILURE() << "y[" << b << "][" << i << "][" << j << "] = " << got << ", expected "
+                        << acc;
+        }
+      }
+    }
+  }
+  return loops;
+}
+
+// Batched MatMuls (attention's Q K^T and P V) take the dense tiles, one product per batch index:
+// W per batch index or shared, panels and column tails, row tails, a GEMV, split row tiles and
+// an epilogue that reads an [M, N] operand at every batch index.
+TEST(DenseSchedule, BatchedMatMulsOfEveryEntryMatchTheReference) {
+  const std::vector<BatchedCase> cases = {
+      {{2, 3}, 7, 33, 70, true, true},  // two batch axes, row and column tails, the mask Add
+      {{4}, 13, 16, 64, false, false},  // one W for every batch index
+      {{2, 2}, 1, 20, 5, true, true},   // GEMVs narrower than a vector
+      {{2}, 64, 16, 32, true, false},   // few panels: row tiles split between tasks
+  };
+  for (const schedule::ScheduleEntry& e : schedule::ScheduleTable()) {
+    if (e.kind != schedule::ScheduleKind::kDense) continue;
+    SCOPED_TRACE(e.name);
+    ScopedEnv force("EMBER_SCHEDULE", e.name);
+    for (const BatchedCase& bc : cases) {
+      EXPECT_NE(CheckBatched(bc).find("accd"), std::string::npos)
+          << "the dense kernel did not take the batched MatMul";
+    }
+  }
+}
+
 TEST(DenseSchedule, HostScheduleAndDefaultLoweringAgree) {
   for (const DenseCase& dc : Cases()) {
     {
