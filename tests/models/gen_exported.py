@@ -43,7 +43,8 @@ Kinds:
   attention_*     opset 23-24's Attention as exporters write a decoder step: 4-D heads after
                   RotaryEmbedding with a past key/value cache, causal, grouped-query heads, the
                   present cache out; 3-D packed heads with a padding mask (a row masked whole),
-                  causal with the mask (24), softcap and the scores out
+                  causal with the mask (24), softcap and the scores out; a long causal one
+                  (8 heads of 512 tokens) whose batched products take the dense tiles
   quantizers_*    opset 21's quantizer forms: output_dtype without a zero point, blocked
                   scales and zero points (block_size), a weight dequantized by blocks for a
                   MatMul, float16 scales (the output in float16)
@@ -763,6 +764,17 @@ def attention_packed_opset24():
     return m
 
 
+def attention_long_opset23():
+    """Causal self-attention over 8 heads of 512 tokens: two batched MatMuls of 268 MFLOP each
+    and a softmax over 2M scores, where the kernels' speed shows."""
+    m = Model("attention_long_opset23", 2325, "Attention: causal, 8 heads of 512 tokens, head "
+              "size 64", opset=23, ir_version=11)
+    q, k, v = (m.input(name, [1, 8, 512, 64]) for name in "qkv")
+    m.node("Attention", [q, k, v], ["y"], is_causal=1)
+    m.output("y", rank=4)
+    return m
+
+
 def quantizers():
     """Opset 21's quantizer forms ORT's and other quantizers write."""
     m = Model("quantizers_opset21", 2121, "QuantizeLinear output_dtype int8 without a zero "
@@ -791,7 +803,8 @@ def quantizers():
 
 def newer_opsets():
     return ([newer_opset(18, 9), newer_opset(21, 10), quantizers(), rotary_opset23(),
-             attention_decoder_opset23(), attention_packed_opset24()] +
+             attention_decoder_opset23(), attention_packed_opset24(),
+             attention_long_opset23()] +
             [encoder_layer(o, ir) for o, ir in ((22, 10), (23, 11), (24, 12), (26, 13))])
 
 
