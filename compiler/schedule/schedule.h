@@ -449,6 +449,11 @@ bool TryGlobalPoolNchwc(const FusedGroup& group, const lower::ScheduleOptions& o
 bool TryLayoutTransform(const FusedGroup& group, const lower::ScheduleOptions& opts,
                         lower::LoweredFunc* out);
 
+/*! \brief A float32 Softmax over its last axis (rows at least a vector long) alone in its group,
+ * a row at a time: maximum, exp and sum, scaling, the row in cache throughout (softmax.cc). */
+bool TrySoftmax(const FusedGroup& group, const lower::ScheduleOptions& opts,
+                lower::LoweredFunc* out);
+
 /*! \brief True when conv2d_1x1.cc takes a conv of this shape: 1x1, stride 1, no padding, and
  * a plane of at least 4 * p.lanes positions. */
 bool Conv1x1Applies(const ConvShape& s, const Conv2dParams& p);

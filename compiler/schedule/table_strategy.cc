@@ -311,6 +311,7 @@ bool TableStrategy::Schedule(const FusedGroup& group, const lower::ScheduleOptio
   if (!options_.schedules) return false;
   if (TryPool2d(group, opts, out)) return true;
   if (TryLayoutTransform(group, opts, out)) return true;
+  if (TrySoftmax(group, opts, out)) return true;
   // The group's conv or dense product carries its plan (a group built by hand, as in tests, has
   // it chosen here by the same rule).
   // A depthwise conv fused with the 1x1 conv before it names the kernel of both.
