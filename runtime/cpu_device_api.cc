@@ -5,8 +5,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 namespace ember::runtime {
 
@@ -19,6 +21,10 @@ uint64_t PhysicalMemoryBytes() {
     return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
   }();
   return bytes;
+}
+
+uint64_t ProcessMemoryBytes() {
+  return std::min<uint64_t>(PhysicalMemoryBytes(), std::numeric_limits<size_t>::max() / 2);
 }
 
 namespace {

@@ -56,22 +56,23 @@ size_t EntryBytes(const std::vector<int64_t>& shape, DLDataType dtype, size_t ei
   return static_cast<size_t>(count * item);
 }
 
-// Refuses a storage plan larger than the machine's memory before any of it is allocated: each
-// block would pass the allocator's own check, and touching them at load would have the process
-// killed part-way (an input shape far too large for the device, or a corrupt graph.json).
+// Refuses a storage plan larger than a process can hold (the machine's memory, or a 32-bit
+// device's address space) before any of it is allocated: each block would pass the allocator's
+// own check, and touching them at load would have the process killed part-way (an input shape
+// far too large for the device, or a corrupt graph.json).
 void CheckStorageFits(const Graph& g, const std::vector<size_t>& pool_bytes,
                       const std::vector<size_t>& entry_bytes) {
   uint64_t total = 0;
   for (size_t b : pool_bytes) total = std::min<uint64_t>(total + b, uint64_t{1} << 62);
-  if (total <= PhysicalMemoryBytes()) return;
+  if (total <= ProcessMemoryBytes()) return;
   const size_t largest = static_cast<size_t>(
       std::max_element(entry_bytes.begin(), entry_bytes.end()) - entry_bytes.begin());
   const auto node = std::upper_bound(g.node_row_ptr.begin(), g.node_row_ptr.end(), largest) -
                     g.node_row_ptr.begin() - 1;
   const auto& shape = g.shape[largest];
   EMBER_LOG_FATAL << "graph.json: the graph's values need " << (total >> 20)
-                  << " MB of storage, more than this machine's " << (PhysicalMemoryBytes() >> 20)
-                  << " MB of memory; the largest is node \""
+                  << " MB of storage, more than the " << (ProcessMemoryBytes() >> 20)
+                  << " MB a process can hold here; the largest is node \""
                   << g.nodes[static_cast<size_t>(node)].name << "\"'s output "
                   << ShapeString(shape.data(), static_cast<int>(shape.size())) << " ("
                   << (entry_bytes[largest] >> 20)

@@ -18,6 +18,9 @@ namespace ember::runtime {
  * corrupt sizes before the allocator is asked (no giant allocation, no allocator abort).
  */
 uint64_t PhysicalMemoryBytes();
+/*! \brief The most memory one process can hold here: the physical memory, or on a 32-bit device
+ *  the half of the address space an allocation may take, whichever is less. */
+uint64_t ProcessMemoryBytes();
 
 /*! \brief Memory and copies for one kind of device. */
 class DeviceAPI {

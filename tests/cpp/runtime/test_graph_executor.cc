@@ -153,9 +153,10 @@ TEST(GraphExecutor, StoragePlanWritingIntoAParamIsRefusedAtLoad) {
 }
 
 TEST(GraphExecutor, AStoragePlanLargerThanTheMachinesMemoryIsRefusedBeforeAllocating) {
-  // Two values of 0.6x the machine's memory each: either alone passes the allocator's check, and
-  // touching both at load would have the OS kill the process instead of an error.
-  const uint64_t elements = PhysicalMemoryBytes() / 4 / 10 * 6;
+  // Two values of 0.6x what a process can hold each (the machine's memory; on armhf the address
+  // space): either alone passes the allocator's check, and touching both at load would have the
+  // OS kill the process instead of an error.
+  const uint64_t elements = ProcessMemoryBytes() / 4 / 10 * 6;
   const std::string big = "[1, " + std::to_string(elements) + "]";
   std::string json = ReadFileToString(kMlp + "/graph.json");
   const std::string shapes = "[1, 16], [1, 16], [1, 16], [1, 16]";
@@ -163,8 +164,8 @@ TEST(GraphExecutor, AStoragePlanLargerThanTheMachinesMemoryIsRefusedBeforeAlloca
   json.replace(json.find(shapes), shapes.size(), "[1, 16], " + big + ", " + big + ", [1, 16]");
   Module lib = Module::LoadFromFile(kMlp + "/lib.so");
   ExpectError([&] { CreateGraphExecutor(json, lib, {kCPU}); },
-              {"graph.json: the graph's values need", "MB of storage, more than this machine's",
-               "the largest is node \"b0\"'s output " + big});
+              {"graph.json: the graph's values need", "MB of storage, more than the",
+               "MB a process can hold here", "the largest is node \"b0\"'s output " + big});
 }
 
 TEST(GraphExecutor, AnInputNeverSetHoldsZeros) {
