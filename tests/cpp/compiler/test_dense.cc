@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <sstream>
 
 #include "../../../compiler/schedule/schedule.h"
@@ -73,6 +74,22 @@ FusedGroup DenseGraph(const DenseCase& dc, KernelGraph* kg) {
   return kg->Group("dense", {y});
 }
 
+// The group built into a library (with `log`, if any); *loops receives its loop IR, so callers
+// can tell which kernel took the group.
+std::unique_ptr<testing::Library> BuildWithLoops(const FusedGroup& group,
+                                                 const autotune::TuningLog* log,
+                                                 std::string* loops) {
+  char tmpl[] = "/tmp/ember_dense_test_XXXXXX";
+  const std::string dump = mkdtemp(tmpl);
+  BuildOptions bo;
+  bo.dump_dir = dump;
+  bo.tuning_log = log;
+  auto lib = std::make_unique<testing::Library>(std::vector<FusedGroup>{group}, bo);
+  *loops = testing::ReadFile(dump + "/kernels.loop.txt");
+  std::filesystem::remove_all(dump);
+  return lib;
+}
+
 // Builds the case (with `log`, if any), runs it and compares with a reference; returns the loop
 // IR so callers can tell which kernel took the group.
 std::string CheckDense(const DenseCase& dc, const autotune::TuningLog* log = nullptr) {
@@ -80,15 +97,9 @@ std::string CheckDense(const DenseCase& dc, const autotune::TuningLog* log = nul
   const std::vector<int64_t> oshape{dc.m, dc.n}, bias_shape = BiasShape(dc);
   KernelGraph kg;
   FusedGroup group = DenseGraph(dc, &kg);
-  char tmpl[] = "/tmp/ember_dense_test_XXXXXX";
-  const std::string dump = mkdtemp(tmpl);
-  BuildOptions bo;
-  bo.dump_dir = dump;
-  bo.tuning_log = log;
-  testing::Library lib({group}, bo);
-  const std::string loops = testing::ReadFile(dump + "/kernels.loop.txt");
-  std::filesystem::remove_all(dump);
-  auto f = lib.Get("dense");
+  std::string loops;
+  const auto lib = BuildWithLoops(group, log, &loops);
+  auto f = lib->Get("dense");
   EXPECT_NE(f, nullptr);
   if (f == nullptr) return loops;
   HostArray ha({dc.m, dc.k}, kFloat32), hw({dc.k, dc.n}, kFloat32), hb(bias_shape, kFloat32),
@@ -202,14 +213,9 @@ std::string CheckBatched(const BatchedCase& bc) {
   int y = kg.Add("MatMul", {a, w}, {TensorType{oshape, kFloat32}})[0];
   if (bc.add_bias) y = kg.Add("Add", {y, bias}, {TensorType{oshape, kFloat32}})[0];
   FusedGroup group = kg.Group("matmul", {y});
-  char tmpl[] = "/tmp/ember_dense_test_XXXXXX";
-  const std::string dump = mkdtemp(tmpl);
-  BuildOptions bo;
-  bo.dump_dir = dump;
-  testing::Library lib({group}, bo);
-  const std::string loops = testing::ReadFile(dump + "/kernels.loop.txt");
-  std::filesystem::remove_all(dump);
-  auto f = lib.Get("matmul");
+  std::string loops;
+  const auto lib = BuildWithLoops(group, nullptr, &loops);
+  auto f = lib->Get("matmul");
   EXPECT_NE(f, nullptr);
   if (f == nullptr) return loops;
   HostArray ha(ashape, kFloat32), hw(wshape, kFloat32), hb({bc.m, bc.n}, kFloat32),
