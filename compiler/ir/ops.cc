@@ -609,6 +609,7 @@ const bool kRegistered = [] {
   Unary("Gelu");
   OpRegistry::Global()->Mutable("Identity").set_pattern(OpPattern::kInjective);
   Op("Cast", OpPattern::kElemWise, CastRule, 1, 1);
+  Op("BitCast", OpPattern::kElemWise, CastRule, 1, 1);
   for (const char* b :
        {"Add", "Sub", "Mul", "Div", "Max", "Min", "And", "Or", "Xor", "Mod", "PRelu", "BitShift"}) {
     Binary(b);
@@ -704,11 +705,13 @@ const bool kRegistered = [] {
       .set_attr_default("align_corners", int64_t{0});
   OpRegistry::Global()->Mutable("Trilu").set_attr_default("upper", int64_t{1});
   // Kernels of their own, written as loops (compiler/ops/loop_kernels.cc).
-  Op("CumSum", OpPattern::kOpaque, SameAsFirst, 1, 1);
-  OpRegistry::Global()
-      ->Mutable("CumSum")
-      .set_attr_default("exclusive", int64_t{0})
-      .set_attr_default("reverse", int64_t{0});
+  for (const char* scan : {"CumSum", "CumProd"}) {
+    Op(scan, OpPattern::kOpaque, SameAsFirst, 1, 1);
+    OpRegistry::Global()
+        ->Mutable(scan)
+        .set_attr_default("exclusive", int64_t{0})
+        .set_attr_default("reverse", int64_t{0});
+  }
   Op("TopK", OpPattern::kOpaque, TopKRule, 1, 1);
   OpRegistry::Global()
       ->Mutable("TopK")

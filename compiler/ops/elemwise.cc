@@ -198,6 +198,14 @@ const bool kRegistered = [] {
             },
             node.name + "_out")};
       });
+  OpRegistry::Global()->Mutable("BitCast").set_compute(
+      [](const Node& node, const std::vector<Tensor>& in, const std::vector<TensorType>& out) {
+        const Tensor& x = In(node, in, 0);
+        const DataType to = ExprType(out.at(0).dtype);
+        return std::vector<Tensor>{te::Compute(
+            x.shape(), [&](const std::vector<Expr>& i) { return te::BitCast(x(i), to); },
+            node.name + "_out")};
+      });
   OpRegistry::Global()->Mutable("Cast").set_compute(
       [](const Node& node, const std::vector<Tensor>& in, const std::vector<TensorType>& out) {
         const Tensor& x = In(node, in, 0);

@@ -1,7 +1,8 @@
 // Loop rules (OpDef::loop_kernel) of the ops whose outputs depend on each other or on the order
-// of their updates, so that no compute rule over te tensors can say them: CumSum (a scan),
-// TopK (a selection), ScatterElements and ScatterND (updates in order, duplicates reduced).
-// Each writes its loops over flat buffers; indices read at run time are checked before the body.
+// of their updates, so that no compute rule over te tensors can say them: CumSum and CumProd
+// (scans), TopK (a selection), ScatterElements and ScatterND (updates in order, duplicates
+// reduced). Each writes its loops over flat buffers; indices read at run time are checked before
+// the body.
 #include <string>
 #include <vector>
 
@@ -45,11 +46,11 @@ Stmt CheckInput1(const Node& n, const Buffer& indices, const RunTimeIndexRange& 
                              range.non_negative);
 }
 
-// y[..., j, ...] = x[..., 0, ...] + ... + x[..., j, ...] (exclusive: up to j - 1; reverse: from the
-// end). Each step adds one row to the row before it, so the inner axes run as vectors.
-Stmt CumSum(const Node& n, const std::vector<Buffer>& in, const std::vector<Buffer>& out,
-            lower::LoweredFunc*) {
-  const Buffer &x = in.at(0), &y = out.at(0);
+// A running sum or product along the axis: y[..., j, ...] = x[..., 0, ...] op ... op x[..., j, ...]
+// (exclusive: up to j - 1, the first being the identity; reverse: from the end). Each step combines
+// one row with the row before it, so the inner axes run as vectors.
+Stmt Cumulative(const Node& n, const Buffer& x, const Buffer& y, int64_t identity,
+                Expr (*combine)(Expr, Expr)) {
   const AroundAxis a = Around(InputType(n, 0).shape, n.GetInt("axis"));
   const bool exclusive = n.GetInt("exclusive") != 0, reverse = n.GetInt("reverse") != 0;
   Expr o = te::MakeVar("o"), j = te::MakeVar("j"), i = te::MakeVar("i");
@@ -57,19 +58,28 @@ Stmt CumSum(const Node& n, const std::vector<Buffer>& in, const std::vector<Buff
     Expr pos = reverse ? Expr(a.n - 1) - step : step;
     return (o * a.n + pos) * a.inner + i;
   };
-  Expr zero = te::Const(y->dtype, 0);
-  Stmt first =
-      lower::For(i, a.inner, ForKind::kVectorized,
-                 lower::Store(y, at(Expr(0)), exclusive ? zero : BufferLoad(x, at(Expr(0)))));
-  std::vector<Stmt> row{first};
+  Expr first_value = exclusive ? te::Const(y->dtype, identity) : BufferLoad(x, at(Expr(0)));
+  std::vector<Stmt> row{
+      lower::For(i, a.inner, ForKind::kVectorized, lower::Store(y, at(Expr(0)), first_value))};
   if (a.n > 1) {
     Expr step = j + 1;
-    Expr added = BufferLoad(x, at(exclusive ? j : step));
-    row.push_back(lower::For(j, a.n - 1, ForKind::kSerial,
-                             lower::For(i, a.inner, ForKind::kVectorized,
-                                        lower::Store(y, at(step), BufferLoad(y, at(j)) + added))));
+    Expr next = BufferLoad(x, at(exclusive ? j : step));
+    row.push_back(
+        lower::For(j, a.n - 1, ForKind::kSerial,
+                   lower::For(i, a.inner, ForKind::kVectorized,
+                              lower::Store(y, at(step), combine(BufferLoad(y, at(j)), next)))));
   }
   return lower::For(o, a.outer, RowsLoop(a.outer, a.outer * a.n * a.inner), lower::Seq(row));
+}
+
+Stmt CumSum(const Node& n, const std::vector<Buffer>& in, const std::vector<Buffer>& out,
+            lower::LoweredFunc*) {
+  return Cumulative(n, in.at(0), out.at(0), 0, [](Expr a, Expr b) { return a + b; });
+}
+
+Stmt CumProd(const Node& n, const std::vector<Buffer>& in, const std::vector<Buffer>& out,
+             lower::LoweredFunc*) {
+  return Cumulative(n, in.at(0), out.at(0), 1, [](Expr a, Expr b) { return a * b; });
 }
 
 // The k largest (or smallest) along the axis, best first, ties to the lower index: each element
@@ -219,6 +229,7 @@ const bool kRegistered = [] {
     OpRegistry::Global()->Mutable(op).set_loop_kernel(std::move(fn));
   };
   reg("CumSum", CumSum);
+  reg("CumProd", CumProd);
   reg("TopK", TopK);
   reg("ScatterElements", ScatterElements);
   reg("ScatterND", ScatterND);

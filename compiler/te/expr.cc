@@ -328,6 +328,16 @@ Expr MulAddExact(Expr a, Expr b, Expr c) {
   return Call(Intrinsic::kMulAddExact, {std::move(a), std::move(b), std::move(c)});
 }
 
+Expr BitCast(Expr v, DataType to) {
+  const DataType from = v.dtype();
+  auto width = [](DataType t) { return IsBool(t) ? 8 : t.bits; };
+  if (width(from) != width(to) || to.lanes != 1) {
+    throw std::runtime_error("te: bitcast of " + DataTypeName(from) + " to " + DataTypeName(to));
+  }
+  return Expr(std::make_shared<CallNode>(WithLanes(to, from.lanes), Intrinsic::kBitCast,
+                                         std::vector<Expr>{std::move(v)}));
+}
+
 Expr Lane(Expr vector, int lane) {
   const DataType t = vector.dtype();
   if (lane < 0 || lane >= t.lanes) {
@@ -464,10 +474,11 @@ const char* IntrinsicName(Intrinsic f) {
       "round", "fabs",     "sigmoid",        "sin",          "cos",   "tan",     "asin",  "acos",
       "atan",  "sinh",     "cosh",           "asinh",        "acosh", "atanh",   "isnan", "isinf",
       "sign",  "dot_u8s8", "dot_u8s8_pairs", "muladd_exact", "lane",  "dot_s8s8",
-      "transpose_byte_rows", "dot_s8s8_halves", "stream_base", "shuffle", "maximum", "minimum"};
+      "transpose_byte_rows", "dot_s8s8_halves", "stream_base", "shuffle", "maximum", "minimum",
+      "bitcast"};
   // clang-format on
   // The last enumerator: one added after it must come with its name here.
-  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kMinimum) + 1,
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(Intrinsic::kBitCast) + 1,
                 "one name per intrinsic");
   return kNames[static_cast<int>(f)];
 }

@@ -1,5 +1,5 @@
-// Canonical forms of the elementwise ops whose ONNX spelling varies: Cast/CastLike (the target
-// dtype as "__dtype"), Clip (bounds as attributes, or Max/Min when computed at run time),
+// Canonical forms of the elementwise ops whose ONNX spelling varies: Cast/CastLike and BitCast (the
+// target dtype as "__dtype"), Clip (bounds as attributes, or Max/Min when computed at run time),
 // inference Dropout (Identity) and the variadic Sum/Mean/Max/Min (chains of binary ops).
 #include <ember/compiler/ir/op_registry.h>
 
@@ -16,6 +16,21 @@ namespace {
 void CastOp(Node n, CanonicalizeContext* ctx) {
   n.attrs["__dtype"] = DTypeToString(
       OnnxToDType(static_cast<int32_t>(n.GetInt("to")), n.Describe() + ": attribute 'to'"));
+  ctx->EmitInto(std::move(n));
+}
+
+// BitCast (opset 26): the bits kept, read as `to`, which must be as wide (bool counts one byte).
+void BitCastOp(Node n, CanonicalizeContext* ctx) {
+  const DLDataType from = ctx->TypeOf(n.inputs.at(0)).dtype;
+  const DLDataType to =
+      OnnxToDType(static_cast<int32_t>(n.GetInt("to")), n.Describe() + ": attribute 'to'");
+  auto width = [](DLDataType t) { return t.bits == 1 ? 8 : static_cast<int>(t.bits); };
+  if (width(from) != width(to)) {
+    NodeError(n, "attribute 'to' must name a type as wide as the input's " + DTypeToString(from) +
+                     " (" + std::to_string(width(from)) + " bits), got " + DTypeToString(to) +
+                     " (" + std::to_string(width(to)) + " bits)");
+  }
+  n.attrs["__dtype"] = DTypeToString(to);
   ctx->EmitInto(std::move(n));
 }
 
@@ -119,6 +134,7 @@ void MinOp(Node n, CanonicalizeContext* ctx) { MaxMin(std::move(n), "Min", ctx);
 }  // namespace
 
 EMBER_REGISTER_OP_CANONICALIZE("Cast", CastOp);
+EMBER_REGISTER_OP_CANONICALIZE("BitCast", BitCastOp);
 EMBER_REGISTER_OP_CANONICALIZE("CastLike", CastLikeOp);
 EMBER_REGISTER_OP_CANONICALIZE("Clip", ClipOp);
 EMBER_REGISTER_OP_CANONICALIZE("Dropout", DropoutOp);

@@ -1,6 +1,6 @@
 // Canonical forms of the indexing, scan and selection ops: GatherElements, GatherND, OneHot,
-// Trilu, EyeLike, CumSum, TopK, ScatterElements (and the older Scatter), ScatterND. Axes are
-// normalized, the scalar inputs a static shape needs (TopK's k, CumSum's axis, OneHot's depth,
+// Trilu, EyeLike, CumSum, CumProd, TopK, ScatterElements (and the older Scatter), ScatterND. Axes
+// are normalized, the scalar inputs a static shape needs (TopK's k, CumSum's axis, OneHot's depth,
 // Trilu's k) become attributes, enumerated strings are checked, and indices known at compile
 // time are checked against the axes they index, so the kernels never meet a bad one.
 #include <ember/compiler/ir/op_registry.h>
@@ -112,7 +112,8 @@ void EyeLikeOp(Node n, CanonicalizeContext* ctx) {
   ctx->EmitInto(std::move(n));
 }
 
-void CumSumOp(Node n, CanonicalizeContext* ctx) {
+// CumSum and CumProd: the axis input becomes an attribute.
+void CumulativeOp(Node n, CanonicalizeContext* ctx) {
   n.attrs["axis"] =
       NormalizeAxis(n, ctx->OneValueInput(n, 1, "axis")->GetAsInt(0), ctx->Rank(n, 0));
   ctx->DropInputsFrom(n, 1);
@@ -187,7 +188,8 @@ EMBER_REGISTER_OP_CANONICALIZE("ScatterND", ScatterNDOp);
 EMBER_REGISTER_OP_CANONICALIZE("OneHot", OneHotOp);
 EMBER_REGISTER_OP_CANONICALIZE("Trilu", TriluOp);
 EMBER_REGISTER_OP_CANONICALIZE("EyeLike", EyeLikeOp);
-EMBER_REGISTER_OP_CANONICALIZE("CumSum", CumSumOp);
+EMBER_REGISTER_OP_CANONICALIZE("CumSum", CumulativeOp);
+EMBER_REGISTER_OP_CANONICALIZE("CumProd", CumulativeOp);
 EMBER_REGISTER_OP_CANONICALIZE("TopK", TopKOp);
 EMBER_REGISTER_OP_CANONICALIZE("GridSample", GridSampleOp);
 EMBER_REGISTER_OP_CANONICALIZE("ReverseSequence", ReverseSequenceOp);

@@ -53,17 +53,29 @@ def test_einsum_matches_numpy(tmp_path, equation, shapes, const_last):
 
 
 @pytest.mark.parametrize("exclusive,reverse", [(0, 0), (1, 0), (0, 1), (1, 1)])
-def test_cumsum_over_a_middle_axis(tmp_path, exclusive, reverse):
-    x = RNG.standard_normal((3, 50, 17)).astype(np.float32)
-    node = helper.make_node("CumSum", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)
-    graph = _graph("cumsum", node, [_vi("x", F, x.shape)], [_vi("y", F, x.shape)],
+@pytest.mark.parametrize("op,scan,identity,opset", [("CumSum", np.cumsum, 0, 14),
+                                                   ("CumProd", np.cumprod, 1, 26)])
+def test_cumulative_ops_over_a_middle_axis(tmp_path, exclusive, reverse, op, scan, identity, opset):
+    # Factors near 1 keep a product of 50 of them in range.
+    x = RNG.uniform(0.8, 1.25, (3, 50, 17)).astype(np.float32) * RNG.choice([-1, 1], (3, 50, 17))
+    node = helper.make_node(op, ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)
+    graph = _graph("cumulative", node, [_vi("x", F, x.shape)], [_vi("y", F, x.shape)],
                    [numpy_helper.from_array(np.array(1, np.int64), "axis")])
-    (y,) = _run_graph(tmp_path, graph, opset=14, x=x)
+    (y,) = _run_graph(tmp_path, graph, opset=opset, x=x.astype(np.float32))
     v = x[:, ::-1] if reverse else x
-    want = np.cumsum(v.astype(np.float64), axis=1)
+    want = scan(v.astype(np.float64), axis=1)
     if exclusive:
-        want = np.concatenate([np.zeros_like(want[:, :1]), want[:, :-1]], axis=1)
+        want = np.concatenate([np.full_like(want[:, :1], identity), want[:, :-1]], axis=1)
     np.testing.assert_allclose(y, want[:, ::-1] if reverse else want, rtol=1e-4, atol=1e-5)
+
+
+def test_int64_cumprod_from_the_end(tmp_path):
+    x = RNG.integers(-3, 4, (4, 9)).astype(np.int64)
+    node = helper.make_node("CumProd", ["x", "axis"], ["y"], reverse=1)
+    graph = _graph("cumprod", node, [_vi("x", I64, x.shape)], [_vi("y", I64, x.shape)],
+                   [numpy_helper.from_array(np.array(-1, np.int64), "axis")])
+    (y,) = _run_graph(tmp_path, graph, opset=26, x=x)
+    np.testing.assert_array_equal(y, np.cumprod(x[:, ::-1], axis=1)[:, ::-1])
 
 
 @pytest.mark.parametrize("axis,largest", [(1, 1), (0, 0)])

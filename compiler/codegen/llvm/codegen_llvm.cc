@@ -205,6 +205,31 @@ llvm::Value* CodeGenLLVM::EmitCast(DataType to, DataType from, llvm::Value* v) {
   return CastInt(v, tt, te::IsInt(from));
 }
 
+llvm::Value* CodeGenLLVM::EmitBitCast(DataType to, DataType from, llvm::Value* v) {
+  auto bits_type = [&](DataType t) {
+    llvm::Type* word = b_.getIntNTy(te::IsBool(t) ? 8 : t.bits);
+    return t.lanes > 1 ? llvm::FixedVectorType::get(word, t.lanes) : word;
+  };
+  auto stored = [&](DataType t) {  // the type whose bits memory holds
+    return te::IsFloat(t) ? StorageType(t) : bits_type(t);
+  };
+  llvm::Value* bits;
+  if (te::IsBool(from)) {
+    bits = b_.CreateZExt(v, bits_type(from));
+  } else if (te::IsFloat(from)) {
+    bits = b_.CreateBitCast(v->getType() == stored(from) ? v : b_.CreateFPTrunc(v, stored(from)),
+                            bits_type(from));
+  } else {
+    bits = CastInt(v, bits_type(from), false);
+  }
+  if (te::IsBool(to)) return b_.CreateICmpNE(bits, llvm::Constant::getNullValue(bits->getType()));
+  if (te::IsFloat(to)) {
+    llvm::Value* f = b_.CreateBitCast(bits, stored(to));
+    return f->getType() == ValueType(to) ? f : b_.CreateFPExt(f, ValueType(to));
+  }
+  return CastInt(bits, ValueType(to), te::IsInt(to));
+}
+
 llvm::Value* CodeGenLLVM::Emit(const Expr& e) {
   switch (e.kind()) {
     case ExprKind::kIntImm: {
@@ -756,6 +781,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
     return MulAdd(args.at(0), args.at(1), args.at(2));
   }
   if (c->fn == Intrinsic::kLane) return b_.CreateExtractElement(x, args.at(1));
+  if (c->fn == Intrinsic::kBitCast) return EmitBitCast(c->dtype, t, x);
   if (c->fn == Intrinsic::kTransposeByteRows) return EmitTransposeByteRows(x);
   if (c->fn == Intrinsic::kStreamBase) return EmitStreamBase(x);
   if (c->fn == Intrinsic::kMaximum || c->fn == Intrinsic::kMinimum) {
@@ -900,6 +926,7 @@ llvm::Value* CodeGenLLVM::EmitCall(const te::CallNode* c) {
     case Intrinsic::kShuffle:
     case Intrinsic::kMaximum:
     case Intrinsic::kMinimum:
+    case Intrinsic::kBitCast:
       break;
   }
   throw std::runtime_error("codegen: unknown intrinsic");

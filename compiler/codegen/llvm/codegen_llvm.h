@@ -73,6 +73,9 @@ class CodeGenLLVM {
   llvm::Value* EmitRoundedToInteger(te::DataType to, const te::Expr& e);
   llvm::Value* EmitCast(te::DataType to, te::DataType from, llvm::Value* v);
   llvm::Value* CastInt(llvm::Value* v, llvm::Type* to, bool is_signed);
+  // te::BitCast: v (a value of type `from`) as the integer of its stored bits, then those bits read
+  // as `to`; float16 goes through half, bool through one byte.
+  llvm::Value* EmitBitCast(te::DataType to, te::DataType from, llvm::Value* v);
   void EmitStmt(const lower::Stmt& s);
   void EmitFor(const lower::ForNode* f);
   // vectorize: 1 forces LLVM's loop vectoriser, -1 forbids it and unrolling, 0 lets LLVM decide.

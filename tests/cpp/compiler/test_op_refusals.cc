@@ -105,6 +105,18 @@ const std::vector<Refusal>& Refusals() {
          Around("CumSum", {"x", "axis"})(b);
        },
        "input 1 ('axis') must hold one value, got int64[2]"},
+      {"CumProd axis past the rank", 26,
+       [](B& b) {
+         b.IntInit("axis", {}, {2});
+         Around("CumProd", {"x", "axis"})(b);
+       },
+       "axis 2 is out of range for rank 2; valid: -2..1"},
+      {"BitCast to a narrower type", 26,
+       Around("BitCast", {"x"}, [](auto* n) { B::IntAttr(n, "to", onnx::TensorProto::FLOAT16); }),
+       "attribute 'to' must name a type as wide as the input's float32 (32 bits), got float16 (16 "
+       "bits)"},
+      {"BitCast to a type ONNX lacks", 26,
+       Around("BitCast", {"x"}, [](auto* n) { B::IntAttr(n, "to", 99); }), "attribute 'to'"},
       {"OneHot depth of a trillion", 13,
        [](B& b) {
          b.Input("i", {3}, onnx::TensorProto::INT64).Output("y", {-1, -1});

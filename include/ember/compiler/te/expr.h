@@ -145,7 +145,9 @@ enum class Intrinsic {
    * either is NaN, -0 below +0), the combining step of a float max or min reduction, which LLVM
    * vectorises as it does not the compare and select of Max / Min (see ReduceMaximum()). */
   kMaximum,
-  kMinimum,  // the last: IntrinsicName's table checks its length against it
+  kMinimum,
+  /*! \brief BitCast(v): v's bits read as the call's type, of the same width (see BitCast()). */
+  kBitCast,  // the last: IntrinsicName's table checks its length against it
 };
 
 enum class ReduceOp { kSum, kProd, kMax, kMin, kArgMax, kArgMin };
@@ -343,6 +345,10 @@ Expr Shuffle(Expr a, Expr b, const std::vector<int>& mask);
  * max ran one element per compare). Integers: Max / Min. */
 Expr ReduceMaximum(Expr a, Expr b);
 Expr ReduceMinimum(Expr a, Expr b);
+/*! \brief kBitCast: the bits of `v` read as `to` (same bit width; bool is one byte, 0 or 1, and
+ * reads back as true when any bit is set); float16 values, computed in float, are rounded to
+ * their 16 stored bits first. ONNX BitCast. */
+Expr BitCast(Expr v, DataType to);
 Expr And(Expr a, Expr b);
 Expr Or(Expr a, Expr b);
 /*! \brief Largest and smallest finite values of a dtype (lowest for Max-init, etc.). */
