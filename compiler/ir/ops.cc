@@ -719,6 +719,7 @@ const bool kRegistered = [] {
       .set_attr_default("sorted", int64_t{1});
   Op("ScatterElements", OpPattern::kOpaque, ScatterElementsRule, 3, 3);
   Op("ScatterND", OpPattern::kOpaque, ScatterNDRule, 3, 3);
+  Op("TensorScatter", OpPattern::kOpaque, SameAsFirst, 2, 3);
   for (const char* s : {"ScatterElements", "ScatterND"}) {
     OpRegistry::Global()->Mutable(s).set_attr_default("reduction", std::string("none"));
   }

@@ -3,6 +3,7 @@
 // (scans), TopK (a selection), ScatterElements and ScatterND (updates in order, duplicates
 // reduced). Each writes its loops over flat buffers; indices read at run time are checked before
 // the body.
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,9 @@ AroundAxis Around(const std::vector<int64_t>& shape, int64_t axis) {
   return a;
 }
 
-// The check, before the kernel's loops, that input 1 (held in `indices`) lies in `range`.
-Stmt CheckInput1(const Node& n, const Buffer& indices, const RunTimeIndexRange& range) {
-  const std::string& name = GraphScope::Current()->value(n.inputs.at(1)).name;
+// The check, before the kernel's loops, that input `i` (held in `indices`) lies in `range`.
+Stmt CheckInput(const Node& n, size_t i, const Buffer& indices, const RunTimeIndexRange& range) {
+  const std::string& name = GraphScope::Current()->value(n.inputs.at(i)).name;
   return lower::CheckIndices(indices, indices->size, range.extent,
                              RunTimeIndexMessage(n, range, name), range.first, range.step,
                              range.non_negative);
@@ -155,7 +156,7 @@ Stmt ScatterElements(const Node& n, const std::vector<Buffer>& in, const std::ve
   for (size_t d = ushape.size(); d-- > 0;)
     body = lower::For(vars[d], ushape[d], ForKind::kSerial, body);
   return lower::Seq(
-      {CheckInput1(n, indices, IndicesIntoAxis(dshape, axis)), CopyData(data, y), body});
+      {CheckInput(n, 1, indices, IndicesIntoAxis(dshape, axis)), CopyData(data, y), body});
 }
 
 // ScatterND: tuple t of indices addresses a slice of data past its first k axes; update slice t
@@ -173,7 +174,7 @@ Stmt ScatterND(const Node& n, const std::vector<Buffer>& in, const std::vector<B
   Expr offset = 0;
   for (int64_t j = 0; j < k; ++j) {
     const int64_t extent = dshape[static_cast<size_t>(j)];
-    body.push_back(CheckInput1(n, indices, IndicesIntoAxis(dshape, j, j, k)));
+    body.push_back(CheckInput(n, 1, indices, IndicesIntoAxis(dshape, j, j, k)));
     offset = offset * extent + IndexFromEnd(BufferLoad(indices, t * k + j), extent);
   }
   Expr pos = offset * slice + s;
@@ -185,6 +186,49 @@ Stmt ScatterND(const Node& n, const std::vector<Buffer>& in, const std::vector<B
       lower::For(s, slice, ForKind::kVectorized,
                  lower::Store(
                      y, pos, Reduced(n, BufferLoad(y, pos), BufferLoad(updates, t * slice + s))))));
+  return lower::Seq(body);
+}
+
+// TensorScatter's write_indices: where each batch's update starts along the cache's axis of
+// `length`; linear mode needs the `rows` written to fit from there, circular mode wraps them.
+RunTimeIndexRange WritePositions(int64_t length, int64_t rows, bool circular) {
+  RunTimeIndexRange r;
+  r.extent = circular ? std::numeric_limits<int64_t>::max() : length - rows + 1;
+  r.non_negative = true;
+  r.input = "write_indices";
+  r.what = circular ? std::string("a negative write index")
+                    : "a write index outside 0.." + std::to_string(length - rows) + " (the " +
+                          std::to_string(rows) + " updated positions must fit the cache's " +
+                          std::to_string(length) + ")";
+  return r;
+}
+
+// TensorScatter (opset 24): the cache copied, then row s of the update, for each index of the
+// axes before `axis` (the first being the batch b), written at position write_indices[b] + s
+// along the axis (modulo its length in circular mode). Rows of one prefix never collide.
+Stmt TensorScatter(const Node& n, const std::vector<Buffer>& in, const std::vector<Buffer>& out,
+                   lower::LoweredFunc*) {
+  const Buffer &cache = in.at(0), &update = in.at(1), &y = out.at(0);
+  const std::vector<int64_t>& shape = InputType(n, 0).shape;
+  const int64_t axis = n.GetInt("axis"), rows = InputType(n, 1).shape.at(static_cast<size_t>(axis));
+  const bool circular = n.GetString("mode") == "circular";
+  const AroundAxis c = Around(shape, axis);
+  std::vector<Stmt> body;
+  Expr o = te::MakeVar("o"), s = te::MakeVar("s"), i = te::MakeVar("i");
+  Expr start = 0;
+  if (in.size() > 2) {
+    body.push_back(CheckInput(n, 2, in[2], WritePositions(c.n, rows, circular)));
+    start = te::Cast(te::Index(), BufferLoad(in[2], te::FloorDiv(o, c.outer / shape[0])));
+  }
+  body.push_back(CopyData(cache, y));
+  if (rows > 0 && c.inner > 0) {
+    Expr pos = circular ? te::FloorMod(te::FloorMod(start, Expr(c.n)) + s, Expr(c.n)) : start + s;
+    Stmt write = lower::Store(y, (o * c.n + pos) * c.inner + i,
+                              BufferLoad(update, (o * rows + s) * c.inner + i));
+    body.push_back(lower::For(o, c.outer, RowsLoop(c.outer, c.outer * rows * c.inner),
+                              lower::For(s, rows, ForKind::kSerial,
+                                         lower::For(i, c.inner, ForKind::kVectorized, write))));
+  }
   return lower::Seq(body);
 }
 
@@ -219,7 +263,7 @@ Stmt MaxUnpool(const Node& n, const std::vector<Buffer>& in, const std::vector<B
     stride *= shape[d];
   }
   return lower::Seq(
-      {CheckInput1(n, at, UnpoolPositions(indexed, positions)),
+      {CheckInput(n, 1, at, UnpoolPositions(indexed, positions)),
        lower::For(e, y->size, ForKind::kVectorized, lower::Store(y, e, te::Const(y->dtype, 0))),
        lower::For(k, x->size, ForKind::kSerial, lower::Store(y, pos, BufferLoad(x, k)))});
 }
@@ -233,6 +277,7 @@ const bool kRegistered = [] {
   reg("TopK", TopK);
   reg("ScatterElements", ScatterElements);
   reg("ScatterND", ScatterND);
+  reg("TensorScatter", TensorScatter);
   reg("MaxUnpool", MaxUnpool);
   return true;
 }();

@@ -1,8 +1,9 @@
 // Attention (opsets 23 and 24) written out as ONNX ops: scaled Q K^T, softcap, the additive mask
-// (attn_mask, is_causal), softmax and the product with V, for 3-D or 4-D inputs, grouped-query
-// heads and a past key/value cache. The order is ONNX's current one: softcap before the mask, so
-// masked scores stay -inf; the fourth output's modes follow it (0 Q K^T, 1 after softcap, 2 after
-// the mask, 3 the softmax), and a row the mask hides whole attends to nothing (zeros).
+// (attn_mask, is_causal, nonpad_kv_seqlen), softmax and the product with V, for 3-D or 4-D inputs,
+// grouped-query heads and a past key/value cache. The order is ONNX's current one: softcap before
+// the mask, so masked scores stay -inf; the fourth output's modes follow it (0 Q K^T, 1 after
+// softcap, 2 after the mask, 3 the softmax); a row the mask hides whole attends to nothing
+// (zeros); is_causal over an external cache (nonpad_kv_seqlen) ends at each batch's last key.
 #include <ember/compiler/ir/op_registry.h>
 
 #include <cmath>
@@ -116,10 +117,45 @@ int MaskBias(OnnxExpander& e, const std::vector<int64_t>& scores, DLDataType dty
   return bias;
 }
 
+// An additive bias from nonpad_kv_seqlen (opset 24, one key count per batch): 0 where
+// `needed` [1, 1, q_seq or 1, total] is at most batch b's count, -inf elsewhere.
+int WithinKeyCount(OnnxExpander& e, const std::vector<int64_t>& needed, int64_t rows, int64_t batch,
+                   DLDataType dtype) {
+  const Node& n = e.node();
+  const TensorType lens = e.TypeOf(n.inputs[6]);
+  if (lens.dtype != kInt64 || lens.shape != std::vector<int64_t>{batch}) {
+    NodeError(n, "nonpad_kv_seqlen must be int64[" + std::to_string(batch) +
+                     "] (one count per batch), got " + lens.ToString());
+  }
+  const int64_t total = static_cast<int64_t>(needed.size()) / rows;
+  const int grid = e.Op("Reshape", {e.Ints(needed), e.Ints({1, 1, rows, total})});
+  const int count = e.Op("Reshape", {n.inputs[6], e.Ints({batch, 1, 1, 1})});
+  return e.Op("Where", {e.Op("LessOrEqual", {grid, count}), e.Scalar(dtype, 0),
+                        e.Scalar(dtype, -std::numeric_limits<double>::infinity())});
+}
+
+// Keys past batch b's count are padding: key j needs j + 1 keys.
+int NonPadBias(OnnxExpander& e, int64_t batch, int64_t total, DLDataType dtype) {
+  std::vector<int64_t> needed(static_cast<size_t>(total));
+  for (int64_t j = 0; j < total; ++j) needed[static_cast<size_t>(j)] = j + 1;
+  return WithinKeyCount(e, needed, 1, batch, dtype);
+}
+
+// is_causal over an external cache (nonpad_kv_seqlen without past_key; ONNX's errata to opset 24):
+// the queries are the last q_seq of batch b's keys, so query i sees key j when
+// j <= i + nonpad[b] - q_seq: j - i + q_seq keys needed.
+int CacheCausalBias(OnnxExpander& e, int64_t batch, int64_t q_seq, int64_t total,
+                    DLDataType dtype) {
+  std::vector<int64_t> needed(static_cast<size_t>(q_seq * total));
+  for (int64_t i = 0; i < q_seq; ++i) {
+    for (int64_t j = 0; j < total; ++j) needed[static_cast<size_t>(i * total + j)] = j - i + q_seq;
+  }
+  return WithinKeyCount(e, needed, q_seq, batch, dtype);
+}
+
 void AttentionOp(Node n, CanonicalizeContext* ctx) {
   OnnxExpander e(n, ctx);
   if (n.inputs.size() < 3) NodeError(n, "needs Q, K and V");
-  if (n.HasInput(6)) NodeUnsupported(n, "input nonpad_kv_seqlen");
   const DLDataType dtype = e.TypeOf(n.inputs[0]).dtype;
   const bool three_d = e.TypeOf(n.inputs[0]).ndim() == 3;
   const Heads q = HeadsOf(e, 0, "Q", "q_num_heads");
@@ -158,9 +194,14 @@ void AttentionOp(Node n, CanonicalizeContext* ctx) {
   stages.push_back(scores);
   const std::vector<int64_t> shape = {batch, q_heads, q_seq, total};
   if (n.HasInput(3)) scores = e.Op("Add", {scores, MaskBias(e, shape, dtype, ctx->opset() >= 24)});
+  if (n.HasInput(6)) scores = e.Op("Add", {scores, NonPadBias(e, batch, total, dtype)});
   if (n.GetInt("is_causal", 0) != 0) {
+    const bool external_cache = n.HasInput(6) && !n.HasInput(4);
     const int64_t past = n.HasInput(4) ? e.TypeOf(n.inputs[4]).shape[2] : 0;
-    scores = e.Op("Add", {scores, e.Constant("_causal", CausalBias(q_seq, total, past, dtype))});
+    scores =
+        e.Op("Add", {scores, external_cache
+                                 ? CacheCausalBias(e, batch, q_seq, total, dtype)
+                                 : e.Constant("_causal", CausalBias(q_seq, total, past, dtype))});
   }
   stages.push_back(scores);
   const int64_t precision = n.GetInt("softmax_precision", 0);
@@ -178,8 +219,8 @@ void AttentionOp(Node n, CanonicalizeContext* ctx) {
   if (n.outputs.size() > 3 && n.outputs[3] != kAbsentValue) {
     e.OpInto(n.outputs[3], "Identity", {stages[static_cast<size_t>(mode)]});
   }
-  if (n.HasInput(3)) {
-    // A row attn_mask masks whole has no softmax (0 / 0): ONNX (and ONNX Runtime) give it zeros.
+  if (n.HasInput(3) || n.HasInput(6)) {
+    // A row the masks hide whole has no softmax (0 / 0): ONNX (and ONNX Runtime) give it zeros.
     probs = e.Op("Where", {e.Op("IsNaN", {probs}), e.Scalar(dtype, 0), probs});
   }
   const int y = e.Op("MatMul", {probs, RepeatHeads(e, v, group)});

@@ -1,5 +1,6 @@
 // Canonical forms of the indexing, scan and selection ops: GatherElements, GatherND, OneHot,
-// Trilu, EyeLike, CumSum, CumProd, TopK, ScatterElements (and the older Scatter), ScatterND. Axes
+// Trilu, EyeLike, CumSum, CumProd, TopK, ScatterElements (and the older Scatter), ScatterND,
+// TensorScatter. Axes
 // are normalized, the scalar inputs a static shape needs (TopK's k, CumSum's axis, OneHot's depth,
 // Trilu's k) become attributes, enumerated strings are checked, and indices known at compile
 // time are checked against the axes they index, so the kernels never meet a bad one.
@@ -120,6 +121,41 @@ void CumulativeOp(Node n, CanonicalizeContext* ctx) {
   ctx->EmitInto(std::move(n));
 }
 
+// TensorScatter (opset 24), a KV cache's update: the axis normalized (never 0, the batch axis),
+// the update checked against the cache (the same shape but along the axis, at most as long), an
+// absent write_indices dropped (every batch writes from position 0).
+void TensorScatterOp(Node n, CanonicalizeContext* ctx) {
+  const TensorType cache = ctx->TypeOf(n.inputs.at(0)), update = ctx->TypeOf(n.inputs.at(1));
+  const std::string mode = n.GetString("mode", "linear");
+  if (mode != "linear" && mode != "circular") {
+    NodeError(n, "mode '" + mode + "' (valid: linear, circular)");
+  }
+  if (cache.ndim() < 2) {
+    NodeError(n, "past_cache must have a batch and a sequence axis, got " + cache.ToString());
+  }
+  const int64_t axis = NormalizeAxis(n, n.GetInt("axis", -2), cache.ndim());
+  if (axis == 0) NodeError(n, "axis must not be 0, the batch axis");
+  bool fits = update.dtype == cache.dtype && update.ndim() == cache.ndim();
+  for (int64_t d = 0; fits && d < cache.ndim(); ++d) {
+    fits = d == axis ? update.shape[d] <= cache.shape[d] : update.shape[d] == cache.shape[d];
+  }
+  if (!fits) {
+    NodeError(n, "update must have past_cache's shape " + cache.ToString() + " but along axis " +
+                     std::to_string(axis) + " (at most " + std::to_string(cache.shape[axis]) +
+                     "), got " + update.ToString());
+  }
+  if (!n.HasInput(2)) {
+    ctx->DropInputsFrom(n, 2);
+  } else if (const TensorType w = ctx->TypeOf(n.inputs[2]);
+             w.dtype != kInt64 || w.shape != std::vector<int64_t>{cache.shape[0]}) {
+    NodeError(n, "write_indices must be int64[" + std::to_string(cache.shape[0]) +
+                     "] (one per batch), got " + w.ToString());
+  }
+  n.attrs["axis"] = axis;
+  n.attrs["mode"] = mode;
+  ctx->EmitInto(std::move(n));
+}
+
 // ReverseSequence: time and batch axes 0 and 1 (either way round); constant lengths checked.
 void ReverseSequenceOp(Node n, CanonicalizeContext* ctx) {
   const TensorType& x = ctx->TypeOf(n.inputs.at(0));
@@ -185,6 +221,7 @@ EMBER_REGISTER_OP_CANONICALIZE("GatherND", GatherNDOp);
 EMBER_REGISTER_OP_CANONICALIZE("ScatterElements", ScatterElementsOp);
 EMBER_REGISTER_OP_CANONICALIZE("Scatter", ScatterElementsOp);
 EMBER_REGISTER_OP_CANONICALIZE("ScatterND", ScatterNDOp);
+EMBER_REGISTER_OP_CANONICALIZE("TensorScatter", TensorScatterOp);
 EMBER_REGISTER_OP_CANONICALIZE("OneHot", OneHotOp);
 EMBER_REGISTER_OP_CANONICALIZE("Trilu", TriluOp);
 EMBER_REGISTER_OP_CANONICALIZE("EyeLike", EyeLikeOp);

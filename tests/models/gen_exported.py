@@ -45,6 +45,8 @@ Kinds:
                   present cache out; 3-D packed heads with a padding mask (a row masked whole),
                   causal with the mask (24), softcap and the scores out; a long causal one
                   (8 heads of 512 tokens) whose batched products take the dense tiles
+  kv_cache_*      opset 24's static KV cache step: TensorScatter at per-batch write indices,
+                  Attention with nonpad_kv_seqlen and is_causal (ending at each batch's last key)
   quantizers_*    opset 21's quantizer forms: output_dtype without a zero point, blocked
                   scales and zero points (block_size), a weight dequantized by blocks for a
                   MatMul, float16 scales (the output in float16)
@@ -801,10 +803,50 @@ def quantizers():
     return m
 
 
+def kv_cache_decoder_opset24():
+    """A decoder step over a static KV cache, as opset 24 writes it: the new keys and values
+    written into the caches at each batch's write index (TensorScatter), positions from that
+    index rotating Q and K, grouped-query Attention over the whole cache with the keys past each
+    batch's filled length masked (nonpad_kv_seqlen), causal up to each query's position."""
+    m = Model("kv_cache_decoder_opset24", 2426, "TensorScatter into static key/value caches at "
+              "per-batch write indices, RotaryEmbedding from them, Attention with "
+              "nonpad_kv_seqlen and is_causal, 4 query heads over 2 kv heads",
+              opset=24, ir_version=12)
+    batch, new, length, hidden, size = 2, 2, 12, 32, 8
+    x = m.input("x", [batch, new, hidden])
+    write = m.input("write_indices", [batch], TensorProto.INT64)  # 0..9: room for 2 more
+    past_k = m.input("past_key", [batch, 2, length, size])
+    past_v = m.input("past_value", [batch, 2, length, size])
+    angles = m.rs.uniform(0, 2 * np.pi, (length, size // 2))
+    cos, sin = m.weight_values("cos", np.cos(angles)), m.weight_values("sin", np.sin(angles))
+    pos = m.node("Add", [m.node("Unsqueeze", [write, m.ints("ax1", [1])], ["write_col"]),
+                         m.ints("steps", [0, 1])], ["positions"])
+
+    def heads(tag, count):
+        p = m.node("MatMul", [x, m.weight("w" + tag, [hidden, count * size], 0.2)], [tag + "_p"])
+        p = m.node("Reshape", [p, m.ints(tag + "_shape", [batch, new, count, size])], [tag + "_h"])
+        return m.node("Transpose", [p], [tag + "_t"], perm=[0, 2, 1, 3])
+
+    q = m.node("RotaryEmbedding", [heads("q", 4), cos, sin, pos], ["q_rot"])
+    k = m.node("RotaryEmbedding", [heads("k", 2), cos, sin, pos], ["k_rot"])
+    keys = m.node("TensorScatter", [past_k, k, write], ["present_key"])
+    values = m.node("TensorScatter", [past_v, heads("v", 2), write], ["present_value"])
+    filled = m.node("Add", [write, m.ints("new", [new])], ["filled"])
+    # is_causal over the cache: query i (at position write + i) sees the keys up to its own.
+    m.node("Attention", [q, keys, values, "", "", "", filled], ["ctx"], is_causal=1)
+    ctx = m.node("Reshape", [m.node("Transpose", ["ctx"], ["ctx_t"], perm=[0, 2, 1, 3]),
+                             m.ints("merge", [batch, new, hidden])], ["ctx_merged"])
+    m.node("MatMul", [ctx, m.weight("wo", [hidden, hidden], 0.2)], ["y"])
+    m.output("y", rank=3)
+    m.output("present_key", rank=4)
+    m.output("present_value", rank=4)
+    return m
+
+
 def newer_opsets():
     return ([newer_opset(18, 9), newer_opset(21, 10), quantizers(), rotary_opset23(),
              attention_decoder_opset23(), attention_packed_opset24(),
-             attention_long_opset23()] +
+             attention_long_opset23(), kv_cache_decoder_opset24()] +
             [encoder_layer(o, ir) for o, ir in ((22, 10), (23, 11), (24, 12), (26, 13))])
 
 

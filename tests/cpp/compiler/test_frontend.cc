@@ -732,6 +732,16 @@ TEST(Frontend, AttentionOperandsAreChecked) {
                       "[1,2,3,5], got float32[3,4]"),
             std::string::npos)
       << ErrorOf(mask.Bytes());
+  OnnxBuilder lens = model({2, 2, 3, 8}, {2, 2, 5, 8}, {2, 2, 5, 8});
+  lens.model().mutable_opset_import(0)->set_version(24);
+  lens.Input("n", {2, 1}, onnx::TensorProto::INT64);
+  for (const char* input : {"", "", "", "n"}) {
+    lens.model().mutable_graph()->mutable_node(0)->add_input(input);
+  }
+  EXPECT_NE(ErrorOf(lens.Bytes())
+                .find("nonpad_kv_seqlen must be int64[2] (one count per batch), got int64[2,1]"),
+            std::string::npos)
+      << ErrorOf(lens.Bytes());
 }
 
 TEST(Frontend, AnIr9ModelAtAnOldOpsetStillMeetsLibonnxsCheckerButNotFloat8) {

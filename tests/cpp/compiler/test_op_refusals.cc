@@ -117,6 +117,31 @@ const std::vector<Refusal>& Refusals() {
        "bits)"},
       {"BitCast to a type ONNX lacks", 26,
        Around("BitCast", {"x"}, [](auto* n) { B::IntAttr(n, "to", 99); }), "attribute 'to'"},
+      {"TensorScatter on the batch axis", 24,
+       [](B& b) {
+         b.Input("u", {1, 4});
+         Around("TensorScatter", {"x", "u"}, [](auto* n) { B::IntAttr(n, "axis", 0); })(b);
+       },
+       "axis must not be 0, the batch axis"},
+      {"TensorScatter update longer than the cache", 24,
+       [](B& b) {
+         b.Input("u", {3, 5});
+         Around("TensorScatter", {"x", "u"}, [](auto* n) { B::IntAttr(n, "axis", 1); })(b);
+       },
+       "update must have past_cache's shape float32[3,4] but along axis 1 (at most 4), got "
+       "float32[3,5]"},
+      {"TensorScatter write_indices not one per batch", 24,
+       [](B& b) {
+         b.Input("u", {3, 2}).Input("w", {2}, onnx::TensorProto::INT64);
+         Around("TensorScatter", {"x", "u", "w"}, [](auto* n) { B::IntAttr(n, "axis", -1); })(b);
+       },
+       "write_indices must be int64[3] (one per batch), got int64[2]"},
+      {"TensorScatter mode unknown", 24,
+       [](B& b) {
+         b.Input("u", {3, 2});
+         Around("TensorScatter", {"x", "u"}, [](auto* n) { B::StringAttr(n, "mode", "ring"); })(b);
+       },
+       "mode 'ring' (valid: linear, circular)"},
       {"OneHot depth of a trillion", 13,
        [](B& b) {
          b.Input("i", {3}, onnx::TensorProto::INT64).Output("y", {-1, -1});
