@@ -578,10 +578,11 @@ void RegisterNoOps() {
 
 const bool kRegistered = [] {
   for (const char* u :
-       {"Abs",        "Neg",  "Relu",     "Sigmoid",  "Tanh",      "Exp",   "Log",   "Sqrt",
-        "Reciprocal", "Erf",  "Softplus", "Softsign", "Floor",     "Ceil",  "Round", "Sign",
-        "Not",        "Sin",  "Cos",      "Identity", "HardSwish", "Mish",  "Tan",   "Asin",
-        "Acos",       "Atan", "Sinh",     "Cosh",     "Asinh",     "Acosh", "Atanh"}) {
+       {"Abs",   "Neg",        "Relu",  "Sigmoid",   "Tanh",     "Exp",      "Log",
+        "Sqrt",  "Reciprocal", "Erf",   "Softplus",  "Softsign", "Floor",    "Ceil",
+        "Round", "Sign",       "Not",   "Sin",       "Cos",      "Identity", "HardSwish",
+        "Mish",  "Tan",        "Asin",  "Acos",      "Atan",     "Sinh",     "Cosh",
+        "Asinh", "Acosh",      "Atanh", "BitwiseNot"}) {
     Unary(u);
   }
   Unary("Shrink", {{"lambd", 0.5}, {"bias", 0.0}});
@@ -610,8 +611,8 @@ const bool kRegistered = [] {
   OpRegistry::Global()->Mutable("Identity").set_pattern(OpPattern::kInjective);
   Op("Cast", OpPattern::kElemWise, CastRule, 1, 1);
   Op("BitCast", OpPattern::kElemWise, CastRule, 1, 1);
-  for (const char* b :
-       {"Add", "Sub", "Mul", "Div", "Max", "Min", "And", "Or", "Xor", "Mod", "PRelu", "BitShift"}) {
+  for (const char* b : {"Add", "Sub", "Mul", "Div", "Max", "Min", "And", "Or", "Xor", "Mod",
+                        "PRelu", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"}) {
     Binary(b);
   }
   Binary("Pow", PowRule);

@@ -35,6 +35,15 @@ const bool kRegistered = [] {
   Binary("And", [](const Node&, Expr a, Expr b) { return a && b; });
   Binary("Or", [](const Node&, Expr a, Expr b) { return a || b; });
   Binary("Xor", [](const Node&, Expr a, Expr b) { return te::Binary(te::BinaryOp::kXor, a, b); });
+  // Opset 18's bitwise ops, on integers.
+  for (auto [op, bin] : {std::pair{"BitwiseAnd", te::BinaryOp::kBitAnd},
+                         std::pair{"BitwiseOr", te::BinaryOp::kBitOr},
+                         std::pair{"BitwiseXor", te::BinaryOp::kBitXor}}) {
+    Binary(op, [bin = bin](const Node& n, Expr a, Expr b) {
+      RequireInteger(n, a);
+      return te::Binary(bin, a, b);
+    });
+  }
   Binary("Equal", [](const Node&, Expr a, Expr b) { return a == b; });
   Binary("Less", [](const Node&, Expr a, Expr b) { return a < b; });
   Binary("Greater", [](const Node&, Expr a, Expr b) { return a > b; });

@@ -117,6 +117,17 @@ const bool kRegistered = [] {
   reg("And", SameForm([](auto x, auto y) { return (x != 0) && (y != 0); }));
   reg("Or", SameForm([](auto x, auto y) { return (x != 0) || (y != 0); }));
   reg("Xor", SameForm([](auto x, auto y) { return (x != 0) != (y != 0); }));
+  // Bitwise ops: integers only (a float input declines the fold; the op refuses it).
+  auto bitwise = [](int64_t (*f)(int64_t, int64_t)) {
+    return BinaryFold([](const Node&, double, double, double*) { return false; },
+                      [f](const Node&, int64_t x, int64_t y, int64_t* r) {
+                        *r = f(x, y);
+                        return true;
+                      });
+  };
+  reg("BitwiseAnd", bitwise([](int64_t x, int64_t y) { return x & y; }));
+  reg("BitwiseOr", bitwise([](int64_t x, int64_t y) { return x | y; }));
+  reg("BitwiseXor", bitwise([](int64_t x, int64_t y) { return x ^ y; }));
   reg("Div", BinaryFold(DivFloat, DivInt));
   reg("Pow", BinaryFold(PowFloat, nullptr));
   reg("Mod", BinaryFold(ModFloat, ModInt));

@@ -26,13 +26,6 @@ void Unary(const char* op, UnaryFn fn) {
 
 Expr C(const Expr& like, double v) { return te::Const(like.dtype(), v); }
 
-void RequireFloat(const Node& node, const Expr& x) {
-  if (!te::IsFloat(x.dtype())) {
-    Unsupported(node,
-                "only floating-point inputs are supported, got " + te::DataTypeName(x.dtype()));
-  }
-}
-
 const bool kRegistered = [] {
   Unary("Identity", [](const Node&, Expr x) { return x; });
   Unary("Abs", [](const Node&, Expr x) { return te::Abs(x); });
@@ -71,6 +64,10 @@ const bool kRegistered = [] {
   Unary("Round", [](const Node&, Expr x) { return te::IsFloat(x.dtype()) ? te::Round(x) : x; });
   Unary("Sign", [](const Node&, Expr x) { return te::Call(te::Intrinsic::kSign, {x}); });
   Unary("Not", [](const Node&, Expr x) { return te::Not(x); });
+  Unary("BitwiseNot", [](const Node& n, Expr x) {
+    RequireInteger(n, x);
+    return te::Binary(te::BinaryOp::kBitXor, x, te::IntImm(x.dtype(), -1));  // every bit flipped
+  });
   Unary("IsNaN", [](const Node&, Expr x) { return te::Call(te::Intrinsic::kIsNan, {x}); });
   Unary("IsInf", [](const Node& n, Expr x) {
     bool pos = n.GetInt("detect_positive", 1) != 0, neg = n.GetInt("detect_negative", 1) != 0;

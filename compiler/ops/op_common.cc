@@ -66,6 +66,19 @@ void Unsupported(const Node& node, const std::string& what) {
   throw UnsupportedError(node.Describe() + ": " + what);
 }
 
+void RequireFloat(const Node& node, const Expr& x) {
+  if (!te::IsFloat(x.dtype())) {
+    Unsupported(node,
+                "only floating-point inputs are supported, got " + te::DataTypeName(x.dtype()));
+  }
+}
+
+void RequireInteger(const Node& node, const Expr& x) {
+  if (te::IsFloat(x.dtype())) {
+    Unsupported(node, "only integer inputs are supported, got " + te::DataTypeName(x.dtype()));
+  }
+}
+
 void Fail(const Node& node, const std::string& what) {
   throw CompileError(node.Describe() + ": " + what);
 }

@@ -42,6 +42,10 @@ int64_t NormAxis(const Node& node, int64_t axis, int64_t rank);
 /*! \brief UnsupportedError "<node>: <what>". */
 [[noreturn]] void Unsupported(const Node& node, const std::string& what);
 [[noreturn]] void Fail(const Node& node, const std::string& what);
+/*! \brief Refuses (Unsupported) an input `x` that is not floating-point, or not an integer
+ *  (bool counts as one). */
+void RequireFloat(const Node& node, const Expr& x);
+void RequireInteger(const Node& node, const Expr& x);
 
 /*! \brief Index expressions of `t` broadcast (numpy rules) to an output of rank out_rank. */
 Expr BroadcastLoad(const Tensor& t, const std::vector<Expr>& out_idx);

@@ -149,6 +149,15 @@ bool FoldInt(BinaryOp op, int64_t a, int64_t b, int64_t* out) {
     case BinaryOp::kXor:
       *out = (a != 0) != (b != 0);
       return true;
+    case BinaryOp::kBitAnd:
+      *out = a & b;
+      return true;
+    case BinaryOp::kBitOr:
+      *out = a | b;
+      return true;
+    case BinaryOp::kBitXor:
+      *out = a ^ b;
+      return true;
   }
   return false;
 }
@@ -160,6 +169,10 @@ Expr Binary(BinaryOp op, Expr a, Expr b) {
   if (op == BinaryOp::kAnd || op == BinaryOp::kOr || op == BinaryOp::kXor) {
     if (!IsBool(a.dtype())) a = Binary(BinaryOp::kNE, a, Const(a.dtype(), 0));
     if (!IsBool(b.dtype())) b = Binary(BinaryOp::kNE, b, Const(b.dtype(), 0));
+  }
+  if ((op == BinaryOp::kBitAnd || op == BinaryOp::kBitOr || op == BinaryOp::kBitXor) &&
+      (IsFloat(a.dtype()) || IsFloat(b.dtype()))) {
+    throw std::runtime_error("te: a bitwise operation on floats");
   }
   MatchTypes(&a, &b);
   DataType t = IsCompare(op) ? WithLanes(Bool(), a.dtype().lanes) : a.dtype();
@@ -463,6 +476,12 @@ const char* BinaryOpText(BinaryOp op) {
       return "||";
     case BinaryOp::kXor:
       return "xor";
+    case BinaryOp::kBitAnd:
+      return "&";
+    case BinaryOp::kBitOr:
+      return "|";
+    case BinaryOp::kBitXor:
+      return "^";
   }
   return "?";
 }

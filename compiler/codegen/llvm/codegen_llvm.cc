@@ -406,11 +406,14 @@ llvm::Value* CodeGenLLVM::EmitBinary(const te::BinaryNode* bn) {
       return is_float    ? b_.CreateFCmpOGE(a, b)
              : is_signed ? b_.CreateICmpSGE(a, b)
                          : b_.CreateICmpUGE(a, b);
-    case BinaryOp::kAnd:
+    case BinaryOp::kAnd:  // the operands are bools here (te::Binary), so logical is bitwise
+    case BinaryOp::kBitAnd:
       return b_.CreateAnd(a, b);
     case BinaryOp::kOr:
+    case BinaryOp::kBitOr:
       return b_.CreateOr(a, b);
     case BinaryOp::kXor:
+    case BinaryOp::kBitXor:
       return b_.CreateXor(a, b);
   }
   return nullptr;

@@ -78,9 +78,12 @@ enum class BinaryOp {
   kLE,
   kGT,
   kGE,
-  kAnd,
+  kAnd,  // logical: operands read as bools
   kOr,
   kXor,
+  kBitAnd,  // bitwise, on integers (and bools) of one type
+  kBitOr,
+  kBitXor,
 };
 
 /*! \brief Math intrinsics; the code generator maps them to LLVM intrinsics or libm. */
