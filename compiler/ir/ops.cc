@@ -666,6 +666,8 @@ const bool kRegistered = [] {
   Op("RMSNormalization", OpPattern::kOpaque, SameAsFirst, 2, 2);
   Op("RotaryEmbedding", OpPattern::kOpaque, SameAsFirst, 3, 4);
   Op("Attention", OpPattern::kOpaque, SameAsFirst, 3, 7);
+  Op("CenterCropPad", OpPattern::kOpaque, SameAsFirst, 2, 2);
+  Op("AffineGrid", OpPattern::kOpaque, SameAsFirst, 2, 2);
   Op("LayerNormalization", OpPattern::kOpaque, LayerNormRule, 2, 3);
   OpRegistry::Global()
       ->Mutable("LayerNormalization")
@@ -699,6 +701,7 @@ const bool kRegistered = [] {
   Op("ReverseSequence", OpPattern::kInjective, SameAsFirst, 2, 2);
   // Canonical: the output shape in "__out_shape", the output_shape input gone.
   Op("MaxUnpool", OpPattern::kOpaque, OutputTypeIsAttr, 2, 2);
+  Op("Col2Im", OpPattern::kOpaque, OutputTypeIsAttr, 1, 3);
   OpRegistry::Global()
       ->Mutable("GridSample")
       .set_attr_default("mode", std::string("bilinear"))

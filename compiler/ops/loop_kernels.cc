@@ -232,6 +232,48 @@ Stmt TensorScatter(const Node& n, const std::vector<Buffer>& in, const std::vect
   return lower::Seq(body);
 }
 
+// Col2Im: row (c, k) of the columns holds, at sliding position l, the value at offset k of the
+// block (block_shape, row-major) placed at l; each is added to the image pixel it covers, those
+// in the padding dropped. Image planes run in parallel.
+Stmt Col2Im(const Node& n, const std::vector<Buffer>& in, const std::vector<Buffer>& out,
+            lower::LoweredFunc*) {
+  const Buffer &x = in.at(0), &y = out.at(0);
+  const std::vector<int64_t> image = n.GetInts("image_shape"), block = n.GetInts("block_shape"),
+                             d = n.GetInts("dilations"), p = n.GetInts("pads"),
+                             s = n.GetInts("strides");
+  const size_t r = image.size();
+  int64_t blocks = 1, pixels = 1;
+  for (size_t i = 0; i < r; ++i) {
+    blocks *= block[i];
+    pixels *= image[i];
+  }
+  const int64_t positions = InputType(n, 0).shape.at(2), planes = y->size / pixels;
+  Expr plane = te::MakeVar("plane"), k = te::MakeVar("k"), l = te::MakeVar("l");
+  Expr inside = te::Const(te::Bool(), 1), at = 0, k_rest = k, l_rest = l;
+  for (size_t i = r; i-- > 0;) {  // the last axis varies fastest in both k and l
+    const int64_t slides = (image[i] + p[i] + p[r + i] - d[i] * (block[i] - 1) - 1) / s[i] + 1;
+    Expr pos = te::FloorMod(l_rest, Expr(slides)) * s[i] - p[i] +
+               te::FloorMod(k_rest, Expr(block[i])) * d[i];
+    k_rest = te::FloorDiv(k_rest, Expr(block[i]));
+    l_rest = te::FloorDiv(l_rest, Expr(slides));
+    inside = inside && pos >= Expr(0) && pos < Expr(image[i]);
+    int64_t stride = 1;
+    for (size_t j = i + 1; j < r; ++j) stride *= image[j];
+    at = at + pos * stride;
+  }
+  Expr target = plane * pixels + at;
+  Stmt add = lower::If(
+      inside,
+      lower::Store(y, target,
+                   BufferLoad(y, target) + BufferLoad(x, (plane * blocks + k) * positions + l)));
+  Expr e = te::MakeVar("e");
+  return lower::Seq(
+      {lower::For(e, y->size, ForKind::kVectorized, lower::Store(y, e, te::Const(y->dtype, 0))),
+       lower::For(plane, planes, RowsLoop(planes, x->size),
+                  lower::For(k, blocks, ForKind::kSerial,
+                             lower::For(l, positions, ForKind::kSerial, add)))});
+}
+
 // MaxPool's indices: flat positions in the unpooled shape, from 0.
 RunTimeIndexRange UnpoolPositions(const std::vector<int64_t>& indexed, int64_t positions) {
   RunTimeIndexRange r;
@@ -279,6 +321,7 @@ const bool kRegistered = [] {
   reg("ScatterND", ScatterND);
   reg("TensorScatter", TensorScatter);
   reg("MaxUnpool", MaxUnpool);
+  reg("Col2Im", Col2Im);
   return true;
 }();
 

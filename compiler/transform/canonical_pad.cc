@@ -1,11 +1,14 @@
 // Canonical form of Pad: full `pads` (begin and end for every axis), `value` and `mode` as
 // attributes whatever the opset; a constant value known only at run time becomes a zero Pad and
-// a Where over a constant inside-mask.
+// a Where over a constant inside-mask. CenterCropPad (opset 18) becomes a Slice and a zero Pad.
 #include <ember/compiler/ir/op_registry.h>
 #include <ember/compiler/transform.h>
 
+#include <set>
+
 #include "ir/shape_util.h"
 #include "transform/canonicalize_context.h"
+#include "transform/onnx_expander.h"
 
 namespace ember {
 namespace compiler {
@@ -90,9 +93,53 @@ void PadOp(Node n, CanonicalizeContext* ctx) {
   ctx->EmitInto(std::move(n));
 }
 
+// CenterCropPad: each axis in `axes` (all by default) cropped to its target size about its
+// centre, or zero-padded about it; an odd difference puts the extra row at the end.
+void CenterCropPadOp(Node n, CanonicalizeContext* ctx) {
+  OnnxExpander e(n, ctx);
+  const TensorType x = ctx->TypeOf(n.inputs.at(0));
+  const std::vector<int64_t> sizes = ctx->RequiredConstInput(n, 1, "shape")->ToIntVector();
+  std::vector<int64_t> axes = n.GetInts("axes", {});
+  if (!n.HasAttr("axes")) {
+    for (int64_t d = 0; d < x.ndim(); ++d) axes.push_back(d);
+  }
+  if (sizes.size() != axes.size()) {
+    NodeError(n, "shape must hold one size per axis (" + std::to_string(axes.size()) + "), got " +
+                     std::to_string(sizes.size()));
+  }
+  const size_t rank = static_cast<size_t>(x.ndim());
+  std::vector<int64_t> starts(rank, 0), ends = x.shape, all(rank), pads(2 * rank, 0);
+  std::set<int64_t> seen;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t axis = NormalizeAxis(n, axes[i], x.ndim(), "axes");
+    if (!seen.insert(axis).second) NodeError(n, "axis " + std::to_string(axis) + " is repeated");
+    const size_t a = static_cast<size_t>(axis);
+    const int64_t dim = x.shape[a], size = sizes[i];
+    if (size < 0) NodeError(n, "shape holds a negative size " + std::to_string(size));
+    if (size < dim) {
+      starts[a] = (dim - size) / 2;
+      ends[a] = starts[a] + size;
+    } else {
+      pads[a] = (size - dim) / 2;
+      pads[a + rank] = size - dim - pads[a];
+    }
+  }
+  for (size_t d = 0; d < rank; ++d) all[d] = static_cast<int64_t>(d);
+  int v = n.inputs[0];
+  if (starts != std::vector<int64_t>(rank, 0) || ends != x.shape) {
+    v = e.Op("Slice", {v, e.Ints(starts), e.Ints(ends), e.Ints(all)});
+  }
+  if (pads != std::vector<int64_t>(2 * rank, 0)) {
+    e.OpInto(n.outputs.at(0), "Pad", {v, e.Ints(pads)});
+  } else {
+    e.OpInto(n.outputs.at(0), "Identity", {v});
+  }
+}
+
 }  // namespace
 
 EMBER_REGISTER_OP_CANONICALIZE("Pad", PadOp);
+EMBER_REGISTER_OP_CANONICALIZE("CenterCropPad", CenterCropPadOp);
 
 }  // namespace compiler
 }  // namespace ember

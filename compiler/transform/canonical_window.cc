@@ -3,7 +3,7 @@
 // the input shape, and ConvTranspose's output_shape turned into pads and output_padding; a 2-D
 // ConvTranspose with constant weights then becomes a Conv (conv_transpose_as_conv.h). LpPool
 // becomes an AveragePool of |x|^p, times the window's size, to the power 1/p; MaxUnpool's output
-// shape, the window's inverse, becomes an attribute.
+// shape, the window's inverse, becomes an attribute, and so do Col2Im's image and block shapes.
 #include <ember/compiler/ir/op_registry.h>
 #include <ember/compiler/transform.h>
 
@@ -231,8 +231,53 @@ void MaxUnpoolOp(Node n, CanonicalizeContext* ctx) {
   ctx->EmitInto(std::move(n));
 }
 
+// Col2Im (opset 18), im2col's inverse: image_shape and block_shape (constants) become attributes
+// beside full dilations, pads and strides, checked against the columns: C * prod(block_shape)
+// rows, one column per position of the block sliding over the padded image.
+void Col2ImOp(Node n, CanonicalizeContext* ctx) {
+  const TensorType x = ctx->TypeOf(n.inputs.at(0));
+  const std::vector<int64_t> image = ctx->RequiredConstInput(n, 1, "image_shape")->ToIntVector();
+  const std::vector<int64_t> block = ctx->RequiredConstInput(n, 2, "block_shape")->ToIntVector();
+  const size_t r = image.size();
+  const std::vector<int64_t> d = n.GetInts("dilations", std::vector<int64_t>(r, 1)),
+                             s = n.GetInts("strides", std::vector<int64_t>(r, 1)),
+                             p = n.GetInts("pads", std::vector<int64_t>(2 * r, 0));
+  bool fits = r >= 1 && block.size() == r && d.size() == r && s.size() == r && p.size() == 2 * r;
+  for (size_t i = 0; fits && i < r; ++i) {
+    fits = image[i] >= 1 && image[i] <= kMaxFoldElements && block[i] >= 1 &&
+           block[i] <= kMaxFoldElements && d[i] >= 1 && s[i] >= 1 && p[i] >= 0 && p[r + i] >= 0 &&
+           d[i] * (block[i] - 1) < image[i] + p[i] + p[r + i];
+  }
+  if (!fits) {
+    NodeError(n, "block_shape " + ShapeToString(block) + " (dilations " + ShapeToString(d) +
+                     ") must fit image_shape " + ShapeToString(image) + " padded by " +
+                     ShapeToString(p) + ", one value per axis, strides " + ShapeToString(s) +
+                     " positive");
+  }
+  int64_t blocks = 1, positions = 1;
+  for (size_t i = 0; i < r; ++i) {
+    blocks *= block[i];
+    positions *= (image[i] + p[i] + p[r + i] - d[i] * (block[i] - 1) - 1) / s[i] + 1;
+    if (blocks > kMaxFoldElements || positions > kMaxFoldElements) break;
+  }
+  if (x.ndim() != 3 || x.shape[1] % blocks != 0 || x.shape[2] != positions) {
+    NodeError(n, "input " + x.ToString() + " must be [N, C * " + std::to_string(blocks) + ", " +
+                     std::to_string(positions) + "]: blocks " + ShapeToString(block) +
+                     " sliding over the image " + ShapeToString(image) + " (pads " +
+                     ShapeToString(p) + ", strides " + ShapeToString(s) + ", dilations " +
+                     ShapeToString(d) + ")");
+  }
+  std::vector<int64_t> out = {x.shape[0], x.shape[1] / blocks};
+  out.insert(out.end(), image.begin(), image.end());
+  ctx->DropInputsFrom(n, 1);
+  n.attrs = {{"__out_shape", out}, {"image_shape", image}, {"block_shape", block}, {"dilations", d},
+             {"pads", p},          {"strides", s}};
+  ctx->EmitInto(std::move(n));
+}
+
 }  // namespace
 
+EMBER_REGISTER_OP_CANONICALIZE("Col2Im", Col2ImOp);
 EMBER_REGISTER_OP_CANONICALIZE("Conv", ConvOp);
 EMBER_REGISTER_OP_CANONICALIZE("ConvTranspose", ConvTransposeOp);
 EMBER_REGISTER_OP_CANONICALIZE("MaxPool", PoolOp);

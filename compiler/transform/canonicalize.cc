@@ -123,6 +123,13 @@ HostTensorPtr CanonicalizeContext::ConstInput(const Node& n, size_t i, const cha
   return v.constant;
 }
 
+HostTensorPtr CanonicalizeContext::RequiredConstInput(const Node& n, size_t i, const char* what) {
+  if (!n.HasInput(i)) {
+    NodeError(n, std::string("input ") + std::to_string(i) + " ('" + what + "') is required");
+  }
+  return ConstInput(n, i, what);
+}
+
 HostTensorPtr CanonicalizeContext::OneValueInput(const Node& n, size_t i, const char* what) {
   HostTensorPtr c = ConstInput(n, i, what);
   if (!c || c->NumElements() != 1) {

@@ -26,6 +26,8 @@ class CanonicalizeContext : public RewriteContext {
   int64_t Rank(const Node& n, size_t i) { return TypeOf(n.inputs.at(i)).ndim(); }
   /*! \brief Input i's constant (null when absent); throws naming the node when it is not one. */
   HostTensorPtr ConstInput(const Node& n, size_t i, const char* what);
+  /*! \brief As ConstInput, for an input the op cannot do without: absent, it throws naming it. */
+  HostTensorPtr RequiredConstInput(const Node& n, size_t i, const char* what);
   /*! \brief Input i, a constant of one value (a scalar or one element: TopK's k, a window's
    *  size); throws naming the node when it is absent, not constant or holds another count. */
   HostTensorPtr OneValueInput(const Node& n, size_t i, const char* what);

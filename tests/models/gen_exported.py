@@ -68,6 +68,8 @@ Kinds:
                   with reductions, OneHot of an ArgMax, EyeLike, int64 CumSum of token ids
   grid_sample     GridSample in every mode, padding mode and align_corners, the grid reaching
                   past the image (deformable attention and warping layers)
+  spatial_transformer_opset20  AffineGrid from a localization net, GridSample, CenterCropPad,
+                  Col2Im of a conv's columns (nn.Fold), opset 18's bitwise ops on int64
   einsum_forms    Einsum with three operands, a broadcasting ellipsis, implicit outputs, sums
   mvn_window      MeanVarianceNormalization and a Hann window over a signal (opset 17)
   lp_norms        LpNormalization (p 1, 2: embedding heads), GlobalLpPool and LpPool (p 2, 3)
@@ -1128,6 +1130,35 @@ def grid_sample():
     return m
 
 
+def spatial_transformer_opset20():
+    """A spatial transformer as opset 20 writes it: a localization net's theta (near the identity)
+    through AffineGrid and GridSample, then a centre crop (CenterCropPad) and a Conv whose
+    columns fold back into an image (Col2Im, as nn.Fold exports), and a bitwise-masked index."""
+    m = Model("spatial_transformer_opset20", 2020, "AffineGrid from a localization net's theta, "
+              "GridSample, CenterCropPad, Col2Im of a conv's columns, BitwiseAnd/Not on int64",
+              opset=20, ir_version=9)
+    x = m.input("x", [2, 3, 12, 12])
+    feat = m.node("Relu", [m.node("Conv", [x, m.weight("lw", [8, 3, 3, 3], 0.3)], ["lconv"],
+                                  pads=[1, 1, 1, 1])], ["lrelu"])
+    pooled = m.node("Flatten", [m.node("GlobalAveragePool", [feat], ["lpool"])], ["lflat"])
+    shift = m.node("Gemm", [pooled, m.weight("lfc", [8, 6], 0.1)], ["lfc_out"])
+    identity = m.weight_values("identity", [[1, 0, 0, 0, 1, 0]])
+    theta = m.node("Reshape", [m.node("Add", [shift, identity], ["theta6"]),
+                               m.ints("theta_shape", [2, 2, 3])], ["theta"])
+    grid = m.node("AffineGrid", [theta, m.ints("size", [2, 3, 10, 10])], ["grid"])
+    warped = m.node("GridSample", [x, grid], ["warped"], align_corners=0)
+    crop = m.node("CenterCropPad", [warped, m.ints("crop_size", [8, 9])], ["crop"], axes=[2, 3])
+    cols = m.node("Conv", [crop, m.weight("cw", [3 * 4, 3, 3, 3], 0.3)], ["cols4"])
+    cols = m.node("Reshape", [cols, m.ints("cols_shape", [2, 12, 6 * 7])], ["cols"])
+    m.node("Col2Im", [cols, m.ints("image", [7, 8]), m.ints("block", [2, 2])], ["folded"])
+    ids = m.input("ids", [2, 5], TensorProto.INT64)
+    m.node("BitwiseAnd", [m.node("BitwiseNot", [ids], ["not_ids"]), m.ints("mask", [6])],
+           ["masked"])
+    m.output("folded", rank=4)
+    m.output("masked", TensorProto.INT64, rank=2)
+    return m
+
+
 def einsum_forms():
     m = Model("einsum_forms", 590, "Einsum: a bilinear form of three operands, a broadcasting "
               "ellipsis, an implicit output, a full sum, a transpose, upper-case labels",
@@ -1208,7 +1239,8 @@ def unpool_reverse():
 
 
 def indexing_models():
-    return [attention_einsum_causal(), gather_scatter(), grid_sample(), einsum_forms(),
+    return [attention_einsum_causal(), gather_scatter(), grid_sample(),
+            spatial_transformer_opset20(), einsum_forms(),
             mvn_window(), lp_norms(), spectral(), unpool_reverse()]
 
 

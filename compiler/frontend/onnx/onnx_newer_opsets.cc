@@ -186,6 +186,31 @@ class NewerModelChecker {
 
 }  // namespace
 
+const NewerOpSignature* NewerOpSignatureOf(const std::string& op) {
+  static const auto* table = new std::unordered_map<std::string, NewerOpSignature>{
+      {"BitwiseAnd", {{"A", "B"}, 2, 1}},
+      {"BitwiseOr", {{"A", "B"}, 2, 1}},
+      {"BitwiseXor", {{"A", "B"}, 2, 1}},
+      {"BitwiseNot", {{"X"}, 1, 1}},
+      {"CenterCropPad", {{"input_data", "shape"}, 2, 1}},
+      {"Col2Im", {{"input", "image_shape", "block_shape"}, 3, 1}},
+      {"GroupNormalization", {{"X", "scale", "bias"}, 3, 1}},
+      {"Mish", {{"X"}, 1, 1}},
+      {"AffineGrid", {{"theta", "size"}, 2, 1}},
+      {"Gelu", {{"X"}, 1, 1}},
+      {"RMSNormalization", {{"X", "scale"}, 2, 1}},
+      {"RotaryEmbedding", {{"X", "cos_cache", "sin_cache", "position_ids"}, 3, 1}},
+      {"Attention",
+       {{"Q", "K", "V", "attn_mask", "past_key", "past_value", "nonpad_kv_seqlen"}, 3, 4}},
+      {"Swish", {{"X"}, 1, 1}},
+      {"TensorScatter", {{"past_cache", "update", "write_indices"}, 2, 1}},
+      {"CumProd", {{"x", "axis"}, 2, 1}},
+      {"BitCast", {{"input"}, 1, 1}},
+  };
+  auto it = table->find(op);
+  return it == table->end() ? nullptr : &it->second;
+}
+
 bool LibonnxKnowsOp(const std::string& op, int64_t opset) {
   // libonnx 1.12's STFT inference ignores onesided: it gives frame_length bins, not
   // frame_length / 2 + 1, and then refuses every model that declares the right shape.

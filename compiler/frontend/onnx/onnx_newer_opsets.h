@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ember {
 namespace compiler {
@@ -23,6 +24,17 @@ constexpr int64_t kMaxImportIrVersion = 13;
  * before `opset`, so libonnx's schema for it would misjudge the node.
  */
 bool LibonnxKnowsOp(const std::string& op, int64_t opset);
+
+/*! \brief The ONNX signature of an op added after opset 17, of which libonnx has no schema:
+ *  its inputs' names in order, the first `required_inputs` of them required (the rest may be
+ *  absent or empty), and one to `max_outputs` outputs. */
+struct NewerOpSignature {
+  std::vector<const char*> inputs;
+  int required_inputs;
+  int max_outputs;
+};
+/*! \brief The signature of `op` when emberc reads it and libonnx has no schema; else null. */
+const NewerOpSignature* NewerOpSignatureOf(const std::string& op);
 
 /*!
  * \brief True for a node libonnx's inference would misread or crash on whatever the opset: an

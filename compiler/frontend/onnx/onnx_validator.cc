@@ -833,7 +833,10 @@ class Validator {
     if (!n.domain().empty() && n.domain() != "ai.onnx") return;
     const onnx::OpSchema* schema =
         onnx::OpSchemaRegistry::Schema(n.op_type(), static_cast<int>(opset_), "");
-    if (!schema) return;
+    if (!schema) {
+      CheckNewerOpArity(n, where);
+      return;
+    }
     const bool current = LibonnxKnowsOp(n.op_type(), opset_);
     CheckCount(where, "inputs", n.input_size(), schema->min_input(),
                current ? schema->max_input() : std::numeric_limits<int>::max());
@@ -843,6 +846,21 @@ class Validator {
     for (int i = 0; i < n.input_size() && i < static_cast<int>(formals.size()); ++i) {
       if (n.input(i).empty() && formals[i].GetOption() == onnx::OpSchema::Single) {
         Fail(where, "input " + std::to_string(i) + " (" + formals[i].GetName() +
+                        ") is required, got none (an empty name)");
+      }
+    }
+  }
+
+  // The same for an op newer than libonnx, from Ember's own table of their signatures.
+  void CheckNewerOpArity(const onnx::NodeProto& n, const std::string& where) const {
+    const NewerOpSignature* sig = NewerOpSignatureOf(n.op_type());
+    if (!sig) return;
+    CheckCount(where, "inputs", n.input_size(), sig->required_inputs,
+               static_cast<int>(sig->inputs.size()));
+    CheckCount(where, "outputs", n.output_size(), 1, sig->max_outputs);
+    for (int i = 0; i < sig->required_inputs; ++i) {
+      if (n.input(i).empty()) {
+        Fail(where, "input " + std::to_string(i) + " (" + sig->inputs[static_cast<size_t>(i)] +
                         ") is required, got none (an empty name)");
       }
     }

@@ -142,6 +142,41 @@ const std::vector<Refusal>& Refusals() {
          Around("TensorScatter", {"x", "u"}, [](auto* n) { B::StringAttr(n, "mode", "ring"); })(b);
        },
        "mode 'ring' (valid: linear, circular)"},
+      {"CenterCropPad with a size per axis missing", 18,
+       [](B& b) {
+         b.IntInit("size", {1}, {2});
+         Around("CenterCropPad", {"x", "size"})(b);
+       },
+       "shape must hold one size per axis (2), got 1"},
+      {"CenterCropPad on a repeated axis", 18,
+       [](B& b) {
+         b.IntInit("size", {2}, {2, 2});
+         Around("CenterCropPad", {"x", "size"}, [](auto* n) {
+           B::IntsAttr(n, "axes", {1, -1});
+         })(b);
+       },
+       "axis 1 is repeated"},
+      {"Col2Im block larger than the image", 18,
+       [](B& b) {
+         b.Input("c", {1, 4, 1}).IntInit("image", {1}, {3}).IntInit("block", {1}, {4});
+         b.Output("y", {-1, -1, -1});
+         b.Node("Col2Im", "n", {"c", "image", "block"}, {"y"});
+       },
+       "block_shape [4] (dilations [1]) must fit image_shape [3] padded by [0,0]"},
+      {"Col2Im columns the blocks do not make", 18,
+       [](B& b) {
+         b.Input("c", {1, 4, 3}).IntInit("image", {1}, {5}).IntInit("block", {1}, {4});
+         b.Output("y", {-1, -1, -1});
+         b.Node("Col2Im", "n", {"c", "image", "block"}, {"y"});
+       },
+       "input float32[1,4,3] must be [N, C * 4, 2]"},
+      {"AffineGrid theta of the wrong size", 20,
+       [](B& b) {
+         b.Input("t", {2, 3, 3}).IntInit("size", {4}, {2, 1, 5, 5}).Output("y", {-1, -1, -1, -1});
+         b.Node("AffineGrid", "n", {"t", "size"}, {"y"});
+       },
+       "theta must be float (N, 2, 3) for a size (N, C, H, W) or (N, 3, 4) for (N, C, D, H, W), "
+       "got theta float32[2,3,3] and size [2,1,5,5]"},
       {"OneHot depth of a trillion", 13,
        [](B& b) {
          b.Input("i", {3}, onnx::TensorProto::INT64).Output("y", {-1, -1});
