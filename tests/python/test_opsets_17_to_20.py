@@ -1,7 +1,8 @@
-"""Ops of opsets 18-20 written out or run as loops (CenterCropPad, Col2Im, AffineGrid) against
-numpy references of ONNX's definitions: crops and pads about the centre on chosen axes, columns
-added back into images of one to three axes with pads, strides and dilations, and the affine
-sampling grids of 2-D and 3-D transformers with and without align_corners."""
+"""Ops of opsets 17-20 written out or run as loops (MelWeightMatrix, CenterCropPad, Col2Im,
+AffineGrid) against numpy references of ONNX's definitions: a mel filter bank whose edges come at
+run time, crops and pads about the centre on chosen axes, columns added back into images of one
+to three axes with pads, strides and dilations, and the affine sampling grids of 2-D and 3-D
+transformers with and without align_corners."""
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -132,3 +133,34 @@ def test_affine_grid(tmp_path, size, align_corners):
         [_ints("size", size)])
     (grid,) = _run_graph(tmp_path, graph, opset=20, theta=theta)
     np.testing.assert_allclose(grid, want, rtol=1e-5, atol=1e-6)
+
+
+def _mel_weight_matrix_reference(bands, dft, rate, low_hz, high_hz):
+    """ONNX's definition (opset 17): bands + 2 points stepping by 1 / (bands + 2) of the mel
+    span from the lower edge, as spectrum bins; triangles between consecutive ones."""
+    mel = lambda hz: 2595 * np.log10(1 + hz / 700)  # noqa: E731
+    step = (mel(high_hz) - mel(low_hz)) / (bands + 2)
+    hz = 700 * (np.power(10, (np.arange(bands + 2) * step + mel(low_hz)) / 2595) - 1)
+    f = (((dft + 1) * hz) // rate).astype(int)
+    out = np.zeros((dft // 2 + 1, bands))
+    for i in range(bands):
+        left, center, right = f[i], f[i + 1], f[i + 2]
+        if center == left:
+            out[center, i] = 1
+        else:
+            for j in range(left, center + 1):
+                out[j, i] = (j - left) / (center - left)
+        for j in range(center, right):
+            out[j, i] = (right - j) / (right - center)
+    return out
+
+
+def test_mel_weight_matrix_with_edges_given_at_run_time(tmp_path):
+    node = helper.make_node("MelWeightMatrix", ["bands", "dft", "rate", "low", "high"], ["w"])
+    graph = helper.make_graph([node], "mel", [_vi("low", []), _vi("high", [])],
+                              [_vi("w", [129, 40])],
+                              [_ints("bands", 40), _ints("dft", 256), _ints("rate", 16000)])
+    (w,) = _run_graph(tmp_path, graph, opset=17, low=np.array(20, np.float32),
+                      high=np.array(7600, np.float32))
+    np.testing.assert_allclose(w, _mel_weight_matrix_reference(40, 256, 16000, 20.0, 7600.0),
+                               rtol=1e-6, atol=1e-7)
