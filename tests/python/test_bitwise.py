@@ -54,7 +54,8 @@ def test_bitwise_ops_on_constants_fold(tmp_path):
     x = _every_bit(np.int32, (4, 3))
     graph = helper.make_graph(nodes, "folded", [_vi("x", np.int32, x.shape)],
                               [_vi("y", np.int32, x.shape)],
-                              [numpy_helper.from_array(k1, "k1"), numpy_helper.from_array(k2, "k2")])
+                              [numpy_helper.from_array(k, name) for k, name in ((k1, "k1"),
+                                                                                (k2, "k2"))])
     (y,) = _run_graph(tmp_path, graph, opset=18, x=x)
     np.testing.assert_array_equal(y, x | ((k1 & k2) ^ k2))
 

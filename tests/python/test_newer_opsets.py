@@ -147,7 +147,8 @@ def test_tensor_scatter_writes_each_batch_from_its_index(tmp_path, cache_shape, 
     attrs = {"mode": mode} if axis is None else {"mode": mode, "axis": axis}
     (y,) = _run_graph(tmp_path, _tensor_scatter_graph(cache_shape, update_shape, attrs), opset=24,
                       cache=cache, update=update, write=write)
-    want = _tensor_scatter_reference(cache, update, write, ax % len(cache_shape), mode == "circular")
+    want = _tensor_scatter_reference(cache, update, write, ax % len(cache_shape),
+                                     mode == "circular")
     np.testing.assert_array_equal(y, want)
 
 
@@ -186,7 +187,8 @@ def _attention_over_cache_reference(q, k, v, lens, causal):
         top = np.where(seen.any(-1, keepdims=True), row.max(-1, keepdims=True), 0)
         p = np.where(seen, np.exp(row - top), 0)
         total_p = p.sum(-1, keepdims=True)
-        out[b] = np.einsum("hqk,hkd->hqd", np.divide(p, total_p, out=np.zeros_like(p), where=total_p > 0), v[b])
+        probs = np.divide(p, total_p, out=np.zeros_like(p), where=total_p > 0)
+        out[b] = np.einsum("hqk,hkd->hqd", probs, v[b])
     return out
 
 
