@@ -375,6 +375,15 @@ Types GridSampleRule(const Node& n, const Types& in) {
   return {TensorType{{x.shape[0], x.shape[1], grid.shape[1], grid.shape[2]}, x.dtype}};
 }
 
+// Det: one value per trailing square matrix.
+Types DetRule(const Node& n, const Types& in) {
+  const TensorType& x = in[0];
+  if (x.ndim() < 2 || x.shape[x.ndim() - 1] != x.shape[x.ndim() - 2] || x.dtype.code != kDLFloat) {
+    NodeError(n, "expected float square matrices [..., M, M], got " + x.ToString());
+  }
+  return {TensorType{std::vector<int64_t>(x.shape.begin(), x.shape.end() - 2), x.dtype}};
+}
+
 Types TopKRule(const Node& n, const Types& in) {
   TensorType values = in[0];
   values.shape.at(static_cast<size_t>(n.GetInt("axis"))) = n.GetInt("k");
@@ -702,6 +711,7 @@ const bool kRegistered = [] {
   // Canonical: the output shape in "__out_shape", the output_shape input gone.
   Op("MaxUnpool", OpPattern::kOpaque, OutputTypeIsAttr, 2, 2);
   Op("Col2Im", OpPattern::kOpaque, OutputTypeIsAttr, 1, 3);
+  Op("Det", OpPattern::kOpaque, DetRule, 1, 1);
   OpRegistry::Global()
       ->Mutable("GridSample")
       .set_attr_default("mode", std::string("bilinear"))

@@ -274,6 +274,63 @@ Stmt Col2Im(const Node& n, const std::vector<Buffer>& in, const std::vector<Buff
                              lower::For(l, positions, ForKind::kSerial, add)))});
 }
 
+// Det: each trailing M x M matrix reduced to upper-triangular form on a copy (a workspace) by
+// Gaussian elimination with partial pivoting; the determinant is the product of the pivots,
+// negated at each row swap (0 once a column has no pivot). The matrices run one after another.
+Stmt Det(const Node& n, const std::vector<Buffer>& in, const std::vector<Buffer>& out,
+         lower::LoweredFunc* f) {
+  const Buffer &x = in.at(0), &y = out.at(0);
+  const int64_t m = InputType(n, 0).shape.back(), square = m * m;
+  const te::DataType t = x->dtype, index = te::Index();
+  auto buffer = [&](const char* suffix, te::DataType dtype, int64_t size, lower::BufferScope s) {
+    Buffer b = lower::NewBuffer(n.name + suffix, dtype, size, s);
+    (s == lower::BufferScope::kLocal ? f->locals : f->workspaces).push_back(b);
+    return b;
+  };
+  const Buffer a = buffer("_rows", t, square, lower::BufferScope::kWorkspace);
+  const Buffer det = buffer("_det", t, 1, lower::BufferScope::kLocal);
+  const Buffer best = buffer("_best", t, 1, lower::BufferScope::kLocal);
+  const Buffer held = buffer("_held", t, 1, lower::BufferScope::kLocal);
+  const Buffer pivot_row = buffer("_pivot_row", index, 1, lower::BufferScope::kLocal);
+  Expr b = te::MakeVar("b"), e = te::MakeVar("e"), k = te::MakeVar("k"), i = te::MakeVar("i"),
+       j = te::MakeVar("j");
+  auto at = [&](const Expr& row, const Expr& col) { return BufferLoad(a, row * m + col); };
+  auto set = [&](const Buffer& s, const Expr& v) { return lower::Store(s, Expr(0), v); };
+  auto get = [&](const Buffer& s) { return BufferLoad(s, Expr(0)); };
+  // The row at or below k whose entry in column k is largest in magnitude.
+  Stmt choose = lower::Seq(
+      {set(pivot_row, k), set(best, te::Abs(at(k, k))),
+       lower::For(i, m, ForKind::kSerial,
+                  lower::If(i > k && te::Abs(at(i, k)) > get(best),
+                            lower::Seq({set(pivot_row, i), set(best, te::Abs(at(i, k)))})))});
+  Expr p = get(pivot_row);
+  Stmt swap = lower::If(
+      p != k,
+      lower::Seq({lower::For(j, m, ForKind::kSerial,
+                             lower::Seq({set(held, at(k, j)), lower::Store(a, k * m + j, at(p, j)),
+                                         lower::Store(a, p * m + j, get(held))})),
+                  set(det, te::Const(t, 0) - get(det))}));
+  // Rows below k lose their multiple of row k (held: the multiplier).
+  Stmt eliminate = lower::If(
+      at(k, k) != te::Const(t, 0),
+      lower::For(
+          i, m, ForKind::kSerial,
+          lower::If(
+              i > k,
+              lower::Seq(
+                  {set(held, at(i, k) / at(k, k)),
+                   lower::For(j, m, ForKind::kSerial,
+                              lower::If(j > k, lower::Store(a, i * m + j,
+                                                            at(i, j) - get(held) * at(k, j))))}))));
+  Stmt matrix = lower::Seq(
+      {lower::For(e, square, ForKind::kSerial, lower::Store(a, e, BufferLoad(x, b * square + e))),
+       set(det, te::Const(t, 1)),
+       lower::For(k, m, ForKind::kSerial,
+                  lower::Seq({choose, swap, set(det, get(det) * at(k, k)), eliminate})),
+       lower::Store(y, b, get(det))});
+  return lower::For(b, y->size, ForKind::kSerial, matrix);
+}
+
 // MaxPool's indices: flat positions in the unpooled shape, from 0.
 RunTimeIndexRange UnpoolPositions(const std::vector<int64_t>& indexed, int64_t positions) {
   RunTimeIndexRange r;
@@ -322,6 +379,7 @@ const bool kRegistered = [] {
   reg("TensorScatter", TensorScatter);
   reg("MaxUnpool", MaxUnpool);
   reg("Col2Im", Col2Im);
+  reg("Det", Det);
   return true;
 }();
 

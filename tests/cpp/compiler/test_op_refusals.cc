@@ -177,6 +177,8 @@ const std::vector<Refusal>& Refusals() {
        },
        "theta must be float (N, 2, 3) for a size (N, C, H, W) or (N, 3, 4) for (N, C, D, H, W), "
        "got theta float32[2,3,3] and size [2,1,5,5]"},
+      {"Det of a matrix that is not square", 11, Around("Det", {"x"}),
+       "expected float square matrices [..., M, M], got float32[3,4]"},
       {"OneHot depth of a trillion", 13,
        [](B& b) {
          b.Input("i", {3}, onnx::TensorProto::INT64).Output("y", {-1, -1});
