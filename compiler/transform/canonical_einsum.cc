@@ -1,8 +1,9 @@
-// Einsum written out as the ops the kernels already run fast: each operand's own summed axes as
-// ReduceSum, each pair of operands as one batched MatMul (the shared batch axes first, the
-// contracted axes flattened into K, the kept ones into M and N) between Transposes and
-// Reshapes, and the result transposed into the equation's output order. A constant operand
-// without batch axes becomes a 2-D weight, so the dense kernel takes it.
+// Einsum written out as the ops the kernels already run fast: each operand's diagonals (a label
+// twice in one term) as a strided Slice, its own summed axes as ReduceSum, each pair of operands as
+// one batched MatMul (the shared batch axes first, the contracted axes flattened into K, the kept
+// ones into M and N) between Transposes and Reshapes, and the result transposed into the equation's
+// output order. A constant operand without batch axes becomes a 2-D weight, so the dense kernel
+// takes it.
 #include <ember/compiler/ir/op_registry.h>
 
 #include <algorithm>
@@ -108,14 +109,6 @@ Equation Parse(const Node& n, const std::vector<int64_t>& ranks) {
     for (const std::string& t : e.inputs) found |= t.find(c) != std::string::npos;
     if (!found) fail("output label '" + std::string(1, c) + "' is in no input term");
   }
-  for (const std::string& t : e.inputs) {
-    for (char c : t) {
-      if (std::count(t.begin(), t.end(), c) > 1) {
-        NodeUnsupported(n, "equation '" + eq + "': label '" + std::string(1, c) +
-                               "' repeats within one term (a diagonal)");
-      }
-    }
-  }
   return e;
 }
 
@@ -144,6 +137,42 @@ class EinsumWriter {
                           " in one term and " + std::to_string(d) + " in another");
       }
     }
+  }
+
+  // A label twice in one term (ii) takes the diagonal: its two axes moved last, flattened, and
+  // every (n + 1)-th element of the n * n kept; until each label of t appears once.
+  Term Diagonals(Term t) {
+    for (size_t p = 0; p < t.labels.size(); ++p) {
+      const size_t q = t.labels.find(t.labels[p], p + 1);
+      if (q == std::string::npos) continue;
+      const std::vector<int64_t> shape = Shape(t.value);
+      const int64_t n = shape[p];
+      if (shape[q] != n) {
+        NodeError(n_, LabelName(t.labels[p]) + " has sizes " + std::to_string(n) + " and " +
+                          std::to_string(shape[q]) + " within one term");
+      }
+      std::vector<int64_t> perm, kept;
+      std::string rest;
+      for (size_t i = 0; i < t.labels.size(); ++i) {
+        if (i == p || i == q) continue;
+        perm.push_back(static_cast<int64_t>(i));
+        kept.push_back(shape[i]);
+        rest += t.labels[i];
+      }
+      perm.insert(perm.end(), {static_cast<int64_t>(p), static_cast<int64_t>(q)});
+      int v = ctx_->Emit("Transpose", Name("_perm"), {t.value}, {{"perm", perm}});
+      std::vector<int64_t> flat = kept, starts(kept.size() + 1, 0), steps(kept.size() + 1, 1),
+                           diagonal = kept;
+      flat.push_back(n * n);
+      steps.back() = n + 1;
+      diagonal.push_back(n);
+      v = ctx_->Emit(
+          "Slice", Name("_diagonal"), {Reshaped(v, flat)},
+          {{"starts", starts}, {"ends", flat}, {"steps", steps}, {"__out_shape", diagonal}});
+      t = Diagonals(Term{v, rest + t.labels[p]});
+      break;
+    }
+    return t;
   }
 
   // Sums the labels of t that `keep` lacks.
@@ -234,6 +263,7 @@ void EinsumOp(Node n, CanonicalizeContext* ctx) {
   std::vector<Term> terms;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     terms.push_back(Term{n.inputs[i], eq.inputs[i]});
+    terms.back() = w.Diagonals(terms.back());
     w.RecordSizes(terms.back());
   }
   // Labels wanted after operand i: the output's and those of the operands still to come.

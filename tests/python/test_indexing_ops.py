@@ -37,6 +37,12 @@ def _vi(name, dtype, shape):
     # libonnx's inference corrupted its heap on these, and emberc aborted.
     ("Bj,jA", [(2, 3), (3, 6)], True),
     ("aj,jB", [(2, 3), (3, 6)], False),
+    # Diagonals: a label twice (or three times) in one term.
+    ("ii->i", [(4, 4)], False),
+    ("ii", [(5, 5)], False),  # implicit: the trace
+    ("...ii->...i", [(2, 3, 4, 4)], False),
+    ("iij,jk->ik", [(3, 3, 4), (4, 2)], False),
+    ("iii->i", [(3, 3, 3)], False),
 ])
 def test_einsum_matches_numpy(tmp_path, equation, shapes, const_last):
     arrays = [RNG.standard_normal(s).astype(np.float32) for s in shapes]

@@ -195,12 +195,12 @@ const std::vector<Refusal>& Refusals() {
       {"Einsum label not in any input", 13,
        Around("Einsum", {"x", "x"}, [](auto* n) { B::StringAttr(n, "equation", "ij,jk->iq"); }),
        "output label 'q' is in no input term"},
-      {"Einsum diagonal", 13,
+      {"Einsum diagonal of a matrix that is not square", 13,
        [](B& b) {
-         b.Input("m", {3, 3}).Output("y", {-1});
+         b.Input("m", {3, 4}).Output("y", {-1});
          B::StringAttr(b.Node("Einsum", "n", {"m"}, {"y"}), "equation", "ii->i");
        },
-       "label 'i' repeats within one term (a diagonal)"},
+       "label 'i' has sizes 3 and 4 within one term"},
       {"Einsum sizes that differ", 13,
        Around("Einsum", {"x", "x"}, [](auto* n) { B::StringAttr(n, "equation", "ij,jk->ik"); }),
        "label 'j' has size 4 in one term and 3 in another"},
