@@ -712,6 +712,7 @@ const bool kRegistered = [] {
   Op("MaxUnpool", OpPattern::kOpaque, OutputTypeIsAttr, 2, 2);
   Op("Col2Im", OpPattern::kOpaque, OutputTypeIsAttr, 1, 3);
   Op("Det", OpPattern::kOpaque, DetRule, 1, 1);
+  Op("RoiAlign", OpPattern::kOpaque, OutputTypeIsAttr, 3, 3);
   OpRegistry::Global()
       ->Mutable("GridSample")
       .set_attr_default("mode", std::string("bilinear"))

@@ -331,6 +331,86 @@ Stmt Det(const Node& n, const std::vector<Buffer>& in, const std::vector<Buffer>
   return lower::For(b, y->size, ForKind::kSerial, matrix);
 }
 
+// RoiAlign's batch_indices: images of the batch.
+RunTimeIndexRange BatchImages(int64_t images) {
+  RunTimeIndexRange r;
+  r.extent = images;
+  r.non_negative = true;
+  r.input = "batch_indices";
+  r.what = "an image outside 0.." + std::to_string(images - 1) + " (the batch)";
+  return r;
+}
+
+// RoiAlign: output bin (ph, pw) of roi r is the mean (or max) of a sampling_ratio^2 grid of
+// bilinear samples of channel c of the roi's image, as Mask R-CNN defines them: a sample more
+// than a pixel outside the map weighs 0, one past the last row or column reads it; max mode keeps
+// the largest of each sample's four weighted corners (ONNX's reference and ORT). rois in parallel.
+Stmt RoiAlign(const Node& n, const std::vector<Buffer>& in, const std::vector<Buffer>& out,
+              lower::LoweredFunc* f) {
+  const Buffer &x = in.at(0), &rois = in.at(1), &images = in.at(2), &y = out.at(0);
+  const std::vector<int64_t>& xs = InputType(n, 0).shape;
+  const int64_t channels = xs[1], h = xs[2], w = xs[3], count = rois->size / 4;
+  const int64_t oh = n.GetInt("output_height"), ow = n.GetInt("output_width");
+  const int64_t grid = n.GetInt("sampling_ratio");
+  const bool max = n.GetString("mode") == "max", half = n.GetInt("half_pixel") != 0;
+  const te::DataType t = x->dtype;
+  auto c_ = [&](double v) { return te::Const(t, v); };
+  Expr r = te::MakeVar("r"), c = te::MakeVar("c"), ph = te::MakeVar("ph"), pw = te::MakeVar("pw"),
+       iy = te::MakeVar("iy"), ix = te::MakeVar("ix");
+  const Buffer acc = lower::NewBuffer(n.name + "_acc", t, 1, lower::BufferScope::kLocal);
+  f->locals.push_back(acc);
+  auto corner = [&](int k) {
+    return BufferLoad(rois, r * 4 + k) * c_(n.GetFloat("spatial_scale")) - c_(half ? 0.5 : 0.0);
+  };
+  auto extent = [&](int k) {  // the roi's height (k = 1) or width (k = 0), at least 1 unless half
+    Expr e = corner(k + 2) - corner(k);
+    return half ? e : te::Select(e > c_(1), e, c_(1));
+  };
+  const Expr bin_h = extent(1) / c_(static_cast<double>(oh)),
+             bin_w = extent(0) / c_(static_cast<double>(ow));
+  const Expr sy = corner(1) + Expr(te::Cast(t, ph)) * bin_h +
+                  (Expr(te::Cast(t, iy)) + c_(0.5)) * bin_h / c_(static_cast<double>(grid));
+  const Expr sx = corner(0) + Expr(te::Cast(t, pw)) * bin_w +
+                  (Expr(te::Cast(t, ix)) + c_(0.5)) * bin_w / c_(static_cast<double>(grid));
+  const Expr outside = sy < c_(-1) || sy > c_(static_cast<double>(h)) || sx < c_(-1) ||
+                       sx > c_(static_cast<double>(w));
+  // Clamped into the map whatever the roi (NaN and infinities too), so the loads stay inside.
+  auto clamp = [&](const Expr& v, int64_t size) {
+    const Expr low = te::Select(v > c_(0), v, c_(0));
+    return te::Select(low < c_(static_cast<double>(size - 1)), low,
+                      c_(static_cast<double>(size - 1)));
+  };
+  const Expr yc = clamp(sy, h), xc = clamp(sx, w);
+  const Expr y0 = te::Floor(yc), x0 = te::Floor(xc);
+  const Expr ly = yc - y0, lx = xc - x0;  // 0 on the last row and column
+  const Expr keep = te::Select(outside, c_(0), c_(1));
+  const Expr plane = (Expr(te::Cast(te::Index(), BufferLoad(images, r))) * channels + c) * h;
+  auto pixel = [&](const Expr& row, const Expr& col, int64_t dy, int64_t dx) {
+    Expr yy = te::Min(te::Cast(te::Index(), row) + dy, Expr(h - 1));
+    Expr xx = te::Min(te::Cast(te::Index(), col) + dx, Expr(w - 1));
+    return BufferLoad(x, (plane + yy) * w + xx);
+  };
+  const Expr w1 = (c_(1) - ly) * (c_(1) - lx) * keep, w2 = (c_(1) - ly) * lx * keep,
+             w3 = ly * (c_(1) - lx) * keep, w4 = ly * lx * keep;
+  const Expr v1 = w1 * pixel(y0, x0, 0, 0), v2 = w2 * pixel(y0, x0, 0, 1),
+             v3 = w3 * pixel(y0, x0, 1, 0), v4 = w4 * pixel(y0, x0, 1, 1);
+  const Expr sample = max ? te::Max(te::Max(te::Max(v1, v2), v3), v4) : v1 + v2 + v3 + v4;
+  const Expr so_far = BufferLoad(acc, Expr(0));
+  Stmt samples = lower::For(
+      iy, grid, ForKind::kSerial,
+      lower::For(ix, grid, ForKind::kSerial,
+                 lower::Store(acc, Expr(0), max ? te::Max(so_far, sample) : so_far + sample)));
+  const Expr result = max ? so_far : so_far / c_(static_cast<double>(grid * grid));
+  Stmt bin = lower::Seq({lower::Store(acc, Expr(0), max ? te::MinValue(t) : c_(0)), samples,
+                         lower::Store(y, ((r * channels + c) * oh + ph) * ow + pw, result)});
+  return lower::Seq(
+      {CheckInput(n, 2, images, BatchImages(xs[0])),
+       lower::For(r, count, RowsLoop(count, y->size * grid * grid),
+                  lower::For(c, channels, ForKind::kSerial,
+                             lower::For(ph, oh, ForKind::kSerial,
+                                        lower::For(pw, ow, ForKind::kSerial, bin))))});
+}
+
 // MaxPool's indices: flat positions in the unpooled shape, from 0.
 RunTimeIndexRange UnpoolPositions(const std::vector<int64_t>& indexed, int64_t positions) {
   RunTimeIndexRange r;
@@ -380,6 +460,7 @@ const bool kRegistered = [] {
   reg("MaxUnpool", MaxUnpool);
   reg("Col2Im", Col2Im);
   reg("Det", Det);
+  reg("RoiAlign", RoiAlign);
   return true;
 }();
 

@@ -275,9 +275,54 @@ void Col2ImOp(Node n, CanonicalizeContext* ctx) {
   ctx->EmitInto(std::move(n));
 }
 
+// RoiAlign (opsets 10, 16): the operands checked, the defaults of the node's opset written out
+// (opset 16 made half_pixel the default coordinate mode) and the output shape an attribute.
+void RoiAlignOp(Node n, CanonicalizeContext* ctx) {
+  const TensorType x = ctx->TypeOf(n.inputs.at(0)), rois = ctx->TypeOf(n.inputs.at(1)),
+                   at = ctx->TypeOf(n.inputs.at(2));
+  const int64_t count = rois.ndim() == 2 ? rois.shape[0] : -1;
+  if (x.ndim() != 4 || x.dtype.code != kDLFloat || rois.dtype != x.dtype ||
+      rois.shape != std::vector<int64_t>{count, 4} || at.dtype != kInt64 ||
+      at.shape != std::vector<int64_t>{count}) {
+    NodeError(n,
+              "expected float X [N, C, H, W], rois [R, 4] of its type and int64 batch_indices "
+              "[R], got " +
+                  x.ToString() + ", " + rois.ToString() + " and " + at.ToString());
+  }
+  const std::string mode = n.GetString("mode", "avg");
+  const std::string coords = n.GetString("coordinate_transformation_mode",
+                                         ctx->opset() >= 16 ? "half_pixel" : "output_half_pixel");
+  const int64_t height = n.GetInt("output_height", 1), width = n.GetInt("output_width", 1);
+  const int64_t ratio = n.GetInt("sampling_ratio", 0);
+  if (mode != "avg" && mode != "max") NodeError(n, "mode '" + mode + "' (valid: avg, max)");
+  if (coords != "half_pixel" && coords != "output_half_pixel") {
+    NodeError(n, "coordinate_transformation_mode '" + coords +
+                     "' (valid: half_pixel, output_half_pixel)");
+  }
+  if (height < 1 || width < 1 || height > kMaxFoldElements / width || ratio < 0 || ratio > 64) {
+    NodeError(n, "output_height and output_width must be positive and sampling_ratio 0..64, got " +
+                     std::to_string(height) + ", " + std::to_string(width) + " and " +
+                     std::to_string(ratio));
+  }
+  if (ratio == 0) {
+    NodeUnsupported(n,
+                    "sampling_ratio 0 (a grid each roi's size sets at run time); export with a "
+                    "fixed sampling_ratio");
+  }
+  n.attrs = {{"__out_shape", std::vector<int64_t>{count, x.shape[1], height, width}},
+             {"mode", mode},
+             {"half_pixel", int64_t{coords == "half_pixel"}},
+             {"output_height", height},
+             {"output_width", width},
+             {"sampling_ratio", ratio},
+             {"spatial_scale", n.GetFloat("spatial_scale", 1.0)}};
+  ctx->EmitInto(std::move(n));
+}
+
 }  // namespace
 
 EMBER_REGISTER_OP_CANONICALIZE("Col2Im", Col2ImOp);
+EMBER_REGISTER_OP_CANONICALIZE("RoiAlign", RoiAlignOp);
 EMBER_REGISTER_OP_CANONICALIZE("Conv", ConvOp);
 EMBER_REGISTER_OP_CANONICALIZE("ConvTranspose", ConvTransposeOp);
 EMBER_REGISTER_OP_CANONICALIZE("MaxPool", PoolOp);

@@ -70,6 +70,8 @@ Kinds:
                   past the image (deformable attention and warping layers)
   spatial_transformer_opset20  AffineGrid from a localization net, GridSample, CenterCropPad,
                   Col2Im of a conv's columns (nn.Fold), opset 18's bitwise ops on int64
+  roi_heads_opset16  a detector's box head: RoiAlign (avg and max, both coordinate modes) of
+                  a conv feature map for boxes the graph computes, some past the image
   einsum_forms    Einsum with three operands, a broadcasting ellipsis, implicit outputs, sums
   mvn_window      MeanVarianceNormalization and a Hann window over a signal (opset 17)
   lp_norms        LpNormalization (p 1, 2: embedding heads), GlobalLpPool and LpPool (p 2, 3)
@@ -1159,6 +1161,36 @@ def spatial_transformer_opset20():
     return m
 
 
+def roi_heads_opset16():
+    """A two-stage detector's box head as torchvision exports it at opset 16: RoiAlign (aligned,
+    fixed sampling_ratio) of a conv feature map at stride 2 for boxes the graph computes (some
+    reaching past the image), then Flatten and Gemm; and the legacy max-mode form beside it."""
+    m = Model("roi_heads_opset16", 1616, "RoiAlign avg (half_pixel, sampling_ratio 2, "
+              "spatial_scale 0.5) and max (output_half_pixel, 3) on computed boxes, Gemm head",
+              opset=16)
+    x = m.input("x", [2, 3, 24, 24])
+    feat = m.node("Relu", [m.node("Conv", [x, m.weight("bw", [8, 3, 3, 3], 0.3)], ["bconv"],
+                                  pads=[1, 1, 1, 1], strides=[2, 2])], ["feat"])
+    corners = m.node("Abs", [m.input("anchors", [6, 2])], ["corners"])  # in [0, 1)
+    start = m.node("Mul", [corners, m.weight_values("span", 30.0)], ["start"])
+    size = m.node("Add", [m.node("Mul", [corners, m.weight_values("grow", 25.0)], ["grown"]),
+                          m.weight_values("least", 4.0)], ["size"])
+    boxes = m.node("Concat", [m.node("Sub", [start, m.weight_values("shift", 6.0)], ["x1y1"]),
+                              m.node("Add", [start, size], ["x2y2"])], ["boxes"], axis=1)
+    images = m.ints("images", [0, 1, 1, 0, 1, 0])
+    pooled = m.node("RoiAlign", [feat, boxes, images], ["pooled"], output_height=4,
+                    output_width=4, sampling_ratio=2, spatial_scale=0.5,
+                    coordinate_transformation_mode="half_pixel")
+    flat = m.node("Flatten", [pooled], ["flat"])
+    m.node("Gemm", [flat, m.weight("hw", [8 * 16, 5], 0.1)], ["scores"])
+    m.node("RoiAlign", [feat, boxes, images], ["pooled_max"], mode="max", output_height=3,
+           output_width=2, sampling_ratio=3, spatial_scale=0.5,
+           coordinate_transformation_mode="output_half_pixel")
+    m.output("scores", rank=2)
+    m.output("pooled_max", rank=4)
+    return m
+
+
 def einsum_forms():
     m = Model("einsum_forms", 590, "Einsum: a bilinear form of three operands, a broadcasting "
               "ellipsis, an implicit output, a full sum, a transpose, upper-case labels",
@@ -1240,7 +1272,7 @@ def unpool_reverse():
 
 def indexing_models():
     return [attention_einsum_causal(), gather_scatter(), grid_sample(),
-            spatial_transformer_opset20(), einsum_forms(),
+            spatial_transformer_opset20(), roi_heads_opset16(), einsum_forms(),
             mvn_window(), lp_norms(), spectral(), unpool_reverse()]
 
 
