@@ -29,16 +29,10 @@ Heads HeadsOf(OnnxExpander& e, size_t i, const char* what, const char* heads_att
   const TensorType t = e.TypeOf(n.inputs.at(i));
   if (t.ndim() == 4) return {n.inputs[i], t.shape};
   if (t.ndim() != 3) NodeError(n, std::string(what) + " must be 3-D or 4-D, got " + t.ToString());
-  const int64_t heads = n.GetInt(heads_attr, 0);
-  if (heads < 1 || t.shape[2] % heads != 0) {
-    NodeError(n, std::string("a 3-D ") + what + " needs " + heads_attr +
-                     " dividing its hidden size " + std::to_string(t.shape[2]) + ", got " +
-                     std::to_string(heads));
-  }
-  const std::vector<int64_t> split = {t.shape[0], t.shape[1], heads, t.shape[2] / heads};
-  const int r = e.Op("Reshape", {n.inputs[i], e.Ints(split)});
+  std::vector<int64_t> split;
+  const int r = e.SplitHeads(i, what, heads_attr, &split);
   return {e.Op("Transpose", {r}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}),
-          {split[0], heads, split[1], split[3]}};
+          {split[0], split[2], split[1], split[3]}};
 }
 
 // past (input `past`, when given) followed by `now` along the sequence axis; written to output

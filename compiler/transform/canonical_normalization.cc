@@ -179,11 +179,7 @@ void RmsNormOp(Node n, CanonicalizeContext* ctx) {
                            "the input's own type)");
   }
   const bool widen = stash == 1 && x.dtype != kFloat32;
-  auto cast = [&](int v, DLDataType to, const std::string& tag) {
-    return ctx->Emit("Cast", n.name + tag, {v},
-                     {{"to", int64_t{DTypeToOnnx(to)}}, {"__dtype", DTypeToString(to)}});
-  };
-  const int xs = widen ? cast(n.inputs[0], kFloat32, "_stash") : n.inputs[0];
+  const int xs = widen ? ctx->Cast(n.name + "_stash", n.inputs[0], kFloat32) : n.inputs[0];
   const DLDataType dt = widen ? kFloat32 : x.dtype;
   std::vector<int64_t> axes;
   for (int64_t i = axis; i < x.ndim(); ++i) axes.push_back(i);
@@ -195,7 +191,7 @@ void RmsNormOp(Node n, CanonicalizeContext* ctx) {
       {ctx->Emit("Add", n.name + "_plus_eps",
                  {mean_square, ctx->Scalar(n.name + "_eps", dt, n.GetFloat("epsilon", 1e-5))})});
   int normed = ctx->Emit("Div", n.name + "_normed", {xs, rms});
-  if (widen) normed = cast(normed, x.dtype, "_unstash");
+  if (widen) normed = ctx->Cast(n.name + "_unstash", normed, x.dtype);
   ctx->EmitInto(Node{"Mul", n.name, {}, {normed, n.inputs[1]}, {n.outputs.at(0)}});
 }
 

@@ -46,10 +46,7 @@ void ResizeAtRunTime(Node& n, bool upsample, CanonicalizeContext* ctx) {
   auto clip = [&](int v, double lo, double hi, const std::string& tag) {
     return ctx->Emit("Clip", n.name + tag, {v}, {{"min", lo}, {"max", hi}});
   };
-  auto to_index = [&](int v, const std::string& tag) {
-    return ctx->Emit("Cast", n.name + tag, {v},
-                     {{"to", int64_t{7}}, {"__dtype", std::string("int64")}});
-  };
+  auto to_index = [&](int v, const std::string& tag) { return ctx->Cast(n.name + tag, v, kInt64); };
   int cur = n.inputs[0];
   for (int64_t d = 0; d < x.ndim(); ++d) {
     int64_t in_d = x.shape[d], out_d = out_shape[d];

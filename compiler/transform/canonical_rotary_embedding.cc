@@ -26,13 +26,9 @@ Tokens ToTokens(OnnxExpander& e, const TensorType& x) {
             x.shape[0], x.shape[2], x.shape[1], x.shape[3]};
   }
   if (x.ndim() != 3) NodeError(n, "input X must be 3-D or 4-D, got " + x.ToString());
-  const int64_t heads = n.GetInt("num_heads", 0);
-  if (heads < 1 || x.shape[2] % heads != 0) {
-    NodeError(n, "a 3-D X needs num_heads dividing its hidden size " + std::to_string(x.shape[2]) +
-                     ", got num_heads " + std::to_string(heads));
-  }
-  const std::vector<int64_t> shape = {x.shape[0], x.shape[1], heads, x.shape[2] / heads};
-  return {e.Op("Reshape", {n.inputs[0], e.Ints(shape)}), shape[0], shape[1], shape[2], shape[3]};
+  std::vector<int64_t> shape;
+  const int split = e.SplitHeads(0, "X", "num_heads", &shape);
+  return {split, shape[0], shape[1], shape[2], shape[3]};
 }
 
 // cos_cache or sin_cache (input i) as (batch, sequence, 1, half): rows picked by position_ids

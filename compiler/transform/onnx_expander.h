@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "frontend/onnx/onnx_dtype.h"
+#include "ir/shape_util.h"
 #include "transform/canonicalize_context.h"
 
 namespace ember {
@@ -44,6 +45,22 @@ class OnnxExpander {
   /*! \brief An int64 vector constant (axes, starts, a shape). */
   int Ints(const std::vector<int64_t>& values) { return Constant("_i", MakeInt64Tensor(values)); }
   int Scalar(DLDataType dtype, double v) { return ctx_->Scalar(node_.name + "_k", dtype, v); }
+  /*! \brief Input i, a 3-D (batch, sequence, hidden) value, split into the heads attribute
+   *  `heads_attr` counts: (batch, sequence, heads, hidden / heads), its shape in `shape`; throws
+   *  naming `what` unless the heads divide the hidden size (RotaryEmbedding's and Attention's
+   *  packed inputs). */
+  int SplitHeads(size_t i, const std::string& what, const std::string& heads_attr,
+                 std::vector<int64_t>* shape) {
+    const TensorType& t = TypeOf(node_.inputs.at(i));
+    const int64_t heads = node_.GetInt(heads_attr, 0);
+    if (heads < 1 || t.shape[2] % heads != 0) {
+      NodeError(node_, "a 3-D " + what + " needs " + heads_attr + " dividing its hidden size " +
+                           std::to_string(t.shape[2]) + ", got " + heads_attr + " " +
+                           std::to_string(heads));
+    }
+    *shape = {t.shape[0], t.shape[1], heads, t.shape[2] / heads};
+    return Op("Reshape", {node_.inputs[i], Ints(*shape)});
+  }
   const TensorType& TypeOf(int id) { return ctx_->TypeOf(id); }
   /*! \brief Value id's constant data; null when it is computed at run time. */
   HostTensorPtr ConstantOf(int id) { return ctx_->graph().value(id).constant; }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "frontend/onnx/onnx_dtype.h"
+
 namespace ember {
 namespace compiler {
 
@@ -34,6 +36,11 @@ class RewriteContext {
    *  `name`: the epsilon, count or index an expansion needs. */
   int Scalar(const std::string& name, DLDataType dtype, double v) {
     return Constant(name, MakeScalarTensor(dtype, v));
+  }
+  /*! \brief Value `v` cast to `dtype` (a canonical Cast), named after `name`. */
+  int Cast(const std::string& name, int v, DLDataType dtype) {
+    return Emit("Cast", name, {v},
+                {{"to", int64_t{DTypeToOnnx(dtype)}}, {"__dtype", DTypeToString(dtype)}});
   }
 };
 

@@ -37,11 +37,13 @@ TEST(Frontend, ImportsReluWithInitializerAsConstant) {
 
 TEST(Frontend, UnsupportedOperatorNamesOpNodeAndOpset) {
   OnnxBuilder b;
-  b.Input("x", {4});
-  b.Node("Det", "det0", {"x"}, {"y"});
-  b.Output("y", {});
+  b.Input("x", {1, 1, 4, 4}).Input("rois", {1, 5});
+  OnnxBuilder::IntsAttr(b.Node("MaxRoiPool", "pool0", {"x", "rois"}, {"y"}), "pooled_shape",
+                        {2, 2});
+  b.Output("y", {1, 1, 2, 2});
   std::string err = ErrorOf(b.Bytes());
-  EXPECT_NE(err.find("operator 'Det' (node 'det0', opset 13) is not supported"), std::string::npos)
+  EXPECT_NE(err.find("operator 'MaxRoiPool' (node 'pool0', opset 13) is not supported"),
+            std::string::npos)
       << err;
 }
 
@@ -722,7 +724,7 @@ TEST(Frontend, AttentionOperandsAreChecked) {
             std::string::npos)
       << mismatch;
   EXPECT_NE(ErrorOf(model({1, 3, 16}, {1, 5, 16}, {1, 5, 16}).Bytes())
-                .find("a 3-D Q needs q_num_heads dividing its hidden size 16, got 0"),
+                .find("a 3-D Q needs q_num_heads dividing its hidden size 16, got q_num_heads 0"),
             std::string::npos);
   OnnxBuilder mask = model({1, 2, 3, 8}, {1, 2, 5, 8}, {1, 2, 5, 8});
   mask.Input("m", {3, 4});
