@@ -713,6 +713,8 @@ const bool kRegistered = [] {
   Op("Col2Im", OpPattern::kOpaque, OutputTypeIsAttr, 1, 3);
   Op("Det", OpPattern::kOpaque, DetRule, 1, 1);
   Op("RoiAlign", OpPattern::kOpaque, OutputTypeIsAttr, 3, 3);
+  Op("DeformableColumns", OpPattern::kOpaque, OutputTypeIsAttr, 2, 3);
+  Op("DeformConv", OpPattern::kOpaque, SameAsFirst, 3, 5);
   OpRegistry::Global()
       ->Mutable("GridSample")
       .set_attr_default("mode", std::string("bilinear"))

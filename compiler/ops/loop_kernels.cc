@@ -411,6 +411,59 @@ Stmt RoiAlign(const Node& n, const std::vector<Buffer>& in, const std::vector<Bu
                                         lower::For(pw, ow, ForKind::kSerial, bin))))});
 }
 
+// DeformConv's columns: row (c, tap) of image n holds, at each output position, channel c sampled
+// bilinearly at the tap's place in the window plus the offset its offset group gives it there
+// (times the mask, DCN v2), corners outside the image reading 0 and a sample a pixel or more
+// outside it 0. Channels of all images run in parallel.
+Stmt DeformableColumns(const Node& n, const std::vector<Buffer>& in, const std::vector<Buffer>& out,
+                       lower::LoweredFunc*) {
+  const Buffer &x = in.at(0), &offset = in.at(1), &cols = out.at(0);
+  const std::vector<int64_t>& xs = InputType(n, 0).shape;
+  const std::vector<int64_t>& os = InputType(n, 1).shape;
+  const int64_t channels = xs[1], h = xs[2], w = xs[3], oh = os[2], ow = os[3];
+  const std::vector<int64_t> k = n.GetInts("kernel_shape"), s = n.GetInts("strides"),
+                             d = n.GetInts("dilations"), p = n.GetInts("pads");
+  const int64_t taps = k[0] * k[1], positions = oh * ow, groups = n.GetInt("offset_group");
+  const te::DataType t = x->dtype;
+  auto c_ = [&](double v) { return te::Const(t, v); };
+  Expr nc = te::MakeVar("nc"), tap = te::MakeVar("tap"), l = te::MakeVar("l");
+  const Expr image = te::FloorDiv(nc, Expr(channels)), c = te::FloorMod(nc, Expr(channels));
+  const Expr group = te::FloorDiv(c, Expr(channels / groups));
+  const Expr at = (image * groups + group) * taps + tap;  // this tap in the offset group
+  const Expr dy = BufferLoad(offset, (at * 2) * positions + l),
+             dx = BufferLoad(offset, (at * 2 + 1) * positions + l);
+  const Expr sy = Expr(te::Cast(t, te::FloorDiv(l, Expr(ow)) * s[0] - p[0] +
+                                       te::FloorDiv(tap, Expr(k[1])) * d[0])) +
+                  dy;
+  const Expr sx = Expr(te::Cast(t, te::FloorMod(l, Expr(ow)) * s[1] - p[1] +
+                                       te::FloorMod(tap, Expr(k[1])) * d[1])) +
+                  dx;
+  // NaN and infinite offsets fail `inside` and read (0, 0) weighted by 0.
+  const Expr inside = sy > c_(-1) && sy < c_(static_cast<double>(h)) && sx > c_(-1) &&
+                      sx < c_(static_cast<double>(w));
+  const Expr yc = te::Select(inside, sy, c_(0)), xc = te::Select(inside, sx, c_(0));
+  const Expr y0 = te::Floor(yc), x0 = te::Floor(xc);
+  const Expr ly = yc - y0, lx = xc - x0;
+  const Expr iy = te::Cast(te::Index(), y0), ix = te::Cast(te::Index(), x0);
+  const Expr plane = nc * h;
+  auto corner = [&](int64_t oy, int64_t ox, const Expr& weight) {
+    const Expr yy = iy + oy, xx = ix + ox;
+    const Expr valid = inside && yy >= Expr(0) && yy < Expr(h) && xx >= Expr(0) && xx < Expr(w);
+    const Expr ry = te::Min(te::Max(yy, Expr(0)), Expr(h - 1));
+    const Expr rx = te::Min(te::Max(xx, Expr(0)), Expr(w - 1));
+    return te::Select(valid, weight * BufferLoad(x, (plane + ry) * w + rx), c_(0));
+  };
+  Expr value = corner(0, 0, (c_(1) - ly) * (c_(1) - lx)) + corner(0, 1, (c_(1) - ly) * lx) +
+               corner(1, 0, ly * (c_(1) - lx)) + corner(1, 1, ly * lx);
+  if (in.size() > 2) value = value * BufferLoad(in[2], at * positions + l);
+  const int64_t rows = xs[0] * channels;
+  return lower::For(
+      nc, rows, RowsLoop(rows, cols->size),
+      lower::For(tap, taps, ForKind::kSerial,
+                 lower::For(l, positions, ForKind::kSerial,
+                            lower::Store(cols, (nc * taps + tap) * positions + l, value))));
+}
+
 // MaxPool's indices: flat positions in the unpooled shape, from 0.
 RunTimeIndexRange UnpoolPositions(const std::vector<int64_t>& indexed, int64_t positions) {
   RunTimeIndexRange r;
@@ -461,6 +514,7 @@ const bool kRegistered = [] {
   reg("Col2Im", Col2Im);
   reg("Det", Det);
   reg("RoiAlign", RoiAlign);
+  reg("DeformableColumns", DeformableColumns);
   return true;
 }();
 

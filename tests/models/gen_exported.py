@@ -72,6 +72,8 @@ Kinds:
                   Col2Im of a conv's columns (nn.Fold), opset 18's bitwise ops on int64
   roi_heads_opset16  a detector's box head: RoiAlign (avg and max, both coordinate modes) of
                   a conv feature map for boxes the graph computes, some past the image
+  deformable_conv_opset19  DCN v2 (offsets and mask from convs, groups, offset groups, bias)
+                  and a strided, dilated DCN v1: DeformConv as detectors export it
   einsum_forms    Einsum with three operands, a broadcasting ellipsis, implicit outputs, sums
   mvn_window      MeanVarianceNormalization and a Hann window over a signal (opset 17)
   lp_norms        LpNormalization (p 1, 2: embedding heads), GlobalLpPool and LpPool (p 2, 3)
@@ -1191,6 +1193,32 @@ def roi_heads_opset16():
     return m
 
 
+def deformable_conv_opset19():
+    """DCN v2 as detectors export it at opset 19: a conv predicts each tap's offsets and, through
+    a Sigmoid, its mask; DeformConv (grouped, two offset groups, bias) samples the features there,
+    then BatchNormalization and Relu; a second, plain DeformConv with strides and dilations."""
+    m = Model("deformable_conv_opset19", 1919, "DeformConv (DCN v2: offsets and mask from convs, "
+              "group 2, offset_group 2, bias) then BN and Relu; a strided dilated DCN v1",
+              opset=19, ir_version=9)
+    x = m.input("x", [1, 8, 14, 14])
+    offsets = m.node("Conv", [x, m.weight("ow", [2 * 2 * 9, 8, 3, 3], 0.2)], ["offsets"],
+                     pads=[1, 1, 1, 1])
+    mask = m.node("Sigmoid", [m.node("Conv", [x, m.weight("mw", [2 * 9, 8, 3, 3], 0.2)],
+                                     ["mask_logits"], pads=[1, 1, 1, 1])], ["mask"])
+    y = m.node("DeformConv", [x, m.weight("dw", [16, 4, 3, 3], 0.2), offsets, m.weight("db", [16]),
+                              mask], ["dcn"], group=2, offset_group=2, pads=[1, 1, 1, 1])
+    bn = [m.weight("bn_" + k, [16]) for k in ("g", "b", "m")]
+    y = m.node("BatchNormalization", [y] + bn + [m.weight_values("bn_v", m.rs.uniform(0.5, 2, 16))],
+               ["bn"])
+    y = m.node("Relu", [y], ["relu"])
+    strided = m.node("Conv", [y, m.weight("sw", [2 * 4, 16, 1, 1], 0.5)], ["strided_offsets"],
+                     strides=[2, 2], pads=[0, 0, 0, 0])
+    m.node("DeformConv", [y, m.weight("dw2", [4, 16, 2, 2], 0.2), strided], ["out"],
+           strides=[2, 2], dilations=[2, 2], pads=[1, 1, 0, 0])
+    m.output("out", rank=4)
+    return m
+
+
 def einsum_forms():
     m = Model("einsum_forms", 590, "Einsum: a bilinear form of three operands, a broadcasting "
               "ellipsis, an implicit output, a full sum, a transpose, upper-case labels",
@@ -1272,7 +1300,8 @@ def unpool_reverse():
 
 def indexing_models():
     return [attention_einsum_causal(), gather_scatter(), grid_sample(),
-            spatial_transformer_opset20(), roi_heads_opset16(), einsum_forms(),
+            spatial_transformer_opset20(), roi_heads_opset16(), deformable_conv_opset19(),
+            einsum_forms(),
             mvn_window(), lp_norms(), spectral(), unpool_reverse()]
 
 

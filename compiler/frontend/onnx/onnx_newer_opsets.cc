@@ -196,6 +196,7 @@ const NewerOpSignature* NewerOpSignatureOf(const std::string& op) {
       {"Col2Im", {{"input", "image_shape", "block_shape"}, 3, 1}},
       {"GroupNormalization", {{"X", "scale", "bias"}, 3, 1}},
       {"Mish", {{"X"}, 1, 1}},
+      {"DeformConv", {{"X", "W", "offset", "B", "mask"}, 3, 1}},
       {"AffineGrid", {{"theta", "size"}, 2, 1}},
       {"Gelu", {{"X"}, 1, 1}},
       {"RMSNormalization", {{"X", "scale"}, 2, 1}},

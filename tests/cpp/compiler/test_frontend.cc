@@ -792,13 +792,12 @@ TEST(Frontend, NewerOpsEmberCannotRunAreRefusedNamingNodeAndOp) {
             std::string::npos)
       << ErrorOf(b.Bytes());
 
-  b = NewerOpsetModel(19, 9);
-  b.FloatInit("w", {8, 8, 1, 1}, std::vector<float>(64, 0.5f));
-  b.FloatInit("offset", {1, 2, 6, 6}, std::vector<float>(72, 0.25f));
-  b.Node("DeformConv", "deform", {"x", "w", "offset"}, {"y"});
-  b.Output("y", {});
+  b = NewerOpsetModel(20, 9);
+  b.Input("jpeg", {100}, onnx::TensorProto::UINT8);
+  b.Node("ImageDecoder", "decode", {"jpeg"}, {"y"});
+  b.Output("y", {}, onnx::TensorProto::UINT8);
   EXPECT_NE(
-      ErrorOf(b.Bytes()).find("operator 'DeformConv' (node 'deform', opset 19) is not supported"),
+      ErrorOf(b.Bytes()).find("operator 'ImageDecoder' (node 'decode', opset 20) is not supported"),
       std::string::npos)
       << ErrorOf(b.Bytes());
 

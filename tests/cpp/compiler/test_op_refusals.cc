@@ -195,6 +195,15 @@ const std::vector<Refusal>& Refusals() {
        },
        "expected float X [N, C, H, W], rois [R, 4] of its type and int64 batch_indices [R], got "
        "float32[1,2,8,8], float32[3,5] and int64[3]"},
+      {"DeformConv offsets for another kernel", 19,
+       [](B& b) {
+         b.Input("m", {1, 2, 5, 5})
+             .Input("off", {1, 8, 3, 3})
+             .FloatInit("w", {4, 2, 3, 3}, std::vector<float>(72, 1.f));
+         b.Output("y", {-1, -1, -1, -1});
+         b.Node("DeformConv", "n", {"m", "w", "off"}, {"y"});
+       },
+       "offset must be float32[1,18,3,3], got float32[1,8,3,3]"},
       {"OneHot depth of a trillion", 13,
        [](B& b) {
          b.Input("i", {3}, onnx::TensorProto::INT64).Output("y", {-1, -1});
