@@ -30,8 +30,9 @@ void DeformConvOp(Node n, CanonicalizeContext* ctx) {
                    offset = e.TypeOf(n.inputs.at(2));
   const int64_t group = n.GetInt("group", 1), offset_group = n.GetInt("offset_group", 1);
   if (x.ndim() != 4 || x.dtype.code != kDLFloat || w.ndim() != 4 || w.dtype != x.dtype ||
-      group < 1 || offset_group < 1 || x.shape[1] % offset_group != 0 ||
-      w.shape[1] * group != x.shape[1] || w.shape[0] % group != 0) {
+      group < 1 || offset_group < 1 || group > x.shape[1] || offset_group > x.shape[1] ||
+      x.shape[1] % offset_group != 0 || w.shape[1] * group != x.shape[1] ||
+      w.shape[0] % group != 0) {
     NodeError(n,
               "expected float X [N, C, H, W] and W [M, C / group, kH, kW] (M a multiple of "
               "group " +
@@ -44,9 +45,13 @@ void DeformConvOp(Node n, CanonicalizeContext* ctx) {
   const std::vector<int64_t> s = Ints(n, "strides", 2, 1), d = Ints(n, "dilations", 2, 1),
                              p = Ints(n, "pads", 4, 0);
   std::vector<int64_t> out = {x.shape[0], 0, 0};
+  // Each bounded before it is multiplied or added: attributes may hold any int64.
+  auto bounded = [](int64_t v, int64_t low) { return v >= low && v <= kMaxFoldElements; };
   for (size_t i = 0; i < 2; ++i) {
-    const int64_t span = x.shape[2 + i] + p[i] + p[2 + i] - d[i] * (k[i] - 1) - 1;
-    if (k[i] != w.shape[2 + i] || s[i] < 1 || d[i] < 1 || p[i] < 0 || p[2 + i] < 0 || span < 0) {
+    const bool sane = k[i] == w.shape[2 + i] && s[i] >= 1 && bounded(d[i], 1) && bounded(p[i], 0) &&
+                      bounded(p[2 + i], 0);
+    const int64_t span = sane ? x.shape[2 + i] + p[i] + p[2 + i] - d[i] * (k[i] - 1) - 1 : -1;
+    if (span < 0) {
       NodeError(n, "kernel " + ShapeToString(k) + " (W " + w.ToString() + "), strides " +
                        ShapeToString(s) + ", dilations " + ShapeToString(d) + " and pads " +
                        ShapeToString(p) + " do not fit the input " + x.ToString());

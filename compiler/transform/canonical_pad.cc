@@ -115,7 +115,10 @@ void CenterCropPadOp(Node n, CanonicalizeContext* ctx) {
     if (!seen.insert(axis).second) NodeError(n, "axis " + std::to_string(axis) + " is repeated");
     const size_t a = static_cast<size_t>(axis);
     const int64_t dim = x.shape[a], size = sizes[i];
-    if (size < 0) NodeError(n, "shape holds a negative size " + std::to_string(size));
+    if (size < 0 || size > kMaxFoldElements) {
+      NodeError(n, "shape holds a size outside 0.." + std::to_string(kMaxFoldElements) + ": " +
+                       std::to_string(size));
+    }
     if (size < dim) {
       starts[a] = (dim - size) / 2;
       ends[a] = starts[a] + size;

@@ -244,8 +244,10 @@ void Col2ImOp(Node n, CanonicalizeContext* ctx) {
                              p = n.GetInts("pads", std::vector<int64_t>(2 * r, 0));
   bool fits = r >= 1 && block.size() == r && d.size() == r && s.size() == r && p.size() == 2 * r;
   for (size_t i = 0; fits && i < r; ++i) {
-    fits = image[i] >= 1 && image[i] <= kMaxFoldElements && block[i] >= 1 &&
-           block[i] <= kMaxFoldElements && d[i] >= 1 && s[i] >= 1 && p[i] >= 0 && p[r + i] >= 0 &&
+    // Each bounded before it is multiplied or added: attributes may hold any int64.
+    auto bounded = [](int64_t v, int64_t low) { return v >= low && v <= kMaxFoldElements; };
+    fits = bounded(image[i], 1) && bounded(block[i], 1) && bounded(d[i], 1) && s[i] >= 1 &&
+           bounded(p[i], 0) && bounded(p[r + i], 0) &&
            d[i] * (block[i] - 1) < image[i] + p[i] + p[r + i];
   }
   if (!fits) {

@@ -62,7 +62,7 @@ void MelWeightMatrixOp(Node n, CanonicalizeContext* ctx) {
   const int64_t bands = ctx->OneValueInput(n, 0, "num_mel_bins")->GetAsInt(0);
   const int64_t dft = ctx->OneValueInput(n, 1, "dft_length")->GetAsInt(0);
   const int64_t bins = dft / 2 + 1;
-  if (bands < 1 || dft < 1 || bands > kMaxFoldElements / bins) {
+  if (bands < 1 || dft < 1 || dft > kMaxFoldElements || bands > kMaxFoldElements / bins) {
     NodeError(n, "num_mel_bins and dft_length must be positive, their grid at most " +
                      std::to_string(kMaxFoldElements) + " values, got " + std::to_string(bands) +
                      " and " + std::to_string(dft));
