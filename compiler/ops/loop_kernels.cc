@@ -341,37 +341,58 @@ RunTimeIndexRange BatchImages(int64_t images) {
   return r;
 }
 
-// RoiAlign: output bin (ph, pw) of roi r is the mean (or max) of a sampling_ratio^2 grid of
-// bilinear samples of channel c of the roi's image, as Mask R-CNN defines them: a sample more
-// than a pixel outside the map weighs 0, one past the last row or column reads it; max mode keeps
-// the largest of each sample's four weighted corners (ONNX's reference and ORT). rois in parallel.
+// RoiAlign: output bin (ph, pw) of roi r is the mean (or max) of a grid of bilinear samples of
+// channel c of the roi's image, as Mask R-CNN defines them: a sample more than a pixel outside the
+// map weighs 0, one past the last row or column reads it; max mode keeps the largest of each
+// sample's four weighted corners (ONNX's reference and ORT). The grid is sampling_ratio on a side,
+// or with sampling_ratio 0 ceil(bin size) for each roi, a number known only at run time: then
+// the loops cover a window of 2 * size + 3 samples from the first within a pixel of the map (the
+// samples are at least half a pixel apart, so none that reads the map is left out) and the rest
+// count as the zeros they are. rois run in parallel.
 Stmt RoiAlign(const Node& n, const std::vector<Buffer>& in, const std::vector<Buffer>& out,
               lower::LoweredFunc* f) {
   const Buffer &x = in.at(0), &rois = in.at(1), &images = in.at(2), &y = out.at(0);
   const std::vector<int64_t>& xs = InputType(n, 0).shape;
   const int64_t channels = xs[1], h = xs[2], w = xs[3], count = rois->size / 4;
   const int64_t oh = n.GetInt("output_height"), ow = n.GetInt("output_width");
-  const int64_t grid = n.GetInt("sampling_ratio");
-  const bool max = n.GetString("mode") == "max", half = n.GetInt("half_pixel") != 0;
+  const int64_t ratio = n.GetInt("sampling_ratio");
+  const bool adaptive = ratio == 0, max = n.GetString("mode") == "max";
+  const bool half = n.GetInt("half_pixel") != 0;
   const te::DataType t = x->dtype;
   auto c_ = [&](double v) { return te::Const(t, v); };
+  auto as_t = [&](const Expr& i) { return Expr(te::Cast(t, i)); };
   Expr r = te::MakeVar("r"), c = te::MakeVar("c"), ph = te::MakeVar("ph"), pw = te::MakeVar("pw"),
        iy = te::MakeVar("iy"), ix = te::MakeVar("ix");
-  const Buffer acc = lower::NewBuffer(n.name + "_acc", t, 1, lower::BufferScope::kLocal);
-  f->locals.push_back(acc);
+  auto local = [&](const char* suffix) {
+    Buffer b = lower::NewBuffer(n.name + suffix, t, 1, lower::BufferScope::kLocal);
+    f->locals.push_back(b);
+    return b;
+  };
+  const Buffer acc = local("_acc"), seen = local("_seen");
   auto corner = [&](int k) {
     return BufferLoad(rois, r * 4 + k) * c_(n.GetFloat("spatial_scale")) - c_(half ? 0.5 : 0.0);
   };
-  auto extent = [&](int k) {  // the roi's height (k = 1) or width (k = 0), at least 1 unless half
-    Expr e = corner(k + 2) - corner(k);
-    return half ? e : te::Select(e > c_(1), e, c_(1));
+  // One side of the bins (k = 1: rows, 0: columns): the sample coordinate of loop variable i,
+  // whether i is one of the grid's, and the grid's size.
+  struct Side {
+    Expr coordinate, taken, grid;
   };
-  const Expr bin_h = extent(1) / c_(static_cast<double>(oh)),
-             bin_w = extent(0) / c_(static_cast<double>(ow));
-  const Expr sy = corner(1) + Expr(te::Cast(t, ph)) * bin_h +
-                  (Expr(te::Cast(t, iy)) + c_(0.5)) * bin_h / c_(static_cast<double>(grid));
-  const Expr sx = corner(0) + Expr(te::Cast(t, pw)) * bin_w +
-                  (Expr(te::Cast(t, ix)) + c_(0.5)) * bin_w / c_(static_cast<double>(grid));
+  auto side = [&](int k, const Expr& bin_index, const Expr& i, int64_t bins) {
+    Expr extent = corner(k + 2) - corner(k);
+    if (!half) extent = te::Select(extent > c_(1), extent, c_(1));
+    const Expr bin = extent / c_(static_cast<double>(bins));
+    const Expr grid = adaptive ? te::Ceil(bin) : c_(static_cast<double>(ratio));
+    const Expr start = corner(k) + as_t(bin_index) * bin;
+    Expr first = c_(0);
+    if (adaptive) {  // the first sample at or past -1: (first + 0.5) * bin / grid >= -1 - start
+      const Expr f = te::Ceil((c_(-1) - start) * grid / bin - c_(0.5));
+      first = te::Select(f > c_(0), f, c_(0));  // NaN (an empty roi) too
+    }
+    const Expr at = first + as_t(i);
+    return Side{start + (at + c_(0.5)) * bin / grid, at < grid, grid};
+  };
+  const Side rows = side(1, ph, iy, oh), cols = side(0, pw, ix, ow);
+  const Expr sy = rows.coordinate, sx = cols.coordinate;
   const Expr outside = sy < c_(-1) || sy > c_(static_cast<double>(h)) || sx < c_(-1) ||
                        sx > c_(static_cast<double>(w));
   // Clamped into the map whatever the roi (NaN and infinities too), so the loads stay inside.
@@ -395,17 +416,26 @@ Stmt RoiAlign(const Node& n, const std::vector<Buffer>& in, const std::vector<Bu
   const Expr v1 = w1 * pixel(y0, x0, 0, 0), v2 = w2 * pixel(y0, x0, 0, 1),
              v3 = w3 * pixel(y0, x0, 1, 0), v4 = w4 * pixel(y0, x0, 1, 1);
   const Expr sample = max ? te::Max(te::Max(te::Max(v1, v2), v3), v4) : v1 + v2 + v3 + v4;
-  const Expr so_far = BufferLoad(acc, Expr(0));
-  Stmt samples = lower::For(
-      iy, grid, ForKind::kSerial,
-      lower::For(ix, grid, ForKind::kSerial,
-                 lower::Store(acc, Expr(0), max ? te::Max(so_far, sample) : so_far + sample)));
-  const Expr result = max ? so_far : so_far / c_(static_cast<double>(grid * grid));
-  Stmt bin = lower::Seq({lower::Store(acc, Expr(0), max ? te::MinValue(t) : c_(0)), samples,
+  const Expr so_far = BufferLoad(acc, Expr(0)), visited = BufferLoad(seen, Expr(0));
+  Stmt add =
+      lower::Seq({lower::Store(acc, Expr(0), max ? te::Max(so_far, sample) : so_far + sample),
+                  lower::Store(seen, Expr(0), visited + c_(1))});
+  if (adaptive) add = lower::If(rows.taken && cols.taken, add);
+  const int64_t span_h = adaptive ? 2 * h + 3 : ratio, span_w = adaptive ? 2 * w + 3 : ratio;
+  Stmt samples =
+      lower::For(iy, span_h, ForKind::kSerial, lower::For(ix, span_w, ForKind::kSerial, add));
+  // ORT and ONNX divide by the grid's size, at least 1; max over a grid with samples past the
+  // window includes their zeros, and an empty grid gives 0.
+  const Expr total = rows.grid * cols.grid;
+  const Expr result = max ? te::Select(total < c_(1), c_(0),
+                                       te::Select(visited < total, te::Max(so_far, c_(0)), so_far))
+                          : so_far / te::Select(total > c_(1), total, c_(1));
+  Stmt bin = lower::Seq({lower::Store(acc, Expr(0), max ? te::MinValue(t) : c_(0)),
+                         lower::Store(seen, Expr(0), c_(0)), samples,
                          lower::Store(y, ((r * channels + c) * oh + ph) * ow + pw, result)});
   return lower::Seq(
       {CheckInput(n, 2, images, BatchImages(xs[0])),
-       lower::For(r, count, RowsLoop(count, y->size * grid * grid),
+       lower::For(r, count, RowsLoop(count, y->size * span_h * span_w),
                   lower::For(c, channels, ForKind::kSerial,
                              lower::For(ph, oh, ForKind::kSerial,
                                         lower::For(pw, ow, ForKind::kSerial, bin))))});

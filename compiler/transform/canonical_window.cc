@@ -306,11 +306,6 @@ void RoiAlignOp(Node n, CanonicalizeContext* ctx) {
                      std::to_string(height) + ", " + std::to_string(width) + " and " +
                      std::to_string(ratio));
   }
-  if (ratio == 0) {
-    NodeUnsupported(n,
-                    "sampling_ratio 0 (a grid each roi's size sets at run time); export with a "
-                    "fixed sampling_ratio");
-  }
   n.attrs = {{"__out_shape", std::vector<int64_t>{count, x.shape[1], height, width}},
              {"mode", mode},
              {"half_pixel", int64_t{coords == "half_pixel"}},

@@ -1166,10 +1166,11 @@ def spatial_transformer_opset20():
 def roi_heads_opset16():
     """A two-stage detector's box head as torchvision exports it at opset 16: RoiAlign (aligned,
     fixed sampling_ratio) of a conv feature map at stride 2 for boxes the graph computes (some
-    reaching past the image), then Flatten and Gemm; and the legacy max-mode form beside it."""
+    reaching past the image), then Flatten and Gemm; and the legacy max-mode form beside it, with
+    ONNX's default adaptive sampling (ceil(bin size) samples a side per box)."""
     m = Model("roi_heads_opset16", 1616, "RoiAlign avg (half_pixel, sampling_ratio 2, "
-              "spatial_scale 0.5) and max (output_half_pixel, 3) on computed boxes, Gemm head",
-              opset=16)
+              "spatial_scale 0.5) and max (output_half_pixel, adaptive sampling) on computed "
+              "boxes, Gemm head", opset=16)
     x = m.input("x", [2, 3, 24, 24])
     feat = m.node("Relu", [m.node("Conv", [x, m.weight("bw", [8, 3, 3, 3], 0.3)], ["bconv"],
                                   pads=[1, 1, 1, 1], strides=[2, 2])], ["feat"])
@@ -1186,8 +1187,7 @@ def roi_heads_opset16():
     flat = m.node("Flatten", [pooled], ["flat"])
     m.node("Gemm", [flat, m.weight("hw", [8 * 16, 5], 0.1)], ["scores"])
     m.node("RoiAlign", [feat, boxes, images], ["pooled_max"], mode="max", output_height=3,
-           output_width=2, sampling_ratio=3, spatial_scale=0.5,
-           coordinate_transformation_mode="output_half_pixel")
+           output_width=2, spatial_scale=0.5, coordinate_transformation_mode="output_half_pixel")
     m.output("scores", rank=2)
     m.output("pooled_max", rank=4)
     return m

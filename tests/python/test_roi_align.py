@@ -1,7 +1,9 @@
 """RoiAlign (opsets 10 and 16) against a numpy transcription of its definition (Mask R-CNN's
 bilinear samples: a sample more than a pixel outside the map weighs 0, one past the last row or
-column reads it; max mode keeps each sample's largest weighted corner), for boxes inside, across
-and outside the map, and a batch index out of range refused at run time."""
+column reads it; max mode keeps each sample's largest weighted corner), with a fixed sampling
+ratio and the adaptive one (ceil(bin size) samples a side, per box), for boxes inside, across,
+around and outside the map and reversed ones, and a batch index out of range refused at run
+time."""
 import numpy as np
 import pytest
 from onnx import TensorProto, helper
@@ -31,14 +33,17 @@ def _roi_align_reference(x, rois, images, out_hw, ratio, scale, half, mode):
         x1, y1, x2, y2 = box * scale - (0.5 if half else 0.0)
         rh, rw = (y2 - y1, x2 - x1) if half else (max(y2 - y1, 1.0), max(x2 - x1, 1.0))
         bh, bw = rh / oh, rw / ow
+        gh, gw = (ratio, ratio) if ratio > 0 else (int(np.ceil(bh)), int(np.ceil(bw)))
         for c in range(x.shape[1]):
             for ph in range(oh):
                 for pw in range(ow):
-                    corners = [_sample(x[image, c], y1 + ph * bh + (iy + 0.5) * bh / ratio,
-                                       x1 + pw * bw + (ix + 0.5) * bw / ratio)
-                               for iy in range(ratio) for ix in range(ratio)]
-                    out[r, c, ph, pw] = (max(v.max() for v in corners) if mode == "max"
-                                         else sum(v.sum() for v in corners) / ratio ** 2)
+                    corners = [_sample(x[image, c], y1 + ph * bh + (iy + 0.5) * bh / gh,
+                                       x1 + pw * bw + (ix + 0.5) * bw / gw)
+                               for iy in range(gh) for ix in range(gw)]
+                    if mode == "max":  # an empty grid gives 0
+                        out[r, c, ph, pw] = max((v.max() for v in corners), default=0.0)
+                    else:
+                        out[r, c, ph, pw] = sum(v.sum() for v in corners) / max(gh * gw, 1)
     return out
 
 
@@ -53,17 +58,19 @@ def _graph(count, attrs):
 
 @pytest.mark.parametrize("mode,half,ratio,scale,opset", [
     ("avg", True, 2, 0.5, 16), ("max", True, 2, 1.0, 16), ("avg", False, 3, 1.0, 16),
-    ("max", False, 1, 0.25, 10)])
+    ("max", False, 1, 0.25, 10),
+    # sampling_ratio 0: each box's bins take ceil(bin size) samples a side, known at run time.
+    ("avg", True, 0, 0.5, 16), ("max", True, 0, 1.0, 16), ("avg", False, 0, 0.25, 10)])
 def test_roi_align_matches_its_definition(tmp_path, mode, half, ratio, scale, opset):
     x = RNG.standard_normal((2, 3, 9, 11)).astype(np.float32)
     rois = np.array([[0, 0, 10, 8], [-6, -5, 4, 7], [12, 10, 30, 24], [3, 3, 3.5, 3.2],
-                     [40, 40, 44, 46]], np.float32) / scale
-    images = np.array([0, 1, 1, 0, 1], np.int64)
+                     [40, 40, 44, 46], [-20, -30, 40, 35], [6, 6, 2, 1]], np.float32) / scale
+    images = np.array([0, 1, 1, 0, 1, 0, 1], np.int64)
     attrs = {"mode": mode, "output_height": 3, "output_width": 2, "sampling_ratio": ratio,
              "spatial_scale": scale}
     if opset >= 16:
         attrs["coordinate_transformation_mode"] = "half_pixel" if half else "output_half_pixel"
-    (y,) = _run_graph(tmp_path, _graph(5, attrs), opset=opset, x=x, rois=rois, images=images)
+    (y,) = _run_graph(tmp_path, _graph(7, attrs), opset=opset, x=x, rois=rois, images=images)
     want = _roi_align_reference(x, rois, images, (3, 2), ratio, scale, half, mode)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
 

@@ -179,14 +179,13 @@ const std::vector<Refusal>& Refusals() {
        "got theta float32[2,3,3] and size [2,1,5,5]"},
       {"Det of a matrix that is not square", 11, Around("Det", {"x"}),
        "expected float square matrices [..., M, M], got float32[3,4]"},
-      {"RoiAlign with an adaptive sampling grid", 16,
+      {"RoiAlign mode unknown", 16,
        [](B& b) {
          b.Input("m", {1, 2, 8, 8}).Input("r", {3, 4}).Input("i", {3}, onnx::TensorProto::INT64);
          b.Output("y", {-1, -1, -1, -1});
-         b.Node("RoiAlign", "n", {"m", "r", "i"}, {"y"});
+         B::StringAttr(b.Node("RoiAlign", "n", {"m", "r", "i"}, {"y"}), "mode", "min");
        },
-       "sampling_ratio 0 (a grid each roi's size sets at run time); export with a fixed "
-       "sampling_ratio"},
+       "mode 'min' (valid: avg, max)"},
       {"RoiAlign boxes of five coordinates", 16,
        [](B& b) {
          b.Input("m", {1, 2, 8, 8}).Input("r", {3, 5}).Input("i", {3}, onnx::TensorProto::INT64);
