@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ember/compiler/lower.h"
+#include "ir/shape_util.h"
 #include "op_common.h"
 
 namespace ember::compiler::ops {
@@ -420,10 +421,24 @@ Stmt RoiAlign(const Node& n, const std::vector<Buffer>& in, const std::vector<Bu
   Stmt add =
       lower::Seq({lower::Store(acc, Expr(0), max ? te::Max(so_far, sample) : so_far + sample),
                   lower::Store(seen, Expr(0), visited + c_(1))});
-  if (adaptive) add = lower::If(rows.taken && cols.taken, add);
+  // Past the grid's end a row (or column) of the window is skipped whole, before any sampling.
+  auto window = [&](int64_t span_h, int64_t span_w) {
+    auto within = [&](const Expr& taken, Stmt body) {
+      return adaptive ? lower::If(taken, body) : body;
+    };
+    return lower::For(
+        iy, span_h, ForKind::kSerial,
+        within(rows.taken, lower::For(ix, span_w, ForKind::kSerial, within(cols.taken, add))));
+  };
+  // A box inside the map has grids of at most ceil((size + 1) / bins) a side: those take a window
+  // that size (all their samples), larger ones the window that covers the map.
+  const int64_t fit_h = CeilDiv(h + 1, oh) + 1, fit_w = CeilDiv(w + 1, ow) + 1;
   const int64_t span_h = adaptive ? 2 * h + 3 : ratio, span_w = adaptive ? 2 * w + 3 : ratio;
-  Stmt samples =
-      lower::For(iy, span_h, ForKind::kSerial, lower::For(ix, span_w, ForKind::kSerial, add));
+  Stmt samples = !adaptive ? window(ratio, ratio)
+                           : lower::If(rows.grid <= c_(static_cast<double>(fit_h)) &&
+                                           cols.grid <= c_(static_cast<double>(fit_w)),
+                                       window(std::min(fit_h, span_h), std::min(fit_w, span_w)),
+                                       window(span_h, span_w));
   // ORT and ONNX divide by the grid's size, at least 1; max over a grid with samples past the
   // window includes their zeros, and an empty grid gives 0.
   const Expr total = rows.grid * cols.grid;
