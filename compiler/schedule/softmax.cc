@@ -22,8 +22,19 @@ using lower::ForKind;
 using lower::Stmt;
 using te::Expr;
 
-// The lanes of vector v folded into one scalar by `op`.
-Expr AcrossLanes(const Expr& v, int lanes, Expr (*op)(Expr, Expr)) {
+// The lanes of vector v folded into one scalar by `op`: halves folded onto each other first, so
+// the chain of dependent operations is log2(lanes) long rather than lanes - 1.
+Expr AcrossLanes(Expr v, int lanes, Expr (*op)(Expr, Expr)) {
+  while (lanes > 2 && lanes % 2 == 0) {
+    const int half = lanes / 2;
+    std::vector<int> low(static_cast<size_t>(half)), high(static_cast<size_t>(half));
+    for (int i = 0; i < half; ++i) {
+      low[static_cast<size_t>(i)] = i;
+      high[static_cast<size_t>(i)] = half + i;
+    }
+    v = op(te::Shuffle(v, v, low), te::Shuffle(v, v, high));
+    lanes = half;
+  }
   Expr r = te::Lane(v, 0);
   for (int i = 1; i < lanes; ++i) r = op(r, te::Lane(v, i));
   return r;
