@@ -234,7 +234,7 @@ Stmt DeformableColumns(const Node& n, const std::vector<Buffer>& in, const std::
   return lower::For(
       nc, rows, RowsLoop(rows, cols->size),
       lower::For(tap, taps, ForKind::kSerial,
-                 lower::For(l, positions, ForKind::kSerial,
+                 lower::For(l, positions, ForKind::kVectorized,
                             lower::Store(cols, (nc * taps + tap) * positions + l, value))));
 }
 
