@@ -218,14 +218,19 @@ Stmt DeformableColumns(const Node& n, const std::vector<Buffer>& in, const std::
   const Expr yc = te::Select(inside, sy, c_(0)), xc = te::Select(inside, sx, c_(0));
   const Expr y0 = te::Floor(yc), x0 = te::Floor(xc);
   const Expr ly = yc - y0, lx = xc - x0;
-  const Expr iy = te::Cast(te::Index(), y0), ix = te::Cast(te::Index(), x0);
-  const Expr plane = nc * h;
-  auto corner = [&](int64_t oy, int64_t ox, const Expr& weight) {
-    const Expr yy = iy + oy, xx = ix + ox;
-    const Expr valid = inside && yy >= Expr(0) && yy < Expr(h) && xx >= Expr(0) && xx < Expr(w);
-    const Expr ry = te::Min(te::Max(yy, Expr(0)), Expr(h - 1));
-    const Expr rx = te::Min(te::Max(xx, Expr(0)), Expr(w - 1));
-    return te::Select(valid, weight * BufferLoad(x, (plane + ry) * w + rx), c_(0));
+  // An input of fewer than 2^31 elements is indexed in 32 bits: the corners then gather 16 lanes
+  // at a time on AVX-512 rather than 8.
+  const te::DataType it = x->size < (int64_t{1} << 31) ? te::Int(32) : te::Index();
+  auto i_ = [&](int64_t v) { return te::IntImm(it, v); };
+  const Expr iy = te::Cast(it, y0), ix = te::Cast(it, x0);
+  const Expr plane = te::Cast(it, nc) * i_(h);
+  auto corner = [&](int64_t below, int64_t right, const Expr& weight) {
+    const Expr yy = iy + i_(below), xx = ix + i_(right);
+    const Expr valid = inside && yy >= i_(0) && yy < i_(h) && xx >= i_(0) && xx < i_(w);
+    const Expr ry = te::Min(te::Max(yy, i_(0)), i_(h - 1));
+    const Expr rx = te::Min(te::Max(xx, i_(0)), i_(w - 1));
+    const Expr at = te::Cast(te::Index(), (plane + ry) * i_(w) + rx);
+    return te::Select(valid, weight * BufferLoad(x, at), c_(0));
   };
   Expr value = corner(0, 0, (c_(1) - ly) * (c_(1) - lx)) + corner(0, 1, (c_(1) - ly) * lx) +
                corner(1, 0, ly * (c_(1) - lx)) + corner(1, 1, ly * lx);
