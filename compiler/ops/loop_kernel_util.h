@@ -4,6 +4,7 @@
 #define EMBER_COMPILER_OPS_LOOP_KERNEL_UTIL_H_
 
 #include <string>
+#include <utility>
 
 #include "ember/compiler/lower.h"
 #include "op_common.h"
@@ -16,6 +17,11 @@ constexpr int64_t kParallelWork = int64_t{1} << 15;
 /*! \brief Parallel rows for `rows` > 1 of `work` element updates in all, else serial. */
 inline lower::ForKind RowsLoop(int64_t rows, int64_t work) {
   return rows > 1 && work >= kParallelWork ? lower::ForKind::kParallel : lower::ForKind::kSerial;
+}
+
+/*! \brief Makes `fn` the loop rule of `op` (OpDef::loop_kernel). */
+inline void RegisterLoopKernel(const char* op, FLoopKernel fn) {
+  OpRegistry::Global()->Mutable(op).set_loop_kernel(std::move(fn));
 }
 
 /*! \brief The check, before the kernel's loops, that input `i` (held in `indices`) lies in

@@ -313,17 +313,14 @@ Stmt MaxUnpool(const Node& n, const std::vector<Buffer>& in, const std::vector<B
 }
 
 const bool kRegistered = [] {
-  auto reg = [](const char* op, FLoopKernel fn) {
-    OpRegistry::Global()->Mutable(op).set_loop_kernel(std::move(fn));
-  };
-  reg("CumSum", CumSum);
-  reg("CumProd", CumProd);
-  reg("TopK", TopK);
-  reg("ScatterElements", ScatterElements);
-  reg("ScatterND", ScatterND);
-  reg("TensorScatter", TensorScatter);
-  reg("MaxUnpool", MaxUnpool);
-  reg("Det", Det);
+  RegisterLoopKernel("CumSum", CumSum);
+  RegisterLoopKernel("CumProd", CumProd);
+  RegisterLoopKernel("TopK", TopK);
+  RegisterLoopKernel("ScatterElements", ScatterElements);
+  RegisterLoopKernel("ScatterND", ScatterND);
+  RegisterLoopKernel("TensorScatter", TensorScatter);
+  RegisterLoopKernel("MaxUnpool", MaxUnpool);
+  RegisterLoopKernel("Det", Det);
   return true;
 }();
 

@@ -244,12 +244,9 @@ Stmt DeformableColumns(const Node& n, const std::vector<Buffer>& in, const std::
 }
 
 const bool kRegistered = [] {
-  auto reg = [](const char* op, FLoopKernel fn) {
-    OpRegistry::Global()->Mutable(op).set_loop_kernel(std::move(fn));
-  };
-  reg("Col2Im", Col2Im);
-  reg("RoiAlign", RoiAlign);
-  reg("DeformableColumns", DeformableColumns);
+  RegisterLoopKernel("Col2Im", Col2Im);
+  RegisterLoopKernel("RoiAlign", RoiAlign);
+  RegisterLoopKernel("DeformableColumns", DeformableColumns);
   return true;
 }();
 
