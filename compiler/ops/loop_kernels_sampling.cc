@@ -185,12 +185,19 @@ Stmt RoiAlign(const Node& n, const std::vector<Buffer>& in, const std::vector<Bu
                                         lower::For(pw, ow, ForKind::kSerial, bin))))});
 }
 
+// Positions a DeformableColumns task samples: its corners' weights and places are worked out for
+// these at once (a few KB of locals), then read back for every channel of the offset group.
+constexpr int64_t kSampleChunk = 64;
+
 // DeformConv's columns: row (c, tap) of image n holds, at each output position, channel c sampled
 // bilinearly at the tap's place in the window plus the offset its offset group gives it there
 // (times the mask, DCN v2), corners outside the image reading 0 and a sample a pixel or more
-// outside it 0. Channels of all images run in parallel.
+// outside it 0. The channels of an offset group share their offsets, so a task (image, group,
+// tap, chunk of positions) works out each sample's four corners (place and weight, the mask and
+// validity folded into the weight) once, then gathers them from each channel of the group. Tasks
+// run in parallel.
 Stmt DeformableColumns(const Node& n, const std::vector<Buffer>& in, const std::vector<Buffer>& out,
-                       lower::LoweredFunc*) {
+                       lower::LoweredFunc* f) {
   const Buffer &x = in.at(0), &offset = in.at(1), &cols = out.at(0);
   const std::vector<int64_t>& xs = InputType(n, 0).shape;
   const std::vector<int64_t>& os = InputType(n, 1).shape;
@@ -198,12 +205,20 @@ Stmt DeformableColumns(const Node& n, const std::vector<Buffer>& in, const std::
   const std::vector<int64_t> k = n.GetInts("kernel_shape"), s = n.GetInts("strides"),
                              d = n.GetInts("dilations"), p = n.GetInts("pads");
   const int64_t taps = k[0] * k[1], positions = oh * ow, groups = n.GetInt("offset_group");
+  const int64_t per_group = channels / groups;
+  // The last chunk starts `chunk` before the end, overlapping the one before it (the same values
+  // written twice), so that every chunk's positions are consecutive.
+  const int64_t chunk = std::min(kSampleChunk, positions), chunks = CeilDiv(positions, chunk);
   const te::DataType t = x->dtype;
   auto c_ = [&](double v) { return te::Const(t, v); };
-  Expr nc = te::MakeVar("nc"), tap = te::MakeVar("tap"), l = te::MakeVar("l");
-  const Expr image = te::FloorDiv(nc, Expr(channels)), c = te::FloorMod(nc, Expr(channels));
-  const Expr group = te::FloorDiv(c, Expr(channels / groups));
-  const Expr at = (image * groups + group) * taps + tap;  // this tap in the offset group
+  Expr task = te::MakeVar("task"), j = te::MakeVar("j"), cg = te::MakeVar("cg"),
+       i = te::MakeVar("i");
+  const Expr at = te::FloorDiv(task, Expr(chunks));  // (image, group, tap): its offsets' row
+  const Expr image = te::FloorDiv(at, Expr(groups * taps));
+  const Expr group = te::FloorMod(te::FloorDiv(at, Expr(taps)), Expr(groups));
+  const Expr tap = te::FloorMod(at, Expr(taps));
+  const Expr start = te::Min(te::FloorMod(task, Expr(chunks)) * chunk, Expr(positions - chunk));
+  const Expr l = start + j;
   const Expr dy = BufferLoad(offset, (at * 2) * positions + l),
              dx = BufferLoad(offset, (at * 2 + 1) * positions + l);
   const Expr sy = Expr(te::Cast(t, te::FloorDiv(l, Expr(ow)) * s[0] - p[0] +
@@ -218,29 +233,49 @@ Stmt DeformableColumns(const Node& n, const std::vector<Buffer>& in, const std::
   const Expr yc = te::Select(inside, sy, c_(0)), xc = te::Select(inside, sx, c_(0));
   const Expr y0 = te::Floor(yc), x0 = te::Floor(xc);
   const Expr ly = yc - y0, lx = xc - x0;
+  const Expr scale = in.size() > 2 ? BufferLoad(in[2], at * positions + l) : c_(1);
   // An input of fewer than 2^31 elements is indexed in 32 bits: the corners then gather 16 lanes
   // at a time on AVX-512 rather than 8.
   const te::DataType it = x->size < (int64_t{1} << 31) ? te::Int(32) : te::Index();
   auto i_ = [&](int64_t v) { return te::IntImm(it, v); };
   const Expr iy = te::Cast(it, y0), ix = te::Cast(it, x0);
-  const Expr plane = te::Cast(it, nc) * i_(h);
-  auto corner = [&](int64_t below, int64_t right, const Expr& weight) {
+  auto local = [&](const char* suffix, te::DataType type) {
+    Buffer b = lower::NewBuffer(n.name + suffix, type, 4 * chunk, lower::BufferScope::kLocal);
+    f->locals.push_back(b);
+    return b;
+  };
+  const Buffer weights = local("_weights", t), places = local("_places", it);
+  std::vector<Stmt> corners;
+  auto corner = [&](int64_t q, int64_t below, int64_t right, const Expr& weight) {
     const Expr yy = iy + i_(below), xx = ix + i_(right);
     const Expr valid = inside && yy >= i_(0) && yy < i_(h) && xx >= i_(0) && xx < i_(w);
     const Expr ry = te::Min(te::Max(yy, i_(0)), i_(h - 1));
     const Expr rx = te::Min(te::Max(xx, i_(0)), i_(w - 1));
-    const Expr at = te::Cast(te::Index(), (plane + ry) * i_(w) + rx);
-    return te::Select(valid, weight * BufferLoad(x, at), c_(0));
+    corners.push_back(
+        lower::Store(weights, j + q * chunk, te::Select(valid, weight * scale, c_(0))));
+    corners.push_back(lower::Store(places, j + q * chunk, ry * i_(w) + rx));
   };
-  Expr value = corner(0, 0, (c_(1) - ly) * (c_(1) - lx)) + corner(0, 1, (c_(1) - ly) * lx) +
-               corner(1, 0, ly * (c_(1) - lx)) + corner(1, 1, ly * lx);
-  if (in.size() > 2) value = value * BufferLoad(in[2], at * positions + l);
-  const int64_t rows = xs[0] * channels;
+  corner(0, 0, 0, (c_(1) - ly) * (c_(1) - lx));
+  corner(1, 0, 1, (c_(1) - ly) * lx);
+  corner(2, 1, 0, ly * (c_(1) - lx));
+  corner(3, 1, 1, ly * lx);
+  // Each channel of the group: its plane's four corners, weighted.
+  const Expr channel = te::Cast(it, image * channels + group * per_group + cg);
+  Expr value;
+  for (int64_t q = 0; q < 4; ++q) {
+    const Expr place =
+        te::Cast(te::Index(), channel * i_(h * w) + BufferLoad(places, i + q * chunk));
+    const Expr term = BufferLoad(weights, i + q * chunk) * BufferLoad(x, place);
+    value = value.defined() ? value + term : term;
+  }
+  const Expr row = (image * channels + group * per_group + cg) * taps + tap;
+  Stmt gather = lower::For(cg, per_group, ForKind::kSerial,
+                           lower::For(i, chunk, ForKind::kVectorized,
+                                      lower::Store(cols, row * positions + start + i, value)));
+  const int64_t tasks = xs[0] * groups * taps * chunks;
   return lower::For(
-      nc, rows, RowsLoop(rows, cols->size),
-      lower::For(tap, taps, ForKind::kSerial,
-                 lower::For(l, positions, ForKind::kVectorized,
-                            lower::Store(cols, (nc * taps + tap) * positions + l, value))));
+      task, tasks, RowsLoop(tasks, cols->size),
+      lower::Seq({lower::For(j, chunk, ForKind::kVectorized, lower::Seq(corners)), gather}));
 }
 
 const bool kRegistered = [] {

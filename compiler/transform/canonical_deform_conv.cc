@@ -1,7 +1,7 @@
 // DeformConv (opset 19), the deformable convolution of DCN v1 (and v2 with a mask): the input
 // sampled bilinearly at each kernel tap's offset position into columns (DeformableColumns, a loop
-// kernel: ops/loop_kernels.cc), then the weights times the columns as one batched MatMul per
-// group, which the dense kernels run, and the bias added.
+// kernel: ops/loop_kernels_sampling.cc), then the weights times the columns as one batched MatMul
+// per group, which the dense kernels run, and the bias added.
 #include <ember/compiler/ir/op_registry.h>
 #include <ember/compiler/transform.h>
 

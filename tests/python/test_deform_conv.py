@@ -51,17 +51,20 @@ def _deform_conv_reference(x, w, offset, bias, mask, group, offset_group, s, d, 
     return y
 
 
-@pytest.mark.parametrize("group,offset_group,strides,dilations,pads,with_mask,with_bias", [
-    (1, 1, [1, 1], [1, 1], [1, 1, 1, 1], False, False),
-    (2, 2, [2, 2], [1, 1], [1, 1, 1, 1], True, True),
-    (1, 2, [1, 2], [2, 1], [0, 1, 2, 0], True, False),
+# The last case has 130 output positions: the kernel samples them in chunks of 64, the last chunk
+# overlapping the one before it.
+@pytest.mark.parametrize("group,offset_group,strides,dilations,pads,with_mask,with_bias,size", [
+    (1, 1, [1, 1], [1, 1], [1, 1, 1, 1], False, False, (7, 6)),
+    (2, 2, [2, 2], [1, 1], [1, 1, 1, 1], True, True, (7, 6)),
+    (1, 2, [1, 2], [2, 1], [0, 1, 2, 0], True, False, (7, 6)),
+    (1, 2, [1, 1], [1, 1], [1, 1, 1, 1], True, True, (13, 9)),
 ])
 def test_deform_conv_matches_its_definition(tmp_path, group, offset_group, strides, dilations,
-                                            pads, with_mask, with_bias):
-    x = RNG.standard_normal((2, 4, 7, 6)).astype(np.float32)
+                                            pads, with_mask, with_bias, size):
+    x = RNG.standard_normal((2, 4) + size).astype(np.float32)
     w = RNG.standard_normal((6, 4 // group, 3, 2)).astype(np.float32)
-    oh = (7 + pads[0] + pads[2] - dilations[0] * 2 - 1) // strides[0] + 1
-    ow = (6 + pads[1] + pads[3] - dilations[1] * 1 - 1) // strides[1] + 1
+    oh = (size[0] + pads[0] + pads[2] - dilations[0] * 2 - 1) // strides[0] + 1
+    ow = (size[1] + pads[1] + pads[3] - dilations[1] * 1 - 1) // strides[1] + 1
     offset = (RNG.standard_normal((2, offset_group * 2 * 6, oh, ow)) * 3).astype(np.float32)
     mask = RNG.uniform(0, 1, (2, offset_group * 6, oh, ow)).astype(np.float32)
     bias = RNG.standard_normal(6).astype(np.float32)
