@@ -224,7 +224,7 @@ def multiply_adds(tree):
     return int(own) + multiply_adds(left) + multiply_adds(right)
 
 
-LOOP = re.compile(r"^(\s*)(?:\w+ )?for (\S+) in \[0, (\d+)\):$")
+LOOP = re.compile(r"^(\s*)(?:\w+ )?for (\S+) in \[0, (\d+)\)(?: while .*)?:$")
 GUARD = re.compile(r"^(\s*)(if|else)\b(.*)$")
 STORE = re.compile(r"^(\s*)\S+\[.*?\] = (.*)$")
 

@@ -17,6 +17,7 @@ std::vector<Pass> GraphPasses(const KernelStrategy& strategy) {
       {"conv_as_dense", [s](Graph* g) { ConvAsDense(g, *s); }},
       {"canonicalize_dense", CanonicalizeDense},
       {"alter_layout", [s](Graph* g) { AlterConvLayout(g, *s); }},
+      {"causal_masks", MarkCausalMasks},
       {"plan_kernels", [s](Graph* g) { PlanKernels(g, *s); }},
       {"winograd_weights", WinogradConvWeights},
       {"pack_conv_weights", PackConvWeights},

@@ -62,6 +62,7 @@ struct FreeCollector {
     switch (s->kind) {
       case StmtKind::kFor: {
         auto* f = static_cast<const ForNode*>(s.get());
+        if (f->limit.defined()) E(f->limit);
         bound.insert(f->var.get());
         S(f->body);
         break;

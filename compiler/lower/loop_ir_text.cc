@@ -40,7 +40,10 @@ void PrintStmt(std::ostream& os, const Stmt& s, int indent) {
     case StmtKind::kFor: {
       auto* f = static_cast<const ForNode*>(s.get());
       os << pad << ForKindName(f->for_kind) << " " << te::ToString(f->var) << " in [0, "
-         << f->extent << "):\n";
+         << f->extent << ")";
+      if (f->limit.defined())
+        os << " while " << te::ToString(f->var) << " < " << ExprText(f->limit);
+      os << ":\n";
       PrintStmt(os, f->body, indent + 1);
       break;
     }

@@ -85,6 +85,17 @@ Stmt KeepScalarFor(Expr var, int64_t extent, Stmt body) {
   return n;
 }
 
+Stmt Limited(Stmt loop, Expr limit) {
+  if (!loop) return loop;
+  if (loop->kind != StmtKind::kFor) return If(limit > Expr(0), loop);
+  auto n = std::make_shared<ForNode>(*static_cast<const ForNode*>(loop.get()));
+  if (n->for_kind == ForKind::kParallel) {
+    throw std::logic_error("lower: a parallel loop takes no run-time limit");
+  }
+  n->limit = n->limit.defined() ? te::Min(n->limit, limit) : limit;
+  return n;
+}
+
 Stmt Prefetch(Buffer buffer, Expr index) {
   auto n = std::make_shared<PrefetchNode>();
   n->buffer = std::move(buffer);
@@ -646,6 +657,7 @@ Stmt MapExprs(const Stmt& s, const std::function<Expr(const Expr&)>& fn) {
   switch (s->kind) {
     case StmtKind::kFor: {
       auto loop = std::make_shared<ForNode>(*static_cast<const ForNode*>(s.get()));
+      if (loop->limit.defined()) loop->limit = fn(loop->limit);
       loop->body = MapExprs(loop->body, fn);
       return loop;
     }

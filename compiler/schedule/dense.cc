@@ -16,9 +16,11 @@
 // there are fewer panels than tasks would want, the row tiles of a panel are split between tasks,
 // each with a copy of its own. The columns left over after the last full panel take whole
 // vectors, then one vector each of half, a quarter, ... of the width, reading W in place.
+#include <ember/compiler/ir/causal_mask.h>
 #include <ember/compiler/ir/weight_layout.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -150,6 +152,10 @@ struct DenseContext {
   int lane_steps;         // DenseParams::lane_steps
   int registers;          // vector registers of the target
   Expr b = Expr(0);       // the batch index the statements being built compute (a batched MatMul)
+  // Attention masked past a diagonal (kCausalFromAttr, > 0 when set): the group's output is
+  // masked from column m + masked_from of row m on, so tiles wholly there store -inf; A is 0
+  // from column m + a_zero_from on, so a tile's sum over k stops at its last row's.
+  int64_t masked_from = 0, a_zero_from = 0;
 
   // Where batch index b's A, W and output matrices start.
   Expr ABase() const { return d.batch > 1 ? b * (d.m * d.k) : Expr(0); }
@@ -198,7 +204,24 @@ Stmt MakeTile(const DenseContext& c, const std::string& tag, const Expr& m0, int
                             EpilogueColumns(c, m0 + i, col, lanes, acc));
       },
       c.f);
-  return tile.With(lower::KeepScalarFor(k_var, c.d.k / steps, lower::Seq(tile.update)));
+  Stmt k_loop = lower::KeepScalarFor(k_var, c.d.k / steps, lower::Seq(tile.update));
+  if (c.a_zero_from > 0) {
+    const Expr keys = m0 + (rows - 1 + c.a_zero_from);  // the sum's end for the tile's last row
+    k_loop = lower::Limited(k_loop, te::FloorDiv(keys + (steps - 1), Expr(steps)));
+  }
+  Stmt computed = tile.With(k_loop);
+  if (c.masked_from == 0) return computed;
+  // Wholly past its rows' ends (the last row's is the latest): -inf, the weight 0 the mask
+  // gives, without the products.
+  std::vector<Stmt> masked;
+  const Expr lowest = te::Broadcast(F32(-std::numeric_limits<double>::infinity()), lanes);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t v = 0; v < vectors; ++v) {
+      masked.push_back(
+          lower::Store(c.out, c.OutBase() + (m0 + i) * c.d.n + n0 + v * lanes, lowest));
+    }
+  }
+  return lower::If(n0 >= m0 + (rows - 1 + c.masked_from), lower::Seq(masked), computed);
 }
 
 // Row tiles [first, first + count) of `rows` rows from row 0, then, when `with_tail`, the rows
@@ -335,6 +358,11 @@ bool TryDense(const FusedGroup& group, const lower::ScheduleOptions& opts, const
   if (!BuildEpilogueAt(group, *d.gemm, operands, &f, &ab, &wb, &at)) return false;
   const int registers = TargetVectorRegisters(opts);
   DenseContext c{d, ab, wb, f.args.back().buffer, at, &f, entry.lane_steps, registers};
+  c.a_zero_from = d.gemm->GetInt(kCausalFromAttr, 0);
+  const Node& last = *group.nodes.back();
+  if (&last != d.gemm && last.outputs.at(0) == group.outputs[0]) {
+    c.masked_from = last.GetInt(kCausalFromAttr, 0);
+  }
   Buffer probe = NewVectorAccumulator("probe", entry.lanes);
   if (!EpilogueColumns(c, Expr(0), Expr(0), static_cast<int>(entry.lanes), BufferLoad(probe, 0))
            .defined()) {

@@ -2,7 +2,11 @@
 // exp(x - max) written to the output while its sum accumulates, then the output scaled by the
 // sum's reciprocal while the row is still in cache. The default lowering ran the maximum, the
 // exponentials, the sum and the scaling as passes over the whole tensor through a workspace as
-// large as it (attention's 8 x 512 x 512 scores: 8 MB written, then read twice).
+// large as it (attention's 8 x 512 x 512 scores: 8 MB written, then read twice). Attention
+// masked past a diagonal (kCausalFromAttr) reads each row up to the vector holding its last key
+// and stores 0 after it.
+#include <ember/compiler/ir/causal_mask.h>
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -79,9 +83,18 @@ bool TrySoftmax(const FusedGroup& group, const lower::ScheduleOptions& opts,
 
   Expr r = te::MakeVar("row");
   const Expr base = r * row;
+  // Row m of a causal mask's scores keeps its keys below m + c: the vectors up to there count
+  // (their masked lanes weigh 0 as everywhere), the others are 0.
+  const int64_t causal = n.GetInt(kCausalFromAttr, 0), full_vectors = full / lanes;
+  Expr counted;
+  if (causal > 0 && x.ndim() >= 2) {
+    const Expr m = te::FloorMod(r, Expr(x.shape[x.shape.size() - 2]));
+    counted = te::Min(te::FloorDiv(m + (causal + lanes - 1), Expr(lanes)), Expr(full_vectors));
+  }
   auto vectors = [&](const std::string& name, const std::function<Stmt(const Expr&)>& body) {
-    return Range(name, 0, full / lanes, ForKind::kSerial,
-                 [&](const Expr& j) { return body(base + j * lanes); });
+    Stmt loop = Range(name, 0, full_vectors, ForKind::kSerial,
+                      [&](const Expr& j) { return body(base + j * lanes); });
+    return counted.defined() ? lower::Limited(loop, counted) : loop;
   };
   auto tail = [&](const std::string& name, const std::function<Stmt(const Expr&)>& body) {
     return Range(name, full, row, ForKind::kSerial, [&](const Expr& t) { return body(base + t); });
@@ -118,6 +131,12 @@ bool TrySoftmax(const FusedGroup& group, const lower::ScheduleOptions& opts,
   }));
   body.push_back(tail(
       "ts", [&](const Expr& at) { return lower::Store(yb, at, BufferLoad(yb, at) * inverse); }));
+  if (counted.defined()) {
+    Stmt zeros = Range("jz", 0, full_vectors, ForKind::kSerial, [&](const Expr& j) {
+      return lower::Store(yb, base + (counted + j) * lanes, te::Broadcast(F32(0), lanes));
+    });
+    body.push_back(lower::Limited(zeros, Expr(full_vectors) - counted));
+  }
   const bool par = opts.parallel && rows > 1 && rows * row >= opts.parallel_min_work;
   f.body = lower::For(r, rows, par ? ForKind::kParallel : ForKind::kSerial, SeqOf(body));
   f.prefer_vector_bits = lanes * 32;

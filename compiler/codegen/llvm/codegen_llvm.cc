@@ -1024,7 +1024,12 @@ void CodeGenLLVM::EmitFor(const lower::ForNode* f) {
   // reduce, and every load and store of the body computes its address apart (AArch64: register
   // offsets, no paired loads). A start LLVM cannot see keeps the recurrence.
   if (f->keep_scalar && f->extent == 2) begin = EmitStreamBase(begin);
-  EmitLoop(f->var, begin, llvm::ConstantInt::get(index_ty_, f->extent),
+  llvm::Value* end = llvm::ConstantInt::get(index_ty_, f->extent);
+  if (f->limit.defined()) {
+    end = b_.CreateIntrinsic(llvm::Intrinsic::smin, {index_ty_},
+                             {end, CastInt(Emit(f->limit), index_ty_, true)});
+  }
+  EmitLoop(f->var, begin, end,
            f->for_kind == ForKind::kVectorized ? std::max(1, f->vector_lanes)
                                                : (f->keep_scalar ? -1 : 0),
            f->body);

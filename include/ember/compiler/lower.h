@@ -92,6 +92,9 @@ class ForNode : public StmtNode {
   /*! \brief kVectorized only: > 1 forces this vector width and keeps LLVM from fully unrolling
    * the loop before it is vectorised (a schedule's one-register step of small trip count). */
   int vector_lanes = 0;
+  /*! \brief Serial or vectorised loops: when defined, the loop stops at min(extent, limit), a
+   * bound known only at run time (extent stays the most trips it can take). */
+  te::Expr limit;
   Stmt body;
 };
 
@@ -148,6 +151,9 @@ Stmt For(te::Expr var, int64_t extent, ForKind kind, Stmt body);
 /*! \brief A serial loop LLVM must neither vectorise nor unroll: the register-blocked body of a
  * schedule, whose tile is already explicit. Extent 1 returns the body with 0 in place of var. */
 Stmt KeepScalarFor(te::Expr var, int64_t extent, Stmt body);
+/*! \brief `loop` (from For or KeepScalarFor, not parallel) stopping at min(its extent, limit)
+ * trips; a loop KeepScalarFor dropped (one trip) runs when limit > 0. */
+Stmt Limited(Stmt loop, te::Expr limit);
 Stmt Store(Buffer buffer, te::Expr index, te::Expr value);
 Stmt If(te::Expr cond, Stmt then_case, Stmt else_case = nullptr);
 Stmt Prefetch(Buffer buffer, te::Expr index);

@@ -78,6 +78,9 @@ void CanonicalizeDense(Graph* graph);
 void PackDenseWeights(Graph* graph);
 /*! \brief Drops nodes none of whose outputs is used. */
 void EliminateDeadCode(Graph* graph);
+/*! \brief Attention masked past a diagonal: sets kCausalFromAttr (ember/compiler/ir/
+ *  causal_mask.h) on the mask's Add, the Softmax after it and the product reading that. */
+void MarkCausalMasks(Graph* graph);
 
 /*! \brief The most elements emberc computes into a constant at compile time: past it a value
  *  is left to the kernels (a tiny model must not make emberc allocate gigabytes). */

@@ -1,3 +1,4 @@
+#include <ember/compiler/ir/causal_mask.h>
 #include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/ir/op_registry.h>
 #include <ember/compiler/ir/weight_layout.h>
@@ -995,6 +996,75 @@ TEST(FuseOps, OutputThatIsAnInputOrConstantGetsACopyKernel) {
   EXPECT_EQ(groups[0].inputs, (std::vector<int>{x}));
   EXPECT_EQ(groups[1].inputs, (std::vector<int>{c}));
   EXPECT_NE(g.outputs()[0], x);
+}
+
+// Scores [2, rows, columns] = MatMul(q, kt) plus a constant mask(row, column), a softmax over
+// `softmax_axis`, times v: attention as exporters write it; `scores_also_output` makes the masked
+// scores a graph output too.
+Graph MaskedAttention(int64_t rows, int64_t columns,
+                      const std::function<float(int64_t, int64_t)>& mask, int64_t softmax_axis = -1,
+                      bool scores_also_output = false) {
+  Graph g;
+  const int q = g.AddValue("q", F32({2, rows, 4})), kt = g.AddValue("kt", F32({2, 4, columns}));
+  const int v = g.AddValue("v", F32({2, columns, 3}));
+  g.inputs() = {q, kt, v};
+  std::vector<float> m(static_cast<size_t>(rows * columns));
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < columns; ++j) m[static_cast<size_t>(i * columns + j)] = mask(i, j);
+  }
+  const int scores = Add(g, "MatMul", {q, kt});
+  const int masked = Add(g, "Add", {scores, g.AddConstant("mask", Floats({rows, columns}, m))});
+  const int probs = Add(g, "Softmax", {masked}, {{"axis", softmax_axis}});
+  g.outputs().push_back(Add(g, "MatMul", {probs, v}));
+  if (scores_also_output) g.outputs().push_back(masked);
+  return g;
+}
+
+std::vector<int64_t> CausalFrom(const Graph& g) {
+  std::vector<int64_t> c;
+  for (const Node& n : g.nodes()) c.push_back(n.GetInt(kCausalFromAttr, 0));
+  return c;
+}
+
+TEST(MarkCausalMasks, MarksTheMaskTheSoftmaxAndTheProductAfterIt) {
+  const float inf = std::numeric_limits<float>::infinity();
+  // Five new rows after two cached keys: row m keeps keys 0 .. m + 2.
+  Graph past = MaskedAttention(5, 7, [&](int64_t i, int64_t j) { return j > i + 2 ? -inf : 0.f; });
+  MarkCausalMasks(&past);
+  EXPECT_EQ(CausalFrom(past), (std::vector<int64_t>{0, 3, 3, 3}));
+  // float32's lowest, as exporters write a causal mask, and the mask's rows ending at the last key.
+  const float lowest = std::numeric_limits<float>::lowest();
+  Graph tall = MaskedAttention(6, 4, [&](int64_t i, int64_t j) { return j > i ? lowest : 0.5f; });
+  MarkCausalMasks(&tall);
+  EXPECT_EQ(CausalFrom(tall), (std::vector<int64_t>{0, 1, 1, 1}));
+  // Masked keys before a row's end (padding) are the Add's to mask as ever: only the end counts.
+  Graph holes = MaskedAttention(
+      4, 4, [&](int64_t i, int64_t j) { return j > i || (i == 3 && j == 1) ? -inf : 0.f; });
+  MarkCausalMasks(&holes);
+  EXPECT_EQ(CausalFrom(holes), (std::vector<int64_t>{0, 1, 1, 1}));
+}
+
+TEST(MarkCausalMasks, LeavesOtherMasksAndUsesAlone) {
+  const float inf = std::numeric_limits<float>::infinity();
+  auto causal = [&](int64_t i, int64_t j) { return j > i ? -inf : 0.f; };
+  const std::vector<int64_t> none{0, 0, 0, 0};
+  std::vector<Graph> graphs;
+  // -1e9 leaves exp() above 0 for scores that large: not a mask this pass trusts.
+  graphs.push_back(MaskedAttention(4, 4, [](int64_t i, int64_t j) { return j > i ? -1e9f : 0.f; }));
+  // A row that keeps no key (softmax of all -inf is NaN), and a row off the diagonal.
+  graphs.push_back(
+      MaskedAttention(4, 4, [&](int64_t i, int64_t j) { return j >= i ? -inf : 0.f; }));
+  graphs.push_back(MaskedAttention(
+      4, 4, [&](int64_t i, int64_t j) { return j > (i == 2 ? 3 : i) ? -inf : 0.f; }));
+  // Nothing masked; a softmax over another axis; scores that are also a graph output.
+  graphs.push_back(MaskedAttention(4, 4, [](int64_t, int64_t) { return 0.f; }));
+  graphs.push_back(MaskedAttention(4, 4, causal, 1));
+  graphs.push_back(MaskedAttention(4, 4, causal, -1, true));
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    SCOPED_TRACE("graph " + std::to_string(i));
+    MarkCausalMasks(&graphs[i]);
+    EXPECT_EQ(CausalFrom(graphs[i]), none);
+  }
 }
 
 }  // namespace

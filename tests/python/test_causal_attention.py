@@ -1,0 +1,80 @@
+"""Attention masked past a diagonal (a constant causal mask added to the scores) against numpy:
+Ember stores -inf for the score tiles wholly past their rows' last keys, runs each softmax row up
+to its last key and sums P V over the keys each row keeps (compiler/transform/causal_masks.cc).
+Rows and keys off the kernels' tile sizes, a cache of past keys, a scale before the mask, float32's
+lowest as the mask value, one head (2-D products) and several; and masks that must not be taken
+for causal ones still give the right answer."""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from test_compile import _dump_ir, _model, _run_graph
+
+RNG = np.random.default_rng(23)
+
+
+def _attention_graph(lead, rows, keys, depth, mask, scale=None):
+    """Q [lead..., rows, depth] times K^T [lead..., depth, keys] (times `scale`), plus `mask`
+    [rows, keys], softmax over the keys, times V [lead..., keys, depth]."""
+    shape = lambda *tail: list(lead) + list(tail)  # noqa: E731
+    nodes = [helper.make_node("MatMul", ["q", "kt"], ["scores"])]
+    inits = [numpy_helper.from_array(mask.astype(np.float32), "mask")]
+    scores = "scores"
+    if scale is not None:
+        inits.append(numpy_helper.from_array(np.array(scale, np.float32), "scale"))
+        nodes.append(helper.make_node("Mul", ["scores", "scale"], ["scaled"]))
+        scores = "scaled"
+    nodes += [helper.make_node("Add", [scores, "mask"], ["masked"]),
+              helper.make_node("Softmax", ["masked"], ["probs"], axis=-1),
+              helper.make_node("MatMul", ["probs", "v"], ["y"])]
+    inputs = [helper.make_tensor_value_info("q", TensorProto.FLOAT, shape(rows, depth)),
+              helper.make_tensor_value_info("kt", TensorProto.FLOAT, shape(depth, keys)),
+              helper.make_tensor_value_info("v", TensorProto.FLOAT, shape(keys, depth))]
+    out = [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape(rows, depth))]
+    return helper.make_graph(nodes, "causal_attention", inputs, out, inits)
+
+
+def _reference(q, kt, v, mask, scale):
+    s = np.matmul(q.astype(np.float64), kt) * (1.0 if scale is None else scale) + mask
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return np.matmul(e / e.sum(axis=-1, keepdims=True), v)
+
+
+def _causal(rows, keys, past, value=-np.inf):
+    """Row m keeps keys 0 .. m + past."""
+    return np.where(np.arange(keys)[None, :] > np.arange(rows)[:, None] + past, value, 0.0)
+
+
+CASES = [
+    # lead, rows, keys, depth, mask, scale
+    ((2, 3), 37, 37, 24, _causal(37, 37, 0), None),
+    ((1, 2), 13, 150, 16, _causal(13, 150, 137, np.finfo(np.float32).min), 0.25),
+    ((), 70, 70, 16, _causal(70, 70, 0), None),
+    ((4,), 130, 130, 8, _causal(130, 130, 0), 0.125),
+    # -1e9 (not trusted to weigh exactly 0) and a padding mask are not causal ones; a diagonal
+    # band is (its keys before the band are the Add's to mask, as ever).
+    ((2,), 40, 40, 16, _causal(40, 40, 0, -1e9), None),
+    ((2,), 40, 40, 16, np.where(np.arange(40)[None, :] >= 33, -np.inf, 0.0) + np.zeros((40, 1)),
+     None),
+    ((2,), 40, 40, 16, np.where(np.abs(np.arange(40)[None, :] - np.arange(40)[:, None]) > 3,
+                                -np.inf, 0.0), None),
+]
+
+
+@pytest.mark.parametrize("lead,rows,keys,depth,mask,scale", CASES)
+def test_masked_attention_matches_numpy(tmp_path, lead, rows, keys, depth, mask, scale):
+    q = RNG.standard_normal(tuple(lead) + (rows, depth)).astype(np.float32)
+    kt = RNG.standard_normal(tuple(lead) + (depth, keys)).astype(np.float32)
+    v = RNG.standard_normal(tuple(lead) + (keys, depth)).astype(np.float32)
+    (y,) = _run_graph(tmp_path, _attention_graph(lead, rows, keys, depth, mask, scale), 13,
+                      q=q, kt=kt, v=v)
+    np.testing.assert_allclose(y, _reference(q, kt, v, mask, scale), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("case,causal", [(0, True), (1, True), (4, False), (5, False), (6, True)])
+def test_only_causal_masks_bound_the_loops(tmp_path, case, causal):
+    lead, rows, keys, depth, mask, scale = CASES[case]
+    ir = _dump_ir(tmp_path, _model(_attention_graph(lead, rows, keys, depth, mask, scale)))
+    loops = (ir / "kernels.loop.txt").read_text()
+    # The softmax's rows and P V's sums stop at each row's last key: loops with run-time limits.
+    assert (" while " in loops) == causal
