@@ -1,47 +1,91 @@
-// MarkCausalMasks: attention whose scores get a constant mask hiding each row's keys past a
-// diagonal (a causal mask, as Ember expands Attention's is_causal and as exporters write it) need
-// not compute what the mask hides. The pattern: an Add of float32 scores [..., M, N] and a
-// constant mask [1, ..., 1, M, N] read only by a Softmax over the last axis, whose output a
-// MatMul (or Gemm) reads as its first operand; row m of the mask masked (kMaskedAtMost) exactly
-// from column m + c on, c >= 1 so that every row keeps a key. The three nodes get
-// kCausalFromAttr = c; ember/compiler/ir/causal_mask.h says what each kernel may then skip.
+// MarkCausalMasks: attention whose scores are masked past a diagonal (a causal mask, as Ember
+// expands Attention's is_causal and as exporters write it) need not compute what the mask hides.
+// The pattern: float32 scores [..., M, N] masked by a constant, read only by a Softmax over the
+// last axis, whose output a MatMul (or Gemm) reads as its first operand. The masking is an Add of
+// a constant mask, or a Where choosing by a constant condition between the scores and a constant
+// (PyTorch's masked_fill), the constants the same for every leading index; a score is masked
+// where it becomes kMaskedAtMost or less. Row m masked exactly from column m + c on, c >= 1 so
+// that every row keeps a key: the three nodes get kCausalFromAttr = c
+// (ember/compiler/ir/causal_mask.h says what each kernel may then skip).
 #include <ember/compiler/ir/causal_mask.h>
 #include <ember/compiler/transform.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace ember {
 namespace compiler {
 namespace {
 
-// The c of a mask [rows][columns] whose row m is masked exactly from column min(m + c, columns)
+// A constant read as a [rows][columns] matrix: one of [1, ..., 1, rows, columns] (an element per
+// score), or a single element (the same for all).
+struct ConstantMatrix {
+  const HostTensor* data = nullptr;
+  int64_t columns = 0;
+  bool single = false;
+  double At(int64_t m, int64_t j) const { return data->GetAsDouble(single ? 0 : m * columns + j); }
+};
+
+std::optional<ConstantMatrix> AsMatrix(const Graph& g, int id, int64_t rows, int64_t columns) {
+  const Value& v = g.value(id);
+  if (!v.is_constant()) return std::nullopt;
+  const std::vector<int64_t>& s = v.type.shape;
+  const bool ones = std::all_of(s.begin(), s.end() - std::min<size_t>(s.size(), 2),
+                                [](int64_t d) { return d == 1; });
+  if (v.type.NumElements() == 1) return ConstantMatrix{v.constant.get(), columns, true};
+  if (s.size() >= 2 && ones && s[s.size() - 2] == rows && s.back() == columns) {
+    return ConstantMatrix{v.constant.get(), columns, false};
+  }
+  return std::nullopt;
+}
+
+// Whether each score of the masking node `n` (output [..., rows, columns]) is masked, row by
+// row; empty when `n` is no such masking.
+std::vector<bool> MaskedScores(const Graph& g, const Node& n, int64_t rows, int64_t columns) {
+  std::vector<bool> masked;
+  auto each = [&](auto&& is_masked) {
+    masked.resize(static_cast<size_t>(rows * columns));
+    for (int64_t m = 0; m < rows; ++m) {
+      for (int64_t j = 0; j < columns; ++j) masked[m * columns + j] = is_masked(m, j);
+    }
+  };
+  const auto is_scores = [&](int id) {
+    return !g.value(id).is_constant() && g.value(id).type == g.value(n.outputs[0]).type;
+  };
+  if (n.op == "Add" && n.inputs.size() == 2) {
+    for (size_t i = 0; i < 2; ++i) {
+      const auto mask = AsMatrix(g, n.inputs[i], rows, columns);
+      if (mask && !mask->single && is_scores(n.inputs[1 - i])) {
+        each([&](int64_t m, int64_t j) { return mask->At(m, j) <= kMaskedAtMost; });
+        break;
+      }
+    }
+  } else if (n.op == "Where" && n.inputs.size() == 3) {
+    const auto cond = AsMatrix(g, n.inputs[0], rows, columns);
+    for (size_t i = 1; cond && !cond->single && i < 3; ++i) {
+      const auto fill = AsMatrix(g, n.inputs[i], rows, columns);
+      if (fill && is_scores(n.inputs[3 - i])) {  // the fill where the condition is (i == 1) true
+        each([&](int64_t m, int64_t j) {
+          return (cond->At(m, j) != 0) == (i == 1) && fill->At(m, j) <= kMaskedAtMost;
+        });
+        break;
+      }
+    }
+  }
+  return masked;
+}
+
+// The c of scores [rows][columns] whose row m is masked exactly from column min(m + c, columns)
 // on, or 0 (another mask, or one that masks nothing).
-int64_t CausalOffset(const HostTensor& mask, int64_t rows, int64_t columns) {
+int64_t CausalOffset(const std::vector<bool>& masked, int64_t rows, int64_t columns) {
   int64_t offset = 0;
   for (int64_t m = 0; m < rows; ++m) {
     int64_t end = columns;  // one past the last key row m keeps
-    while (end > 0 && mask.GetAsDouble(m * columns + end - 1) <= kMaskedAtMost) --end;
+    while (end > 0 && masked[m * columns + end - 1]) --end;
     if (m == 0) offset = end;
     if (offset < 1 || end != std::min(m + offset, columns)) return 0;
   }
   return offset < columns ? offset : 0;
-}
-
-// The mask operand of `add` when it is a float32 constant [1, ..., 1, M, N] added to float32
-// scores [..., M, N], else -1.
-int MaskOf(const Graph& g, const Node& add) {
-  for (int i = 0; i < 2; ++i) {
-    const Value& mask = g.value(add.inputs[static_cast<size_t>(i)]);
-    const TensorType& m = mask.type;
-    const TensorType& s = g.value(add.inputs[static_cast<size_t>(1 - i)]).type;
-    if (!mask.is_constant() || m.dtype != kFloat32 || s.dtype != kFloat32 || m.ndim() < 2 ||
-        m.ndim() > s.ndim() || !std::equal(m.shape.end() - 2, m.shape.end(), s.shape.end() - 2) ||
-        !std::all_of(m.shape.begin(), m.shape.end() - 2, [](int64_t d) { return d == 1; })) {
-      continue;
-    }
-    return add.inputs[static_cast<size_t>(i)];
-  }
-  return -1;
 }
 
 bool OverLastAxis(const Node& softmax, int64_t rank) {
@@ -56,20 +100,21 @@ void MarkCausalMasks(Graph* graph) {
   const std::vector<int> uses = graph->UseCounts();
   const std::vector<std::vector<size_t>> readers = graph->Readers();
   std::vector<Node>& nodes = graph->nodes();
-  for (Node& add : nodes) {
-    if (add.op != "Add" || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
-    const int mask = MaskOf(*graph, add), scores = add.outputs[0];
+  for (Node& mask : nodes) {
+    if ((mask.op != "Add" && mask.op != "Where") || mask.outputs.size() != 1) continue;
+    const int scores = mask.outputs[0];
     const auto s = static_cast<size_t>(scores);
+    const TensorType& t = graph->value(scores).type;
     // Read by the Softmax alone (UseCounts counts graph outputs too): -inf stored for the masked
     // scores is then seen only as the zero weight the mask gives them anyway.
-    if (mask < 0 || uses[s] != 1 || readers[s].size() != 1) continue;
+    if (t.dtype != kFloat32 || t.ndim() < 2 || uses[s] != 1 || readers[s].size() != 1) continue;
     Node& softmax = nodes[readers[s][0]];
-    const TensorType& t = graph->value(scores).type;
     if (softmax.op != "Softmax" || !OverLastAxis(softmax, t.ndim())) continue;
-    const int64_t c =
-        CausalOffset(*graph->value(mask).constant, t.shape[t.shape.size() - 2], t.shape.back());
+    const int64_t rows = t.shape[t.shape.size() - 2], columns = t.shape.back();
+    const std::vector<bool> masked = MaskedScores(*graph, mask, rows, columns);
+    const int64_t c = masked.empty() ? 0 : CausalOffset(masked, rows, columns);
     if (c == 0) continue;
-    add.attrs[kCausalFromAttr] = c;
+    mask.attrs[kCausalFromAttr] = c;
     softmax.attrs[kCausalFromAttr] = c;
     const int probs = softmax.outputs.at(0);
     for (size_t r : readers[static_cast<size_t>(probs)]) {

@@ -335,11 +335,17 @@ void CodeGenLLVM::TagAccess(llvm::Instruction* access, const BufferNode* b) {
 llvm::Value* CodeGenLLVM::EmitVectorLoad(const lower::BufferLoadNode* l) {
   const BufferNode* buf = l->buffer.get();
   const int lanes = l->dtype.lanes;
-  if (buf->dtype.lanes != 1 || te::IsBool(buf->dtype)) {
+  if (buf->dtype.lanes != 1) {
     throw std::runtime_error("codegen: vector load from " + buf->name + " of type " +
                              te::DataTypeName(buf->dtype) + " in " + func_name_);
   }
   llvm::Value* p = ElementPtr(buf, l->index, clamp_depth_ > 0, lanes);
+  if (te::IsBool(buf->dtype)) {  // a byte per element in memory: lanes bytes, each != 0
+    llvm::Type* bytes = llvm::FixedVectorType::get(i8_, static_cast<unsigned>(lanes));
+    llvm::LoadInst* v = b_.CreateAlignedLoad(bytes, p, llvm::Align(1));
+    TagAccess(v, buf);
+    return b_.CreateICmpNE(v, llvm::Constant::getNullValue(bytes));
+  }
   // Only element alignment is known: the vector's own alignment would allow aligned moves.
   const bool half_in_memory =
       buf->scope != BufferScope::kLocal && te::IsFloat(buf->dtype) && buf->dtype.bits == 16;
@@ -956,6 +962,9 @@ void CodeGenLLVM::EmitStmt(const Stmt& s) {
         }
         if (buf->scope != BufferScope::kLocal && te::IsFloat(buf->dtype) && buf->dtype.bits == 16) {
           v = b_.CreateFPTrunc(v, StorageType(st->value.dtype()));
+        }
+        if (te::IsBool(buf->dtype)) {  // a byte per element, as scalar stores write them
+          v = b_.CreateZExt(v, llvm::FixedVectorType::get(i8_, st->value.dtype().lanes));
         }
         TagAccess(b_.CreateAlignedStore(v, ElementPtr(buf, st->index, false),
                                         llvm::Align(te::StorageBytes(buf->dtype))),

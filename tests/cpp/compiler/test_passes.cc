@@ -1020,6 +1020,30 @@ Graph MaskedAttention(int64_t rows, int64_t columns,
   return g;
 }
 
+// The same attention masked as PyTorch's masked_fill writes it: Where(hidden, fill, scores), or
+// with `keep_first` Where(kept, scores, fill); `hidden(row, column)` as a constant condition
+// [1, rows, columns], `fill` a scalar.
+Graph FilledAttention(int64_t rows, int64_t columns,
+                      const std::function<bool(int64_t, int64_t)>& hidden, float fill,
+                      bool keep_first) {
+  Graph g;
+  const int q = g.AddValue("q", F32({2, rows, 4})), kt = g.AddValue("kt", F32({2, 4, columns}));
+  const int v = g.AddValue("v", F32({2, columns, 3}));
+  g.inputs() = {q, kt, v};
+  auto cond = std::make_shared<HostTensor>(TensorType{{1, rows, columns}, kBool});
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < columns; ++j)
+      cond->SetFromInt(i * columns + j, hidden(i, j) != keep_first);
+  }
+  const int scores = Add(g, "MatMul", {q, kt});
+  const int c = g.AddConstant("cond", cond), f = g.AddConstant("fill", Floats({}, {fill}));
+  const int masked =
+      Add(g, "Where", keep_first ? std::vector<int>{c, scores, f} : std::vector<int>{c, f, scores});
+  const int probs = Add(g, "Softmax", {masked}, {{"axis", int64_t{-1}}});
+  g.outputs().push_back(Add(g, "MatMul", {probs, v}));
+  return g;
+}
+
 std::vector<int64_t> CausalFrom(const Graph& g) {
   std::vector<int64_t> c;
   for (const Node& n : g.nodes()) c.push_back(n.GetInt(kCausalFromAttr, 0));
@@ -1042,6 +1066,24 @@ TEST(MarkCausalMasks, MarksTheMaskTheSoftmaxAndTheProductAfterIt) {
       4, 4, [&](int64_t i, int64_t j) { return j > i || (i == 3 && j == 1) ? -inf : 0.f; });
   MarkCausalMasks(&holes);
   EXPECT_EQ(CausalFrom(holes), (std::vector<int64_t>{0, 1, 1, 1}));
+}
+
+TEST(MarkCausalMasks, TakesAWhereBetweenTheScoresAndAMaskedConstant) {
+  const float inf = std::numeric_limits<float>::infinity();
+  auto future = [](int64_t i, int64_t j) { return j > i; };
+  const std::vector<int64_t> marked{0, 1, 1, 1}, none{0, 0, 0, 0};
+  for (bool keep_first : {false, true}) {
+    SCOPED_TRACE(keep_first ? "Where(kept, scores, fill)" : "Where(hidden, fill, scores)");
+    Graph filled = FilledAttention(5, 5, future, -inf, keep_first);
+    MarkCausalMasks(&filled);
+    EXPECT_EQ(CausalFrom(filled), marked);
+    Graph lowest = FilledAttention(5, 5, future, std::numeric_limits<float>::lowest(), keep_first);
+    MarkCausalMasks(&lowest);
+    EXPECT_EQ(CausalFrom(lowest), marked);
+    Graph small = FilledAttention(5, 5, future, -1e4f, keep_first);  // exp() above 0 for some
+    MarkCausalMasks(&small);
+    EXPECT_EQ(CausalFrom(small), none);
+  }
 }
 
 TEST(MarkCausalMasks, LeavesOtherMasksAndUsesAlone) {
