@@ -63,7 +63,8 @@ Kinds:
                   (a window wider than the plane), a strided dilated conv, and the U^2-Net
                   upsampling (a bilinear Resize given by sizes)
   attention_*     a decoder's attention as exporters write it with Einsum (scores and context),
-                  a Trilu causal mask, CumSum position ids and TopK over the scores
+                  a Trilu causal mask, CumSum position ids and TopK over the scores; GPT-2's
+                  (masked_fill: a constant triangle sliced to the sequence's length, a Where)
   gather_scatter  GatherElements, GatherND (batch_dims 0 and 1), ScatterND and ScatterElements
                   with reductions, OneHot of an ArgMax, EyeLike, int64 CumSum of token ids
   grid_sample     GridSample in every mode, padding mode and align_corners, the grid reaching
@@ -1088,6 +1089,44 @@ def attention_einsum_causal():
     return m
 
 
+def attention_masked_fill():
+    """A GPT-2 block's attention as PyTorch exports it: one projection split into the heads, the
+    causal mask a constant lower triangle [1, 1, 128, 128] sliced to the sequence's length at run
+    time, Where(mask, scores, float32's lowest) (masked_fill), Softmax and the context."""
+    seq, width, heads = 96, 96, 4
+    m = Model("attention_masked_fill", 580, "GPT-2 attention: a causal mask sliced from a "
+              "constant triangle to the sequence's length, Where(mask, scores, lowest)")
+    x = m.input("x", [1, seq, width])
+    qkv = m.node("Add", [m.node("MatMul", [x, m.weight("c_attn", [width, 3 * width], 0.2)],
+                                ["qkv_mm"]), m.weight("c_attn_b", [3 * width], 0.1)], ["qkv"])
+    q, k, v = m.node("Split", [qkv, m.ints("thirds", [width] * 3)], ["q", "k", "v"], axis=2)
+    length = m.node("Gather", [m.node("Shape", [x], ["x_shape"]), m.ints("one", 1)], ["len"])
+    split_heads = m.node("Concat", [m.ints("lead", [1]), m.node("Unsqueeze", [
+        length, m.ints("ax0", [0])], ["len1"]), m.ints("hd", [heads, width // heads])],
+        ["heads_shape"], axis=0)
+
+    def to_heads(t, perm):
+        return m.node("Transpose", [m.node("Reshape", [t, split_heads], [t + "_r"])],
+                      [t + "_h"], perm=perm)
+
+    scores = m.node("MatMul", [to_heads(q, [0, 2, 1, 3]), to_heads(k, [0, 2, 3, 1])], ["qk"])
+    scores = m.node("Div", [scores, m.weight_values("sqrt_d", np.sqrt(width // heads))], ["qk_d"])
+    triangle = np.tril(np.ones((128, 128), dtype=bool))[None, None]
+    m.inits.append(numpy_helper.from_array(triangle, "bias"))
+    ends = m.node("Unsqueeze", [length, m.ints("ax0b", [0])], ["ends"])
+    rows = m.node("Slice", ["bias", m.ints("zero2", [0]), ends, m.ints("ax2", [2])], ["bias_r"])
+    mask = m.node("Slice", [rows, m.ints("zero3", [0]), ends, m.ints("ax3", [3])], ["bias_rc"])
+    lowest = m.weight_values("lowest", np.finfo(np.float32).min)
+    probs = m.node("Softmax", [m.node("Where", [mask, scores, lowest], ["masked"])], ["probs"],
+                   axis=-1)
+    context = m.node("Transpose", [m.node("MatMul", [probs, to_heads(v, [0, 2, 1, 3])], ["ctx"])],
+                     ["ctx_t"], perm=[0, 2, 1, 3])
+    merged = m.node("Reshape", [context, m.ints("merged_shape", [1, -1, width])], ["merged"])
+    m.node("MatMul", [merged, m.weight("c_proj", [width, width], 0.2)], ["y"])
+    m.output("y", rank=3)
+    return m
+
+
 def gather_scatter():
     m = Model("gather_scatter", 570, "GatherElements, GatherND (batch_dims 0, 1), ScatterND add, "
               "ScatterElements max, OneHot of an ArgMax, EyeLike, int64 CumSum", opset=18,
@@ -1299,7 +1338,7 @@ def unpool_reverse():
 
 
 def indexing_models():
-    return [attention_einsum_causal(), gather_scatter(), grid_sample(),
+    return [attention_einsum_causal(), attention_masked_fill(), gather_scatter(), grid_sample(),
             spatial_transformer_opset20(), roi_heads_opset16(), deformable_conv_opset19(),
             einsum_forms(),
             mvn_window(), lp_norms(), spectral(), unpool_reverse()]
