@@ -3,8 +3,8 @@ Ember stores -inf for the score tiles wholly past their rows' last keys, runs ea
 to its last key and sums P V over the keys each row keeps (compiler/transform/causal_masks.cc).
 Rows and keys off the kernels' tile sizes, a cache of past keys, a scale before the mask, float32's
 lowest as the mask value, one head (2-D products) and several, the mask added or chosen by a Where
-(PyTorch's masked_fill); and masks that must not be taken for causal ones still give the right
-answer."""
+(PyTorch's masked_fill); masks that must not be taken for causal ones still give the right answer,
+and so does a boolean mask given at run time."""
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -91,3 +91,28 @@ def test_only_causal_masks_bound_the_loops(tmp_path, case, causal):
     loops = (ir / "kernels.loop.txt").read_text()
     # The softmax's rows and P V's sums stop at each row's last key: loops with run-time limits.
     assert (" while " in loops) == causal
+
+
+def test_a_boolean_mask_given_at_run_time(tmp_path):
+    # Where(mask, scores, -inf) with the mask a bool input: fused after Q K^T, its condition is
+    # loaded a vector at a time (bytes compared with 0); that did not compile before 53d0f09.
+    rows, depth = 40, 16
+    nodes = [helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+             helper.make_node("Where", ["mask", "scores", "neg"], ["masked"]),
+             helper.make_node("Softmax", ["masked"], ["probs"], axis=-1),
+             helper.make_node("MatMul", ["probs", "v"], ["y"])]
+    shapes = {"q": [2, rows, depth], "kt": [2, depth, rows], "v": [2, rows, depth]}
+    inputs = [helper.make_tensor_value_info(k, TensorProto.FLOAT, s) for k, s in shapes.items()]
+    inputs.append(helper.make_tensor_value_info("mask", TensorProto.BOOL, [1, rows, rows]))
+    graph = helper.make_graph(
+        nodes, "bool_mask", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                                   [2, rows, depth])],
+        [numpy_helper.from_array(np.array(-np.inf, np.float32), "neg")])
+    feeds = {k: RNG.standard_normal(s).astype(np.float32) for k, s in shapes.items()}
+    mask = RNG.random((1, rows, rows)) > 0.3
+    mask[..., 0] = True  # every row keeps a key
+    (y,) = _run_graph(tmp_path, graph, 13, mask=mask, **feeds)
+    s = np.where(mask, np.matmul(feeds["q"].astype(np.float64), feeds["kt"]), -np.inf)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    want = np.matmul(e / e.sum(axis=-1, keepdims=True), feeds["v"])
+    np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-5)
