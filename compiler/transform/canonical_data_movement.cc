@@ -80,11 +80,16 @@ void ReshapeOp(Node n, CanonicalizeContext* ctx) {
       if (i >= in.shape.size()) NodeError(n, "shape entry 0 copies a dimension the input lacks");
       target[i] = in.shape[i];
     }
+    if (target[i] < -1) {
+      NodeError(n, "shape entry " + std::to_string(i) + " is " + std::to_string(target[i]) +
+                       ": expected a size, 0 (copy) or -1 (infer), in " + ShapeToString(target));
+    }
     if (target[i] == -1) {
       if (infer >= 0) NodeError(n, "more than one -1 in the target shape");
       infer = static_cast<int64_t>(i);
-    } else {
-      known *= target[i];
+    } else if (__builtin_mul_overflow(known, target[i], &known)) {
+      NodeError(n, "cannot reshape " + in.ToString() + " to " + ShapeToString(target) +
+                       ": its sizes multiply past int64");
     }
   }
   if (infer >= 0) {

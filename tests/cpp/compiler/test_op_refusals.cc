@@ -47,6 +47,18 @@ Build Around(const char* op, std::vector<std::string> inputs,
 const std::vector<Refusal>& Refusals() {
   using B = OnnxBuilder;
   static const std::vector<Refusal> rows = {
+      {"Reshape to a negative size", 13,
+       [](B& b) {
+         b.IntInit("shape", {2}, {-5, 4});
+         Around("Reshape", {"x", "shape"})(b);
+       },
+       "shape entry 0 is -5: expected a size, 0 (copy) or -1 (infer), in [-5,4]"},
+      {"Reshape to sizes whose product passes int64", 13,
+       [](B& b) {
+         b.IntInit("shape", {3}, {int64_t{1} << 40, int64_t{1} << 40, -1});
+         Around("Reshape", {"x", "shape"})(b);
+       },
+       "its sizes multiply past int64"},
       {"GatherND batch_dims past the ranks", 13,
        [](B& b) {
          b.IntInit("at", {1, 2}, {0, 1});
