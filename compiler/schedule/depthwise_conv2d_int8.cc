@@ -15,6 +15,9 @@
 // stays below 2^24 (3x3, 5x5) the plane and the taps are float32, every partial sum an exact
 // integer: a float multiply and add issue on two ports where vpmulld takes one for two uops; the
 // sums then start from the bias where it leaves them below 2^24 too, else it is added in int32.
+// Rows too wide for the plane (a band of one output row over kMaxPlane) run in strips of output
+// columns, each copying the padded columns it reads: the strips inside the image in a loop with
+// plain loads, those at the borders one by one, the last one ending at the last column.
 #include <ember/compiler/ir/kernel_plan.h>
 #include <ember/compiler/ir/layout.h>
 #include <ember/compiler/ir/weight_layout.h>
@@ -50,6 +53,8 @@ constexpr int64_t kBandBytes = 16 << 10;
 struct DwInt8 {
   int64_t n, c, h, w, kh, kw, s_h, s_w, pad_t, pad_l, oh, ow, ow_pad;
   int64_t pw;          // columns per stride phase of a padded row
+  int64_t strip;       // output columns a copy of the padded rows serves: ow_pad, or a strip's
+  int64_t pws;         // columns per stride phase of the plane: strip + (kw - 1) / s_w
   int64_t j_lo, j_hi;  // columns whose phases all lie inside the image
   int64_t j_out;       // columns from here on lie right of the image in every phase
   int64_t band;        // output rows computed from one copy of the rows they read
@@ -102,12 +107,19 @@ bool ReadDwInt8(const Graph& g, const Node& conv, bool weight_int8, int64_t lane
   const int64_t last = m->pad_l + m->w - sw;  // j * S <= last
   m->j_hi = last < 0 ? m->j_lo : std::max(m->j_lo, std::min(m->pw, last / sw + 1));
   m->j_out = std::clamp((m->w + m->pad_l + sw - 1) / sw, m->j_hi, m->pw);
-  const int64_t fit = kBandBytes / (sw * m->pw * 4);  // padded rows in the budget
+  const int64_t halo = (m->kw - 1) / sw;
+  m->strip = m->ow_pad;
+  if (m->kh * sw * m->pw > kMaxPlane) {  // strips whose kh rows fill the band budget
+    m->strip = std::max(lanes, (kBandBytes / 4 / (m->kh * sw) - halo) / lanes * lanes);
+    if (m->strip >= m->ow) return false;
+  }
+  m->pws = m->strip + halo;
+  const int64_t fit = kBandBytes / (sw * m->pws * 4);  // padded rows in the budget
   const int64_t most = std::clamp<int64_t>((fit - m->kh) / m->s_h + 1, 1, m->oh);
   const int64_t bands = (m->oh + most - 1) / most;
   m->band = (m->oh + bands - 1) / bands;  // as even as they come
   m->band_rows = (m->band - 1) * m->s_h + m->kh;
-  return m->kh * m->kw <= kMaxTaps && m->band_rows * sw * m->pw <= kMaxPlane;
+  return m->kh * m->kw <= kMaxTaps && m->band_rows * sw * m->pws <= kMaxPlane;
 }
 
 }  // namespace
@@ -156,13 +168,20 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
   const te::DataType tap_type =
       m.kh * m.kw * kMaxInt8Product < kExactFloat ? te::Float(32) : te::Int(32);
   // A band of output rows first copies the padded rows it reads (band_rows; kh - S_h of them
-  // again for the next band) into the plane on the stack, which stays in L1.
+  // again for the next band) into the plane on the stack, which stays in L1: for a strip of its
+  // output columns where the rows are too wide for it.
   const int64_t sw = m.s_w;
-  Buffer plane = lower::NewBuffer(conv->name + "_plane", tap_type, m.band_rows * sw * m.pw,
+  Buffer plane = lower::NewBuffer(conv->name + "_plane", tap_type, m.band_rows * sw * m.pws,
                                   lower::BufferScope::kLocal);
   f.locals.push_back(plane);
   auto plane_at = [&](const Expr& slot, int64_t phase, const Expr& j) {
-    return (slot * sw + phase) * m.pw + j;
+    return (slot * sw + phase) * m.pws + j;
+  };
+  // Output columns [x0, x0 + strip), reading padded columns [x0, x0 + pws); `at` is x0 when known
+  // at compile time, -1 for a strip of the loop over those inside the image.
+  struct Strip {
+    Expr x0;
+    int64_t at;
   };
 
   Expr task = te::MakeVar("nc");
@@ -178,12 +197,13 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
     return te::Cast(tap_type, te::Cast(te::Int(32), v) - te::Const(te::Int(32), m.zp));
   };
   // Interior columns in exact-width vector steps (a row of 56 would otherwise be fully unrolled
-  // into scalar conversions), the border ones one by one.
-  auto columns = [&](const Expr& y, const Expr& slot, int64_t begin, int64_t end, bool guarded) {
+  // into scalar conversions), the border ones one by one; j counts from the strip's first.
+  auto columns = [&](const Strip& s, const Expr& y, const Expr& slot, int64_t begin, int64_t end,
+                     bool guarded) {
     auto body = [&](const Expr& j) {
       std::vector<Stmt> phases;
       for (int64_t ph = 0; ph < sw; ++ph) {
-        Expr col = j * sw + (ph - m.pad_l);
+        Expr col = (s.at == 0 ? j : s.x0 + j) * sw + (ph - m.pad_l);
         Expr v = shifted(y, col);
         if (guarded) v = te::Select((col >= 0) && (col < m.w), v, zero);
         phases.push_back(lower::Store(plane, plane_at(slot, ph, j), v));
@@ -204,13 +224,17 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
     }
     return SeqOf(phases);
   };
-  auto image_row = [&](const Expr& y, const Expr& slot) {
-    return SeqOf({columns(y, slot, 0, m.j_lo, true), columns(y, slot, m.j_lo, m.j_hi, false),
-                  columns(y, slot, m.j_hi, m.j_out, true), zero_columns(slot, m.j_out, m.pw)});
+  auto image_row = [&](const Strip& s, const Expr& y, const Expr& slot) {
+    if (s.at < 0) return columns(s, y, slot, 0, m.pws, false);
+    // The row's column classes, in the strip's columns.
+    auto in_strip = [&](int64_t j) { return std::clamp<int64_t>(j - s.at, 0, m.pws); };
+    const int64_t lo = in_strip(m.j_lo), hi = in_strip(m.j_hi), out = in_strip(m.j_out);
+    return SeqOf({columns(s, y, slot, 0, lo, true), columns(s, y, slot, lo, hi, false),
+                  columns(s, y, slot, hi, out, true), zero_columns(slot, out, m.pws)});
   };
   auto zero_rows = [&](const std::string& name, const Expr& slot, int64_t rows) {
-    return VectorSteps(name, 0, rows * sw * m.pw, p.lanes, [&](const Expr& i) {
-      return lower::Store(plane, i + slot * sw * m.pw, zero);
+    return VectorSteps(name, 0, rows * sw * m.pws, p.lanes, [&](const Expr& i) {
+      return lower::Store(plane, i + slot * sw * m.pws, zero);
     });
   };
   // The last band ends at the last row, overlapping the one before when the bands do not divide
@@ -222,20 +246,20 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
     band_oy = bands * m.band > m.oh ? te::Min(band * m.band, Expr(m.oh - m.band)) : band * m.band;
   }
   Expr first_row = band_oy * m.s_h;  // the band's padded row 0
-  Stmt copy;
-  if (bands == 1) {  // the padding rows known: no test per row
-    const int64_t image_end = std::min(m.pad_t + m.h, m.band_rows);
-    copy = SeqOf({zero_rows("zt", Expr(0), std::min(m.pad_t, m.band_rows)),
-                  Range("y", m.pad_t, image_end, ForKind::kSerial,
-                        [&](const Expr& y) { return image_row(y, y); }),
-                  zero_rows("zb", Expr(image_end), m.band_rows - image_end)});
-  } else {
-    copy = Range("r", 0, m.band_rows, ForKind::kSerial, [&](const Expr& r) {
+  auto copy = [&](const Strip& s) {
+    if (bands == 1) {  // the padding rows known: no test per row
+      const int64_t image_end = std::min(m.pad_t + m.h, m.band_rows);
+      return SeqOf({zero_rows("zt", Expr(0), std::min(m.pad_t, m.band_rows)),
+                    Range("y", m.pad_t, image_end, ForKind::kSerial,
+                          [&](const Expr& y) { return image_row(s, y, y); }),
+                    zero_rows("zb", Expr(image_end), m.band_rows - image_end)});
+    }
+    return Range("r", 0, m.band_rows, ForKind::kSerial, [&](const Expr& r) {
       Expr y = first_row + r;
-      return lower::If((y >= m.pad_t) && (y < m.pad_t + m.h), image_row(y, r),
+      return lower::If((y >= m.pad_t) && (y < m.pad_t + m.h), image_row(s, y, r),
                        zero_rows("z", r, 1));
     });
-  }
+  };
 
   // Output rows: the taps in int32 lanes along the width, bias and epilogue in registers, over
   // whole vectors of columns (a row of 14 or 7 would otherwise run scalar); the columns past ow
@@ -268,21 +292,49 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
   Expr sum = tap_type == te::Int(32) ? taps : te::Cast(te::Int(32), taps);
   if (bias && !bias_in_float) sum = sum + BufferLoad(bias, c);
   const Buffer& ob = f.args.back().buffer;
-  Stmt row;
-  if (m.ow_pad == m.ow) {
-    row = lower::Store(ob, (task * m.oh + oy) * m.ow + ox, at({n, c, oy, ox}, sum));
-    row = lower::For(ox, m.ow, ForKind::kVectorized, row);
-  } else {
-    Buffer out_row =
+  Buffer out_row;
+  if (m.strip == m.ow_pad && m.ow_pad != m.ow) {  // one strip, past ow
+    out_row =
         lower::NewBuffer(conv->name + "_row", ob->dtype, m.ow_pad, lower::BufferScope::kLocal);
     f.locals.push_back(out_row);
-    Stmt wide = lower::Store(out_row, ox, at({n, c, oy, te::Min(ox, Expr(m.ow - 1))}, sum));
-    Stmt copy = VectorSteps("cx", 0, m.ow, p.lanes, [&](const Expr& cx) {
-      return lower::Store(ob, (task * m.oh + oy) * m.ow + cx, BufferLoad(out_row, cx));
-    });
-    row = lower::Seq({lower::For(ox, m.ow_pad, ForKind::kVectorized, wide), copy});
   }
-  Stmt band_body = lower::Seq({copy, lower::For(oyb, m.band, ForKind::kSerial, row)});
+  auto rows = [&](const Strip& s) {
+    Stmt row;
+    if (!out_row) {
+      const Expr col = s.at == 0 ? ox : s.x0 + ox;
+      row = lower::Store(ob, (task * m.oh + oy) * m.ow + col, at({n, c, oy, col}, sum));
+      row = lower::For(ox, m.strip, ForKind::kVectorized, row);
+    } else {
+      Stmt wide = lower::Store(out_row, ox, at({n, c, oy, te::Min(ox, Expr(m.ow - 1))}, sum));
+      Stmt copy_out = VectorSteps("cx", 0, m.ow, p.lanes, [&](const Expr& cx) {
+        return lower::Store(ob, (task * m.oh + oy) * m.ow + cx, BufferLoad(out_row, cx));
+      });
+      row = lower::Seq({lower::For(ox, m.ow_pad, ForKind::kVectorized, wide), copy_out});
+    }
+    return lower::Seq({copy(s), lower::For(oyb, m.band, ForKind::kSerial, row)});
+  };
+  // The strips: those whose padded columns lie inside the image in a loop, the others (and the
+  // last, which ends at column ow) each with its own code.
+  std::vector<Stmt> strips;
+  if (m.strip == m.ow_pad) {
+    strips.push_back(rows(Strip{Expr(0), 0}));
+  } else {
+    const int64_t count = (m.ow + m.strip - 1) / m.strip;
+    auto inside = [&](int64_t k) { return k * m.strip >= m.j_lo && k * m.strip + m.pws <= m.j_hi; };
+    int64_t k = 0;
+    for (; k < count - 1 && !inside(k); ++k)
+      strips.push_back(rows(Strip{Expr(k * m.strip), k * m.strip}));
+    const int64_t first_inside = k;
+    while (k < count - 1 && inside(k)) ++k;
+    if (k > first_inside) {
+      Expr s = te::MakeVar("strip");
+      strips.push_back(lower::For(s, k - first_inside, ForKind::kSerial,
+                                  rows(Strip{(s + first_inside) * m.strip, -1})));
+    }
+    for (; k < count - 1; ++k) strips.push_back(rows(Strip{Expr(k * m.strip), k * m.strip}));
+    strips.push_back(rows(Strip{Expr(m.ow - m.strip), m.ow - m.strip}));
+  }
+  Stmt band_body = SeqOf(strips);
   Stmt planes = bands > 1 ? lower::For(band, bands, ForKind::kSerial, band_body) : band_body;
 
   const int64_t tasks = m.n * m.c;

@@ -53,6 +53,10 @@ DW_CASES = [
     (37, 16, (70, 130), 3, 1, 1, np.uint8, np.uint8, True),    # bands of rows, the last overlaps
     (38, 8, (61, 112), 3, 2, 1, np.int8, np.uint8, True),      # stride 2 in bands
     (39, 16, (12, 12), 3, 1, 1, np.uint8, np.uint8, 1 << 24),  # a bias past float's integers
+    # Rows wider than the plane holds run in strips of columns: borders, a loop, the last strip.
+    (40, 4, (5, 12001), 3, 1, 1, np.uint8, np.uint8, True),
+    (41, 3, (4, 23003), 3, 2, 1, np.int8, np.uint8, True),     # stride 2: two phases per strip
+    (42, 2, (6, 11111), 5, 1, 0, np.uint8, np.int8, False),    # no padding: strips all inside
 ]
 
 
