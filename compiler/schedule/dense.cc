@@ -182,6 +182,21 @@ Expr EpilogueColumns(const DenseContext& c, const Expr& m, const Expr& n0, int l
   return lower::VectorizeLanes(c.at(c.OutIndex(m, col), acc), col.get(), n0, lanes);
 }
 
+// A tile of a causal mask's scores wholly past its rows' last keys: -inf, the weight 0 the mask
+// gives them, in every element.
+Stmt MaskedTile(const DenseContext& c, const Expr& m0, int64_t rows, const Expr& n0,
+                int64_t vectors, int lanes) {
+  std::vector<Stmt> stores;
+  const Expr lowest = te::Broadcast(F32(-std::numeric_limits<double>::infinity()), lanes);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t v = 0; v < vectors; ++v) {
+      stores.push_back(
+          lower::Store(c.out, c.OutBase() + (m0 + i) * c.d.n + n0 + v * lanes, lowest));
+    }
+  }
+  return lower::Seq(stores);
+}
+
 // One tile: rows [m0, m0 + rows) times `vectors` vectors of `lanes` columns from n0. Lane steps
 // (one vector of A per row for that many k) where K is a multiple and the rows' vectors fit.
 Stmt MakeTile(const DenseContext& c, const std::string& tag, const Expr& m0, int64_t rows,
@@ -211,17 +226,9 @@ Stmt MakeTile(const DenseContext& c, const std::string& tag, const Expr& m0, int
   }
   Stmt computed = tile.With(k_loop);
   if (c.masked_from == 0) return computed;
-  // Wholly past its rows' ends (the last row's is the latest): -inf, the weight 0 the mask
-  // gives, without the products.
-  std::vector<Stmt> masked;
-  const Expr lowest = te::Broadcast(F32(-std::numeric_limits<double>::infinity()), lanes);
-  for (int64_t i = 0; i < rows; ++i) {
-    for (int64_t v = 0; v < vectors; ++v) {
-      masked.push_back(
-          lower::Store(c.out, c.OutBase() + (m0 + i) * c.d.n + n0 + v * lanes, lowest));
-    }
-  }
-  return lower::If(n0 >= m0 + (rows - 1 + c.masked_from), lower::Seq(masked), computed);
+  // Wholly past its rows' ends (the last row's is the latest): no products.
+  return lower::If(n0 >= m0 + (rows - 1 + c.masked_from),
+                   MaskedTile(c, m0, rows, n0, vectors, lanes), computed);
 }
 
 // Row tiles [first, first + count) of `rows` rows from row 0, then, when `with_tail`, the rows

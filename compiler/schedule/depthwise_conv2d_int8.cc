@@ -315,15 +315,15 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
   };
   // The strips: those whose padded columns lie inside the image in a loop, the others (and the
   // last, which ends at column ow) each with its own code.
+  auto strip_at = [&](int64_t x0) { return rows(Strip{Expr(x0), x0}); };
   std::vector<Stmt> strips;
   if (m.strip == m.ow_pad) {
-    strips.push_back(rows(Strip{Expr(0), 0}));
+    strips.push_back(strip_at(0));
   } else {
-    const int64_t count = (m.ow + m.strip - 1) / m.strip;
+    const int64_t count = (m.ow + m.strip - 1) / m.strip;  // the last one ends at column ow
     auto inside = [&](int64_t k) { return k * m.strip >= m.j_lo && k * m.strip + m.pws <= m.j_hi; };
     int64_t k = 0;
-    for (; k < count - 1 && !inside(k); ++k)
-      strips.push_back(rows(Strip{Expr(k * m.strip), k * m.strip}));
+    for (; k < count - 1 && !inside(k); ++k) strips.push_back(strip_at(k * m.strip));
     const int64_t first_inside = k;
     while (k < count - 1 && inside(k)) ++k;
     if (k > first_inside) {
@@ -331,8 +331,8 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
       strips.push_back(lower::For(s, k - first_inside, ForKind::kSerial,
                                   rows(Strip{(s + first_inside) * m.strip, -1})));
     }
-    for (; k < count - 1; ++k) strips.push_back(rows(Strip{Expr(k * m.strip), k * m.strip}));
-    strips.push_back(rows(Strip{Expr(m.ow - m.strip), m.ow - m.strip}));
+    for (; k < count - 1; ++k) strips.push_back(strip_at(k * m.strip));
+    strips.push_back(strip_at(m.ow - m.strip));
   }
   Stmt band_body = SeqOf(strips);
   Stmt planes = bands > 1 ? lower::For(band, bands, ForKind::kSerial, band_body) : band_body;
