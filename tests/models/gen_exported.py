@@ -74,7 +74,8 @@ Kinds:
   roi_heads_opset16  a detector's box head: RoiAlign (avg and max, both coordinate modes) of
                   a conv feature map for boxes the graph computes, some past the image
   deformable_conv_opset19  DCN v2 (offsets and mask from convs, groups, offset groups, bias)
-                  and a strided, dilated DCN v1: DeformConv as detectors export it
+                  and a strided, dilated DCN v1: DeformConv as detectors export it; a DCN v2
+                  layer alone (16 channels of 32x32), where the sampling is the cost
   einsum_forms    Einsum with three operands, a broadcasting ellipsis, implicit outputs, sums
   mvn_window      MeanVarianceNormalization and a Hann window over a signal (opset 17)
   lp_norms        LpNormalization (p 1, 2: embedding heads), GlobalLpPool and LpPool (p 2, 3)
@@ -1258,6 +1259,19 @@ def deformable_conv_opset19():
     return m
 
 
+def deformable_conv_layer():
+    """A DCN v2 layer alone at a size where its sampling, not the product after it, is the cost:
+    16 channels of 32x32 in two offset groups, offsets and mask given as inputs."""
+    m = Model("deformable_conv_layer", 1920, "DeformConv alone (DCN v2): 2 images of 16 channels "
+              "32x32, offset_group 2, offsets and mask as inputs", opset=19, ir_version=9)
+    x = m.input("x", [2, 16, 32, 32])
+    offsets, mask = m.input("offsets", [2, 36, 32, 32]), m.input("mask", [2, 18, 32, 32])
+    m.node("DeformConv", [x, m.weight("w", [8, 16, 3, 3], 0.2), offsets, "", mask], ["y"],
+           offset_group=2, pads=[1, 1, 1, 1])
+    m.output("y", rank=4)
+    return m
+
+
 def einsum_forms():
     m = Model("einsum_forms", 590, "Einsum: a bilinear form of three operands, a broadcasting "
               "ellipsis, an implicit output, a full sum, a transpose, upper-case labels",
@@ -1340,6 +1354,7 @@ def unpool_reverse():
 def indexing_models():
     return [attention_einsum_causal(), attention_masked_fill(), gather_scatter(), grid_sample(),
             spatial_transformer_opset20(), roi_heads_opset16(), deformable_conv_opset19(),
+            deformable_conv_layer(),
             einsum_forms(),
             mvn_window(), lp_norms(), spectral(), unpool_reverse()]
 
