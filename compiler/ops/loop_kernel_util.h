@@ -19,6 +19,15 @@ inline lower::ForKind RowsLoop(int64_t rows, int64_t work) {
   return rows > 1 && work >= kParallelWork ? lower::ForKind::kParallel : lower::ForKind::kSerial;
 }
 
+/*! \brief A local buffer of `size` elements of `t` that `f` holds (a kernel's registers or
+ *  small stack arrays). */
+inline lower::Buffer AddLocal(lower::LoweredFunc* f, const std::string& name, te::DataType t,
+                              int64_t size = 1) {
+  lower::Buffer b = lower::NewBuffer(name, t, size, lower::BufferScope::kLocal);
+  f->locals.push_back(b);
+  return b;
+}
+
 /*! \brief Makes `fn` the loop rule of `op` (OpDef::loop_kernel). */
 inline void RegisterLoopKernel(const char* op, FLoopKernel fn) {
   OpRegistry::Global()->Mutable(op).set_loop_kernel(std::move(fn));

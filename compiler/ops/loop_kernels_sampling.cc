@@ -93,12 +93,7 @@ Stmt RoiAlign(const Node& n, const std::vector<Buffer>& in, const std::vector<Bu
   auto as_t = [&](const Expr& i) { return Expr(te::Cast(t, i)); };
   Expr r = te::MakeVar("r"), c = te::MakeVar("c"), ph = te::MakeVar("ph"), pw = te::MakeVar("pw"),
        iy = te::MakeVar("iy"), ix = te::MakeVar("ix");
-  auto local = [&](const char* suffix) {
-    Buffer b = lower::NewBuffer(n.name + suffix, t, 1, lower::BufferScope::kLocal);
-    f->locals.push_back(b);
-    return b;
-  };
-  const Buffer acc = local("_acc"), seen = local("_seen");
+  const Buffer acc = AddLocal(f, n.name + "_acc", t), seen = AddLocal(f, n.name + "_seen", t);
   auto corner = [&](int k) {
     return BufferLoad(rois, r * 4 + k) * c_(n.GetFloat("spatial_scale")) - c_(half ? 0.5 : 0.0);
   };
@@ -239,12 +234,8 @@ Stmt DeformableColumns(const Node& n, const std::vector<Buffer>& in, const std::
   const te::DataType it = x->size < (int64_t{1} << 31) ? te::Int(32) : te::Index();
   auto i_ = [&](int64_t v) { return te::IntImm(it, v); };
   const Expr iy = te::Cast(it, y0), ix = te::Cast(it, x0);
-  auto local = [&](const char* suffix, te::DataType type) {
-    Buffer b = lower::NewBuffer(n.name + suffix, type, 4 * chunk, lower::BufferScope::kLocal);
-    f->locals.push_back(b);
-    return b;
-  };
-  const Buffer weights = local("_weights", t), places = local("_places", it);
+  const Buffer weights = AddLocal(f, n.name + "_weights", t, 4 * chunk),
+               places = AddLocal(f, n.name + "_places", it, 4 * chunk);
   std::vector<Stmt> corners;
   auto corner = [&](int64_t q, int64_t below, int64_t right, const Expr& weight) {
     const Expr yy = iy + i_(below), xx = ix + i_(right);
@@ -260,7 +251,8 @@ Stmt DeformableColumns(const Node& n, const std::vector<Buffer>& in, const std::
   corner(2, 1, 0, ly * (c_(1) - lx));
   corner(3, 1, 1, ly * lx);
   // Each channel of the group: its plane's four corners, weighted.
-  const Expr channel = te::Cast(it, image * channels + group * per_group + cg);
+  const Expr plane = image * channels + group * per_group + cg;  // (image, channel)
+  const Expr channel = te::Cast(it, plane);
   Expr value;
   for (int64_t q = 0; q < 4; ++q) {
     const Expr place =
@@ -268,7 +260,7 @@ Stmt DeformableColumns(const Node& n, const std::vector<Buffer>& in, const std::
     const Expr term = BufferLoad(weights, i + q * chunk) * BufferLoad(x, place);
     value = value.defined() ? value + term : term;
   }
-  const Expr row = (image * channels + group * per_group + cg) * taps + tap;
+  const Expr row = plane * taps + tap;
   Stmt gather = lower::For(cg, per_group, ForKind::kSerial,
                            lower::For(i, chunk, ForKind::kVectorized,
                                       lower::Store(cols, row * positions + start + i, value)));

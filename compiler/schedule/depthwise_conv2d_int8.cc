@@ -182,6 +182,8 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
   struct Strip {
     Expr x0;
     int64_t at;
+    // Column j of the strip in the whole row (the first strip's as they were without strips).
+    Expr Column(const Expr& j) const { return at == 0 ? j : x0 + j; }
   };
 
   Expr task = te::MakeVar("nc");
@@ -203,7 +205,7 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
     auto body = [&](const Expr& j) {
       std::vector<Stmt> phases;
       for (int64_t ph = 0; ph < sw; ++ph) {
-        Expr col = (s.at == 0 ? j : s.x0 + j) * sw + (ph - m.pad_l);
+        Expr col = s.Column(j) * sw + (ph - m.pad_l);
         Expr v = shifted(y, col);
         if (guarded) v = te::Select((col >= 0) && (col < m.w), v, zero);
         phases.push_back(lower::Store(plane, plane_at(slot, ph, j), v));
@@ -301,7 +303,7 @@ bool TryDepthwiseConv2dInt8(const FusedGroup& group, const lower::ScheduleOption
   auto rows = [&](const Strip& s) {
     Stmt row;
     if (!out_row) {
-      const Expr col = s.at == 0 ? ox : s.x0 + ox;
+      const Expr col = s.Column(ox);
       row = lower::Store(ob, (task * m.oh + oy) * m.ow + col, at({n, c, oy, col}, sum));
       row = lower::For(ox, m.strip, ForKind::kVectorized, row);
     } else {
